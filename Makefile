@@ -1,0 +1,35 @@
+# Two commands: `make serve` and `make test`. Both create .venv when it is missing and install into it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test install lint types pytest bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+serve: install
+	$(BIN)/auto-runtime serve
+
+lint: install
+	$(BIN)/ruff check auto_runtime tests benchmarks
+	$(BIN)/ruff format --check auto_runtime tests benchmarks
+
+types: install
+	$(BIN)/mypy auto_runtime
+
+pytest: install
+	$(BIN)/pytest
+
+test: lint types pytest
+
+bench: install
+	$(BIN)/python -m benchmarks
