@@ -1,0 +1,3 @@
+from auto_runtime.cli import main
+
+raise SystemExit(main())

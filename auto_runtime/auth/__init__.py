@@ -1,0 +1,1 @@
+"""Access: local mode, API keys and the callers they authenticate."""

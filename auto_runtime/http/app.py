@@ -1,0 +1,226 @@
+"""The Quart-Trio application: one route per catalog operation, the published documents, and `/health`.
+
+Every request gets an `x-request-id`. The access chain (origin, local-mode host, bearer credential) runs before
+any operation; paths the server does not serve answer `401` to a caller without a valid credential and `404`
+otherwise, so an unauthenticated caller learns nothing of the routes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from quart import Response, g, request
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
+
+from auto_runtime.auth.access import AccessGate
+from auto_runtime.guides import Guide
+from auto_runtime.http.api_catalog import LINKSET_MEDIA_TYPE, build_api_catalog, catalog_link_header
+from auto_runtime.http.caching import cached_document
+from auto_runtime.http.request_input import operation_input
+from auto_runtime.http.responses import json_bytes, problem_response, success_response
+from auto_runtime.operations.catalog import Catalog
+from auto_runtime.operations.dispatcher import Dispatcher, incident
+from auto_runtime.operations.operation import Operation
+from auto_runtime.operations.problems import Rejection
+
+MAX_REQUEST_BODY = 64 * 1024 * 1024 + 1
+CORS_ALLOWED_HEADERS = "Authorization, Content-Type, If-None-Match, traceparent"
+
+
+@dataclass(frozen=True)
+class PublishedDocuments:
+    """The documents built once at start: the OpenAPI document and the guides, as bytes."""
+
+    openapi: bytes
+    guides: Mapping[str, Guide]
+
+
+def _request_id() -> str:
+    value: str = g.request_id
+    return value
+
+
+def _base_url(public_url: str | None) -> str:
+    if public_url:
+        return public_url.rstrip("/")
+    return f"{request.scheme}://{request.host}"
+
+
+def _flask_rule(path: str) -> str:
+    return path.replace("{", "<").replace("}", ">")
+
+
+def _scope_values(operation: Operation, values: Mapping[str, str]) -> tuple[str | None, str | None, dict[str, str]]:
+    fields = dict(values)
+    org = fields.pop("org", None)
+    playbook = fields.pop("playbook", None) if operation.scope == "playbook" else None
+    return org, playbook, fields
+
+
+def create_app(
+    *,
+    catalog: Catalog,
+    dispatcher: Dispatcher,
+    gate: AccessGate,
+    documents: PublishedDocuments,
+    public_url: str | None,
+) -> QuartTrio:
+    app = QuartTrio("auto_runtime")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BODY
+    app.config["BODY_TIMEOUT"] = 60
+    guide_list: Sequence[Guide] = list(documents.guides.values())
+
+    @app.before_request
+    async def open_request() -> Response | None:
+        g.request_id = str(uuid.uuid4())
+        origin = request.headers.get("Origin")
+        if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
+            if origin is None or not gate.origin_allowed(origin):
+                return problem_response(
+                    Rejection("origin_not_allowed", "This server does not accept requests from that origin."),
+                    _request_id(),
+                )
+            response = Response(b"", status=204)
+            response.headers["Access-Control-Allow-Methods"] = "GET, HEAD, POST, PUT, DELETE"
+            response.headers["Access-Control-Allow-Headers"] = CORS_ALLOWED_HEADERS
+            response.headers["Access-Control-Max-Age"] = "600"
+            return response
+        try:
+            gate.check_origin(origin, request.headers.get("Host"))
+        except Rejection as rejection:
+            return problem_response(rejection, _request_id())
+        return None
+
+    @app.after_request
+    async def close_request(response: Response) -> Response:
+        response.headers.setdefault("x-request-id", _request_id())
+        origin = request.headers.get("Origin")
+        if origin is not None and gate.origin_allowed(origin):
+            response.headers["Access-Control-Allow-Origin"] = origin
+            response.headers["Access-Control-Expose-Headers"] = "x-request-id, Retry-After, ETag, Link"
+            response.headers.add("Vary", "Origin")
+        return response
+
+    def unserved_path() -> Response:
+        caller = gate.try_authenticate(request.headers.getlist("Authorization"))
+        if caller is None:
+            try:
+                gate.authenticate(request.headers.getlist("Authorization"))
+            except Rejection as rejection:
+                return problem_response(rejection, _request_id())
+        return problem_response(Rejection("not_found", "This server serves nothing at that path."), _request_id())
+
+    @app.errorhandler(404)
+    async def on_not_found(_: HTTPException) -> Response:
+        return unserved_path()
+
+    @app.errorhandler(405)
+    async def on_method_not_allowed(error: HTTPException) -> Response:
+        allowed = sorted(set(getattr(error, "valid_methods", None) or []))
+        response = problem_response(
+            Rejection("method_not_allowed", f"This path does not take {request.method}."), _request_id()
+        )
+        response.status_code = 405
+        response.headers["Allow"] = ", ".join(allowed)
+        return response
+
+    @app.errorhandler(413)
+    async def on_too_large(_: HTTPException) -> Response:
+        return problem_response(
+            Rejection("content_too_large", "The body is larger than this operation accepts."), _request_id()
+        )
+
+    @app.errorhandler(Exception)
+    async def on_unexpected(error: Exception) -> Response:
+        if isinstance(error, MethodNotAllowed):
+            return await on_method_not_allowed(error)
+        if isinstance(error, HTTPException):
+            code = error.code or 500
+            if code == 404:
+                return unserved_path()
+            if code == 413:
+                return await on_too_large(error)
+            reason = "bad_request" if 400 <= code < 500 else "internal"
+            return problem_response(Rejection(reason, error.description or "The request failed."), _request_id())
+        return problem_response(incident(error, request.path, _request_id()), _request_id())
+
+    @app.route("/health", methods=["GET"])
+    async def health() -> Response:
+        response = success_response({"status": "ok"}, 200, _request_id())
+        response.headers["Link"] = catalog_link_header(_base_url(public_url))
+        return response
+
+    @app.route("/v1/openapi.json", methods=["GET"])
+    async def openapi_document() -> Response:
+        return cached_document(
+            documents.openapi,
+            "application/vnd.oai.openapi+json;version=3.1",
+            method=request.method,
+            if_none_match=request.headers.get("If-None-Match"),
+            request_id=_request_id(),
+        )
+
+    @app.route("/.well-known/api-catalog", methods=["GET"])
+    async def api_catalog() -> Response:
+        base = _base_url(public_url)
+        response = cached_document(
+            json_bytes(build_api_catalog(base, guide_list)),
+            LINKSET_MEDIA_TYPE,
+            method=request.method,
+            if_none_match=request.headers.get("If-None-Match"),
+            request_id=_request_id(),
+        )
+        response.headers["Link"] = catalog_link_header(base)
+        return response
+
+    for operation in catalog:
+        app.add_url_rule(
+            _flask_rule(operation.path),
+            endpoint=f"{operation.name}:{operation.scope}",
+            view_func=_operation_view(operation, dispatcher, gate, documents),
+            methods=[operation.method],
+        )
+    return app
+
+
+def _operation_view(
+    operation: Operation, dispatcher: Dispatcher, gate: AccessGate, documents: PublishedDocuments
+) -> Any:
+    async def view(**path_values: str) -> Response:
+        request_id = _request_id()
+        try:
+            if operation.name == "get_guide":
+                return _guide_response(path_values["guide"], documents)
+            caller = gate.authenticate(request.headers.getlist("Authorization"))
+            org, playbook, fields = _scope_values(operation, path_values)
+            raw_input = await operation_input(request, operation, fields)
+            result = await dispatcher.dispatch(
+                operation, caller, org or caller.own_org(), playbook, raw_input, request_id=request_id
+            )
+        except Rejection as rejection:
+            return problem_response(rejection, request_id)
+        return success_response(result, operation.success_status, request_id)
+
+    view.__name__ = f"view_{operation.name}_{operation.scope}"
+    return view
+
+
+def _guide_response(name: str, documents: PublishedDocuments) -> Response:
+    guide = documents.guides.get(name)
+    if guide is None:
+        raise _NotServed()
+    return cached_document(
+        guide.text.encode("utf-8"),
+        "text/markdown; charset=utf-8",
+        method=request.method,
+        if_none_match=request.headers.get("If-None-Match"),
+        request_id=_request_id(),
+    )
+
+
+class _NotServed(HTTPException):
+    code = 404

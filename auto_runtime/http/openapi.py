@@ -1,0 +1,191 @@
+"""The OpenAPI 3.1.1 document, built once at start from the catalog.
+
+One operation per catalog entry: `operationId` its name (`search_in_org` for the org's `search`), summary its
+title, one tag for the resource it acts on, its description (the MCP tool's). Inputs in the path, the query
+(reads) or the JSON body (commands). Schemas are JSON Schema 2020-12, each with its own `$id`. Every problem an
+operation can return is listed under its status. The server URL is the relative `/v1`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from auto_runtime import __version__
+from auto_runtime.operations.catalog import Catalog
+from auto_runtime.operations.operation import Operation
+from auto_runtime.operations.problems import KIND_PROBLEM_TYPES, PROBLEM_BASE, PROBLEM_REASONS
+from auto_runtime.operations.schemas import DIALECT, SCHEMA_BASE, input_schema_of, output_schema_of
+
+PROBLEM_SCHEMA_ID = SCHEMA_BASE + "problem"
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "$schema": DIALECT,
+    "$id": PROBLEM_SCHEMA_ID,
+    "type": "object",
+    "description": "An RFC 9457 problem document.",
+    "required": ["type", "title", "status", "detail", "reason"],
+    "properties": {
+        "type": {"type": "string", "format": "uri"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "reason": {"type": "string"},
+        "kind": {"type": "string"},
+        "because": {"type": "string"},
+        "instance": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["detail", "pointer"],
+                "properties": {"detail": {"type": "string"}, "pointer": {"type": "string"}},
+            },
+        },
+    },
+}
+SCOPE_PARAMETERS = {
+    "org": {
+        "name": "org",
+        "in": "path",
+        "required": True,
+        "description": "The org",
+        "schema": {"type": "string"},
+    },
+    "playbook": {
+        "name": "playbook",
+        "in": "path",
+        "required": True,
+        "description": "The id of the playbook",
+        "schema": {"type": "string", "pattern": "^[a-z][a-z0-9-]{2,47}$"},
+    },
+}
+BODY_REASONS = ("bad_request", "content_too_large", "unsupported_media_type")
+ACCESS_REASONS = ("unauthenticated", "forbidden", "origin_not_allowed")
+
+
+def _component_name(schema_id: str) -> str:
+    return schema_id.removeprefix(SCHEMA_BASE).replace("/", "_")
+
+
+def problem_reasons_of(operation: Operation) -> list[str]:
+    reasons: list[str] = ["bad_request"]
+    if operation.permissions:
+        reasons.extend(ACCESS_REASONS)
+    else:
+        reasons.append("origin_not_allowed")
+    if operation.takes_body:
+        reasons.extend(BODY_REASONS)
+    if operation.scope == "playbook":
+        reasons.append("not_found")
+        if operation.is_command:
+            reasons.append("conflict")
+    reasons.append("invalid_input")
+    reasons.extend(sorted(operation.reasons))
+    reasons.append("internal")
+    return list(dict.fromkeys(reasons))
+
+
+def _problem_responses(operation: Operation) -> dict[str, Any]:
+    by_status: dict[int, list[str]] = {}
+    for reason in problem_reasons_of(operation):
+        if reason in KIND_PROBLEM_TYPES:
+            status = PROBLEM_REASONS[KIND_PROBLEM_TYPES[reason][0]].status
+        else:
+            status = PROBLEM_REASONS[reason].status
+        by_status.setdefault(status, []).append(PROBLEM_BASE + reason)
+    responses: dict[str, Any] = {}
+    for status in sorted(by_status):
+        types = ", ".join(by_status[status])
+        responses[str(status)] = {
+            "description": f"A problem: {types}",
+            "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/problem"}}},
+        }
+    return responses
+
+
+def _parameters(operation: Operation, input_schema: dict[str, Any]) -> list[dict[str, Any]]:
+    parameters: list[dict[str, Any]] = [SCOPE_PARAMETERS["org"]] if operation.scope != "global" else []
+    if operation.scope == "playbook":
+        parameters.append(SCOPE_PARAMETERS["playbook"])
+    properties: dict[str, Any] = input_schema.get("properties", {})
+    required = set(input_schema.get("required", []))
+    for name in operation.path_fields:
+        schema = dict(properties.get(name, {"type": "string"}))
+        description = schema.pop("description", None)
+        parameter: dict[str, Any] = {"name": name, "in": "path", "required": True, "schema": schema}
+        if operation.name == "get_guide" and name in operation.extra_path_values:
+            parameter["schema"] = {"type": "string", "enum": list(operation.extra_path_values[name])}
+        if description:
+            parameter["description"] = description
+        parameters.append(parameter)
+    if not operation.takes_body:
+        for name, schema in properties.items():
+            if name in operation.path_fields:
+                continue
+            query_schema = dict(schema)
+            description = query_schema.pop("description", None)
+            parameter = {"name": name, "in": "query", "required": name in required, "schema": query_schema}
+            if description:
+                parameter["description"] = description
+            parameters.append(parameter)
+    return parameters
+
+
+def _body_schema(operation: Operation, input_schema: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in input_schema.items() if k not in ("properties", "required", "$id")}
+    body["$id"] = SCHEMA_BASE + f"{operation.name}/body"
+    body["properties"] = {k: v for k, v in input_schema.get("properties", {}).items() if k not in operation.path_fields}
+    required = [r for r in input_schema.get("required", []) if r not in operation.path_fields]
+    if required:
+        body["required"] = required
+    return body
+
+
+def build_openapi(catalog: Catalog, guide_names: Iterable[str]) -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    schemas: dict[str, Any] = {"problem": PROBLEM_SCHEMA}
+    tags: dict[str, None] = {}
+    for operation in catalog:
+        input_schema = input_schema_of(operation.name, operation.input_model)
+        entry: dict[str, Any] = {
+            "operationId": operation.openapi_operation_id,
+            "summary": operation.title,
+            "description": operation.description,
+            "tags": [operation.tag],
+            "parameters": _parameters(operation, input_schema),
+        }
+        tags[operation.tag] = None
+        if operation.takes_body:
+            body = _body_schema(operation, input_schema)
+            name = _component_name(body["$id"])
+            schemas[name] = body
+            entry["requestBody"] = {
+                "required": bool(body.get("required")),
+                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
+            }
+        success: dict[str, Any] = {"description": f"{operation.title}: done"}
+        if operation.output_model is not None:
+            output = output_schema_of(operation.name, operation.output_model)
+            name = _component_name(output["$id"])
+            schemas[name] = output
+            success["content"] = {operation.output_media_type: {"schema": {"$ref": f"#/components/schemas/{name}"}}}
+        else:
+            success["content"] = {operation.output_media_type: {"schema": {"type": "string"}}}
+        entry["responses"] = {str(operation.success_status): success, **_problem_responses(operation)}
+        path = operation.path.removeprefix("/v1")
+        paths.setdefault(path, {})[operation.method.lower()] = entry
+    return {
+        "openapi": "3.1.1",
+        "info": {
+            "title": "Auto Runtime",
+            "version": __version__,
+            "description": "Playbooks, their definitions, runs, events and analytics. Guides: "
+            + ", ".join(guide_names)
+            + ".",
+        },
+        "jsonSchemaDialect": DIALECT,
+        "servers": [{"url": "/v1"}],
+        "tags": [{"name": tag} for tag in tags],
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }

@@ -1,0 +1,146 @@
+"""Turning an HTTP request into an operation's input object, by the seeds' request rules.
+
+- A command's body is UTF-8 JSON (`Content-Type: application/json`), a JSON object, at most 1 MiB; a larger
+  `Content-Length` is refused before the body is read; compressed bodies are refused.
+- Query parameters are for `GET` and `DELETE`, which take no body; a query beside a `POST`/`PUT` is refused.
+- A field may be given in one place only (path, query or body), and a query parameter only once.
+Query values are strings; they are read as the JSON types the input schema declares (integers, booleans).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from quart import Request
+
+from auto_runtime.operations.operation import Operation
+from auto_runtime.operations.problems import Rejection, bad_request
+from auto_runtime.operations.schemas import input_schema_of
+
+MAX_JSON_BODY = 1_048_576
+INTEGER_TEXT = re.compile(r"^-?[0-9]+$")
+
+
+def content_too_large(limit: int) -> Rejection:
+    return Rejection("content_too_large", f"The body is larger than this operation accepts ({limit:,} bytes).")
+
+
+def unsupported_media_type(detail: str) -> Rejection:
+    return Rejection("unsupported_media_type", detail)
+
+
+def _declared_length(request: Request) -> int | None:
+    value = request.headers.get("Content-Length")
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise bad_request("The Content-Length header is not a number.") from None
+
+
+def _has_body(request: Request) -> bool:
+    length = _declared_length(request)
+    return bool(length) or "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+
+
+async def read_limited_body(request: Request, limit: int) -> bytes:
+    """The whole body, refusing a declared or streamed length past `limit` without keeping more of it."""
+    length = _declared_length(request)
+    if length is not None and length > limit:
+        raise content_too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.body:
+        size += len(chunk)
+        if size > limit:
+            raise content_too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _check_json_media_type(request: Request) -> None:
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding and encoding != "identity":
+        raise unsupported_media_type("Compressed bodies are not accepted; send the JSON as it is.")
+    content_type = request.headers.get("Content-Type", "")
+    media_type, _, parameters = content_type.partition(";")
+    if media_type.strip().lower() != "application/json":
+        raise unsupported_media_type("Send the body as application/json.")
+    for parameter in parameters.split(";"):
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset" and value.strip().strip('"').lower() not in ("utf-8", "utf8"):
+            raise unsupported_media_type("Send the JSON in UTF-8.")
+
+
+async def read_json_object(request: Request) -> dict[str, Any]:
+    """The body of a command as a JSON object; `{}` when there is no body at all."""
+    if not _has_body(request) and not request.headers.get("Content-Type"):
+        return {}
+    _check_json_media_type(request)
+    body = await read_limited_body(request, MAX_JSON_BODY)
+    if not body:
+        return {}
+    try:
+        value = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise bad_request("The body is not UTF-8.") from None
+    except json.JSONDecodeError as error:
+        raise bad_request(f"The body is not JSON: {error.msg} at line {error.lineno}.") from None
+    if not isinstance(value, dict):
+        raise bad_request("The body is not a JSON object.")
+    return value
+
+
+def _typed_query_value(text: str, schema: Mapping[str, Any] | None) -> Any:
+    types: set[str] = set()
+    if isinstance(schema, Mapping):
+        declared = schema.get("type")
+        if isinstance(declared, str):
+            types.add(declared)
+        elif isinstance(declared, list):
+            types.update(str(t) for t in declared)
+        for member in schema.get("anyOf", []) if isinstance(schema.get("anyOf"), list) else []:
+            if isinstance(member, Mapping) and isinstance(member.get("type"), str):
+                types.add(member["type"])
+    if "integer" in types and INTEGER_TEXT.match(text):
+        return int(text)
+    if "number" in types:
+        try:
+            return float(text) if not INTEGER_TEXT.match(text) else int(text)
+        except ValueError:
+            return text
+    if "boolean" in types and text in ("true", "false"):
+        return text == "true"
+    return text
+
+
+def query_input(request: Request, operation: Operation) -> dict[str, Any]:
+    properties = input_schema_of(operation.name, operation.input_model).get("properties", {})
+    values: dict[str, Any] = {}
+    for name in request.args:
+        given = request.args.getlist(name)
+        if len(given) > 1:
+            raise bad_request(f"The query parameter {name} is given more than once.")
+        values[name] = _typed_query_value(given[0], properties.get(name))
+    return values
+
+
+async def operation_input(request: Request, operation: Operation, path_values: Mapping[str, str]) -> dict[str, Any]:
+    """The operation's whole input: path fields plus the query (reads) or the JSON body (commands)."""
+    if operation.takes_body:
+        if request.query_string:
+            raise bad_request(f"{operation.method} takes its input in the JSON body, not in the query string.")
+        fields = await read_json_object(request)
+    else:
+        if _has_body(request):
+            raise bad_request(f"{operation.method} takes no body; give its input in the query string.")
+        fields = query_input(request, operation)
+    for name, value in path_values.items():
+        if name in fields:
+            raise bad_request(f"The field {name} is given both in the path and in the request.")
+        fields[name] = value
+    return fields

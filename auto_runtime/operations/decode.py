@@ -1,0 +1,37 @@
+"""Decoding an operation's input: JSON Schema issues with pointers first, then the typed model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from auto_runtime.operations.input_issues import check_against_schema, pointer_of
+from auto_runtime.operations.operation import Operation
+from auto_runtime.operations.problems import InputIssue, invalid_input
+from auto_runtime.operations.schemas import input_schema_of
+
+ROOT_NAME = "The request"
+
+
+def _issues_from_pydantic(error: ValidationError) -> list[InputIssue]:
+    issues = []
+    for item in error.errors():
+        path = [p for p in item["loc"] if isinstance(p, str | int)]
+        subject = ", then ".join(str(p) for p in path) or ROOT_NAME
+        message = str(item["msg"]).removeprefix("Value error, ")
+        issues.append(InputIssue(f"{subject}: {message}.", pointer_of("", path)))
+    return issues
+
+
+def decode_input(operation: Operation, raw: Mapping[str, Any]) -> BaseModel:
+    """The operation's typed input, or `invalid_input` with every issue at its JSON pointer."""
+    schema = input_schema_of(operation.name, operation.input_model)
+    issues = check_against_schema(schema, dict(raw), "", ROOT_NAME)
+    if issues:
+        raise invalid_input(issues)
+    try:
+        return operation.input_model.model_validate(dict(raw))
+    except ValidationError as error:
+        raise invalid_input(_issues_from_pydantic(error)) from None

@@ -1,0 +1,108 @@
+"""The dispatcher pipeline, the same for every transport.
+
+authenticate (done by the transport) → org of the caller → permission → playbook access → playbook exists
+(a retired playbook answers commands with `conflict`, kind `retired`) → decode input → handler → output.
+A handler that fails with a reason its operation does not declare, or with any other exception, is an
+`internal` error with an incident reference; the input is never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
+
+from auto_runtime.auth.caller import Caller
+from auto_runtime.operations.decode import decode_input
+from auto_runtime.operations.operation import Operation, OperationContext
+from auto_runtime.operations.problems import Rejection, conflict, forbidden, not_found
+
+log = logging.getLogger("auto_runtime.operations")
+
+PLAYBOOK_ID = re.compile(r"^[a-z][a-z0-9-]{2,47}$")
+ALWAYS_ALLOWED_REASONS = frozenset({"client_closed_request"})
+PlaybookStatus = Literal["active", "retired"]
+
+
+class PlaybookDirectory(Protocol):
+    """What the dispatcher needs to know of playbooks: whether one exists, and whether it is retired."""
+
+    async def playbook_status(self, org: str, playbook: str) -> PlaybookStatus | None: ...
+
+
+def incident(error: BaseException, operation: str, request_id: str) -> Rejection:
+    reference = f"urn:uuid:{uuid.uuid4()}"
+    log.error(
+        "operation %s failed: %s (incident %s, request %s)",
+        operation,
+        type(error).__name__,
+        reference,
+        request_id,
+        exc_info=(type(error), error, error.__traceback__),
+        extra={"incident": reference, "operation": operation, "request_id": request_id},
+    )
+    return Rejection(
+        "internal",
+        "Something went wrong inside the server. Report the incident reference to its operator.",
+        instance=reference,
+    )
+
+
+class Dispatcher:
+    def __init__(self, services: Any, playbooks: PlaybookDirectory | None) -> None:
+        self.services = services
+        self.playbooks = playbooks
+
+    async def check_access(self, operation: Operation, caller: Caller, org: str, playbook: str | None) -> None:
+        if not caller.may_act_in_org(org):
+            raise forbidden(f"This key belongs to the org {caller.org}, not to {org}.")
+        if operation.permissions and not caller.holds_any(operation.permissions):
+            needed = " or ".join(sorted(str(p) for p in operation.permissions))
+            raise forbidden(f"{operation.name} needs the permission {needed}, which this key does not have.")
+        if operation.scope != "playbook":
+            return
+        assert playbook is not None
+        if not caller.may_access_playbook(playbook):
+            raise forbidden(f"This key may not access the playbook {playbook}.")
+        status = await self.playbook_status(org, playbook)
+        if status is None:
+            raise not_found(f"The org {org} has no playbook {playbook}.")
+        if status == "retired" and operation.is_command:
+            raise conflict(f"The playbook {playbook} is retired, so nothing in it can change.", kind="retired")
+
+    async def playbook_status(self, org: str, playbook: str) -> PlaybookStatus | None:
+        if not PLAYBOOK_ID.match(playbook) or self.playbooks is None:
+            return None
+        return await self.playbooks.playbook_status(org, playbook)
+
+    async def dispatch(
+        self,
+        operation: Operation,
+        caller: Caller,
+        org: str,
+        playbook: str | None,
+        raw_input: Mapping[str, Any],
+        *,
+        request_id: str,
+        transport: Literal["http", "mcp"] = "http",
+    ) -> Any:
+        await self.check_access(operation, caller, org, playbook)
+        data = decode_input(operation, raw_input)
+        context = OperationContext(
+            caller=caller,
+            org=org,
+            playbook=playbook,
+            services=self.services,
+            request_id=request_id,
+            transport=transport,
+        )
+        try:
+            return await operation.handler(context, data)
+        except Rejection as rejection:
+            if rejection.reason in operation.reasons or rejection.reason in ALWAYS_ALLOWED_REASONS:
+                raise
+            raise incident(rejection, operation.name, request_id) from None
+        except Exception as error:
+            raise incident(error, operation.name, request_id) from None

@@ -1,0 +1,98 @@
+"""One operation, defined once: what both transports, the OpenAPI document and the MCP tools are made from."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from auto_runtime.auth.caller import Caller, Permission
+
+Scope = Literal["global", "org", "playbook"]
+JsonObject = dict[str, Any]
+
+SCOPE_PREFIXES: Mapping[Scope, str] = {
+    "global": "/v1",
+    "org": "/v1/orgs/{org}",
+    "playbook": "/v1/orgs/{org}/playbooks/{playbook}",
+}
+PATH_PARAMETER = re.compile(r"\{([a-z_]+)\}")
+
+
+@dataclass(frozen=True)
+class Hints:
+    """The MCP annotations of an operation's tool, derived from what it does (spec mcp.md §4)."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+
+
+@dataclass(frozen=True)
+class OperationContext:
+    """What a handler sees: the caller, the org and playbook it acts in, and the runtime's services."""
+
+    caller: Caller
+    org: str
+    playbook: str | None
+    services: Any
+    request_id: str
+    transport: Literal["http", "mcp"] = "http"
+
+
+Handler = Callable[[OperationContext, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """An operation of the catalog.
+
+    `route` is relative to its scope's prefix; path parameters other than the scope's own (`org`, and
+    `playbook` for playbook operations) are fields of `input_model`. `permissions` lists alternatives: the
+    caller needs one of them (empty: no key needed). `reasons` are the rejection reasons the handler may
+    return; any other is an internal error.
+    """
+
+    name: str
+    title: str
+    description: str
+    scope: Scope
+    permissions: frozenset[Permission]
+    method: Literal["GET", "POST", "PUT", "DELETE"]
+    route: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel] | None
+    handler: Handler
+    hints: Hints
+    tag: str
+    reasons: frozenset[str] = frozenset()
+    success_status: int = 200
+    has_tool: bool = True
+    operation_id: str | None = None
+    output_media_type: str = "application/json"
+    extra_path_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return SCOPE_PREFIXES[self.scope] + self.route
+
+    @property
+    def path_fields(self) -> tuple[str, ...]:
+        """The input fields taken from the path (the scope's own parameters excluded)."""
+        return tuple(p for p in PATH_PARAMETER.findall(self.route))
+
+    @property
+    def takes_body(self) -> bool:
+        return self.method in ("POST", "PUT")
+
+    @property
+    def is_command(self) -> bool:
+        return not self.hints.read_only
+
+    @property
+    def openapi_operation_id(self) -> str:
+        return self.operation_id or self.name

@@ -1,0 +1,48 @@
+"""JSON Schemas (2020-12) of operation inputs and outputs, generated from their pydantic models.
+
+Each schema is self-contained, with its definitions under `$defs` and its own `$id` under
+`https://on.auto/schemas/runtime/`. The same schema is an operation's OpenAPI input and its MCP tool's
+`inputSchema`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+SCHEMA_BASE = "https://on.auto/schemas/runtime/"
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_SCHEMA_MAPS = ("properties", "$defs", "patternProperties", "dependentSchemas")
+
+
+def _without_titles(node: Any) -> Any:
+    """Drops the `title` keywords pydantic generates, keeping properties that happen to be named title."""
+    if isinstance(node, list):
+        return [_without_titles(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    cleaned: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            cleaned[key] = {name: _without_titles(sub) for name, sub in value.items()}
+        else:
+            cleaned[key] = _without_titles(value)
+    return cleaned
+
+
+@cache
+def model_schema(model: type[BaseModel], schema_id: str) -> dict[str, Any]:
+    schema = _without_titles(model.model_json_schema(mode="validation"))
+    return {"$schema": DIALECT, "$id": SCHEMA_BASE + schema_id, **schema}
+
+
+def input_schema_of(operation_name: str, model: type[BaseModel]) -> dict[str, Any]:
+    return model_schema(model, f"{operation_name}/input")
+
+
+def output_schema_of(operation_name: str, model: type[BaseModel]) -> dict[str, Any]:
+    return model_schema(model, f"{operation_name}/output")

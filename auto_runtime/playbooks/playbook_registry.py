@@ -1,0 +1,227 @@
+"""An org's playbooks: created, updated and retired as facts on the stream `org/<org>/playbooks`.
+
+Commands fold the org's stream and append with its version (`decide_and_append`). Reads go to the
+`playbooks` projection, kept in the same transaction as each append, so `playbook_status` — asked on every
+playbook request — is one indexed row.
+
+Rules (seeds, "Playbooks"): ids are never reused, retirement is permanent, an update that changes nothing
+records nothing, retiring again succeeds and records nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Literal
+
+from auto_runtime.ledger.ledger import Ledger
+from auto_runtime.ledger.projections import Projection, Row, TableSpec
+from auto_runtime.ledger.records import NewRecord, Record
+from auto_runtime.ledger.streams import OrgScope
+from auto_runtime.operations.problems import conflict, not_found
+from auto_runtime.playbooks.clock import iso_utc
+from auto_runtime.playbooks.command_loop import decide_and_append
+
+PLAYBOOK_CREATED = "playbook_created"
+PLAYBOOK_UPDATED = "playbook_updated"
+PLAYBOOK_RETIRED = "playbook_retired"
+PlaybookStatus = Literal["active", "retired"]
+
+
+@dataclass(frozen=True)
+class Playbook:
+    id: str
+    name: str
+    description: str
+    status: PlaybookStatus
+    created_at: datetime
+    created_by: str
+    updated_at: datetime
+    retired_at: datetime | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "status": self.status,
+            "created_at": iso_utc(self.created_at),
+            "created_by": self.created_by,
+            "updated_at": iso_utc(self.updated_at),
+        }
+        if self.retired_at is not None:
+            shown["retired_at"] = iso_utc(self.retired_at)
+        return shown
+
+
+def registry_stream(org: str) -> Any:
+    return OrgScope(org).stream("playbooks")
+
+
+def fold_playbooks(history: Sequence[Record]) -> dict[str, Playbook]:
+    playbooks: dict[str, Playbook] = {}
+    for record in history:
+        data = record.data
+        if record.type == PLAYBOOK_CREATED:
+            playbooks[data["playbook"]] = Playbook(
+                id=data["playbook"],
+                name=data["name"],
+                description=data["description"],
+                status="active",
+                created_at=record.recorded_at,
+                created_by=record.metadata.get("by", ""),
+                updated_at=record.recorded_at,
+            )
+        elif record.type == PLAYBOOK_UPDATED:
+            current = playbooks[data["playbook"]]
+            playbooks[current.id] = replace(
+                current, name=data["name"], description=data["description"], updated_at=record.recorded_at
+            )
+        elif record.type == PLAYBOOK_RETIRED:
+            current = playbooks[data["playbook"]]
+            playbooks[current.id] = replace(
+                current, status="retired", retired_at=record.recorded_at, updated_at=record.recorded_at
+            )
+    return playbooks
+
+
+def _org_of(record: Record) -> str:
+    return record.stream.split("/")[1]
+
+
+def _playbook_keys(record: Record) -> list[tuple[Any, ...]]:
+    if record.type in (PLAYBOOK_CREATED, PLAYBOOK_UPDATED, PLAYBOOK_RETIRED):
+        return [(_org_of(record), record.data["playbook"])]
+    return []
+
+
+def _playbook_row_after(row: Row | None, record: Record) -> Row | None:
+    at = iso_utc(record.recorded_at)
+    data = record.data
+    if record.type == PLAYBOOK_CREATED:
+        return {
+            "name": data["name"],
+            "description": data["description"],
+            "status": "active",
+            "created_at": at,
+            "created_by": record.metadata.get("by", ""),
+            "updated_at": at,
+            "retired_at": None,
+        }
+    if row is None:
+        return None
+    if record.type == PLAYBOOK_UPDATED:
+        return {**row, "name": data["name"], "description": data["description"], "updated_at": at}
+    return {**row, "status": "retired", "retired_at": at, "updated_at": at}
+
+
+PLAYBOOKS_PROJECTION = Projection(
+    name="playbooks",
+    version=1,
+    table=TableSpec(
+        name="playbooks",
+        columns={
+            "org": "text",
+            "playbook": "text",
+            "name": "text",
+            "description": "text",
+            "status": "text",
+            "created_at": "text",
+            "created_by": "text",
+            "updated_at": "text",
+            "retired_at": "text",
+        },
+        primary_key=("org", "playbook"),
+    ),
+    keys=_playbook_keys,
+    row_after=_playbook_row_after,
+)
+
+
+def _shown_row(row: dict[str, Any]) -> dict[str, Any]:
+    shown = {
+        "id": row["playbook"],
+        "name": row["name"],
+        "description": row["description"],
+        "status": row["status"],
+        "created_at": row["created_at"],
+        "created_by": row["created_by"],
+        "updated_at": row["updated_at"],
+    }
+    if row["retired_at"] is not None:
+        shown["retired_at"] = row["retired_at"]
+    return shown
+
+
+def _metadata(by: str) -> dict[str, Any]:
+    return {"correlation_id": None, "causation_id": None, "by": by}
+
+
+class PlaybookRegistry:
+    """Commands and reads over the orgs' playbooks."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    async def playbook_status(self, org: str, playbook: str) -> PlaybookStatus | None:
+        rows = await self.ledger.fetch(
+            "SELECT status FROM playbooks WHERE org = ? AND playbook = ?", (org, playbook)
+        )
+        if not rows:
+            return None
+        status: PlaybookStatus = "retired" if rows[0]["status"] == "retired" else "active"
+        return status
+
+    async def get(self, org: str, playbook: str) -> dict[str, Any]:
+        rows = await self.ledger.fetch("SELECT * FROM playbooks WHERE org = ? AND playbook = ?", (org, playbook))
+        if not rows:
+            raise not_found(f"The org {org} has no playbook {playbook}.")
+        return _shown_row(rows[0])
+
+    async def list(self, org: str, include_retired: bool, only: frozenset[str] | None) -> list[dict[str, Any]]:
+        rows = await self.ledger.fetch(
+            "SELECT * FROM playbooks WHERE org = ? ORDER BY created_at, playbook", (org,)
+        )
+        return [
+            _shown_row(row)
+            for row in rows
+            if (include_retired or row["status"] == "active") and (only is None or row["playbook"] in only)
+        ]
+
+    async def create(self, org: str, playbook: str, name: str, description: str, by: str) -> dict[str, Any]:
+        def decide(playbooks: dict[str, Playbook]) -> list[NewRecord]:
+            if playbook in playbooks:
+                raise conflict(f"The org {org} has or had a playbook {playbook}; a playbook id is never reused.")
+            data = {"playbook": playbook, "name": name, "description": description}
+            return [NewRecord(PLAYBOOK_CREATED, data, _metadata(by))]
+
+        _, appended = await decide_and_append(self.ledger, registry_stream(org), fold_playbooks, decide)
+        return fold_playbooks(appended)[playbook].as_json()
+
+    async def update(self, org: str, playbook: str, name: str, description: str, by: str) -> dict[str, Any]:
+        def decide(playbooks: dict[str, Playbook]) -> list[NewRecord]:
+            current = playbooks.get(playbook)
+            if current is None:
+                raise not_found(f"The org {org} has no playbook {playbook}.")
+            if current.status == "retired":
+                raise conflict(f"The playbook {playbook} is retired, so it cannot change.", kind="retired")
+            if current.name == name and current.description == description:
+                return []
+            data = {"playbook": playbook, "name": name, "description": description}
+            return [NewRecord(PLAYBOOK_UPDATED, data, _metadata(by))]
+
+        await decide_and_append(self.ledger, registry_stream(org), fold_playbooks, decide)
+        return await self.get(org, playbook)
+
+    async def retire(self, org: str, playbook: str, by: str) -> dict[str, Any]:
+        def decide(playbooks: dict[str, Playbook]) -> list[NewRecord]:
+            current = playbooks.get(playbook)
+            if current is None:
+                raise not_found(f"The org {org} has no playbook {playbook}.")
+            if current.status == "retired":
+                return []
+            return [NewRecord(PLAYBOOK_RETIRED, {"playbook": playbook}, _metadata(by))]
+
+        await decide_and_append(self.ledger, registry_stream(org), fold_playbooks, decide)
+        return await self.get(org, playbook)
