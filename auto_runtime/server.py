@@ -16,6 +16,7 @@ from pathlib import Path
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
+from quart_trio import QuartTrio
 
 from auto_runtime.auth.access import AccessGate
 from auto_runtime.auth.api_keys import KeyEntry, KeyRing
@@ -23,13 +24,17 @@ from auto_runtime.auth.caller import Permission
 from auto_runtime.guides import load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.openapi import build_openapi
+from auto_runtime.ledger import open_ledger
 from auto_runtime.logs import configure_logging
 from auto_runtime.operations.dispatcher import Dispatcher
 from auto_runtime.operations.runtime_catalog import build_catalog
+from auto_runtime.operations.services import RuntimeServices
+from auto_runtime.playbooks.playbook_registry import PLAYBOOKS_PROJECTION, PlaybookRegistry
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, load_settings
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
+RUNTIME_PROJECTIONS = (PLAYBOOKS_PROJECTION,)
 
 
 def key_ring_of(settings: Settings) -> KeyRing:
@@ -64,10 +69,21 @@ async def serve_runtime(loaded: LoadedSettings) -> None:
     gate = AccessGate.build(
         local_mode=loaded.local_mode, keys=key_ring_of(settings), allowed_origins=settings.allowed_origins
     )
-    dispatcher = Dispatcher(services=None, playbooks=None)
-    app = create_app(
-        catalog=catalog, dispatcher=dispatcher, gate=gate, documents=documents, public_url=settings.public_url
-    )
+    async with open_ledger(
+        ledger_file=None if settings.database_url else settings.ledger_file,
+        database_url=settings.database_url,
+        projections=RUNTIME_PROJECTIONS,
+    ) as ledger:
+        services = RuntimeServices(playbooks=PlaybookRegistry(ledger))
+        dispatcher = Dispatcher(services=services, playbooks=services.playbooks)
+        app = create_app(
+            catalog=catalog, dispatcher=dispatcher, gate=gate, documents=documents, public_url=settings.public_url
+        )
+        await _serve_http(app, settings)
+    log.info("stopped")
+
+
+async def _serve_http(app: QuartTrio, settings: Settings) -> None:
     config = Config()
     config.bind = [f"{settings.host}:{settings.port}"]
     config.graceful_timeout = GRACEFUL_STOP_SECONDS
@@ -79,7 +95,6 @@ async def serve_runtime(loaded: LoadedSettings) -> None:
         log.info("listening on http://%s:%s", settings.host, settings.port)
         await serve(app, config, shutdown_trigger=stop.wait)
         nursery.cancel_scope.cancel()
-    log.info("stopped")
 
 
 def run_server(environ: Mapping[str, str], cwd: Path) -> int:

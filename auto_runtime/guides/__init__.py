@@ -107,18 +107,15 @@ GUIDE_TITLES_AND_DESCRIPTIONS: Final[MappingProxyType[str, tuple[str, str]]] = M
         ),
         "first-playbook": (
             "Create your first playbook",
-            "A recipe: create a playbook with a first reasoning function, run it and show the person the "
-            "result.",
+            "A recipe: create a playbook with a first reasoning function, run it and show the person the result.",
         ),
         "remember": (
             "Make the playbook remember something",
-            "A recipe: add a recall function that keeps what the playbook's functions answered, and read it "
-            "back.",
+            "A recipe: add a recall function that keeps what the playbook's functions answered, and read it back.",
         ),
         "give-tools": (
             "Give the playbook tools",
-            "A recipe: find the tools of the playbook's tool servers, try them, and name them in a reasoning "
-            "function.",
+            "A recipe: find the tools of the playbook's tool servers, try them, and name them in a reasoning function.",
         ),
         "schedule": (
             "Run a workflow on a schedule",

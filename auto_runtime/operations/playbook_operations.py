@@ -67,7 +67,9 @@ async def create_playbook(context: OperationContext, data: CreatePlaybookInput) 
     if not context.caller.may_access_playbook(data.playbook):
         raise forbidden(f"This key may create only the playbooks on its list, and {data.playbook} is not one.")
     name = trimmed(data.name, "name", least=1, most=NAME_LIMIT, label=NAME_RULE)
-    description = trimmed(data.description or "", "description", least=0, most=DESCRIPTION_LIMIT, label=DESCRIPTION_RULE)
+    description = trimmed(
+        data.description or "", "description", least=0, most=DESCRIPTION_LIMIT, label=DESCRIPTION_RULE
+    )
     registry = services_of(context.services).playbooks
     return await registry.create(context.org, data.playbook, name, description, context.caller.id)
 

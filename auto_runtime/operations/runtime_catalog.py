@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from auto_runtime.guides import Guide
 from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.guide_operations import guide_operation
+from auto_runtime.operations.playbook_operations import PLAYBOOK_OPERATIONS
 
 
 def build_catalog(guides: Mapping[str, Guide]) -> Catalog:
-    return Catalog([guide_operation(guides)])
+    return Catalog([*PLAYBOOK_OPERATIONS, guide_operation(guides)])

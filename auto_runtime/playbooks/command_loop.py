@@ -10,10 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from auto_runtime.ledger.errors import VersionConflict
-from auto_runtime.ledger.ledger import Ledger
-from auto_runtime.ledger.records import NewRecord, Record, StreamWrite
-from auto_runtime.ledger.streams import StreamName
+from auto_runtime.ledger import Ledger, NewRecord, Record, StreamName, StreamWrite, VersionConflict
 from auto_runtime.operations.problems import conflict
 
 State = TypeVar("State")

@@ -15,10 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from auto_runtime.ledger.ledger import Ledger
-from auto_runtime.ledger.projections import Projection, Row, TableSpec
-from auto_runtime.ledger.records import NewRecord, Record
-from auto_runtime.ledger.streams import OrgScope
+from auto_runtime.ledger import Ledger, NewRecord, OrgScope, Projection, Record, Row, StreamName, TableSpec
 from auto_runtime.operations.problems import conflict, not_found
 from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.command_loop import decide_and_append
@@ -55,7 +52,7 @@ class Playbook:
         return shown
 
 
-def registry_stream(org: str) -> Any:
+def registry_stream(org: str) -> StreamName:
     return OrgScope(org).stream("playbooks")
 
 
@@ -165,9 +162,7 @@ class PlaybookRegistry:
         self.ledger = ledger
 
     async def playbook_status(self, org: str, playbook: str) -> PlaybookStatus | None:
-        rows = await self.ledger.fetch(
-            "SELECT status FROM playbooks WHERE org = ? AND playbook = ?", (org, playbook)
-        )
+        rows = await self.ledger.fetch("SELECT status FROM playbooks WHERE org = ? AND playbook = ?", (org, playbook))
         if not rows:
             return None
         status: PlaybookStatus = "retired" if rows[0]["status"] == "retired" else "active"
@@ -180,9 +175,7 @@ class PlaybookRegistry:
         return _shown_row(rows[0])
 
     async def list(self, org: str, include_retired: bool, only: frozenset[str] | None) -> list[dict[str, Any]]:
-        rows = await self.ledger.fetch(
-            "SELECT * FROM playbooks WHERE org = ? ORDER BY created_at, playbook", (org,)
-        )
+        rows = await self.ledger.fetch("SELECT * FROM playbooks WHERE org = ? ORDER BY created_at, playbook", (org,))
         return [
             _shown_row(row)
             for row in rows

@@ -130,9 +130,7 @@ LEAKS = [
 
 TOOL_WORD = re.compile(r"`([a-z][a-z_]+)`")
 CALLED = re.compile(r"\b[Cc]all `([a-z][a-z_]+)`")
-TOOL_VERBS = frozenset(
-    {"create", "list", "get", "update", "retire", "run", "cancel", "send", "answer", "publish"}
-)
+TOOL_VERBS = frozenset({"create", "list", "get", "update", "retire", "run", "cancel", "send", "answer", "publish"})
 # Snake-case words a recipe may write that are fields or event types, not tools.
 NOT_TOOLS = frozenset({"run_id", "run_started", "run_succeeded", "run_rejected", "run_failed"})
 
@@ -220,17 +218,13 @@ def test_recipe_requests_take_the_persons_words() -> None:
 
 
 @pytest.mark.parametrize(("name", "fields"), list(REQUIRED_FIELDS.items()))
-def test_format_guides_mention_required_fields(
-    guides: dict[str, Guide], name: str, fields: list[str]
-) -> None:
+def test_format_guides_mention_required_fields(guides: dict[str, Guide], name: str, fields: list[str]) -> None:
     text = guides[name].text
     missing = [field for field in fields if field not in text]
     assert not missing
 
 
-@pytest.mark.parametrize(
-    "name", ["reasoning-function", "computation-function", "workflow", "prediction-function"]
-)
+@pytest.mark.parametrize("name", ["reasoning-function", "computation-function", "workflow", "prediction-function"])
 def test_shape_guides_fold_in_series(guides: dict[str, Guide], name: str) -> None:
     text = guides[name].text
     assert "series" in text

@@ -1,0 +1,112 @@
+"""Starting the real server as a process on a free loopback port, the way `make serve` does."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+START_TIMEOUT_SECONDS = 60.0
+STOP_TIMEOUT_SECONDS = 30.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def base_environment(home: Path) -> dict[str, str]:
+    """A clean environment: nothing of the developer's own settings leaks into a test server."""
+    keep = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR")
+    environment = {name: os.environ[name] for name in keep if name in os.environ}
+    environment["HOME"] = str(home)
+    environment["LOG_LEVEL"] = "info"
+    environment["LOG_FORMAT"] = "json"
+    return environment
+
+
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    folder: Path
+    log_path: Path
+
+    def client(self, **headers: str) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30.0)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> int:
+        """SIGTERM, then the exit code (SIGKILL and a failure when it does not stop in time)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(STOP_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+                raise AssertionError("the server did not stop within its bound after SIGTERM") from None
+        code = self.process.returncode
+        assert code is not None
+        return code
+
+
+def start_server(folder: Path, settings: Mapping[str, str] | None = None, *, port: int | None = None) -> ServerProcess:
+    """Starts `python -m auto_runtime serve` in `folder` and waits for `/health`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    environment = base_environment(folder)
+    environment["PORT"] = str(port)
+    environment.update(settings or {})
+    log_path = folder / "server.log"
+    with log_path.open("ab") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "auto_runtime", "serve"],
+            cwd=folder,
+            env=environment,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    host = environment.get("HOST", "127.0.0.1")
+    base_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '127.0.0.1') else host}:{port}"
+    server = ServerProcess(process, base_url, folder, log_path)
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited with {process.returncode}:\n{server.log()}")
+        try:
+            if httpx.get(f"{base_url}/health", timeout=1.0).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise AssertionError(f"the server did not answer /health within {START_TIMEOUT_SECONDS} s:\n{server.log()}")
+
+
+def run_command(
+    folder: Path, *arguments: str, settings: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environment = base_environment(folder)
+    environment.update(settings or {})
+    return subprocess.run(
+        [sys.executable, "-m", "auto_runtime", *arguments],
+        cwd=folder,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )

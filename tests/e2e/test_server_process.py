@@ -1,0 +1,49 @@
+"""The server process: /health, a clean stop on SIGTERM, and the local-mode address rule (issue: foundation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.e2e.server_process import free_port, run_command, start_server
+
+
+def test_health_answers_and_sigterm_stops_the_server_with_exit_0(tmp_path: Path) -> None:
+    server = start_server(tmp_path)
+    try:
+        with server.client() as client:
+            response = client.get("/health")
+        assert response.status_code == 200
+        assert response.json() == {"status": "ok"}
+        assert response.headers["cache-control"] == "no-store"
+        assert response.headers["link"] == f'<{server.base_url}/.well-known/api-catalog>; rel="api-catalog"'
+    finally:
+        code = server.stop()
+    assert code == 0, server.log()
+
+
+def test_a_non_loopback_address_without_public_url_or_api_keys_refuses_to_start(tmp_path: Path) -> None:
+    result = run_command(tmp_path, "serve", settings={"HOST": "0.0.0.0", "PORT": str(free_port())})
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "PUBLIC_URL" in output and "API_KEYS" in output
+    assert len(output.strip().splitlines()) == 1
+
+
+def test_check_config_prints_the_start_up_lines_and_exits_0(tmp_path: Path) -> None:
+    result = run_command(tmp_path, "check-config")
+    assert result.returncode == 0, result.stderr
+
+
+def test_check_config_exits_non_zero_on_a_bad_setting_without_showing_the_value(tmp_path: Path) -> None:
+    result = run_command(tmp_path, "check-config", settings={"COMPUTATION_WORKERS": "99999"})
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "COMPUTATION_WORKERS" in output
+    assert "99999" not in output
+
+
+def test_help_is_offered_for_each_command(tmp_path: Path) -> None:
+    for command in ("serve", "check-config", "key"):
+        result = run_command(tmp_path, command, "--help")
+        assert result.returncode == 0
+        assert "usage: auto-runtime" in result.stdout
