@@ -54,7 +54,7 @@ def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeyedServer]:
         folder,
         "--org",
         "acme",
-        *sum((["--permission", p] for p in ("org:read", "org:write", "playbook:read", "playbook:write")), []),
+        *[part for p in ("org:read", "org:write", "playbook:read", "playbook:write") for part in ("--permission", p)],
     )
     reader = issue_key(folder, "--org", "acme", "--permission", "playbook:read")
     limited = issue_key(

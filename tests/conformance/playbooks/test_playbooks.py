@@ -134,8 +134,7 @@ async def test_concurrent_creates_of_one_id_give_one_playbook(local_server: Serv
         response = await client.post(org_url(), json={"playbook": playbook, "name": name})
         statuses.append(response.status_code)
 
-    async with httpx.AsyncClient(base_url=local_server.base_url, timeout=30) as client:
-        async with trio.open_nursery() as nursery:
-            for number in range(8):
-                nursery.start_soon(create, client, f"Racer {number}")
+    async with httpx.AsyncClient(base_url=local_server.base_url, timeout=30) as client, trio.open_nursery() as nursery:
+        for number in range(8):
+            nursery.start_soon(create, client, f"Racer {number}")
     assert sorted(statuses) == [201] + [409] * 7
