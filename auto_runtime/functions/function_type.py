@@ -1,0 +1,118 @@
+"""The interface each definition type plugs in through: check and describe a document, and run it.
+
+The generic layer (`auto_runtime.playbooks`) owns names, versions, retirement, run ids, the ledger facts and
+every limit the seeds set for all types; a type owns its document format and what a run of it does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from auto_runtime.operations.problems import InputIssue, Rejection, invalid_input
+
+DefinitionType = Literal["reasoning", "interaction", "computation", "recall", "prediction", "workflow"]
+DEFINITION_TYPES: tuple[DefinitionType, ...] = (
+    "reasoning",
+    "interaction",
+    "computation",
+    "recall",
+    "prediction",
+    "workflow",
+)
+
+
+@dataclass(frozen=True)
+class Use:
+    """One definition another one uses, for the **Used by** line of the used one's overview."""
+
+    type: str
+    name: str
+    how: str
+
+
+@dataclass(frozen=True)
+class CheckedDocument:
+    """What a type reads from a document it accepts.
+
+    `overview` is the Markdown the runtime writes when it saves the version, without the **Used by** part
+    (read fresh on each return). `state` is whatever the type keeps to run the version, as JSON.
+    """
+
+    media_type: str
+    description: str | None
+    input_schema: Mapping[str, Any] | None
+    output_schema: Mapping[str, Any] | None
+    shape: str | None
+    overview: str
+    uses: tuple[Use, ...] = ()
+    warnings: tuple[Mapping[str, Any], ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One attempt at a run of a definition's latest active version."""
+
+    org: str
+    playbook: str
+    run_id: str
+    definition_type: str
+    name: str
+    version: int
+    source: str
+    input: Any
+    started_at: datetime
+    caller_id: str
+
+
+@dataclass(frozen=True)
+class Succeeded:
+    output: Any
+    record: Mapping[str, Any]
+    output_shape: str | None = None
+
+
+@dataclass(frozen=True)
+class Rejected:
+    rejection: Rejection
+    record: Mapping[str, Any] | None = None
+
+
+RunEnding = Succeeded | Rejected
+
+
+class FunctionType(Protocol):
+    """A definition type: `check` refuses a document with `invalid_input` (issues under `/source`) or
+    `unavailable`; `run` carries out one attempt and says how it ended."""
+
+    name: str
+
+    async def check(self, source: str) -> CheckedDocument: ...
+
+    async def run(self, request: RunRequest) -> RunEnding: ...
+
+
+class TypeNotAvailable:
+    """A type whose runtime support has not landed: every document is refused, and nothing runs."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _refusal(self) -> Rejection:
+        return invalid_input(
+            [
+                InputIssue(
+                    f"source: {self.name} definitions are not available on this server yet, so it saves none.",
+                    "/source",
+                )
+            ]
+        )
+
+    async def check(self, source: str) -> CheckedDocument:
+        raise self._refusal()
+
+    async def run(self, request: RunRequest) -> RunEnding:
+        raise self._refusal()

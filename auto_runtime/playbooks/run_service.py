@@ -1,0 +1,274 @@
+"""Running definitions: `run_definition`, its run ids and retries, and the run reads.
+
+A run that finishes within its request appends `run_started` before the type runs and its ending after, so a
+run interrupted by a crash is `started` without waiting, and a request under its id runs it again ("Retrying
+under a run id"). Within one process, a request under the id of a run still in progress waits for that run
+instead of starting it twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import trio
+
+from auto_runtime.functions.function_type import FunctionType, Rejected, RunRequest, Succeeded
+from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict, uuid7
+from auto_runtime.operations.problems import InputIssue, Rejection, conflict, invalid_input, not_found
+from auto_runtime.playbooks.clock import now_utc
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.playbooks.json_limits import (
+    MAX_INPUT_BYTES,
+    MAX_INPUT_DEPTH,
+    canonical_digest,
+    depth_of,
+    json_size,
+)
+from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
+from auto_runtime.playbooks.run_view import RunState, fold_run
+
+ATTEMPTS = 4
+LIST_SCAN = 1000
+
+
+def check_input_limits(value: Any) -> None:
+    if depth_of(value) > MAX_INPUT_DEPTH:
+        raise invalid_input([InputIssue(f"input: expected at most {MAX_INPUT_DEPTH} levels of nesting.", "/input")])
+    if json_size(value) > MAX_INPUT_BYTES:
+        raise invalid_input([InputIssue(f"input: expected at most {MAX_INPUT_BYTES:,} bytes as JSON.", "/input")])
+
+
+def _rejection_data(rejection: Rejection) -> dict[str, Any]:
+    data: dict[str, Any] = {"reason": rejection.reason, "detail": rejection.detail}
+    if rejection.kind is not None:
+        data["kind"] = rejection.kind
+    if rejection.because is not None:
+        data["because"] = rejection.because
+    if rejection.errors:
+        data["errors"] = [issue.as_json() for issue in rejection.errors]
+    return data
+
+
+class RunService:
+    def __init__(self, ledger: Ledger, definitions: DefinitionRegistry, types: Mapping[str, FunctionType]) -> None:
+        self.ledger = ledger
+        self.definitions = definitions
+        self.types = types
+        self._in_flight: dict[tuple[str, str, str], trio.Event] = {}
+
+    async def read_run(self, scope: PlaybookScope, run_id: str) -> RunState | None:
+        return fold_run(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
+
+    async def get_run(self, scope: PlaybookScope, run_id: str) -> dict[str, Any]:
+        state = await self.read_run(scope, run_id) if _is_run_id(run_id) else None
+        if state is None:
+            raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
+        return state.shown(with_record=True)
+
+    async def run_definition(
+        self, scope: PlaybookScope, definition_type: str, name: str, value: Any, run_id: str | None, caller_id: str
+    ) -> dict[str, Any]:
+        check_input_limits(value)
+        definition = await self.definitions.latest(scope, definition_type, name)
+        if definition.status == "retired":
+            raise conflict(f"The {definition_type} definition {name} is retired, so it cannot run.")
+        run_id = run_id or str(uuid7())
+        digest = canonical_digest(value)
+        key = (scope.org, scope.playbook, run_id)
+        stream = run_stream(scope, run_id)
+        for _ in range(ATTEMPTS):
+            while key in self._in_flight:
+                await self._in_flight[key].wait()
+            event = trio.Event()
+            self._in_flight[key] = event
+            try:
+                history = await self.ledger.read_stream(stream)
+                state = fold_run(run_id, history)
+                if state is not None:
+                    if (state.type, state.name) != (definition_type, name) or state.input_digest != digest:
+                        raise conflict(
+                            f"The run id {run_id} is already used for another definition or another input; "
+                            "use a new run id."
+                        )
+                    answered = self._answer_again(state)
+                    if answered is not None:
+                        return answered
+                return await self._attempt(
+                    scope, definition_type, name, value, digest, run_id, caller_id, len(history), definition
+                )
+            except VersionConflict:
+                continue
+            finally:
+                del self._in_flight[key]
+                event.set()
+        raise conflict("Another request under this run id was made at the same moment; send it again.")
+
+    def _answer_again(self, state: RunState) -> dict[str, Any] | None:
+        """What a request under the id of an earlier run answers, or None to run it again."""
+        if state.status == "succeeded":
+            return state.shown(with_record=False)
+        if state.has_final_result:
+            raise state.final_rejection()
+        if state.status == "started" and state.waits:
+            return state.shown(with_record=False)
+        return None
+
+    async def _attempt(
+        self,
+        scope: PlaybookScope,
+        definition_type: str,
+        name: str,
+        value: Any,
+        digest: str,
+        run_id: str,
+        caller_id: str,
+        expected: int,
+        definition: Any,
+    ) -> dict[str, Any]:
+        definition_ref = {"type": definition_type, "name": name, "version": definition.version}
+        metadata = {
+            "correlation_id": run_id,
+            "causation_id": None,
+            "by": caller_id,
+            "run_id": run_id,
+            "definition": definition_ref,
+        }
+        started_at = now_utc()
+        started = NewRecord(
+            RUN_STARTED, {"input": value, "input_digest": digest}, {**metadata, "at": started_at.isoformat()}
+        )
+        stream = run_stream(scope, run_id)
+        await self.ledger.append([StreamWrite(stream, expected, [started])])
+        request = RunRequest(
+            org=scope.org,
+            playbook=scope.playbook,
+            run_id=run_id,
+            definition_type=definition_type,
+            name=name,
+            version=definition.version,
+            source=definition.source,
+            input=value,
+            started_at=started_at,
+            caller_id=caller_id,
+        )
+        ending_metadata = {**metadata, "causation_id": started.id}
+        try:
+            ending = await self.types[definition_type].run(request)
+        except Exception as error:
+            reference = f"urn:uuid:{uuid.uuid4()}"
+            failed = NewRecord(
+                RUN_FAILED,
+                {"reason": "internal", "detail": "The run failed inside the server.", "instance": reference},
+                ending_metadata,
+            )
+            await self.ledger.append([StreamWrite(stream, expected + 1, [failed])])
+            raise Rejection("internal", "Something went wrong inside the server.", instance=reference) from error
+        if isinstance(ending, Succeeded):
+            data: dict[str, Any] = {"output": ending.output, "record": dict(ending.record)}
+            if ending.output_shape is not None:
+                data["output_shape"] = ending.output_shape
+            record = NewRecord(RUN_SUCCEEDED, data, ending_metadata)
+        else:
+            assert isinstance(ending, Rejected)
+            rejected = _rejection_data(ending.rejection)
+            if ending.record is not None:
+                rejected["record"] = dict(ending.record)
+            record = NewRecord(RUN_REJECTED, rejected, ending_metadata)
+        await self.ledger.append([StreamWrite(stream, expected + 1, [record])])
+        if isinstance(ending, Rejected):
+            raise ending.rejection
+        state = await self.read_run(scope, run_id)
+        assert state is not None
+        return state.shown(with_record=False)
+
+    async def list_runs(
+        self,
+        scope: PlaybookScope,
+        *,
+        definition_type: str | None,
+        name: str | None,
+        status: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> dict[str, Any]:
+        after = _decode_cursor(cursor, scope) if cursor else None
+        filtered = definition_type is not None or name is not None or status is not None
+        sql = "SELECT * FROM runs WHERE org = ? AND playbook = ?"
+        params: list[Any] = [scope.org, scope.playbook]
+        if after is not None:
+            sql += " AND (first_started_us < ? OR (first_started_us = ? AND run_id < ?))"
+            params += [after[0], after[0], after[1]]
+        sql += " ORDER BY first_started_us DESC, run_id DESC LIMIT ?"
+        params.append(LIST_SCAN if filtered else limit + 1)
+        rows = await self.ledger.fetch(sql, params)
+        chosen: list[dict[str, Any]] = []
+        last_looked: tuple[int, str] | None = None
+        more = False
+        for index, row in enumerate(rows):
+            if len(chosen) == limit:
+                more = True
+                break
+            last_looked = (int(row["first_started_us"]), str(row["run_id"]))
+            if (
+                (definition_type is None or row["type"] == definition_type)
+                and (name is None or row["name"] == name)
+                and (status is None or row["status"] == status)
+            ):
+                chosen.append(row)
+            if filtered and index == len(rows) - 1 and len(rows) == LIST_SCAN:
+                more = True
+        next_cursor = _encode_cursor(scope, last_looked) if more and last_looked is not None else None
+        return {
+            "runs": [_listed(row) for row in chosen],
+            "has_more": next_cursor is not None,
+            "next_cursor": next_cursor,
+        }
+
+
+def _listed(row: Mapping[str, Any]) -> dict[str, Any]:
+    shown: dict[str, Any] = {
+        "run_id": row["run_id"],
+        "type": row["type"],
+        "name": row["name"],
+        "definition_version": row["version"],
+        "status": row["status"],
+        "started_at": row["first_started_at"],
+        "started_by": row["started_by"],
+    }
+    if row["ended_at"] is not None:
+        shown["ended_at"] = row["ended_at"]
+    if row["output_shape"] is not None and row["status"] == "succeeded":
+        shown["output_shape"] = row["output_shape"]
+    ending = row["ending"]
+    if isinstance(ending, str):
+        ending = json.loads(ending)
+    if row["status"] == "rejected" and ending:
+        shown["rejection"] = ending
+    return shown
+
+
+def _is_run_id(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _encode_cursor(scope: PlaybookScope, position: tuple[int, str]) -> str:
+    raw = json.dumps({"s": scope.key, "r": "runs", "t": position[0], "i": position[1]}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, scope: PlaybookScope) -> tuple[int, str]:
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if raw["s"] != scope.key or raw["r"] != "runs":
+            raise ValueError("foreign cursor")
+        return int(raw["t"]), str(raw["i"])
+    except (ValueError, KeyError, TypeError):
+        raise invalid_input([InputIssue("cursor: expected a cursor this playbook gave.", "/cursor")]) from None

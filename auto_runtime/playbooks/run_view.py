@@ -1,0 +1,123 @@
+"""A run as `get_run` shows it, folded from its stream."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from auto_runtime.ledger import Record
+from auto_runtime.operations.problems import InputIssue, Rejection
+from auto_runtime.playbooks.clock import iso_utc
+from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, STATUS_OF_ENDING
+
+FINAL_REJECTIONS = frozenset({"invalid_input", "cancelled", "unanswered"})
+
+
+@dataclass
+class RunState:
+    """What the stream of one run says: its attempts and how the latest one ended."""
+
+    run_id: str
+    type: str = ""
+    name: str = ""
+    version: int = 0
+    status: str = "started"
+    waits: bool = False
+    input: Any = None
+    input_digest: str = ""
+    started_at: str = ""
+    started_by: str = ""
+    ended_at: str | None = None
+    attempts: int = 0
+    output: Any = None
+    output_shape: str | None = None
+    record: Mapping[str, Any] | None = None
+    rejection: dict[str, Any] | None = None
+    tools_called: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_final_result(self) -> bool:
+        if self.status == "succeeded":
+            return True
+        return self.status == "rejected" and (self.rejection or {}).get("reason") in FINAL_REJECTIONS
+
+    def final_rejection(self) -> Rejection:
+        """The recorded rejection, as the problem a request under the same id answers again."""
+        rejection = self.rejection or {}
+        return Rejection(
+            rejection["reason"],
+            rejection.get("detail", ""),
+            kind=rejection.get("kind"),
+            because=rejection.get("because"),
+            errors=tuple(InputIssue(e["detail"], e["pointer"]) for e in rejection.get("errors", [])),
+        )
+
+    def shown(self, *, with_record: bool) -> dict[str, Any]:
+        shown: dict[str, Any] = {
+            "run_id": self.run_id,
+            "type": self.type,
+            "name": self.name,
+            "definition_version": self.version,
+            "status": self.status,
+            "started_at": self.started_at,
+            "started_by": self.started_by,
+            "input": self.input,
+        }
+        if self.ended_at is not None:
+            shown["ended_at"] = self.ended_at
+        if self.status == "succeeded":
+            shown["output"] = self.output
+            if self.output_shape is not None:
+                shown["output_shape"] = self.output_shape
+        if self.rejection is not None and self.status == "rejected":
+            shown["rejection"] = self.rejection
+        if self.status == "failed" and self.rejection is not None:
+            shown["failure"] = self.rejection
+        if with_record:
+            shown["record"] = dict(self.record) if self.record is not None else {}
+        return shown
+
+
+def fold_run(run_id: str, history: Sequence[Record]) -> RunState | None:
+    if not history:
+        return None
+    state = RunState(run_id=run_id)
+    for record in history:
+        data = record.data
+        if record.type == RUN_STARTED:
+            definition = record.metadata.get("definition", {})
+            state.type = definition.get("type", "")
+            state.name = definition.get("name", "")
+            state.version = int(definition.get("version", 0))
+            state.status = "started"
+            state.waits = bool(data.get("waits"))
+            state.input = data.get("input")
+            state.input_digest = data.get("input_digest", "")
+            if state.attempts == 0:
+                state.started_at = iso_utc(record.recorded_at)
+                state.started_by = record.metadata.get("by", "")
+            state.attempts += 1
+            state.ended_at = None
+            state.output = None
+            state.output_shape = None
+            state.record = None
+            state.rejection = None
+        elif record.type in (RUN_SUCCEEDED, RUN_REJECTED, RUN_FAILED):
+            state.status = STATUS_OF_ENDING[record.type]
+            state.waits = False
+            state.ended_at = iso_utc(record.recorded_at)
+            state.record = data.get("record")
+            if record.type == RUN_SUCCEEDED:
+                state.output = data.get("output")
+                state.output_shape = data.get("output_shape")
+            else:
+                state.rejection = {
+                    key: data[key]
+                    for key in ("reason", "kind", "because", "detail", "errors", "instance")
+                    if data.get(key) not in (None, [])
+                }
+        elif record.type == "tool_call_started":
+            state.tools_called = True
+    return state
