@@ -69,7 +69,7 @@ class Template:
             else:
                 raise UnsetReferenceError(segment.name)
             parts.append(value)
-        return ResolvedText("".join(parts), tuple(taken), self.has_reference)
+        return ResolvedText("".join(parts), tuple(taken))
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +77,11 @@ class ResolvedText:
     """A value with its references replaced.
 
     ``taken`` holds the values the references took from the environment (defaults excluded):
-    each is a secret. ``referenced`` tells whether the value held any reference at all.
+    each is a secret.
     """
 
     value: str
     taken: tuple[str, ...]
-    referenced: bool
 
 
 def parse_template(text: str) -> Template:

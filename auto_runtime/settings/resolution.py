@@ -8,7 +8,7 @@ The pass walks the value as it was read (from the file, or from TOOL_SERVERS) an
 * replaces the references with the values of the variables they name.
 
 It gathers the secrets: each value a reference took from the environment; the whole value of a
-field that holds secrets, when it held a reference; and the credential after the scheme of a
+field that holds secrets, when a reference in it took a value from the environment; and the credential after the scheme of a
 referenced value such as ``Bearer <key>``.
 """
 
@@ -122,7 +122,7 @@ class _Pass:
             scheme_and_credential = _SCHEME_AND_CREDENTIAL.match(taken)
             if scheme_and_credential:
                 self.resolution.secrets.add(scheme_and_credential.group(1))
-        if resolved.referenced and self.rules.holds_secrets(path):
+        if resolved.taken and self.rules.holds_secrets(path):
             self.resolution.secrets.add(resolved.value)
         return resolved.value
 
