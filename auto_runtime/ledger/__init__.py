@@ -1,0 +1,52 @@
+"""The ledger: the runtime's only truth, an append-only event store on SQLite or PostgreSQL.
+
+Import from here; the modules below are the implementation. See `Ledger` for the operations and
+`open_ledger` for opening a store.
+"""
+
+from .content import ContentStore
+from .errors import DuplicateRecordIdError, InvalidCursor, LedgerClosedError, LedgerError, VersionConflict
+from .feed import AppendSignal, FeedPosition
+from .ids import uuid7
+from .ledger import Ledger, SqlValue
+from .opening import open_ledger
+from .paging import DEFAULT_PAGE_LIMIT, MAX_LOOKED_AT, MAX_PAGE_BYTES, MAX_PAGE_LIMIT, Order, Page
+from .projections import ColumnType, Projection, ProjectionKey, Row, TableSpec
+from .records import ANY_VERSION, MAX_RECORDS_PER_APPEND, AnyVersion, NewRecord, Record, StreamWrite
+from .streams import OrgScope, PlaybookScope, Scope, StreamName
+
+__all__ = [
+    "ANY_VERSION",
+    "DEFAULT_PAGE_LIMIT",
+    "MAX_LOOKED_AT",
+    "MAX_PAGE_BYTES",
+    "MAX_PAGE_LIMIT",
+    "MAX_RECORDS_PER_APPEND",
+    "AnyVersion",
+    "AppendSignal",
+    "ColumnType",
+    "ContentStore",
+    "DuplicateRecordIdError",
+    "FeedPosition",
+    "InvalidCursor",
+    "Ledger",
+    "LedgerClosedError",
+    "LedgerError",
+    "NewRecord",
+    "Order",
+    "OrgScope",
+    "Page",
+    "PlaybookScope",
+    "Projection",
+    "ProjectionKey",
+    "Record",
+    "Row",
+    "Scope",
+    "SqlValue",
+    "StreamName",
+    "StreamWrite",
+    "TableSpec",
+    "VersionConflict",
+    "open_ledger",
+    "uuid7",
+]

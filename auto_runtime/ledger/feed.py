@@ -1,0 +1,50 @@
+"""The oldest-first global feed's position and the in-process "something was appended" signal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import trio
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class FeedPosition:
+    """Where a follower has read to in `read_forward`: the sort key of the last record it saw.
+
+    On SQLite `commit_order` equals `global_position`; on PostgreSQL it is the appending transaction's
+    id. Positions are only comparable within one store.
+    """
+
+    commit_order: int
+    global_position: int
+
+
+class AppendSignal:
+    """Wakes followers after appends commit in this process (and, on PostgreSQL, in any process
+    sharing the database, through LISTEN/NOTIFY).
+
+    Lives on the Trio side: `notify` must run in the Trio thread (stores call it through the Trio
+    token). A follower reads `generation`, reads the feed, then `await wait_beyond(generation)`;
+    an append committed between its read and its wait is never missed. A follower on PostgreSQL
+    should also wake on a timeout, since a record behind the horizon appears without a new append.
+    """
+
+    def __init__(self) -> None:
+        self._generation = 0
+        self._event = trio.Event()
+
+    @property
+    def generation(self) -> int:
+        """How many notifications this process has seen."""
+        return self._generation
+
+    def notify(self) -> None:
+        """Wake every waiter (Trio thread only)."""
+        self._generation += 1
+        self._event.set()
+        self._event = trio.Event()
+
+    async def wait_beyond(self, generation: int) -> None:
+        """Return once `generation` is behind the signal's (at once when it already is)."""
+        while self._generation <= generation:
+            await self._event.wait()

@@ -1,0 +1,229 @@
+"""`Ledger`: the interface the runtime codes against, with the behaviour both stores share.
+
+One instance per process, opened with `open_ledger` and used from Trio tasks. Subclasses (the SQLite
+and PostgreSQL stores) implement the storage steps (`_append`, `_scan`, `_load`, ...); validation,
+encoding, paging and cursors live here so both stores behave alike.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from . import paging
+from .content import ContentStore, is_digest
+from .errors import LedgerClosedError
+from .feed import AppendSignal, FeedPosition
+from .paging import Order, Page, ScanRow, SortKey
+from .projections import Projection
+from .records import (
+    AnyVersion,
+    EncodedRecord,
+    Record,
+    StreamWrite,
+    encode_record,
+    to_microseconds,
+    validate_writes,
+)
+from .streams import PlaybookScope, Scope, StreamName, scope_key_of
+
+SqlValue = str | int | float | bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedWrite:
+    """A validated `StreamWrite` ready for a store: `expected` is None for `ANY_VERSION`."""
+
+    stream: str
+    expected: int | None
+    records: list[EncodedRecord]
+
+
+class Ledger(abc.ABC):
+    """The append-only event store. Every method is async and called from Trio tasks.
+
+    Concurrency: any number of tasks may call any method at once. Appends to one stream are
+    serialised by the expected version: of two appends stating the same version, one commits and the
+    other raises `VersionConflict`. On PostgreSQL this also holds across processes.
+    """
+
+    def __init__(self, projections: Sequence[Projection], content: ContentStore) -> None:
+        self.projections: tuple[Projection, ...] = tuple(projections)
+        self.content = content
+        self.appended = AppendSignal()
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LedgerClosedError("the ledger is closed")
+
+    async def append(self, writes: Sequence[StreamWrite]) -> list[Record]:
+        """Append the records of every write in one transaction and return them as recorded.
+
+        Atomic over all the streams of the call. Each write states the version it read
+        (`expected_version`: 0 means the stream must not exist, `ANY_VERSION` skips the check); a
+        clash raises `VersionConflict` naming the stream and writes nothing. More than
+        `MAX_RECORDS_PER_APPEND` records, a stream twice, an invalid id or type, or data that is not
+        JSON is a `ValueError`. A reused record id raises `DuplicateRecordIdError`. Registered projections
+        are applied in the same transaction. Returns only after the commit is durable.
+        """
+        self._check_open()
+        validate_writes(writes)
+        now = to_microseconds(datetime.now(UTC))
+        encoded = [
+            EncodedWrite(
+                stream=write.stream,
+                expected=None if isinstance(write.expected_version, AnyVersion) else write.expected_version,
+                records=[encode_record(write.stream, record, now) for record in write.records],
+            )
+            for write in writes
+        ]
+        return await self._append(encoded)
+
+    async def read_stream(
+        self, stream: StreamName, from_position: int = 1, limit: int | None = None
+    ) -> list[Record]:
+        """The stream's records from `from_position` (counting from 1), at most `limit` of them."""
+        self._check_open()
+        scope_key_of(stream)
+        if from_position < 1 or (limit is not None and limit < 1):
+            raise ValueError("from_position and limit count from 1")
+        return await self._read_stream(stream, from_position, limit)
+
+    async def stream_version(self, stream: StreamName) -> int:
+        """How many records the stream holds (0 when it does not exist)."""
+        self._check_open()
+        scope_key_of(stream)
+        return await self._stream_version(stream)
+
+    async def read_record(self, scope: Scope, record_id: str) -> Record | None:
+        """The record with this id when it is recorded in one of the scope's streams, else None."""
+        self._check_open()
+        return await self._read_record(scope.key, record_id)
+
+    async def read_playbook(
+        self,
+        scope: PlaybookScope,
+        order: Order = "desc",
+        types: set[str] | None = None,
+        since: datetime | None = None,
+        correlation_id: str | None = None,
+        limit: int = paging.DEFAULT_PAGE_LIMIT,
+        cursor: str | None = None,
+    ) -> Page:
+        """One page of the playbook's records, newest first (`desc`) or oldest first (`asc`).
+
+        `types` keeps records of those types, `since` those recorded at or after that time,
+        `correlation_id` one run's tree (records whose `metadata.correlation_id` is that id). Paging
+        follows the seeds' "Paging" (see `paging`); a cursor from another playbook, from a read in
+        the other order, or malformed raises `InvalidCursor`.
+        """
+        self._check_open()
+        if not isinstance(scope, PlaybookScope):
+            raise TypeError("read_playbook needs a PlaybookScope")
+        if order not in ("asc", "desc"):
+            raise ValueError("order is asc or desc")
+        paging.validate_limit(limit)
+        after = paging.decode_cursor(cursor, scope.key, order) if cursor is not None else None
+        filtered = bool(types) or since is not None
+        size = paging.scan_size(limit, filtered)
+        rows = await self._scan(
+            scope.key,
+            order,
+            after,
+            correlation_id,
+            sorted(types) if types else None,
+            to_microseconds(since) if since is not None else None,
+            size,
+        )
+        plan = paging.plan_page(rows, limit, size)
+        records = await self._load(plan.chosen) if plan.chosen else []
+        next_cursor = (
+            paging.encode_cursor(scope.key, order, plan.resume_after)
+            if plan.has_more and plan.resume_after is not None
+            else None
+        )
+        return Page(records=records, has_more=next_cursor is not None, next_cursor=next_cursor)
+
+    async def read_forward(
+        self, after: FeedPosition | None, limit: int = 100
+    ) -> tuple[list[Record], FeedPosition | None]:
+        """The next records of the whole store, oldest first, after `after` (from the start when None).
+
+        Returns the records and the position to pass next time (`after` itself when there were
+        none). Never skips a record that commits late: on PostgreSQL it reads only behind the
+        horizon of transactions still open in its database.
+        """
+        self._check_open()
+        if limit < 1:
+            raise ValueError("limit counts from 1")
+        found = await self._read_forward(
+            (after.commit_order, after.global_position) if after else None, limit
+        )
+        if not found:
+            return [], after
+        last_key = found[-1][0]
+        return [record for _, record in found], FeedPosition(last_key[0], last_key[1])
+
+    async def fetch(self, sql: str, params: Sequence[SqlValue] = ()) -> list[dict[str, Any]]:
+        """Run one read-only SELECT (usually over projection tables) and return its rows as dicts.
+
+        Write the SQL with `?` placeholders; the PostgreSQL store numbers them for asyncpg. Keep to
+        SQL both engines speak. Values come back as `str`, `int`, `float` or None; decode a
+        projection's `json` columns with `Projection.decode_row`. The statement runs in a read-only
+        transaction on both stores, so a write is refused.
+        """
+        self._check_open()
+        return await self._fetch(sql, tuple(params))
+
+    async def put_content(self, scope: Scope, data: bytes) -> str:
+        """Keep `data` under its SHA-256 within the scope; returns the hex digest. Idempotent."""
+        self._check_open()
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError("content is bytes")
+        return await self.content.put(scope.key, bytes(data))
+
+    async def get_content(self, scope: Scope, sha256: str) -> bytes | None:
+        """The bytes kept under `sha256` within the scope, or None (also for a malformed digest)."""
+        self._check_open()
+        if not is_digest(sha256):
+            return None
+        return await self.content.get(scope.key, sha256)
+
+    @abc.abstractmethod
+    async def _append(self, writes: list[EncodedWrite]) -> list[Record]: ...
+
+    @abc.abstractmethod
+    async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]: ...
+
+    @abc.abstractmethod
+    async def _stream_version(self, stream: str) -> int: ...
+
+    @abc.abstractmethod
+    async def _read_record(self, scope_key: str, record_id: str) -> Record | None: ...
+
+    @abc.abstractmethod
+    async def _scan(
+        self,
+        scope_key: str,
+        order: Order,
+        after: SortKey | None,
+        correlation_id: str | None,
+        types: list[str] | None,
+        since_us: int | None,
+        size: int,
+    ) -> list[ScanRow]:
+        """Look at up to `size` records of the scope in read order after `after`."""
+
+    @abc.abstractmethod
+    async def _load(self, keys: list[SortKey]) -> list[Record]:
+        """The records with these sort keys, in the order given."""
+
+    @abc.abstractmethod
+    async def _read_forward(self, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]: ...
+
+    @abc.abstractmethod
+    async def _fetch(self, sql: str, params: tuple[SqlValue, ...]) -> list[dict[str, Any]]: ...

@@ -1,0 +1,45 @@
+"""`open_ledger`: choose and run the store for this process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from .ledger import Ledger
+from .postgres.store import PostgresLedger
+from .projections import Projection, check_registrations
+from .sqlite.store import SqliteLedger
+
+
+@asynccontextmanager
+async def open_ledger(
+    ledger_file: Path | None = None,
+    database_url: str | None = None,
+    projections: Sequence[Projection] = (),
+) -> AsyncIterator[Ledger]:
+    """Open the ledger for the life of the block (call from a Trio task).
+
+    With `database_url` (`DATABASE_URL`, `postgresql://...`) the PostgreSQL store: its asyncio thread
+    and pool start here and stop at the end of the block. Otherwise the SQLite store at `ledger_file`
+    (`LEDGER_FILE`; its folder is created when missing): its writer thread starts here, and at the end
+    of the block whatever is queued is committed before the thread stops. Setting both is an error.
+
+    Every projection the runtime keeps is registered here; changed ones are rebuilt before the block
+    starts.
+    """
+    check_registrations(projections)
+    if database_url is not None and ledger_file is not None:
+        raise ValueError("give either a ledger file or a database URL, not both")
+    ledger: SqliteLedger | PostgresLedger
+    if database_url is not None:
+        ledger = PostgresLedger(database_url, projections)
+    elif ledger_file is not None:
+        ledger = SqliteLedger(Path(ledger_file), projections)
+    else:
+        raise ValueError("a ledger needs a ledger file or a database URL")
+    await ledger.start()
+    try:
+        yield ledger
+    finally:
+        await ledger.stop()

@@ -1,0 +1,1 @@
+"""The PostgreSQL store: asyncpg on one asyncio thread per process, bridged to Trio; shared by servers."""

@@ -1,0 +1,275 @@
+"""The PostgreSQL store's SQL, as coroutines over one asyncpg connection (run on the loop thread).
+
+Read order. A global position comes from a sequence when a row is inserted, so a transaction can
+commit a lower position after a higher one is visible. Oldest-first readers (the feed, oldest-first
+playbook pages) therefore order by `(tx_id, global_position)` and read only records whose `tx_id` is
+below the *horizon*: the oldest transaction id still in progress in this database (from
+`pg_snapshot_xip(pg_current_snapshot())`, leaving out the ids `pg_stat_activity` shows in other
+databases), or the snapshot's `xmax` when there is none. Every transaction below the horizon has
+ended, and any later commit has a larger `tx_id`, so it sorts after every record already read. A
+cause commits before the record it causes begins, so causes still sort first. Newest-first reads
+need no horizon: a late commit sorts before the cursor and is read by a later page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from ..errors import DuplicateRecordIdError, VersionConflict
+from ..ledger import EncodedWrite
+from ..paging import Order, ScanRow, SortKey
+from ..placeholders import to_numbered
+from ..projections import Delete, Projection, Upsert
+from ..records import Record, decode_record, record_from_encoded
+
+RECORD_COLUMNS = "id, stream, position, global_position, type, data, metadata, recorded_at"
+NOTIFY_CHANNEL = "auto_runtime_ledger_appended"
+
+HORIZON = """(SELECT coalesce(min(x::text::bigint), pg_snapshot_xmax(pg_current_snapshot())::text::bigint)
+    FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+    WHERE NOT EXISTS (
+        SELECT 1 FROM pg_stat_activity AS a
+        WHERE a.backend_xid IS NOT NULL AND a.datname <> current_database()
+          AND a.backend_xid::text::bigint = x::text::bigint % 4294967296))"""
+
+_DUPLICATE_ID = re.compile(r"\(id\)=\((.*)\)")
+
+_INSERT_RECORDS = """INSERT INTO ledger_records
+    (id, stream, position, scope_key, type, data, metadata, correlation_id, size, recorded_at)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+                         $7::text[], $8::text[], $9::bigint[], $10::bigint[])
+    RETURNING id, global_position"""
+
+
+async def _claim_positions(conn: Any, write: EncodedWrite) -> int:
+    """Move the stream's version on by the write's records; the first new position. Conflicts raise."""
+    count = len(write.records)
+    if write.expected is None:
+        version = await conn.fetchval(
+            "INSERT INTO ledger_streams (stream, version) VALUES ($1, $2) ON CONFLICT (stream) "
+            "DO UPDATE SET version = ledger_streams.version + excluded.version RETURNING version",
+            write.stream,
+            count,
+        )
+    elif write.expected == 0:
+        version = await conn.fetchval(
+            "INSERT INTO ledger_streams (stream, version) VALUES ($1, $2) "
+            "ON CONFLICT (stream) DO NOTHING RETURNING version",
+            write.stream,
+            count,
+        )
+    else:
+        version = await conn.fetchval(
+            "UPDATE ledger_streams SET version = version + $3 WHERE stream = $1 AND version = $2 "
+            "RETURNING version",
+            write.stream,
+            write.expected,
+            count,
+        )
+    if version is None:
+        raise VersionConflict(write.stream, write.expected)
+    return int(version) - count + 1
+
+
+async def append_writes(
+    conn: Any, writes: Sequence[EncodedWrite], projections: Sequence[Projection]
+) -> list[Record]:
+    """One transaction: claim positions (row locks serialise writers of a stream across processes),
+    insert the records, apply the projections, notify listeners."""
+    async with conn.transaction():
+        placed = [(await _claim_positions(conn, write), write) for write in writes]
+        columns: list[list[Any]] = [[] for _ in range(10)]
+        for first, write in placed:
+            for offset, record in enumerate(write.records):
+                values = (
+                    record.id,
+                    record.stream,
+                    first + offset,
+                    record.scope_key,
+                    record.type,
+                    record.data,
+                    record.metadata,
+                    record.correlation_id,
+                    record.size,
+                    record.recorded_at_us,
+                )
+                for column, value in zip(columns, values, strict=True):
+                    column.append(value)
+        try:
+            inserted = await conn.fetch(_INSERT_RECORDS, *columns)
+        except asyncpg.UniqueViolationError as error:
+            found = _DUPLICATE_ID.search(getattr(error, "detail", "") or "")
+            raise DuplicateRecordIdError(found.group(1) if found else "") from error
+        global_positions = {row["id"]: int(row["global_position"]) for row in inserted}
+        appended = [
+            record_from_encoded(record, first + offset, global_positions[record.id])
+            for first, write in placed
+            for offset, record in enumerate(write.records)
+        ]
+        await apply_projections(conn, projections, appended)
+        await conn.execute(f"NOTIFY {NOTIFY_CHANNEL}")
+    return appended
+
+
+async def apply_projections(conn: Any, projections: Sequence[Projection], records: Sequence[Record]) -> None:
+    """Apply each record to each projection, in order (inside the caller's transaction)."""
+    for record in records:
+        for projection in projections:
+            table = projection.table
+            for raw_key in projection.keys(record):
+                key = projection.checked_key(raw_key)
+                found = await conn.fetchrow(to_numbered(table.select_sql), *key)
+                change = projection.change(key, dict(found) if found is not None else None, record)
+                if isinstance(change, Upsert):
+                    await conn.execute(to_numbered(table.upsert_sql), *change.values)
+                elif isinstance(change, Delete):
+                    await conn.execute(to_numbered(table.delete_sql), *key)
+
+
+def _record(row: Any) -> Record:
+    return decode_record(
+        row["id"],
+        row["stream"],
+        int(row["position"]),
+        int(row["global_position"]),
+        row["type"],
+        row["data"],
+        row["metadata"],
+        int(row["recorded_at"]),
+    )
+
+
+async def read_stream(conn: Any, stream: str, from_position: int, limit: int | None) -> list[Record]:
+    rows = await conn.fetch(
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE stream = $1 AND position >= $2 "
+        "ORDER BY position LIMIT $3",
+        stream,
+        from_position,
+        limit,
+    )
+    return [_record(row) for row in rows]
+
+
+async def stream_version(conn: Any, stream: str) -> int:
+    version = await conn.fetchval("SELECT version FROM ledger_streams WHERE stream = $1", stream)
+    return 0 if version is None else int(version)
+
+
+async def read_record(conn: Any, scope_key: str, record_id: str) -> Record | None:
+    row = await conn.fetchrow(
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE id = $1 AND scope_key = $2", record_id, scope_key
+    )
+    return None if row is None else _record(row)
+
+
+async def scan(
+    conn: Any,
+    scope_key: str,
+    order: Order,
+    after: SortKey | None,
+    correlation_id: str | None,
+    types: list[str] | None,
+    since_us: int | None,
+    size: int,
+) -> list[ScanRow]:
+    """Look at up to `size` of the scope's records in `(tx_id, global_position)` order; oldest-first
+    scans stop at the horizon."""
+    match: list[str] = []
+    params: list[Any] = []
+    if types:
+        match.append("type = ANY(?::text[])")
+        params.append(types)
+    if since_us is not None:
+        match.append("recorded_at >= ?")
+        params.append(since_us)
+    where = ["scope_key = ?"]
+    params.append(scope_key)
+    if correlation_id is not None:
+        where.append("correlation_id = ?")
+        params.append(correlation_id)
+    if after is not None:
+        where.append("(tx_id, global_position) " + (">" if order == "asc" else "<") + " (?, ?)")
+        params.extend(after)
+    if order == "asc":
+        where.append(f"tx_id < {HORIZON}")
+    direction = "ASC" if order == "asc" else "DESC"
+    params.append(size)
+    sql = (
+        f"SELECT tx_id, global_position, {' AND '.join(match) if match else 'true'} AS matches, size "
+        f"FROM ledger_records WHERE {' AND '.join(where)} "
+        f"ORDER BY tx_id {direction}, global_position {direction} LIMIT ?"
+    )
+    rows = await conn.fetch(to_numbered(sql), *params)
+    return [
+        ScanRow(
+            key=(int(row["tx_id"]), int(row["global_position"])),
+            matches=bool(row["matches"]),
+            size=int(row["size"]),
+        )
+        for row in rows
+    ]
+
+
+async def load(conn: Any, keys: Sequence[SortKey]) -> list[Record]:
+    positions = [key[1] for key in keys]
+    rows = await conn.fetch(
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE global_position = ANY($1::bigint[])", positions
+    )
+    by_position = {int(row["global_position"]): _record(row) for row in rows}
+    return [by_position[position] for position in positions]
+
+
+async def read_forward(conn: Any, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]:
+    start = after if after is not None else (-1, -1)
+    rows = await conn.fetch(
+        f"SELECT tx_id, {RECORD_COLUMNS} FROM ledger_records "
+        f"WHERE (tx_id, global_position) > ($1, $2) AND tx_id < {HORIZON} "
+        "ORDER BY tx_id, global_position LIMIT $3",
+        start[0],
+        start[1],
+        limit,
+    )
+    return [((int(row["tx_id"]), int(row["global_position"])), _record(row)) for row in rows]
+
+
+async def fetch(conn: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    """One statement in a read-only transaction, `?` placeholders numbered for asyncpg."""
+    async with conn.transaction(readonly=True):
+        rows = await conn.fetch(to_numbered(sql), *params)
+    return [dict(row) for row in rows]
+
+
+async def put_content(conn: Any, scope_key: str, digest: str, chunks: Sequence[bytes]) -> None:
+    """Keep content's chunks unless the scope already holds that digest (concurrent puts: one wins)."""
+    async with conn.transaction():
+        claimed = await conn.fetchval(
+            "INSERT INTO ledger_content (scope_key, sha256, size, location) VALUES ($1, $2, $3, 'ledger') "
+            "ON CONFLICT DO NOTHING RETURNING 1",
+            scope_key,
+            digest,
+            sum(len(chunk) for chunk in chunks),
+        )
+        if claimed is None:
+            return
+        await conn.executemany(
+            "INSERT INTO ledger_content_chunks (scope_key, sha256, chunk, bytes) VALUES ($1, $2, $3, $4)",
+            [(scope_key, digest, number, chunk) for number, chunk in enumerate(chunks)],
+        )
+
+
+async def get_content(conn: Any, scope_key: str, digest: str) -> bytes | None:
+    async with conn.transaction(readonly=True, isolation="repeatable_read"):
+        if not await conn.fetchval(
+            "SELECT 1 FROM ledger_content WHERE scope_key = $1 AND sha256 = $2", scope_key, digest
+        ):
+            return None
+        rows = await conn.fetch(
+            "SELECT bytes FROM ledger_content_chunks WHERE scope_key = $1 AND sha256 = $2 ORDER BY chunk",
+            scope_key,
+            digest,
+        )
+    return b"".join(bytes(row["bytes"]) for row in rows)

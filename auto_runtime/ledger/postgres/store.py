@@ -1,0 +1,160 @@
+"""`PostgresLedger`: the store for `DATABASE_URL`, which several server processes may share.
+
+All asyncpg work runs on the ledger's `LoopThread` (one per process): the pool is created there, and
+each Trio call submits one coroutine holding a whole unit of work (one transaction). Appends are
+correct across processes through row locks on `ledger_streams` and unique constraints; other
+processes' appends wake this process's followers through LISTEN/NOTIFY.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import asyncpg
+import trio
+
+from ..content import chunks_of, digest_of
+from ..ledger import EncodedWrite, Ledger, SqlValue
+from ..paging import Order, ScanRow, SortKey
+from ..projections import Projection
+from ..records import Record
+from . import statements
+from .loop_thread import LoopThread
+from .schema import ensure_projections, migrate
+
+T = TypeVar("T")
+POOL_SIZE = 10
+
+
+class PostgresContentStore:
+    """Content kept in the ledger's PostgreSQL database (the `ContentStore` port)."""
+
+    def __init__(self, ledger: PostgresLedger) -> None:
+        self._ledger = ledger
+
+    async def put(self, scope_key: str, data: bytes) -> str:
+        digest = digest_of(data)
+        chunks = chunks_of(data)
+        await self._ledger.with_connection(
+            lambda conn: statements.put_content(conn, scope_key, digest, chunks)
+        )
+        return digest
+
+    async def get(self, scope_key: str, sha256: str) -> bytes | None:
+        return await self._ledger.with_connection(
+            lambda conn: statements.get_content(conn, scope_key, sha256)
+        )
+
+
+class PostgresLedger(Ledger):
+    """The PostgreSQL store. Create with `open_ledger`; `start` and `stop` bracket its loop thread."""
+
+    def __init__(
+        self, database_url: str, projections: Sequence[Projection], pool_size: int = POOL_SIZE
+    ) -> None:
+        super().__init__(projections, PostgresContentStore(self))
+        self._url = database_url
+        self._pool_size = pool_size
+        self._thread: LoopThread | None = None
+        self._pool: Any = None
+        self._listener: Any = None
+        self.rebuilt: list[str] = []
+
+    async def start(self) -> None:
+        """Start the loop thread, create the pool on it, migrate, rebuild changed projections, listen."""
+        token = trio.lowlevel.current_trio_token()
+        thread = LoopThread()
+        thread.start()
+        self._thread = thread
+
+        def on_notify(*_: object) -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(self.appended.notify)
+
+        async def prepare() -> None:
+            self._pool = await asyncpg.create_pool(self._url, min_size=1, max_size=self._pool_size)
+            async with self._pool.acquire() as conn:
+                await migrate(conn)
+                self.rebuilt = await ensure_projections(conn, self.projections)
+            self._listener = await asyncpg.connect(self._url)
+            await self._listener.add_listener(statements.NOTIFY_CHANNEL, on_notify)
+
+        try:
+            await thread.run(prepare())
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        """Close the listener and the pool on the loop thread, then stop the thread."""
+        self._closed = True
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+
+        async def close() -> None:
+            if self._listener is not None:
+                await self._listener.close()
+            if self._pool is not None:
+                await self._pool.close()
+
+        try:
+            with trio.CancelScope(shield=True):
+                await thread.run(close())
+        finally:
+            await trio.to_thread.run_sync(thread.stop)
+
+    async def with_connection(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """Run `work(connection)` on the loop thread with a pooled connection (cancellable)."""
+        thread = self._thread
+        if thread is None:
+            raise RuntimeError("the PostgreSQL ledger is not started")
+        pool = self._pool
+
+        async def unit() -> T:
+            async with pool.acquire() as conn:
+                return await work(conn)
+
+        return await thread.run(unit())
+
+    async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
+        projections = self.projections
+        records = await self.with_connection(lambda conn: statements.append_writes(conn, writes, projections))
+        self.appended.notify()
+        return records
+
+    async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]:
+        return await self.with_connection(
+            lambda conn: statements.read_stream(conn, stream, from_position, limit)
+        )
+
+    async def _stream_version(self, stream: str) -> int:
+        return await self.with_connection(lambda conn: statements.stream_version(conn, stream))
+
+    async def _read_record(self, scope_key: str, record_id: str) -> Record | None:
+        return await self.with_connection(lambda conn: statements.read_record(conn, scope_key, record_id))
+
+    async def _scan(
+        self,
+        scope_key: str,
+        order: Order,
+        after: SortKey | None,
+        correlation_id: str | None,
+        types: list[str] | None,
+        since_us: int | None,
+        size: int,
+    ) -> list[ScanRow]:
+        return await self.with_connection(
+            lambda conn: statements.scan(conn, scope_key, order, after, correlation_id, types, since_us, size)
+        )
+
+    async def _load(self, keys: list[SortKey]) -> list[Record]:
+        return await self.with_connection(lambda conn: statements.load(conn, keys))
+
+    async def _read_forward(self, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]:
+        return await self.with_connection(lambda conn: statements.read_forward(conn, after, limit))
+
+    async def _fetch(self, sql: str, params: tuple[SqlValue, ...]) -> list[dict[str, Any]]:
+        return await self.with_connection(lambda conn: statements.fetch(conn, sql, params))

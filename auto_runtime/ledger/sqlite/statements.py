@@ -1,0 +1,200 @@
+"""The SQLite store's SQL: appends and projections (writer thread) and reads (reader connections).
+
+Every function takes a connection and runs synchronously on the thread that owns it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import DuplicateRecordIdError, VersionConflict
+from ..ledger import EncodedWrite
+from ..paging import Order, ScanRow, SortKey
+from ..projections import Delete, Projection, Upsert
+from ..records import Record, decode_record, record_from_encoded
+
+RECORD_COLUMNS = "id, stream, position, global_position, type, data, metadata, recorded_at"
+
+
+def append_writes(
+    conn: sqlite3.Connection, writes: Sequence[EncodedWrite], projections: Sequence[Projection]
+) -> list[Record]:
+    """Check versions, insert the records, move the streams' versions, apply the projections.
+
+    Runs inside the writer's transaction (within a savepoint of its own); raising undoes it all.
+    """
+    appended: list[Record] = []
+    for write in writes:
+        row = conn.execute("SELECT version FROM ledger_streams WHERE stream = ?", (write.stream,)).fetchone()
+        current = 0 if row is None else int(row[0])
+        if write.expected is not None and current != write.expected:
+            raise VersionConflict(write.stream, write.expected)
+        if row is None:
+            conn.execute(
+                "INSERT INTO ledger_streams (stream, version) VALUES (?, ?)",
+                (write.stream, len(write.records)),
+            )
+        else:
+            conn.execute(
+                "UPDATE ledger_streams SET version = ? WHERE stream = ?",
+                (current + len(write.records), write.stream),
+            )
+        for position, record in enumerate(write.records, start=current + 1):
+            try:
+                cursor = conn.execute(
+                    "INSERT INTO ledger_records (id, stream, position, scope_key, type, data, metadata, "
+                    "correlation_id, size, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.id,
+                        record.stream,
+                        position,
+                        record.scope_key,
+                        record.type,
+                        record.data,
+                        record.metadata,
+                        record.correlation_id,
+                        record.size,
+                        record.recorded_at_us,
+                    ),
+                )
+            except sqlite3.IntegrityError as error:
+                raise DuplicateRecordIdError(record.id) from error
+            global_position = cursor.lastrowid
+            assert global_position is not None
+            appended.append(record_from_encoded(record, position, global_position))
+    apply_projections(conn, projections, appended)
+    return appended
+
+
+def apply_projections(
+    conn: sqlite3.Connection, projections: Sequence[Projection], records: Sequence[Record]
+) -> None:
+    """Apply each record to each projection, in order."""
+    for record in records:
+        for projection in projections:
+            table = projection.table
+            for raw_key in projection.keys(record):
+                key = projection.checked_key(raw_key)
+                found = conn.execute(table.select_sql, key).fetchone()
+                stored = dict(zip(table.columns, found, strict=True)) if found is not None else None
+                change = projection.change(key, stored, record)
+                if isinstance(change, Upsert):
+                    conn.execute(table.upsert_sql, change.values)
+                elif isinstance(change, Delete):
+                    conn.execute(table.delete_sql, key)
+
+
+def read_stream(conn: sqlite3.Connection, stream: str, from_position: int, limit: int | None) -> list[Record]:
+    rows = conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE stream = ? AND position >= ? "
+        "ORDER BY position LIMIT ?",
+        (stream, from_position, -1 if limit is None else limit),
+    ).fetchall()
+    return [decode_record(*row) for row in rows]
+
+
+def stream_version(conn: sqlite3.Connection, stream: str) -> int:
+    row = conn.execute("SELECT version FROM ledger_streams WHERE stream = ?", (stream,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def read_record(conn: sqlite3.Connection, scope_key: str, record_id: str) -> Record | None:
+    row = conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE id = ? AND scope_key = ?", (record_id, scope_key)
+    ).fetchone()
+    return None if row is None else decode_record(*row)
+
+
+def scan(
+    conn: sqlite3.Connection,
+    scope_key: str,
+    order: Order,
+    after: SortKey | None,
+    correlation_id: str | None,
+    types: list[str] | None,
+    since_us: int | None,
+    size: int,
+) -> list[ScanRow]:
+    """Look at up to `size` of the scope's records in global-position order (the commit order here)."""
+    where = ["scope_key = ?"]
+    params: list[Any] = []
+    match: list[str] = []
+    if types:
+        match.append(f"type IN ({', '.join('?' for _ in types)})")
+        params.extend(types)
+    if since_us is not None:
+        match.append("recorded_at >= ?")
+        params.append(since_us)
+    params.append(scope_key)
+    if correlation_id is not None:
+        where.append("correlation_id = ?")
+        params.append(correlation_id)
+    if after is not None:
+        where.append("global_position > ?" if order == "asc" else "global_position < ?")
+        params.append(after[1])
+    params.append(size)
+    sql = (
+        f"SELECT global_position, {' AND '.join(match) if match else '1'}, size FROM ledger_records "
+        f"WHERE {' AND '.join(where)} ORDER BY global_position {order.upper()} LIMIT ?"
+    )
+    return [
+        ScanRow(key=(position, position), matches=bool(matches), size=stored)
+        for position, matches, stored in conn.execute(sql, params).fetchall()
+    ]
+
+
+def load(conn: sqlite3.Connection, keys: Sequence[SortKey]) -> list[Record]:
+    positions = [key[1] for key in keys]
+    rows = conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE global_position IN "
+        f"({', '.join('?' for _ in positions)})",
+        positions,
+    ).fetchall()
+    by_position = {row[3]: decode_record(*row) for row in rows}
+    return [by_position[position] for position in positions]
+
+
+def read_forward(conn: sqlite3.Connection, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]:
+    rows = conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE global_position > ? "
+        "ORDER BY global_position LIMIT ?",
+        (0 if after is None else after[1], limit),
+    ).fetchall()
+    return [((row[3], row[3]), decode_record(*row)) for row in rows]
+
+
+def fetch(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    """One read-only statement's rows as dicts (the reader connections are `query_only`)."""
+    cursor = conn.execute(sql, params)
+    names = [column[0] for column in cursor.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def put_content(conn: sqlite3.Connection, scope_key: str, digest: str, chunks: Sequence[bytes]) -> None:
+    """Keep content's chunks unless the scope already holds that digest (writer thread)."""
+    if conn.execute(
+        "SELECT 1 FROM ledger_content WHERE scope_key = ? AND sha256 = ?", (scope_key, digest)
+    ).fetchone():
+        return
+    conn.execute(
+        "INSERT INTO ledger_content (scope_key, sha256, size, location) VALUES (?, ?, ?, 'ledger')",
+        (scope_key, digest, sum(len(chunk) for chunk in chunks)),
+    )
+    conn.executemany(
+        "INSERT INTO ledger_content_chunks (scope_key, sha256, chunk, bytes) VALUES (?, ?, ?, ?)",
+        [(scope_key, digest, number, chunk) for number, chunk in enumerate(chunks)],
+    )
+
+
+def get_content(conn: sqlite3.Connection, scope_key: str, digest: str) -> bytes | None:
+    if not conn.execute(
+        "SELECT 1 FROM ledger_content WHERE scope_key = ? AND sha256 = ?", (scope_key, digest)
+    ).fetchone():
+        return None
+    rows = conn.execute(
+        "SELECT bytes FROM ledger_content_chunks WHERE scope_key = ? AND sha256 = ? ORDER BY chunk",
+        (scope_key, digest),
+    ).fetchall()
+    return b"".join(bytes(row[0]) for row in rows)

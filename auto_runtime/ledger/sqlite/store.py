@@ -1,0 +1,164 @@
+"""`SqliteLedger`: the default store, one SQLite file (`LEDGER_FILE`) per server process.
+
+Writes go through the one writer thread (`writer`); reads run on a small pool of reader connections
+(`query_only`, WAL lets them read while the writer commits) in Trio worker threads. Only one process
+may use a file at a time.
+"""
+
+from __future__ import annotations
+
+import queue
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+
+from ..content import chunks_of, digest_of
+from ..ledger import EncodedWrite, Ledger, SqlValue
+from ..paging import Order, ScanRow, SortKey
+from ..projections import Projection
+from ..records import Record
+from ..trio_bridge import Completion
+from . import statements
+from .schema import connect_writer, ensure_projections, migrate
+from .writer import SqliteWriter
+
+T = TypeVar("T")
+READERS = 4
+
+
+class _ReaderPool:
+    """Up to `READERS` read-only connections, each used by one worker thread at a time."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._all: list[sqlite3.Connection] = []
+        self._limiter = trio.CapacityLimiter(READERS)
+
+    def _connection(self) -> sqlite3.Connection:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA query_only=ON")
+            conn.execute("PRAGMA busy_timeout=10000")
+            self._all.append(conn)
+            return conn
+
+    def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._connection()
+        try:
+            return work(conn)
+        finally:
+            self._idle.put(conn)
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await trio.to_thread.run_sync(self._call, work, limiter=self._limiter)
+
+    def close(self) -> None:
+        for conn in self._all:
+            conn.close()
+
+
+class SqliteContentStore:
+    """Content kept in the ledger's SQLite file (the `ContentStore` port)."""
+
+    def __init__(self, ledger: SqliteLedger) -> None:
+        self._ledger = ledger
+
+    async def put(self, scope_key: str, data: bytes) -> str:
+        digest = digest_of(data)
+        chunks = chunks_of(data)
+        await self._ledger.write(lambda conn: statements.put_content(conn, scope_key, digest, chunks))
+        return digest
+
+    async def get(self, scope_key: str, sha256: str) -> bytes | None:
+        return await self._ledger.readers.run(lambda conn: statements.get_content(conn, scope_key, sha256))
+
+
+class SqliteLedger(Ledger):
+    """The SQLite store. Create with `open_ledger`; `start` and `stop` bracket its threads."""
+
+    def __init__(self, path: Path, projections: Sequence[Projection]) -> None:
+        super().__init__(projections, SqliteContentStore(self))
+        self.path = path
+        self.readers = _ReaderPool(str(path))
+        self.rebuilt: list[str] = []
+        self._writer: SqliteWriter | None = None
+
+    async def start(self) -> None:
+        """Create the folder and tables, rebuild changed projections, start the writer thread."""
+        token = trio.lowlevel.current_trio_token()
+
+        def prepare() -> SqliteWriter:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = connect_writer(str(self.path))
+            try:
+                migrate(conn)
+                self.rebuilt = ensure_projections(conn, self.projections)
+            except BaseException:
+                conn.close()
+                raise
+            return SqliteWriter(conn, lambda: token.run_sync_soon(self.appended.notify))
+
+        self._writer = await trio.to_thread.run_sync(prepare)
+        self._writer.start()
+
+    async def stop(self) -> None:
+        """Commit what is queued, stop the writer and close every connection."""
+        self._closed = True
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            await trio.to_thread.run_sync(writer.stop)
+        self.readers.close()
+
+    @property
+    def writer(self) -> SqliteWriter:
+        if self._writer is None:
+            raise RuntimeError("the SQLite ledger is not started")
+        return self._writer
+
+    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` on the writer thread inside a group-committed transaction; return after commit."""
+        completion: Completion[T] = Completion()
+        self.writer.submit(work, completion)
+        return await completion.wait()
+
+    async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
+        projections = self.projections
+        return await self.write(lambda conn: statements.append_writes(conn, writes, projections))
+
+    async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]:
+        return await self.readers.run(lambda conn: statements.read_stream(conn, stream, from_position, limit))
+
+    async def _stream_version(self, stream: str) -> int:
+        return await self.readers.run(lambda conn: statements.stream_version(conn, stream))
+
+    async def _read_record(self, scope_key: str, record_id: str) -> Record | None:
+        return await self.readers.run(lambda conn: statements.read_record(conn, scope_key, record_id))
+
+    async def _scan(
+        self,
+        scope_key: str,
+        order: Order,
+        after: SortKey | None,
+        correlation_id: str | None,
+        types: list[str] | None,
+        since_us: int | None,
+        size: int,
+    ) -> list[ScanRow]:
+        return await self.readers.run(
+            lambda conn: statements.scan(conn, scope_key, order, after, correlation_id, types, since_us, size)
+        )
+
+    async def _load(self, keys: list[SortKey]) -> list[Record]:
+        return await self.readers.run(lambda conn: statements.load(conn, keys))
+
+    async def _read_forward(self, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]:
+        return await self.readers.run(lambda conn: statements.read_forward(conn, after, limit))
+
+    async def _fetch(self, sql: str, params: tuple[SqlValue, ...]) -> list[dict[str, Any]]:
+        return await self.readers.run(lambda conn: statements.fetch(conn, sql, params))
