@@ -30,7 +30,7 @@ from auto_runtime.operations.dispatcher import Dispatcher
 from auto_runtime.operations.runtime_catalog import build_catalog
 from auto_runtime.operations.services import RuntimeServices
 from auto_runtime.playbooks.playbook_registry import PLAYBOOKS_PROJECTION, PlaybookRegistry
-from auto_runtime.settings import LoadedSettings, Settings, SettingsError, load_settings
+from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
@@ -67,7 +67,9 @@ async def serve_runtime(loaded: LoadedSettings) -> None:
         guides=guides,
     )
     gate = AccessGate.build(
-        local_mode=loaded.local_mode, keys=key_ring_of(settings), allowed_origins=settings.allowed_origins
+        local_mode=is_local_mode(settings.host, settings.public_url, settings.api_keys),
+        keys=key_ring_of(settings),
+        allowed_origins=settings.allowed_origins,
     )
     async with open_ledger(
         ledger_file=None if settings.database_url else settings.ledger_file,

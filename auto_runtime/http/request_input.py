@@ -25,7 +25,12 @@ INTEGER_TEXT = re.compile(r"^-?[0-9]+$")
 
 
 def content_too_large(limit: int) -> Rejection:
-    return Rejection("content_too_large", f"The body is larger than this operation accepts ({limit:,} bytes).")
+    """Refused without reading the rest of the body, so the connection closes after the answer."""
+    return Rejection(
+        "content_too_large",
+        f"The body is larger than this operation accepts ({limit:,} bytes).",
+        headers={"Connection": "close"},
+    )
 
 
 def unsupported_media_type(detail: str) -> Rejection:
@@ -76,11 +81,20 @@ def _check_json_media_type(request: Request) -> None:
             raise unsupported_media_type("Send the JSON in UTF-8.")
 
 
+async def discard_body(request: Request) -> None:
+    """Reads and drops a body that is refused unread, so the connection can serve the next request."""
+    await read_limited_body(request, MAX_JSON_BODY)
+
+
 async def read_json_object(request: Request) -> dict[str, Any]:
     """The body of a command as a JSON object; `{}` when there is no body at all."""
     if not _has_body(request) and not request.headers.get("Content-Type"):
         return {}
-    _check_json_media_type(request)
+    try:
+        _check_json_media_type(request)
+    except Rejection:
+        await discard_body(request)
+        raise
     body = await read_limited_body(request, MAX_JSON_BODY)
     if not body:
         return {}
@@ -133,10 +147,12 @@ async def operation_input(request: Request, operation: Operation, path_values: M
     """The operation's whole input: path fields plus the query (reads) or the JSON body (commands)."""
     if operation.takes_body:
         if request.query_string:
+            await discard_body(request)
             raise bad_request(f"{operation.method} takes its input in the JSON body, not in the query string.")
         fields = await read_json_object(request)
     else:
         if _has_body(request):
+            await discard_body(request)
             raise bad_request(f"{operation.method} takes no body; give its input in the query string.")
         fields = query_input(request, operation)
     for name, value in path_values.items():

@@ -83,9 +83,7 @@ class Ledger(abc.ABC):
         ]
         return await self._append(encoded)
 
-    async def read_stream(
-        self, stream: StreamName, from_position: int = 1, limit: int | None = None
-    ) -> list[Record]:
+    async def read_stream(self, stream: StreamName, from_position: int = 1, limit: int | None = None) -> list[Record]:
         """The stream's records from `from_position` (counting from 1), at most `limit` of them."""
         self._check_open()
         scope_key_of(stream)
@@ -160,9 +158,7 @@ class Ledger(abc.ABC):
         self._check_open()
         if limit < 1:
             raise ValueError("limit counts from 1")
-        found = await self._read_forward(
-            (after.commit_order, after.global_position) if after else None, limit
-        )
+        found = await self._read_forward((after.commit_order, after.global_position) if after else None, limit)
         if not found:
             return [], after
         last_key = found[-1][0]

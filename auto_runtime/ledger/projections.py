@@ -89,9 +89,7 @@ class TableSpec:
         placeholders = ", ".join("?" for _ in names)
         others = [name for name in names if name not in self.primary_key]
         conflict = f"ON CONFLICT ({', '.join(self.primary_key)}) DO "
-        conflict += (
-            "UPDATE SET " + ", ".join(f"{name} = excluded.{name}" for name in others) if others else "NOTHING"
-        )
+        conflict += "UPDATE SET " + ", ".join(f"{name} = excluded.{name}" for name in others) if others else "NOTHING"
         return f"INSERT INTO {self.name} ({', '.join(names)}) VALUES ({placeholders}) {conflict}"
 
     @property

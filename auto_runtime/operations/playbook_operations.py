@@ -76,7 +76,7 @@ async def create_playbook(context: OperationContext, data: CreatePlaybookInput) 
 
 async def list_playbooks(context: OperationContext, data: ListPlaybooksInput) -> dict[str, Any]:
     registry = services_of(context.services).playbooks
-    playbooks = await registry.list(context.org, data.include_retired, context.caller.playbooks)
+    playbooks = await registry.listed(context.org, data.include_retired, context.caller.playbooks)
     return {"playbooks": playbooks}
 
 

@@ -18,14 +18,14 @@ _SCHEMA_MAPS = ("properties", "$defs", "patternProperties", "dependentSchemas")
 
 
 def _without_titles(node: Any) -> Any:
-    """Drops the `title` keywords pydantic generates, keeping properties that happen to be named title."""
+    """Drops pydantic's generated `title` keywords and `default: null` (fields that are only left out)."""
     if isinstance(node, list):
         return [_without_titles(item) for item in node]
     if not isinstance(node, dict):
         return node
     cleaned: dict[str, Any] = {}
     for key, value in node.items():
-        if key == "title" and isinstance(value, str):
+        if (key == "title" and isinstance(value, str)) or (key == "default" and value is None):
             continue
         if key in _SCHEMA_MAPS and isinstance(value, dict):
             cleaned[key] = {name: _without_titles(sub) for name, sub in value.items()}
@@ -34,9 +34,37 @@ def _without_titles(node: Any) -> Any:
     return cleaned
 
 
+def _inline_definitions(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replaces local `$ref`s to `$defs` by the definitions themselves, so each schema reads whole without
+    resolving references (tools that place a schema inside a larger document resolve them against it).
+    A recursive definition keeps its reference and its `$defs` entry."""
+    definitions: dict[str, Any] = schema.get("$defs", {})
+    kept: set[str] = set()
+
+    def inline(node: Any, trail: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [inline(item, trail) for item in node]
+        if not isinstance(node, dict):
+            return node
+        reference = node.get("$ref")
+        if isinstance(reference, str) and reference.startswith("#/$defs/"):
+            name = reference.removeprefix("#/$defs/")
+            if name in trail or name not in definitions:
+                kept.add(name)
+                return node
+            siblings = {k: v for k, v in node.items() if k != "$ref"}
+            return {**inline(definitions[name], (*trail, name)), **inline(siblings, trail)}
+        return {k: inline(v, trail) for k, v in node.items() if k != "$defs"}
+
+    inlined: dict[str, Any] = inline(schema, ())
+    if kept:
+        inlined["$defs"] = {name: definitions[name] for name in sorted(kept)}
+    return inlined
+
+
 @cache
 def model_schema(model: type[BaseModel], schema_id: str) -> dict[str, Any]:
-    schema = _without_titles(model.model_json_schema(mode="validation"))
+    schema = _inline_definitions(_without_titles(model.model_json_schema(mode="validation")))
     return {"$schema": DIALECT, "$id": SCHEMA_BASE + schema_id, **schema}
 
 

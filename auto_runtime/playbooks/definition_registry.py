@@ -240,7 +240,9 @@ class DefinitionRegistry:
             return await self.latest(scope, definition_type, name)
         raise conflict("Another change was made at the same moment; send the request again.")
 
-    async def list(self, scope: PlaybookScope, definition_type: str, include_retired: bool) -> list[DefinitionVersion]:
+    async def listed(
+        self, scope: PlaybookScope, definition_type: str, include_retired: bool
+    ) -> list[DefinitionVersion]:
         rows = await self.ledger.fetch(
             "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ? ORDER BY name",
             (scope.org, scope.playbook, definition_type),

@@ -174,7 +174,7 @@ class PlaybookRegistry:
             raise not_found(f"The org {org} has no playbook {playbook}.")
         return _shown_row(rows[0])
 
-    async def list(self, org: str, include_retired: bool, only: frozenset[str] | None) -> list[dict[str, Any]]:
+    async def listed(self, org: str, include_retired: bool, only: frozenset[str] | None) -> list[dict[str, Any]]:
         rows = await self.ledger.fetch("SELECT * FROM playbooks WHERE org = ? ORDER BY created_at, playbook", (org,))
         return [
             _shown_row(row)

@@ -27,17 +27,13 @@ class ApiKeyEntry(BaseModel):
     ]
     org: OrgId
     permissions: Annotated[tuple[Permission, ...], Field(min_length=1), AfterValidator(_distinct)]
-    playbooks: Annotated[tuple[PlaybookId, ...], Field(min_length=1), AfterValidator(_distinct)] | None = (
-        Field(
-            default=None,
-            description="The playbooks the key may reach; every playbook of the org when left out.",
-        )
+    playbooks: Annotated[tuple[PlaybookId, ...], Field(min_length=1), AfterValidator(_distinct)] | None = Field(
+        default=None,
+        description="The playbooks the key may reach; every playbook of the org when left out.",
     )
     sha256: Annotated[
         StrictStr,
-        AfterValidator(
-            matching(r"[0-9a-f]{64}", "expects the SHA-256 of the key as 64 lowercase hexadecimal digits")
-        ),
+        AfterValidator(matching(r"[0-9a-f]{64}", "expects the SHA-256 of the key as 64 lowercase hexadecimal digits")),
         Field(json_schema_extra={"pattern": "^[0-9a-f]{64}$"}),
     ]
 

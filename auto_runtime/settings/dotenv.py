@@ -38,9 +38,7 @@ def parse_dotenv(text: str, file_name: str = ".env") -> dict[str, str]:
             continue
         match = _ASSIGNMENT.match(line)
         if match is None:
-            raise SettingsError(
-                f"{file_name}:{number}: expects NAME=value, a variable name then = and its value"
-            )
+            raise SettingsError(f"{file_name}:{number}: expects NAME=value, a variable name then = and its value")
         name, rest = match.group(1), match.group(2)
         try:
             variables[name] = _value(rest.lstrip())

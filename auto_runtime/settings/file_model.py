@@ -52,9 +52,7 @@ class ConfigurationFileModel(BaseModel):
     connections: ConnectionsPolicy | None = Field(
         default=None, description="What people may add as connections; CONNECTIONS wins"
     )
-    api_keys: ApiKeys | None = Field(
-        default=None, description="The API keys the server accepts; API_KEYS wins"
-    )
+    api_keys: ApiKeys | None = Field(default=None, description="The API keys the server accepts; API_KEYS wins")
     allowed_origins: AllowedOrigins | None = Field(
         default=None, description="Origins a browser page may call the API from; ALLOWED_ORIGINS wins"
     )

@@ -67,9 +67,7 @@ ToolName = Annotated[
 ]
 VariableName = Annotated[
     StrictStr,
-    AfterValidator(
-        matching(VARIABLE_PATTERN, "expects a variable name of letters, digits and _, not from a digit")
-    ),
+    AfterValidator(matching(VARIABLE_PATTERN, "expects a variable name of letters, digits and _, not from a digit")),
     Field(json_schema_extra={"pattern": f"^{VARIABLE_PATTERN}$"}),
 ]
 HeaderName = Annotated[

@@ -89,9 +89,7 @@ def read_list_settings(
         variable = key.upper()
         rules = _FILE_RULES.get(key, _PLAIN_RULES)
         if environment.get(variable):
-            source = _Source(
-                _environment_value(variable, environment[variable]), EnvironmentPlace(variable), None
-            )
+            source = _Source(_environment_value(variable, environment[variable]), EnvironmentPlace(variable), None)
             if file is not None and key in content:
                 set_in_environment_too.append(variable)
                 resolve_setting(
@@ -167,9 +165,7 @@ class _CrossChecks:
         names: set[str] = set()
         for index, gateway in enumerate(gateways):
             if gateway.name in BUILT_IN_PROVIDERS:
-                raise self.fail(
-                    "model_gateways", (index, "name"), "expects a name that is not a built-in provider"
-                )
+                raise self.fail("model_gateways", (index, "name"), "expects a name that is not a built-in provider")
             if gateway.name in names:
                 raise self.fail("model_gateways", (index, "name"), "expects each gateway's name once")
             names.add(gateway.name)
@@ -183,9 +179,7 @@ class _CrossChecks:
     def _api_key_env(self, index: int, variable: str, beside_api_key: bool) -> None:
         path = (index, "api_key_env")
         if self.sources["model_gateways"].file_directory is not None:
-            raise self.fail(
-                "model_gateways", path, "is for MODEL_GATEWAYS only; the file gives api_key: ${NAME}"
-            )
+            raise self.fail("model_gateways", path, "is for MODEL_GATEWAYS only; the file gives api_key: ${NAME}")
         if beside_api_key:
             raise self.fail("model_gateways", path, "expects api_key or api_key_env, not both")
         key = self.environment.get(variable)
@@ -198,9 +192,7 @@ class _CrossChecks:
         if problem is not None:
             raise self.fail("model_aliases", (problem[0],), problem[1])
 
-    def declared_models(
-        self, declared: Mapping[str, tuple[str, ...]], gateways: tuple[ModelGateway, ...]
-    ) -> None:
+    def declared_models(self, declared: Mapping[str, tuple[str, ...]], gateways: tuple[ModelGateway, ...]) -> None:
         prefix = declared_models_problem(declared, {gateway.name for gateway in gateways})
         if prefix is not None:
             expects = "expects the prefix of a built-in provider or of a gateway"
@@ -217,9 +209,7 @@ class _CrossChecks:
 
     def connections(self, policy: ConnectionsPolicy, gateways: tuple[ModelGateway, ...]) -> None:
         also_reserved = {gateway.api_key_env for gateway in gateways if gateway.api_key_env}
-        index = reserved_variable_index(
-            policy.variables, also_reserved | self.resolution.referenced_variables
-        )
+        index = reserved_variable_index(policy.variables, also_reserved | self.resolution.referenced_variables)
         if index is not None:
             raise self.fail(
                 "connections",

@@ -190,8 +190,7 @@ def _check_together(settings: Settings, environment: Mapping[str, str]) -> None:
     if settings.database_url is not None:
         if environment.get(v.LEDGER_FILE.name):
             raise SettingsError(
-                "LEDGER_FILE: expects to be left out beside DATABASE_URL, "
-                "which keeps the ledger in PostgreSQL"
+                "LEDGER_FILE: expects to be left out beside DATABASE_URL, which keeps the ledger in PostgreSQL"
             )
         if settings.secrets_key is None:
             raise SettingsError("SECRETS_KEY: a ledger in PostgreSQL (DATABASE_URL) needs it")

@@ -78,9 +78,7 @@ def parse_duration(text: str) -> timedelta:
         raise ValueError("not an ISO 8601 duration")
     parts = {name: value for name, value in match.groupdict().items() if value is not None}
     seconds = Decimal(parts.pop("seconds", "0").replace(",", "."))
-    return timedelta(**{name: int(value) for name, value in parts.items()}) + timedelta(
-        seconds=float(seconds)
-    )
+    return timedelta(**{name: int(value) for name, value in parts.items()}) + timedelta(seconds=float(seconds))
 
 
 def duration(least: str, most: str) -> Callable[[str], timedelta]:
@@ -113,15 +111,8 @@ def http_url(value: str) -> str:
 def public_url(value: str) -> str:
     """An https URL, or http on a loopback address, with no user, query or fragment; no trailing /."""
     parts = split_url(value.strip())
-    if (
-        parts is None
-        or parts.username
-        or has_query_or_fragment(value.strip())
-        or not is_https_or_loopback(value)
-    ):
-        raise RefusedError(
-            "expects an https URL (or http on a loopback address) with no user, query or fragment"
-        )
+    if parts is None or parts.username or has_query_or_fragment(value.strip()) or not is_https_or_loopback(value):
+        raise RefusedError("expects an https URL (or http on a loopback address) with no user, query or fragment")
     return value.strip().rstrip("/")
 
 

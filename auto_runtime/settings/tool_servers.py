@@ -26,9 +26,7 @@ from auto_runtime.settings.model_settings import BUILT_IN_PROVIDERS
 from auto_runtime.settings.places import KeyPath
 
 ToolServerType = Literal["mcp", "stdio", "openapi"]
-SigningAlgorithm = Literal[
-    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"
-]
+SigningAlgorithm = Literal["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
 
 NAMING_FIELD: dict[ToolServerType, str] = {"mcp": "url", "stdio": "command", "openapi": "document"}
 TYPE_FIELDS: dict[ToolServerType, frozenset[str]] = {

@@ -29,9 +29,7 @@ def validate(adapter: TypeAdapter[Any], value: object, place: Place, path: KeyPa
     except ValidationError as error:
         detail = error.errors(include_url=False, include_input=False, include_context=True)[0]
         problem_path, at_key = _problem_path(detail, value)
-        raise SettingsError(
-            f"{place.where((*path, *problem_path), at_key=at_key)}: {_words(detail)}"
-        ) from None
+        raise SettingsError(f"{place.where((*path, *problem_path), at_key=at_key)}: {_words(detail)}") from None
 
 
 def _problem_path(detail: ErrorDetails, value: object) -> tuple[KeyPath, bool]:

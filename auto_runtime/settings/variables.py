@@ -109,9 +109,7 @@ ANTHROPIC_AUTH_TOKEN = _text("ANTHROPIC_AUTH_TOKEN")
 ANTHROPIC_BASE_URL = _url("ANTHROPIC_BASE_URL")
 OPENAI_API_KEY = _text("OPENAI_API_KEY")
 OPENAI_BASE_URL = _url("OPENAI_BASE_URL")
-OPENAI_API: Variable[OpenAIApi] = Variable(
-    "OPENAI_API", _choice("responses", "chat_completions"), _same("responses")
-)
+OPENAI_API: Variable[OpenAIApi] = Variable("OPENAI_API", _choice("responses", "chat_completions"), _same("responses"))
 GOOGLE_GENERATIVE_AI_API_KEY = _text("GOOGLE_GENERATIVE_AI_API_KEY")
 AWS_REGION = _text("AWS_REGION")
 AWS_BEARER_TOKEN_BEDROCK = _text("AWS_BEARER_TOKEN_BEDROCK")
@@ -130,9 +128,7 @@ NODE_EXTRA_CA_CERTS = _optional("NODE_EXTRA_CA_CERTS", parsers.any_path)
 REASONING_MAX_INPUT_TOKENS = _count("REASONING_MAX_INPUT_TOKENS", 10_000, 9_999_999, 2_000_000)
 
 # Workflows
-WORKFLOW_MAX_DURATION = Variable(
-    "WORKFLOW_MAX_DURATION", parsers.duration("PT2H", "P365D"), _same(timedelta(days=30))
-)
+WORKFLOW_MAX_DURATION = Variable("WORKFLOW_MAX_DURATION", parsers.duration("PT2H", "P365D"), _same(timedelta(days=30)))
 WORKFLOW_NESTED_RUNS = _count("WORKFLOW_NESTED_RUNS", 1, 1000, 32)
 WORKFLOW_MAX_OPEN_CALLS = _count("WORKFLOW_MAX_OPEN_CALLS", 1, 9999, 1000)
 WORKFLOW_SWEEP_INTERVAL = Variable(
@@ -158,9 +154,7 @@ PREDICTION_PROCESSES = _count("PREDICTION_PROCESSES", 2, 64, 4)
 PREDICTION_PROCESS_MEMORY = _count("PREDICTION_PROCESS_MEMORY", 768, 16_384, 1280)
 PREDICTION_BUILDS_AT_ONCE = _count("PREDICTION_BUILDS_AT_ONCE", 1, 63, 2)
 PREDICTION_BUILDS_PER_DAY = _count("PREDICTION_BUILDS_PER_DAY", 1, 100, 4)
-PREDICTION_CACHE_DIR = Variable(
-    "PREDICTION_CACHE_DIR", parsers.absolute_path, _same(Path("/var/tmp/auto-runtime"))
-)
+PREDICTION_CACHE_DIR = Variable("PREDICTION_CACHE_DIR", parsers.absolute_path, _same(Path("/var/tmp/auto-runtime")))
 
 CONFIG_FILE = "CONFIG_FILE"
 

@@ -44,9 +44,7 @@ def read_configuration_file(path: Path, shown_as: str) -> ConfigurationFile:
             raise SettingsError(f"{shown_as}:{_position(root).line}:1: expects a mapping of settings")
         content = builder.value(root, ())
     assert isinstance(content, dict)
-    return ConfigurationFile(
-        path, content, FilePlace(shown_as, builder.value_positions, builder.key_positions)
-    )
+    return ConfigurationFile(path, content, FilePlace(shown_as, builder.value_positions, builder.key_positions))
 
 
 def _position(node: Node) -> Position:
@@ -75,9 +73,7 @@ class _Builder:
             key = self._constructor.construct_object(key_node) if isinstance(key_node, ScalarNode) else None
             position = _position(key_node)
             if not isinstance(key, str):
-                raise SettingsError(
-                    f"{self.shown_as}:{position.line}:{position.column}: expects every key to be text"
-                )
+                raise SettingsError(f"{self.shown_as}:{position.line}:{position.column}: expects every key to be text")
             key_path = (*path, key)
             if key in mapping:
                 raise SettingsError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import socket
 from collections.abc import Iterator
 
 import httpx
@@ -64,17 +65,37 @@ def test_a_compressed_body_is_415(local_server: ServerProcess) -> None:
     _problem(response, 415, "unsupported_media_type")
 
 
-def test_a_declared_length_over_1_mib_is_413_before_the_body_is_read(local_server: ServerProcess) -> None:
-    with local_server.client() as client:
-        request = client.build_request(
-            "POST",
-            PLAYBOOKS,
-            content=b"{}",
-            headers={"Content-Type": "application/json"},
+def raw_exchange(server: ServerProcess, head: bytes) -> tuple[int, bytes]:
+    """Sends a request head alone over a socket and reads the status and body of the answer."""
+    host, port = server.base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(head)
+        received = b""
+        while b"\r\n\r\n" not in received:
+            received += connection.recv(65536)
+        header_block, _, body = received.partition(b"\r\n\r\n")
+        length = int(
+            next(
+                line.split(b":", 1)[1]
+                for line in header_block.split(b"\r\n")
+                if line.lower().startswith(b"content-length")
+            )
         )
-        request.headers["Content-Length"] = str(1_048_577)
-        stream = client.send(request)
-    _problem(stream, 413, "content_too_large")
+        while len(body) < length:
+            body += connection.recv(65536)
+    return int(header_block.split(b" ")[1]), body
+
+
+def test_a_declared_length_over_1_mib_is_413_before_the_body_is_read(local_server: ServerProcess) -> None:
+    head = (
+        b"POST /v1/orgs/acme/playbooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 1048577\r\n\r\n"
+    )
+    status, body = raw_exchange(local_server, head)
+    assert status == 413
+    problem = json.loads(body)
+    assert problem["reason"] == "content_too_large"
+    assert problem["type"] == "https://on.auto/problems/content_too_large"
 
 
 def test_a_streamed_body_over_1_mib_is_413(local_server: ServerProcess) -> None:

@@ -30,9 +30,7 @@ async def append_with_retry(ledger: Ledger, label: str, number: int) -> None:
     while True:
         version = await ledger.stream_version(SHARED)
         try:
-            await ledger.append(
-                [StreamWrite(SHARED, version, [NewRecord("counted", {"by": label, "n": number})])]
-            )
+            await ledger.append([StreamWrite(SHARED, version, [NewRecord("counted", {"by": label, "n": number})])])
             return
         except VersionConflict:
             continue
@@ -52,9 +50,7 @@ async def forever(where: str, tasks: int) -> None:
             stream = SCOPE.stream("durable", str(task))
             version = 0
             while True:
-                records = [
-                    NewRecord("kept", {"task": task, "pad": "p" * 200}) for _ in range(1 + version % 3)
-                ]
+                records = [NewRecord("kept", {"task": task, "pad": "p" * 200}) for _ in range(1 + version % 3)]
                 await ledger.append([StreamWrite(stream, version, records)])
                 version += len(records)
                 sys.stdout.write("".join(f"{record.id}\n" for record in records))

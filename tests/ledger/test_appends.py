@@ -91,14 +91,10 @@ async def test_step_ids_are_kept_as_text_and_a_reused_id_writes_nothing(ledger: 
     stream = ACME.stream("runs", "r1")
     input_id = "0199a3c4-7d2e-7c1a-9b3f-2f1e0d9c8b7a"
     ids = [input_id, f"{input_id}_1", f"{input_id}_2"]
-    records = await ledger.append(
-        [StreamWrite(stream, 0, [NewRecord("step_finished", {}, {}, i) for i in ids])]
-    )
+    records = await ledger.append([StreamWrite(stream, 0, [NewRecord("step_finished", {}, {}, i) for i in ids])])
     assert [r.id for r in records] == ids
     with pytest.raises(DuplicateRecordIdError) as raised:
-        await ledger.append(
-            [StreamWrite(stream, 3, [NewRecord("x", {}, {}, "fresh"), NewRecord("x", {}, {}, ids[1])])]
-        )
+        await ledger.append([StreamWrite(stream, 3, [NewRecord("x", {}, {}, "fresh"), NewRecord("x", {}, {}, ids[1])])])
     assert raised.value.record_id == ids[1]
     assert await ledger.stream_version(stream) == 3
     assert await ledger.read_record(ACME, "fresh") is None

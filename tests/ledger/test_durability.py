@@ -39,9 +39,7 @@ async def test_every_acknowledged_append_survives_sigkill(target: Target) -> Non
 
     async with target.open() as ledger:
         scope = PlaybookScope("acme", "finance")
-        missing = [
-            line.decode() for line in acknowledged if await ledger.read_record(scope, line.decode()) is None
-        ]
+        missing = [line.decode() for line in acknowledged if await ledger.read_record(scope, line.decode()) is None]
         assert missing == []
         for task in range(8):
             records = await ledger.read_stream(scope.stream("durable", str(task)))

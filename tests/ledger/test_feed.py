@@ -13,9 +13,7 @@ async def test_the_feed_reads_every_record_of_every_scope_once_in_order(ledger: 
     appended: list[Record] = []
     for number in range(25):
         scope = ACME if number % 2 else OrgScope("other")
-        appended += await ledger.append(
-            [StreamWrite(scope.stream("s", str(number)), 0, [NewRecord("x", {})])]
-        )
+        appended += await ledger.append([StreamWrite(scope.stream("s", str(number)), 0, [NewRecord("x", {})])])
     seen: list[Record] = []
     position = None
     while True:

@@ -24,9 +24,7 @@ ACME = PlaybookScope("acme", "finance")
 OTHER = PlaybookScope("acme", "sales")
 
 
-async def fill(
-    ledger: Ledger, count: int, kind: str = "x", scope: PlaybookScope = ACME, **metadata: str
-) -> None:
+async def fill(ledger: Ledger, count: int, kind: str = "x", scope: PlaybookScope = ACME, **metadata: str) -> None:
     for start in range(0, count, 64):
         batch = [NewRecord(kind, {"n": start + i}, dict(metadata)) for i in range(min(64, count - start))]
         await ledger.append([StreamWrite(scope.stream("events", f"{kind}-{start}"), 0, batch)])
@@ -128,9 +126,7 @@ async def test_a_run_tree_is_read_by_its_correlation_id(ledger: Ledger) -> None:
 async def test_a_page_stops_after_loading_four_mebibytes(ledger: Ledger) -> None:
     blob = "x" * (1024 * 1024)
     for number in range(6):
-        await ledger.append(
-            [StreamWrite(ACME.stream("big", str(number)), 0, [NewRecord("big", {"blob": blob})])]
-        )
+        await ledger.append([StreamWrite(ACME.stream("big", str(number)), 0, [NewRecord("big", {"blob": blob})])])
     records, pages = await read_all(ledger, order="asc")
     assert [len(p.records) for p in pages] == [4, 2]
     assert len(records) == 6

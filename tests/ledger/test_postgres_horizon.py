@@ -44,9 +44,7 @@ async def test_oldest_first_readers_wait_for_a_record_committed_late(postgres_ur
     try:
         async with Target("postgres", None, postgres_url).open() as ledger:
             late_position = await thread.run(begin_late_insert())
-            [early] = await ledger.append(
-                [StreamWrite(ACME.stream("runs", "early"), 0, [NewRecord("early", {})])]
-            )
+            [early] = await ledger.append([StreamWrite(ACME.stream("runs", "early"), 0, [NewRecord("early", {})])])
             assert early.global_position > late_position
 
             assert await ledger.read_forward(None) == ([], None)

@@ -89,17 +89,13 @@ async def test_fetch_takes_question_mark_parameters_on_every_store(target: Targe
     async with target.open([RUNS_V1]) as ledger:
         for number, status in enumerate(["started", "succeeded", "started"]):
             run_id = f"r{number}"
-            await ledger.append(
-                [StreamWrite(ACME.stream("runs", run_id), 0, [run_record(run_id, "x", status)])]
-            )
+            await ledger.append([StreamWrite(ACME.stream("runs", run_id), 0, [run_record(run_id, "x", status)])])
         rows = await ledger.fetch(
             "SELECT run_id, steps FROM test_runs WHERE status = ? AND run_id <> ? ORDER BY run_id",
             ["started", "r9"],
         )
         assert rows == [{"run_id": "r0", "steps": 1}, {"run_id": "r2", "steps": 1}]
-        counted = await ledger.fetch(
-            "SELECT count(*) AS n FROM test_runs WHERE status = '?' OR steps = ?", [1]
-        )
+        counted = await ledger.fetch("SELECT count(*) AS n FROM test_runs WHERE status = '?' OR steps = ?", [1])
         assert counted == [{"n": 3}]
 
 
@@ -122,9 +118,7 @@ async def test_a_failing_projection_fails_only_its_own_append(target: Target) ->
     async with target.open([fragile]) as ledger:
         stream = ACME.stream("runs", "r1")
         with pytest.raises(RuntimeError, match="projection bug"):
-            await ledger.append(
-                [StreamWrite(stream, 0, [NewRecord("x", {}), NewRecord("x", {"explode": 1})])]
-            )
+            await ledger.append([StreamWrite(stream, 0, [NewRecord("x", {}), NewRecord("x", {"explode": 1})])])
         assert await ledger.stream_version(stream) == 0
         await ledger.append([StreamWrite(stream, 0, [NewRecord("x", {})])])
         assert await ledger.fetch("SELECT total FROM test_counts") == [{"total": 1}]

@@ -66,9 +66,7 @@ def test_a_credential_named_key_holding_a_number_is_written_out(start: StartFold
 def test_text_shaped_like_a_credential_is_written_out(start: StartFolder, value: str) -> None:
     start.file(_header("X-Custom", value))
     message = start.refused(hidden=[value])
-    assert message.startswith(
-        "auto-runtime.yaml:6:17: tool_servers.graph.headers.X-Custom: holds text shaped"
-    )
+    assert message.startswith("auto-runtime.yaml:6:17: tool_servers.graph.headers.X-Custom: holds text shaped")
 
 
 def test_a_bearer_scheme_before_a_reference_is_fine(start: StartFolder) -> None:
@@ -118,14 +116,10 @@ def test_a_credential_named_query_parameter_with_a_reference_is_fine(start: Star
         ("--header=Bearer abcdefgh12345678", "abcdefgh12345678"),
     ],
 )
-def test_an_argument_whose_value_has_the_shape_is_written_out(
-    start: StartFolder, argument: str, secret: str
-) -> None:
+def test_an_argument_whose_value_has_the_shape_is_written_out(start: StartFolder, argument: str, secret: str) -> None:
     start.file(_command(f"[--read-only, '{argument}']"))
     message = start.refused(hidden=[secret])
-    assert message.startswith(
-        "auto-runtime.yaml:5:25: tool_servers.graph.args[1]: the value of this argument"
-    )
+    assert message.startswith("auto-runtime.yaml:5:25: tool_servers.graph.args[1]: the value of this argument")
 
 
 def test_an_argument_is_judged_by_its_value_never_its_name(start: StartFolder) -> None:

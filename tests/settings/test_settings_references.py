@@ -57,9 +57,7 @@ def test_dollar_dollar_stands_for_a_literal_dollar(start: StartFolder) -> None:
 def test_a_reference_to_an_unset_variable_stops_the_start(start: StartFolder) -> None:
     start.file(GATEWAY.format(api_key="${GATEWAY_KEY}"))
     message = start.refused()
-    assert message == (
-        "auto-runtime.yaml:5:14: model_gateways[0].api_key: refers to GATEWAY_KEY, which is not set"
-    )
+    assert message == ("auto-runtime.yaml:5:14: model_gateways[0].api_key: refers to GATEWAY_KEY, which is not set")
 
 
 def test_an_empty_variable_counts_as_not_set(start: StartFolder) -> None:

@@ -65,18 +65,14 @@ async def ensure_projections(conn: Any, projections: Sequence[Projection]) -> li
     for projection in projections:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
-            stored = await conn.fetchval(
-                "SELECT version FROM ledger_projections WHERE name = $1", projection.name
-            )
+            stored = await conn.fetchval("SELECT version FROM ledger_projections WHERE name = $1", projection.name)
             exists = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", projection.table.name)
             if stored == projection.version and exists:
                 continue
             await conn.execute(f"DROP TABLE IF EXISTS {projection.table.name}")
             for statement in projection.table.create_statements("postgres"):
                 await conn.execute(statement)
-            cursor = await conn.cursor(
-                f"SELECT {RECORD_COLUMNS} FROM ledger_records ORDER BY tx_id, global_position"
-            )
+            cursor = await conn.cursor(f"SELECT {RECORD_COLUMNS} FROM ledger_records ORDER BY tx_id, global_position")
             while batch := await cursor.fetch(_REBUILD_BATCH):
                 await apply_projections(conn, [projection], [decode_record(*row) for row in batch])
             await conn.execute(

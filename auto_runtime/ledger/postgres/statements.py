@@ -64,8 +64,7 @@ async def _claim_positions(conn: Any, write: EncodedWrite) -> int:
         )
     else:
         version = await conn.fetchval(
-            "UPDATE ledger_streams SET version = version + $3 WHERE stream = $1 AND version = $2 "
-            "RETURNING version",
+            "UPDATE ledger_streams SET version = version + $3 WHERE stream = $1 AND version = $2 RETURNING version",
             write.stream,
             write.expected,
             count,
@@ -75,9 +74,7 @@ async def _claim_positions(conn: Any, write: EncodedWrite) -> int:
     return int(version) - count + 1
 
 
-async def append_writes(
-    conn: Any, writes: Sequence[EncodedWrite], projections: Sequence[Projection]
-) -> list[Record]:
+async def append_writes(conn: Any, writes: Sequence[EncodedWrite], projections: Sequence[Projection]) -> list[Record]:
     """One transaction: claim positions (row locks serialise writers of a stream across processes),
     insert the records, apply the projections, notify listeners."""
     async with conn.transaction():
@@ -145,8 +142,7 @@ def _record(row: Any) -> Record:
 
 async def read_stream(conn: Any, stream: str, from_position: int, limit: int | None) -> list[Record]:
     rows = await conn.fetch(
-        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE stream = $1 AND position >= $2 "
-        "ORDER BY position LIMIT $3",
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE stream = $1 AND position >= $2 ORDER BY position LIMIT $3",
         stream,
         from_position,
         limit,

@@ -37,23 +37,17 @@ class PostgresContentStore:
     async def put(self, scope_key: str, data: bytes) -> str:
         digest = digest_of(data)
         chunks = chunks_of(data)
-        await self._ledger.with_connection(
-            lambda conn: statements.put_content(conn, scope_key, digest, chunks)
-        )
+        await self._ledger.with_connection(lambda conn: statements.put_content(conn, scope_key, digest, chunks))
         return digest
 
     async def get(self, scope_key: str, sha256: str) -> bytes | None:
-        return await self._ledger.with_connection(
-            lambda conn: statements.get_content(conn, scope_key, sha256)
-        )
+        return await self._ledger.with_connection(lambda conn: statements.get_content(conn, scope_key, sha256))
 
 
 class PostgresLedger(Ledger):
     """The PostgreSQL store. Create with `open_ledger`; `start` and `stop` bracket its loop thread."""
 
-    def __init__(
-        self, database_url: str, projections: Sequence[Projection], pool_size: int = POOL_SIZE
-    ) -> None:
+    def __init__(self, database_url: str, projections: Sequence[Projection], pool_size: int = POOL_SIZE) -> None:
         super().__init__(projections, PostgresContentStore(self))
         self._url = database_url
         self._pool_size = pool_size
@@ -126,9 +120,7 @@ class PostgresLedger(Ledger):
         return records
 
     async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]:
-        return await self.with_connection(
-            lambda conn: statements.read_stream(conn, stream, from_position, limit)
-        )
+        return await self.with_connection(lambda conn: statements.read_stream(conn, stream, from_position, limit))
 
     async def _stream_version(self, stream: str) -> int:
         return await self.with_connection(lambda conn: statements.stream_version(conn, stream))

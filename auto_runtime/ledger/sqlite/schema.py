@@ -49,12 +49,8 @@ def migrate(conn: sqlite3.Connection) -> None:
     )
     records = db.table("ledger_records")
     records.create_index(["id"], index_name="ledger_records_id", unique=True, if_not_exists=True)
-    records.create_index(
-        ["stream", "position"], index_name="ledger_records_stream", unique=True, if_not_exists=True
-    )
-    records.create_index(
-        ["scope_key", "global_position"], index_name="ledger_records_scope", if_not_exists=True
-    )
+    records.create_index(["stream", "position"], index_name="ledger_records_stream", unique=True, if_not_exists=True)
+    records.create_index(["scope_key", "global_position"], index_name="ledger_records_scope", if_not_exists=True)
     records.create_index(
         ["scope_key", "correlation_id", "global_position"],
         index_name="ledger_records_correlation",
@@ -87,9 +83,7 @@ def ensure_projections(conn: sqlite3.Connection, projections: Sequence[Projectio
     """
     rebuilt: list[str] = []
     for projection in projections:
-        stored = conn.execute(
-            "SELECT version FROM ledger_projections WHERE name = ?", (projection.name,)
-        ).fetchone()
+        stored = conn.execute("SELECT version FROM ledger_projections WHERE name = ?", (projection.name,)).fetchone()
         exists = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (projection.table.name,)
         ).fetchone()
