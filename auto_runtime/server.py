@@ -21,6 +21,7 @@ from quart_trio import QuartTrio
 from auto_runtime.auth.access import AccessGate
 from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
+from auto_runtime.functions.registry import function_types
 from auto_runtime.guides import load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.openapi import build_openapi
@@ -29,12 +30,16 @@ from auto_runtime.logs import configure_logging
 from auto_runtime.operations.dispatcher import Dispatcher
 from auto_runtime.operations.runtime_catalog import build_catalog
 from auto_runtime.operations.services import RuntimeServices
+from auto_runtime.playbooks.definition_registry import DEFINITIONS_PROJECTION, DefinitionRegistry
+from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PLAYBOOKS_PROJECTION, PlaybookRegistry
+from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
+from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
-RUNTIME_PROJECTIONS = (PLAYBOOKS_PROJECTION,)
+RUNTIME_PROJECTIONS = (PLAYBOOKS_PROJECTION, DEFINITIONS_PROJECTION, RUNS_PROJECTION)
 
 
 def key_ring_of(settings: Settings) -> KeyRing:
@@ -76,7 +81,14 @@ async def serve_runtime(loaded: LoadedSettings) -> None:
         database_url=settings.database_url,
         projections=RUNTIME_PROJECTIONS,
     ) as ledger:
-        services = RuntimeServices(playbooks=PlaybookRegistry(ledger))
+        types = function_types()
+        definitions = DefinitionRegistry(ledger, types)
+        services = RuntimeServices(
+            playbooks=PlaybookRegistry(ledger),
+            definitions=definitions,
+            runs=RunService(ledger, definitions, types),
+            events=EventReads(ledger),
+        )
         dispatcher = Dispatcher(services=services, playbooks=services.playbooks)
         app = create_app(
             catalog=catalog, dispatcher=dispatcher, gate=gate, documents=documents, public_url=settings.public_url

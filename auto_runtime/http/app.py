@@ -50,8 +50,13 @@ def _base_url(public_url: str | None) -> str:
     return f"{request.scheme}://{request.host}"
 
 
-def _flask_rule(path: str) -> str:
-    return path.replace("{", "<").replace("}", ">")
+def _flask_rule(operation: Operation) -> str:
+    """The route in Werkzeug's syntax; a parameter with a fixed set of values matches only those, so any
+    other value is a path the server does not serve."""
+    rule = operation.path
+    for name, values in operation.path_enums.items():
+        rule = rule.replace("{" + name + "}", f"<any({', '.join(values)}):{name}>")
+    return rule.replace("{", "<").replace("}", ">")
 
 
 def _scope_values(operation: Operation, values: Mapping[str, str]) -> tuple[str | None, str | None, dict[str, str]]:
@@ -179,7 +184,7 @@ def create_app(
 
     for operation in catalog:
         app.add_url_rule(
-            _flask_rule(operation.path),
+            _flask_rule(operation),
             endpoint=f"{operation.name}:{operation.scope}",
             view_func=_operation_view(operation, dispatcher, gate, documents),
             methods=[operation.method],
@@ -210,9 +215,7 @@ def _operation_view(
 
 
 def _guide_response(name: str, documents: PublishedDocuments) -> Response:
-    guide = documents.guides.get(name)
-    if guide is None:
-        raise _NotServed()
+    guide = documents.guides[name]
     return cached_document(
         guide.text.encode("utf-8"),
         "text/markdown; charset=utf-8",
@@ -220,7 +223,3 @@ def _guide_response(name: str, documents: PublishedDocuments) -> Response:
         if_none_match=request.headers.get("If-None-Match"),
         request_id=_request_id(),
     )
-
-
-class _NotServed(HTTPException):
-    code = 404

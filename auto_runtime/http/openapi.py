@@ -113,8 +113,8 @@ def _parameters(operation: Operation, input_schema: dict[str, Any]) -> list[dict
         schema = dict(properties.get(name, {"type": "string"}))
         description = schema.pop("description", None)
         parameter: dict[str, Any] = {"name": name, "in": "path", "required": True, "schema": schema}
-        if operation.name == "get_guide" and name in operation.extra_path_values:
-            parameter["schema"] = {"type": "string", "enum": list(operation.extra_path_values[name])}
+        if name in operation.path_enums:
+            parameter["schema"] = {"type": "string", "enum": list(operation.path_enums[name])}
         if description:
             parameter["description"] = description
         parameters.append(parameter)

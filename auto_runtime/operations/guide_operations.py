@@ -46,5 +46,5 @@ def guide_operation(guides: Mapping[str, Guide]) -> Operation:
         hints=Hints(read_only=True, destructive=False, idempotent=True, open_world=False),
         tag="guides",
         output_media_type="text/markdown",
-        extra_path_values={"guide": names},
+        path_enums={"guide": names},
     )

@@ -74,10 +74,11 @@ class Operation:
     has_tool: bool = True
     operation_id: str | None = None
     output_media_type: str = "application/json"
-    extra_path_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    path_enums: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def path(self) -> str:
+        """The full path, such as `/v1/orgs/{org}/playbooks/{playbook}/runs/{run_id}`."""
         return SCOPE_PREFIXES[self.scope] + self.route
 
     @property

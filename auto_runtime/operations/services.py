@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
+from auto_runtime.playbooks.run_service import RunService
 
 
 @dataclass(frozen=True)
 class RuntimeServices:
     playbooks: PlaybookRegistry
+    definitions: DefinitionRegistry
+    runs: RunService
+    events: EventReads
 
 
 def services_of(services: object) -> RuntimeServices:

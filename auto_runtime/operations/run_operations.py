@@ -1,0 +1,207 @@
+"""Running definitions and reading runs: `run_definition`, `get_run`, `list_runs`, `get_run_history`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+
+from auto_runtime.ledger import PlaybookScope
+from auto_runtime.operations.definition_operations import (
+    NAME_DESCRIPTION,
+    PLAYBOOK_READ,
+    PLAYBOOK_WRITE,
+    TYPE_DESCRIPTION,
+    TYPE_ENUM,
+    DefinitionTypeField,
+)
+from auto_runtime.operations.fields import ID_PATTERN
+from auto_runtime.operations.operation import Hints, Operation, OperationContext
+from auto_runtime.operations.services import services_of
+
+UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+LIMIT_DESCRIPTION = "How many items a page holds, 1 to 100"
+CURSOR_DESCRIPTION = "The next_cursor of the page before, to read the next page"
+
+
+class RunOutput(BaseModel):
+    run_id: str
+    type: str
+    name: str
+    definition_version: int
+    status: Literal["started", "succeeded", "rejected", "failed"]
+    started_at: str
+    started_by: str
+    ended_at: str | None = None
+    input: Any = None
+    output: Any = None
+    output_shape: str | None = None
+    rejection: dict[str, Any] | None = None
+    record: dict[str, Any] | None = None
+
+
+class RunListOutput(BaseModel):
+    runs: list[RunOutput]
+    has_more: bool
+    next_cursor: str | None
+
+
+class EventOutput(BaseModel):
+    id: str
+    type: str
+    summary: str
+    data: Any
+    metadata: dict[str, Any]
+
+
+class EventListOutput(BaseModel):
+    events: list[EventOutput]
+    has_more: bool
+    next_cursor: str | None
+
+
+class RunDefinitionInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: DefinitionTypeField = Field(description=TYPE_DESCRIPTION)
+    name: str = Field(pattern=ID_PATTERN, description=NAME_DESCRIPTION)
+    input: Any = Field(
+        default=None, description="The run's input, any JSON value its definition takes; {} when left out"
+    )
+    run_id: str | SkipJsonSchema[None] = Field(
+        default=None, pattern=UUID_PATTERN, description="A UUID to retry under, or to read the run by later"
+    )
+
+
+class RunInPath(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = Field(description="The id of the run")
+
+
+class ListRunsInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: DefinitionTypeField | SkipJsonSchema[None] = Field(default=None, description="Keep the runs of one type")
+    name: str | SkipJsonSchema[None] = Field(default=None, description="Keep the runs of definitions of one name")
+    status: Literal["started", "succeeded", "rejected", "failed"] | SkipJsonSchema[None] = Field(
+        default=None, description="Keep the runs in one status"
+    )
+    limit: int = Field(default=20, ge=1, le=100, description=LIMIT_DESCRIPTION)
+    cursor: str | SkipJsonSchema[None] = Field(default=None, description=CURSOR_DESCRIPTION)
+
+
+class RunHistoryInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = Field(description="The id of the run")
+    order: Literal["asc", "desc"] = Field(default="asc", description="Oldest first (asc) or newest first (desc)")
+    limit: int = Field(default=20, ge=1, le=100, description=LIMIT_DESCRIPTION)
+    cursor: str | SkipJsonSchema[None] = Field(default=None, description=CURSOR_DESCRIPTION)
+
+
+def _scope(context: OperationContext) -> PlaybookScope:
+    assert context.playbook is not None
+    return PlaybookScope(context.org, context.playbook)
+
+
+async def run_definition(context: OperationContext, data: RunDefinitionInput) -> dict[str, Any]:
+    runs = services_of(context.services).runs
+    value = {} if data.input is None and "input" not in data.model_fields_set else data.input
+    return await runs.run_definition(_scope(context), data.type, data.name, value, data.run_id, context.caller.id)
+
+
+async def get_run(context: OperationContext, data: RunInPath) -> dict[str, Any]:
+    return await services_of(context.services).runs.get_run(_scope(context), data.run_id)
+
+
+async def list_runs(context: OperationContext, data: ListRunsInput) -> dict[str, Any]:
+    return await services_of(context.services).runs.list_runs(
+        _scope(context),
+        definition_type=data.type,
+        name=data.name,
+        status=data.status,
+        limit=data.limit,
+        cursor=data.cursor,
+    )
+
+
+async def get_run_history(context: OperationContext, data: RunHistoryInput) -> dict[str, Any]:
+    return await services_of(context.services).events.run_history(
+        _scope(context), data.run_id, order=data.order, limit=data.limit, cursor=data.cursor
+    )
+
+
+RUN_OPERATIONS = (
+    Operation(
+        name="run_definition",
+        title="Run a definition",
+        description=(
+            "Runs the latest active version of a function or workflow with an input, and answers the run. Most "
+            "runs finish within the call; a workflow, an interaction function that asks a person and a "
+            "prediction build answer status started, and get_run shows when they end. Give a run_id (a UUID) "
+            "to retry safely: a run id never runs its definition twice with a final result."
+        ),
+        scope="playbook",
+        permissions=PLAYBOOK_WRITE,
+        method="POST",
+        route="/definitions/{type}/{name}/run",
+        input_model=RunDefinitionInput,
+        output_model=RunOutput,
+        handler=run_definition,
+        hints=Hints(read_only=False, destructive=False, idempotent=False, open_world=True),
+        tag="runs",
+        reasons=frozenset({"not_found", "conflict", "invalid_input", "unavailable", "cancelled", "unanswered"}),
+        path_enums=TYPE_ENUM,
+    ),
+    Operation(
+        name="get_run",
+        title="Read a run",
+        description=(
+            "Reads one run: its status, input, output or rejection, and its detailed record. Use it to see "
+            "whether a run that answered started has ended."
+        ),
+        scope="playbook",
+        permissions=PLAYBOOK_READ,
+        method="GET",
+        route="/runs/{run_id}",
+        input_model=RunInPath,
+        output_model=RunOutput,
+        handler=get_run,
+        hints=Hints(read_only=True, destructive=False, idempotent=True, open_world=False),
+        tag="runs",
+        reasons=frozenset({"not_found"}),
+    ),
+    Operation(
+        name="list_runs",
+        title="List runs",
+        description=(
+            "Lists the playbook's runs, newest first, a page at a time, without their outputs and records. "
+            "Keep one definition's runs with type and name, or one status with status. Use get_run to read "
+            "one run whole."
+        ),
+        scope="playbook",
+        permissions=PLAYBOOK_READ,
+        method="GET",
+        route="/runs",
+        input_model=ListRunsInput,
+        output_model=RunListOutput,
+        handler=list_runs,
+        hints=Hints(read_only=True, destructive=False, idempotent=True, open_world=False),
+        tag="runs",
+        reasons=frozenset({"invalid_input"}),
+    ),
+    Operation(
+        name="get_run_history",
+        title="Read a run's history",
+        description="Reads the events one run recorded, oldest first unless order is desc, a page at a time.",
+        scope="playbook",
+        permissions=PLAYBOOK_READ,
+        method="GET",
+        route="/runs/{run_id}/history",
+        input_model=RunHistoryInput,
+        output_model=EventListOutput,
+        handler=get_run_history,
+        hints=Hints(read_only=True, destructive=False, idempotent=True, open_world=False),
+        tag="runs",
+        reasons=frozenset({"not_found", "invalid_input"}),
+        has_tool=False,
+    ),
+)

@@ -1,0 +1,170 @@
+"""Records as events: `{id, type, summary, data, metadata}`, with `data` kept within 4 KiB.
+
+The seeds' "Event fields" and "What `data` shows": large values (input, output, record, answer, arguments,
+result, a published event's data) are shown in full only up to 2 KiB as JSON, else as their size under
+`<name>_bytes`; a definition's document and schemas as their sizes, its description cut to 300 characters
+and its warnings as a count; a rejection's detail shortened to fit and at most five of its issues; and while
+the data is still larger than 4 KiB, its largest field is shown as its size first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from auto_runtime.ledger import Record
+from auto_runtime.playbooks.clock import iso_utc
+from auto_runtime.playbooks.json_limits import json_size
+
+MAX_DATA_BYTES = 4096
+MAX_VALUE_BYTES = 2048
+LARGE_FIELDS = ("input", "output", "record", "answer", "arguments", "result", "data")
+DOCUMENT_FIELDS = ("source", "input_schema", "output_schema", "overview", "uses")
+DESCRIPTION_CHARACTERS = 300
+SHOWN_ISSUES = 5
+OPTIONAL_METADATA = (
+    "run_id",
+    "definition",
+    "called_by",
+    "call_depth",
+    "depth",
+    "trigger",
+    "trace_id",
+    "span_id",
+)
+HIDDEN_TYPES = frozenset({"playbook_created", "playbook_updated", "playbook_retired"})
+DEFINITION_FACTS = ("definition_created", "definition_updated", "definition_retired")
+
+
+def is_event(record: Record) -> bool:
+    """Records with no event type (the runtime's own bookkeeping) are left out of every listing."""
+    return record.type not in HIDDEN_TYPES
+
+
+def metadata_of(record: Record) -> dict[str, Any]:
+    source = record.metadata
+    metadata: dict[str, Any] = {
+        "stream": record.stream,
+        "position": record.position,
+        "global_position": record.global_position,
+        "correlation_id": source.get("correlation_id"),
+        "causation_id": source.get("causation_id"),
+        "at": source.get("at") or iso_utc(record.recorded_at),
+        "by": source.get("by", "runtime"),
+    }
+    for name in OPTIONAL_METADATA:
+        if source.get(name) is not None:
+            metadata[name] = source[name]
+    return metadata
+
+
+def _shortened_definition(data: Mapping[str, Any]) -> dict[str, Any]:
+    shown: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in DOCUMENT_FIELDS:
+            if value is not None:
+                shown[f"{key}_bytes"] = len(value.encode("utf-8")) if isinstance(value, str) else json_size(value)
+        elif key == "description" and isinstance(value, str):
+            shown[key] = value[:DESCRIPTION_CHARACTERS]
+        elif key == "warnings" and isinstance(value, list):
+            shown["warnings"] = len(value)
+        else:
+            shown[key] = value
+    return shown
+
+
+def _shortened_rejection(data: dict[str, Any]) -> dict[str, Any]:
+    errors = data.get("errors")
+    if isinstance(errors, list) and errors:
+        data = {**data, "issues": len(errors), "errors": errors[:SHOWN_ISSUES]}
+    return data
+
+
+def _largest_field(data: Mapping[str, Any]) -> str | None:
+    sizes = {key: json_size(value) for key, value in data.items() if not key.endswith("_bytes")}
+    sizes = {key: size for key, size in sizes.items() if size > 16}
+    return max(sizes, key=lambda key: sizes[key]) if sizes else None
+
+
+def shown_data(record: Record) -> Any:
+    """The record's data within 4 KiB, by the seeds' rules."""
+    data = record.data
+    if not isinstance(data, dict):
+        return data if json_size(data) <= MAX_DATA_BYTES else {"data_bytes": json_size(data)}
+    if record.type in DEFINITION_FACTS:
+        data = _shortened_definition(data)
+    shown: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in LARGE_FIELDS and json_size(value) > MAX_VALUE_BYTES:
+            shown[f"{key}_bytes"] = json_size(value)
+        else:
+            shown[key] = value
+    if record.type == "run_rejected":
+        shown = _shortened_rejection(shown)
+    while json_size(shown) > MAX_DATA_BYTES:
+        if isinstance(shown.get("detail"), str) and json_size(shown["detail"]) > 512:
+            excess = json_size(shown) - MAX_DATA_BYTES
+            detail: str = shown["detail"]
+            shown["detail"] = detail[: max(0, len(detail) - excess - 16)] + "…"
+            continue
+        largest = _largest_field(shown)
+        if largest is None:
+            break
+        shown[f"{largest}_bytes"] = json_size(shown.pop(largest))
+    return shown
+
+
+def _definition_words(record: Record) -> str:
+    definition = record.metadata.get("definition") or {}
+    kind = definition.get("type", "")
+    name = definition.get("name", "")
+    return f"the {kind} definition {name}".replace("  ", " ")
+
+
+def summary_of(record: Record) -> str:
+    """One sentence in plain language saying what happened."""
+    data = record.data if isinstance(record.data, dict) else {}
+    definition = _definition_words(record)
+    version = (record.metadata.get("definition") or {}).get("version")
+    match record.type:
+        case "definition_created":
+            return f"Created {definition}, version {version}."
+        case "definition_updated":
+            return f"Saved version {version} of {definition}."
+        case "definition_retired":
+            return f"Retired {definition}."
+        case "run_started":
+            trigger = record.metadata.get("trigger")
+            if trigger:
+                return f"A run of {definition} was started by its {trigger.get('kind')} schedule."
+            return f"A run of {definition} started."
+        case "run_succeeded":
+            return f"The run of {definition} succeeded."
+        case "run_rejected":
+            reason = data.get("reason", "rejected")
+            kind = data.get("kind")
+            because = data.get("because")
+            words = f"The run of {definition} was rejected as {reason}"
+            if kind:
+                words += f", {kind}"
+            if because:
+                words += f", because {because}"
+            return words + "."
+        case "run_failed":
+            return f"The run of {definition} failed inside the server."
+        case "run_cancel_requested":
+            return f"Someone asked to cancel the run of {definition}."
+        case "event_published":
+            return f"The event {data.get('event_type', '')} from {data.get('source', '')} was published."
+        case _:
+            return record.type.replace("_", " ").capitalize() + "."
+
+
+def event_of(record: Record, *, full: bool = False) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "type": record.type,
+        "summary": summary_of(record),
+        "data": record.data if full else shown_data(record),
+        "metadata": metadata_of(record),
+    }
