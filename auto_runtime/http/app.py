@@ -55,7 +55,8 @@ def _flask_rule(operation: Operation) -> str:
     other value is a path the server does not serve."""
     rule = operation.path
     for name, values in operation.path_enums.items():
-        rule = rule.replace("{" + name + "}", f"<any({', '.join(values)}):{name}>")
+        quoted = ", ".join(f"'{value}'" for value in values)
+        rule = rule.replace("{" + name + "}", f"<any({quoted}):{name}>")
     return rule.replace("{", "<").replace("}", ">")
 
 
