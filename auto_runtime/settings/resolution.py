@@ -8,8 +8,8 @@ The pass walks the value as it was read (from the file, or from TOOL_SERVERS) an
 * replaces the references with the values of the variables they name.
 
 It gathers the secrets: each value a reference took from the environment; the whole value of a
-field that holds secrets, when a reference in it took a value from the environment; and the credential after the scheme of a
-referenced value such as ``Bearer <key>``.
+field that holds secrets, when a reference in it took a value from the environment; and the
+credential after the scheme of a referenced value such as ``Bearer <key>``.
 """
 
 import re
