@@ -154,7 +154,7 @@ def tool_server_problems(
 
 def _name_problems(name: str, provider_names: frozenset[str]) -> Iterator[tuple[KeyPath, str]]:
     if not is_server_name(name):
-        yield (), f"the name of an entry {NAME_EXPECTS}"
+        yield (), f"expects a name of {NAME_EXPECTS.removeprefix('expects ')}"
     elif name in BUILT_IN_PROVIDERS or name in provider_names:
         yield (), "expects a name that is not the name of a model provider or gateway"
 
