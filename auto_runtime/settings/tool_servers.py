@@ -93,10 +93,16 @@ class OAuthClient(BaseModel):
     scope: StrictStr | None = None
 
 
+def _type_may_be_left_out(schema: dict[str, Any]) -> None:
+    required = schema.get("required")
+    if isinstance(required, list):
+        required.remove("type")
+
+
 class ToolServer(BaseModel):
     """One entry of ``tool_servers``; ``type`` is filled in from url, command or document."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_type_may_be_left_out)
 
     type: ToolServerType
     url: Annotated[StrictStr, AfterValidator(_http_url)] | None = None
