@@ -16,6 +16,11 @@ def test_the_shell_wins_over_dotenv_which_wins_over_the_default(start: StartFold
     assert settings.recall_max_rebuilds == 4
 
 
+def test_an_empty_shell_variable_leaves_dotenv_in_force(start: StartFolder) -> None:
+    start.dotenv("PORT=6001\n")
+    assert start.load({"PORT": ""}).settings.port == 6001
+
+
 def test_dotenv_wins_over_the_file_which_wins_over_the_default(start: StartFolder) -> None:
     start.file(ORIGINS_FILE)
     assert start.load().settings.allowed_origins == ("https://file.example.com",)
