@@ -34,10 +34,8 @@ _TOOL_SERVER_RULES = Rules(
     is_argument=lambda path: len(path) == 4 and path[2] == "args",
     where_references_go="only headers, query_params, security, env and auth may hold one",
 )
-_GATEWAY_SECRET_FIELDS = frozenset({"api_key", "headers", "query_params"})
 _FILE_RULES: dict[str, Rules] = {
     "tool_servers": _TOOL_SERVER_RULES,
-    "model_gateways": Rules(holds_secrets=lambda path: len(path) >= 3 and path[2] in _GATEWAY_SECRET_FIELDS),
     "connections": Rules(judged_by_shape_only=lambda path: len(path) >= 2 and path[1] == "credential_kinds"),
 }
 _PLAIN_RULES = Rules()
