@@ -64,7 +64,10 @@ def _provider_options(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 class ModelGateway(BaseModel):
-    """An OpenAI-compatible gateway; its ``name`` is the provider prefix of its models."""
+    """An OpenAI-compatible gateway; its ``name`` is the provider prefix of its models.
+
+    The repr leaves out the fields that hold secrets.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -73,13 +76,13 @@ class ModelGateway(BaseModel):
         description="http or https; /chat/completions and /models are appended"
     )
     api_key: StrictStr | None = Field(
-        default=None, description="Sent as Authorization: Bearer; a ${NAME} reference"
+        default=None, repr=False, description="Sent as Authorization: Bearer; a ${NAME} reference"
     )
     api_key_env: VariableName | None = Field(
         default=None, description="MODEL_GATEWAYS only, instead of api_key: the variable that holds the key"
     )
-    headers: dict[HeaderName, StrictStr] = Field(default_factory=dict)
-    query_params: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    headers: dict[HeaderName, StrictStr] = Field(default_factory=dict, repr=False)
+    query_params: dict[StrictStr, StrictStr] = Field(default_factory=dict, repr=False)
     structured_outputs: StrictBool = False
     expose_provider_messages: StrictBool = False
     allowed_provider_options: Annotated[tuple[StrictStr, ...], AfterValidator(_provider_options)] = ()

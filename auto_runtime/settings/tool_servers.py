@@ -87,8 +87,8 @@ class OAuthClient(BaseModel):
 
     issuer: StrictStr
     client_id: StrictStr
-    client_secret: StrictStr | None = None
-    private_key: StrictStr | None = None
+    client_secret: StrictStr | None = Field(default=None, repr=False)
+    private_key: StrictStr | None = Field(default=None, repr=False)
     algorithm: SigningAlgorithm | None = None
     scope: StrictStr | None = None
 
@@ -100,21 +100,24 @@ def _type_may_be_left_out(schema: dict[str, Any]) -> None:
 
 
 class ToolServer(BaseModel):
-    """One entry of ``tool_servers``; ``type`` is filled in from url, command or document."""
+    """One entry of ``tool_servers``; ``type`` is filled in from url, command or document.
+
+    The repr leaves out the fields that may hold secrets.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_type_may_be_left_out)
 
     type: ToolServerType
     url: Annotated[StrictStr, AfterValidator(_http_url)] | None = None
-    headers: dict[HeaderName, StrictStr] | None = None
+    headers: dict[HeaderName, StrictStr] | None = Field(default=None, repr=False)
     auth: OAuthClient | None = None
     command: Annotated[StrictStr, Field(min_length=1)] | None = None
     args: tuple[StrictStr, ...] | None = None
-    env: dict[VariableName, StrictStr] | None = None
+    env: dict[VariableName, StrictStr] | None = Field(default=None, repr=False)
     document: Annotated[StrictStr, Field(min_length=1)] | None = None
     base_url: StrictStr | None = None
-    query_params: dict[StrictStr, StrictStr] | None = None
-    security: dict[StrictStr, StrictStr] | None = None
+    query_params: dict[StrictStr, StrictStr] | None = Field(default=None, repr=False)
+    security: dict[StrictStr, StrictStr] | None = Field(default=None, repr=False)
     org: Annotated[StrictStr | tuple[StrictStr, ...], AfterValidator(_orgs)] = Field(
         description="The org whose functions may use the server, a list of orgs, or * for every org"
     )
