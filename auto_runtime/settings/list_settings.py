@@ -54,7 +54,9 @@ class ListSettings:
     api_keys: tuple[ApiKeyEntry, ...]
     allowed_origins: tuple[str, ...]
     read_from_file: tuple[str, ...]
+    """Every key the file holds, whether or not the environment replaces it."""
     set_in_environment_too: tuple[str, ...]
+    """The variables, of those keys, that the environment also set and that win whole."""
     secrets: frozenset[str]
 
 
@@ -121,7 +123,7 @@ def read_list_settings(
         connections=values.get("connections", ConnectionsPolicy()),
         api_keys=values.get("api_keys", ()),
         allowed_origins=values.get("allowed_origins", ()),
-        read_from_file=tuple(key for key, source in sources.items() if source.file_directory is not None),
+        read_from_file=tuple(key for key in FILE_KEYS if key in content),
         set_in_environment_too=tuple(set_in_environment_too),
         secrets=frozenset(resolution.secrets),
     )

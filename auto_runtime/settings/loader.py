@@ -46,14 +46,11 @@ class LoadedSettings:
             lines.append("No configuration file")
             return lines
         lines.append(f"Configuration file: {self.config_file}")
-        if self.read_from_file:
-            lines.append(f"Settings read from the configuration file: {', '.join(self.read_from_file)}")
-        else:
-            lines.append("Settings read from the configuration file: none")
+        lines.append(f"Settings read from the configuration file: {', '.join(self.read_from_file) or 'none'}")
         if self.set_in_environment_too:
             lines.append(
-                "Settings of the configuration file that the environment also set, and that it "
-                f"replaces whole: {', '.join(self.set_in_environment_too)}"
+                "Of those, the environment also sets, and replaces whole: "
+                f"{', '.join(self.set_in_environment_too)}"
             )
         return lines
 

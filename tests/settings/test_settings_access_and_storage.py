@@ -86,9 +86,8 @@ def test_check_config_prints_the_start_up_lines(start: StartFolder) -> None:
     assert err.getvalue() == ""
     assert out.getvalue().splitlines() == [
         f"Configuration file: {start.cwd / 'auto-runtime.yaml'}",
-        "Settings read from the configuration file: none",
-        "Settings of the configuration file that the environment also set, and that it replaces whole: "
-        "ALLOWED_ORIGINS",
+        "Settings read from the configuration file: allowed_origins",
+        "Of those, the environment also sets, and replaces whole: ALLOWED_ORIGINS",
         "The settings are valid",
     ]
 

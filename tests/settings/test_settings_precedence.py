@@ -59,12 +59,14 @@ def test_a_variable_replaces_the_file_key_whole(start: StartFolder) -> None:
     env = {"TOOL_SERVERS": '{"other": {"url": "https://other.example.com/mcp", "org": "globex"}}'}
     loaded = start.load(env)
     assert set(loaded.settings.tool_servers) == {"other"}
-    assert loaded.read_from_file == ("model_gateways", "model_aliases")
+    assert loaded.read_from_file == ("model_gateways", "model_aliases", "tool_servers")
     assert loaded.set_in_environment_too == ("TOOL_SERVERS",)
     lines = loaded.startup_lines()
     assert lines[0] == f"Configuration file: {start.cwd / 'auto-runtime.yaml'}"
-    assert "model_gateways, model_aliases" in lines[1]
-    assert lines[2].endswith("replaces whole: TOOL_SERVERS")
+    assert (
+        lines[1] == "Settings read from the configuration file: model_gateways, model_aliases, tool_servers"
+    )
+    assert lines[2] == "Of those, the environment also sets, and replaces whole: TOOL_SERVERS"
 
 
 def test_config_file_from_dotenv_names_another_file(start: StartFolder) -> None:
