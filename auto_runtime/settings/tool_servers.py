@@ -121,7 +121,10 @@ class ToolServer(BaseModel):
     org: Annotated[StrictStr | tuple[StrictStr, ...], AfterValidator(_orgs)] = Field(
         description="The org whose functions may use the server, a list of orgs, or * for every org"
     )
-    playbooks: tuple[PlaybookId, ...] | None = None
+    playbooks: Annotated[tuple[PlaybookId, ...], Field(min_length=1)] | None = Field(
+        default=None,
+        description="The playbooks that may use it within each org; every playbook when left out",
+    )
     allowed: tuple[StrictStr, ...] | None = None
     record_content: StrictBool = True
     request_id: Annotated[StrictStr, Field(min_length=1)] | None = None

@@ -138,6 +138,10 @@ def test_the_three_types_are_taken_from_the_field_that_names_them(start: StartFo
             "tool_servers.graph.playbooks[0]: expects a playbook id",
         ),
         ("url: ftp://g.example.com\norg: acme\n", "tool_servers.graph.url: expects an http or https URL"),
+        (
+            "url: https://g.example.com\norg: acme\nplaybooks: []\n",
+            "tool_servers.graph.playbooks: expects at least 1",
+        ),
     ],
 )
 def test_an_entry_the_server_refuses(start: StartFolder, lines: str, expected: str) -> None:
