@@ -29,32 +29,36 @@ AllowedOrigins = tuple[Origin, ...]
 
 
 class ConfigurationFileModel(BaseModel):
-    """The configuration file: the settings that are lists or maps."""
+    """The configuration file: the settings that are lists or maps.
+
+    The loader validates each key with :data:`ADAPTERS`; this model gives the file's JSON Schema.
+    """
 
     model_config = ConfigDict(extra="forbid", title="Auto Runtime configuration file")
 
-    model_gateways: ModelGateways | None = Field(
-        default=None,
+    model_gateways: ModelGateways = Field(
+        default=(),
         description="OpenAI-compatible gateways, each its own provider prefix; MODEL_GATEWAYS wins",
     )
-    model_aliases: ModelAliases | None = Field(
-        default=None, description="A map from one model reference to another; MODEL_ALIASES wins"
+    model_aliases: ModelAliases = Field(
+        default_factory=dict, description="A map from one model reference to another; MODEL_ALIASES wins"
     )
-    declared_models: DeclaredModels | None = Field(
-        default=None, description="Model ids listed for a provider prefix; DECLARED_MODELS wins"
+    declared_models: DeclaredModels = Field(
+        default_factory=dict, description="Model ids listed for a provider prefix; DECLARED_MODELS wins"
     )
-    allowed_models: AllowedModels | None = Field(
-        default=None, description="The only model references a definition may give; ALLOWED_MODELS wins"
+    allowed_models: AllowedModels = Field(
+        default=(),
+        description="The only model references a definition may give; every model when left out",
     )
-    tool_servers: ToolServers | None = Field(
-        default=None, description="Tool servers functions may call, by name; TOOL_SERVERS wins"
+    tool_servers: ToolServers = Field(
+        default_factory=dict, description="Tool servers functions may call, by name; TOOL_SERVERS wins"
     )
-    connections: ConnectionsPolicy | None = Field(
-        default=None, description="What people may add as connections; CONNECTIONS wins"
+    connections: ConnectionsPolicy = Field(
+        default_factory=ConnectionsPolicy, description="What people may add as connections; CONNECTIONS wins"
     )
-    api_keys: ApiKeys | None = Field(default=None, description="The API keys the server accepts; API_KEYS wins")
-    allowed_origins: AllowedOrigins | None = Field(
-        default=None, description="Origins a browser page may call the API from; ALLOWED_ORIGINS wins"
+    api_keys: ApiKeys = Field(default=(), description="The API keys the server accepts; API_KEYS wins")
+    allowed_origins: AllowedOrigins = Field(
+        default=(), description="Origins a browser page may call the API from; ALLOWED_ORIGINS wins"
     )
 
 

@@ -34,10 +34,8 @@ _TOOL_SERVER_RULES = Rules(
     is_argument=lambda path: len(path) == 4 and path[2] == "args",
     where_references_go="only headers, query_params, security, env and auth may hold one",
 )
-_GATEWAY_SECRET_FIELDS = frozenset({"api_key", "headers", "query_params"})
 _FILE_RULES: dict[str, Rules] = {
     "tool_servers": _TOOL_SERVER_RULES,
-    "model_gateways": Rules(holds_secrets=lambda path: len(path) >= 3 and path[2] in _GATEWAY_SECRET_FIELDS),
     "connections": Rules(judged_by_shape_only=lambda path: len(path) >= 2 and path[1] == "credential_kinds"),
 }
 _PLAIN_RULES = Rules()
@@ -56,7 +54,9 @@ class ListSettings:
     api_keys: tuple[ApiKeyEntry, ...]
     allowed_origins: tuple[str, ...]
     read_from_file: tuple[str, ...]
+    """Every key the file holds, whether or not the environment replaces it."""
     set_in_environment_too: tuple[str, ...]
+    """The variables, of those keys, that the environment also set and that win whole."""
     secrets: frozenset[str]
 
 
@@ -121,7 +121,7 @@ def read_list_settings(
         connections=values.get("connections", ConnectionsPolicy()),
         api_keys=values.get("api_keys", ()),
         allowed_origins=values.get("allowed_origins", ()),
-        read_from_file=tuple(key for key, source in sources.items() if source.file_directory is not None),
+        read_from_file=tuple(key for key in FILE_KEYS if key in content),
         set_in_environment_too=tuple(set_in_environment_too),
         secrets=frozenset(resolution.secrets),
     )

@@ -1,7 +1,8 @@
 """``load_settings``: the shell, then ``.env``, then the configuration file, then the defaults.
 
 ``.env`` and the implicit ``auto-runtime.yaml`` are read only on the command line (the seeds' npx
-form); the image reads a configuration file only when CONFIG_FILE names it.
+form); the image reads a configuration file only when CONFIG_FILE names it. A variable set to the
+empty string counts as not set, so an empty shell variable leaves the one of ``.env`` in force.
 """
 
 import os
@@ -45,14 +46,11 @@ class LoadedSettings:
             lines.append("No configuration file")
             return lines
         lines.append(f"Configuration file: {self.config_file}")
-        if self.read_from_file:
-            lines.append(f"Settings read from the configuration file: {', '.join(self.read_from_file)}")
-        else:
-            lines.append("Settings read from the configuration file: none")
+        lines.append(f"Settings read from the configuration file: {', '.join(self.read_from_file) or 'none'}")
         if self.set_in_environment_too:
             lines.append(
-                "Settings of the configuration file that the environment also set, and that it "
-                f"replaces whole: {', '.join(self.set_in_environment_too)}"
+                "Of those, the environment also sets, and replaces whole: "
+                f"{', '.join(self.set_in_environment_too)}"
             )
         return lines
 
@@ -64,7 +62,10 @@ def load_settings(
     cwd = cwd.absolute()
     dotenv_path = cwd / DOTENV_FILE
     dotenv = read_dotenv(dotenv_path) if mode == "command_line" else {}
-    environment = {**dotenv, **environ}
+    environment = {
+        **dotenv,
+        **{name: value for name, value in environ.items() if value or name not in dotenv},
+    }
     file = _configuration_file(environment, cwd, mode)
     lists = read_list_settings(environment, file, cwd)
     settings = _settings(environment, cwd, mode, file, lists)

@@ -57,12 +57,17 @@ def _provider_options(values: tuple[str, ...]) -> tuple[str, ...]:
     if any(not 1 <= len(value) <= 64 for value in values):
         raise ValueError("expects names of 1 to 64 characters")
     if RESERVED_PROVIDER_OPTIONS.intersection(values):
-        raise ValueError("expects no field the runtime sets itself, such as model, messages, tools or max_tokens")
+        raise ValueError(
+            "expects no field the runtime sets itself, such as model, messages, tools or max_tokens"
+        )
     return values
 
 
 class ModelGateway(BaseModel):
-    """An OpenAI-compatible gateway; its ``name`` is the provider prefix of its models."""
+    """An OpenAI-compatible gateway; its ``name`` is the provider prefix of its models.
+
+    The repr leaves out the fields that hold secrets.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -70,12 +75,14 @@ class ModelGateway(BaseModel):
     base_url: Annotated[StrictStr, AfterValidator(_gateway_url)] = Field(
         description="http or https; /chat/completions and /models are appended"
     )
-    api_key: StrictStr | None = Field(default=None, description="Sent as Authorization: Bearer; a ${NAME} reference")
+    api_key: StrictStr | None = Field(
+        default=None, repr=False, description="Sent as Authorization: Bearer; a ${NAME} reference"
+    )
     api_key_env: VariableName | None = Field(
         default=None, description="MODEL_GATEWAYS only, instead of api_key: the variable that holds the key"
     )
-    headers: dict[HeaderName, StrictStr] = Field(default_factory=dict)
-    query_params: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    headers: dict[HeaderName, StrictStr] = Field(default_factory=dict, repr=False)
+    query_params: dict[StrictStr, StrictStr] = Field(default_factory=dict, repr=False)
     structured_outputs: StrictBool = False
     expose_provider_messages: StrictBool = False
     allowed_provider_options: Annotated[tuple[StrictStr, ...], AfterValidator(_provider_options)] = ()
@@ -83,7 +90,13 @@ class ModelGateway(BaseModel):
 
 def _model_reference(value: str, *, wildcard: bool) -> str:
     provider, slash, model = value.partition("/")
-    if not slash or not provider or not model or (wildcard and "*" in value[:-1]) or (not wildcard and "*" in value):
+    if (
+        not slash
+        or not provider
+        or not model
+        or (wildcard and "*" in value[:-1])
+        or (not wildcard and "*" in value)
+    ):
         raise ValueError(
             "expects a model reference provider/model"
             + (", with * only once, at the end" if wildcard else " without *")

@@ -18,7 +18,6 @@ from auto_runtime.settings.addresses import (
     has_query_or_fragment,
     is_host_name,
     is_https_or_loopback,
-    is_origin,
     split_url,
 )
 
@@ -188,11 +187,3 @@ def host(value: str) -> str:
     if not stripped or not is_host_name(stripped):
         raise RefusedError("expects a host name or an IP address")
     return stripped
-
-
-def origins(value: str) -> tuple[str, ...]:
-    """Comma-separated origins; blanks around each are dropped, and so is a trailing /."""
-    items = tuple(item.strip().rstrip("/") for item in value.split(","))
-    if not all(is_origin(item) for item in items):
-        raise RefusedError("expects comma-separated origins, each scheme://host[:port] with http or https")
-    return items

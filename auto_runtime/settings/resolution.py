@@ -8,8 +8,8 @@ The pass walks the value as it was read (from the file, or from TOOL_SERVERS) an
 * replaces the references with the values of the variables they name.
 
 It gathers the secrets: each value a reference took from the environment; the whole value of a
-field that holds secrets, when a reference in it took a value from the environment; and the credential after the scheme of a
-referenced value such as ``Bearer <key>``.
+field that holds secrets, when a reference in it took a value from the environment; and the
+credential after the scheme of a referenced value such as ``Bearer <key>``.
 """
 
 import re
@@ -36,7 +36,6 @@ def _always(path: KeyPath) -> bool:
 class Rules:
     """What the pass does for one setting. Every predicate takes the full key path."""
 
-    check_credentials: bool = True
     reference_allowed: Callable[[KeyPath], bool] = _always
     reference_required: Callable[[KeyPath], bool] = _never
     holds_secrets: Callable[[KeyPath], bool] = _never
@@ -89,7 +88,7 @@ class _Pass:
 
     def number(self, path: KeyPath) -> None:
         key = _key_of(path)
-        judged = self.rules.check_credentials and not self.rules.judged_by_shape_only(path)
+        judged = not self.rules.judged_by_shape_only(path)
         if judged and key is not None and names_a_credential(key):
             raise self.fail(path, "its key names a credential, so it expects a ${NAME} reference")
 
@@ -102,14 +101,13 @@ class _Pass:
             raise self.fail(path, f"expects no reference here; {self.rules.where_references_go}")
         if not template.has_reference and self.rules.reference_required(path):
             raise self.fail(path, "expects a ${NAME} reference to the variable that holds the credential")
-        if self.rules.check_credentials:
-            if self.rules.is_argument(path):
-                problem = argument_problem(template)
-            else:
-                judge_key = not self.rules.judged_by_shape_only(path)
-                problem = written_out_problem(template, _key_of(path), judge_key=judge_key)
-            if problem is not None:
-                raise self.fail(path, problem)
+        if self.rules.is_argument(path):
+            problem = argument_problem(template)
+        else:
+            judge_key = not self.rules.judged_by_shape_only(path)
+            problem = written_out_problem(template, _key_of(path), judge_key=judge_key)
+        if problem is not None:
+            raise self.fail(path, problem)
         if not self.rules.resolve:
             return text
         try:

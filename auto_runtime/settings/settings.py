@@ -1,7 +1,7 @@
 """The settings the server runs with: one typed attribute per variable of the configuration reference."""
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
@@ -21,6 +21,7 @@ class Settings:
 
     ``ledger_file`` is absolute, or None when ``database_url`` keeps the ledger in PostgreSQL.
     ``allowed_models`` is None when every model is allowed. Provider keys are None when not set.
+    The repr leaves out every attribute that may hold a credential.
     """
 
     # Server and logs
@@ -36,26 +37,26 @@ class Settings:
     allowed_origins: tuple[str, ...]
     # Storage
     ledger_file: Path | None
-    database_url: str | None
+    database_url: str | None = field(repr=False)
     database_credentials: DatabaseCredentials
-    secrets_key: bytes | None
-    secrets_key_previous: bytes | None
+    secrets_key: bytes | None = field(repr=False)
+    secrets_key_previous: bytes | None = field(repr=False)
     content_store_url: S3Location | None
     # Models
-    anthropic_api_key: str | None
-    anthropic_auth_token: str | None
+    anthropic_api_key: str | None = field(repr=False)
+    anthropic_auth_token: str | None = field(repr=False)
     anthropic_base_url: str | None
-    openai_api_key: str | None
+    openai_api_key: str | None = field(repr=False)
     openai_base_url: str | None
     openai_api: OpenAIApi
-    google_generative_ai_api_key: str | None
+    google_generative_ai_api_key: str | None = field(repr=False)
     aws_region: str | None
-    aws_bearer_token_bedrock: str | None
+    aws_bearer_token_bedrock: str | None = field(repr=False)
     aws_endpoint_url_bedrock_runtime: str | None
     aws_endpoint_url: str | None
     azure_resource_name: str | None
     azure_base_url: str | None
-    azure_api_key: str | None
+    azure_api_key: str | None = field(repr=False)
     azure_api_version: str | None
     google_vertex_project: str | None
     google_vertex_location: str | None
@@ -64,7 +65,7 @@ class Settings:
     declared_models: Mapping[str, tuple[str, ...]]
     allowed_models: tuple[str, ...] | None
     node_use_env_proxy: bool
-    https_proxy: str | None
+    https_proxy: str | None = field(repr=False)
     no_proxy: str | None
     node_extra_ca_certs: Path | None
     reasoning_max_input_tokens: int

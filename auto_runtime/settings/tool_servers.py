@@ -85,32 +85,44 @@ class OAuthClient(BaseModel):
 
     issuer: StrictStr
     client_id: StrictStr
-    client_secret: StrictStr | None = None
-    private_key: StrictStr | None = None
+    client_secret: StrictStr | None = Field(default=None, repr=False)
+    private_key: StrictStr | None = Field(default=None, repr=False)
     algorithm: SigningAlgorithm | None = None
     scope: StrictStr | None = None
 
 
-class ToolServer(BaseModel):
-    """One entry of ``tool_servers``; ``type`` is filled in from url, command or document."""
+def _type_may_be_left_out(schema: dict[str, Any]) -> None:
+    required = schema.get("required")
+    if isinstance(required, list):
+        required.remove("type")
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+
+class ToolServer(BaseModel):
+    """One entry of ``tool_servers``; ``type`` is filled in from url, command or document.
+
+    The repr leaves out the fields that may hold secrets.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_type_may_be_left_out)
 
     type: ToolServerType
     url: Annotated[StrictStr, AfterValidator(_http_url)] | None = None
-    headers: dict[HeaderName, StrictStr] | None = None
+    headers: dict[HeaderName, StrictStr] | None = Field(default=None, repr=False)
     auth: OAuthClient | None = None
     command: Annotated[StrictStr, Field(min_length=1)] | None = None
     args: tuple[StrictStr, ...] | None = None
-    env: dict[VariableName, StrictStr] | None = None
+    env: dict[VariableName, StrictStr] | None = Field(default=None, repr=False)
     document: Annotated[StrictStr, Field(min_length=1)] | None = None
     base_url: StrictStr | None = None
-    query_params: dict[StrictStr, StrictStr] | None = None
-    security: dict[StrictStr, StrictStr] | None = None
+    query_params: dict[StrictStr, StrictStr] | None = Field(default=None, repr=False)
+    security: dict[StrictStr, StrictStr] | None = Field(default=None, repr=False)
     org: Annotated[StrictStr | tuple[StrictStr, ...], AfterValidator(_orgs)] = Field(
         description="The org whose functions may use the server, a list of orgs, or * for every org"
     )
-    playbooks: tuple[PlaybookId, ...] | None = None
+    playbooks: Annotated[tuple[PlaybookId, ...], Field(min_length=1)] | None = Field(
+        default=None,
+        description="The playbooks that may use it within each org; every playbook when left out",
+    )
     allowed: tuple[StrictStr, ...] | None = None
     record_content: StrictBool = True
     request_id: Annotated[StrictStr, Field(min_length=1)] | None = None
@@ -152,7 +164,7 @@ def tool_server_problems(
 
 def _name_problems(name: str, provider_names: frozenset[str]) -> Iterator[tuple[KeyPath, str]]:
     if not is_server_name(name):
-        yield (), f"the name of an entry {NAME_EXPECTS}"
+        yield (), f"expects a name of {NAME_EXPECTS.removeprefix('expects ')}"
     elif name in BUILT_IN_PROVIDERS or name in provider_names:
         yield (), "expects a name that is not the name of a model provider or gateway"
 

@@ -113,3 +113,21 @@ def test_a_header_written_out_is_not_a_secret(start: StartFolder) -> None:
     )
     loaded = start.load({"BILLING_PASSWORD": "pass-word-1"})
     assert loaded.secret_values == {"pass-word-1", "ada:pass-word-1"}
+
+
+def test_the_repr_of_the_settings_shows_no_secret(start: StartFolder) -> None:
+    start.file(
+        GATEWAY.format(api_key="${GATEWAY_KEY}")
+        + "tool_servers:\n  graph:\n    url: https://graph.example.com/mcp\n"
+        + "    headers:\n      Authorization: Bearer ${GRAPH_KEY}\n    org: acme\n"
+    )
+    env = {
+        "GATEWAY_KEY": "gateway-secret-1",
+        "GRAPH_KEY": "graph-secret-1",
+        "ANTHROPIC_API_KEY": "anthropic-secret-1",
+        "SECRETS_KEY": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+    }
+    shown = repr(start.load(env).settings)
+    assert "graph.example.com" in shown
+    for value in ("gateway-secret-1", "graph-secret-1", "anthropic-secret-1", "\\x00\\x01\\x02"):
+        assert value not in shown
