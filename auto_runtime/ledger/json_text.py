@@ -26,7 +26,7 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 def dumps(value: Any) -> str:
     """Encode `value` as compact JSON text that is valid UTF-8 and holds no NUL character."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return _SURROGATE.sub(_escape_surrogate, text)
+    return text if text.isascii() else _SURROGATE.sub(_escape_surrogate, text)
 
 
 def loads(text: str) -> Any:
@@ -36,4 +36,4 @@ def loads(text: str) -> Any:
 
 def utf8_size(text: str) -> int:
     """The number of bytes `text` takes in UTF-8 (what the store keeps)."""
-    return len(text.encode("utf-8"))
+    return len(text) if text.isascii() else len(text.encode("utf-8"))

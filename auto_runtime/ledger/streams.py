@@ -12,6 +12,7 @@ to a scope compare it with `=`, never with a prefix pattern.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import NewType
@@ -82,6 +83,7 @@ class PlaybookScope:
 Scope = OrgScope | PlaybookScope
 
 
+@functools.lru_cache(maxsize=4096)
 def scope_key_of(stream: str) -> str:
     """The scope key of a stream name built by a scope; `ValueError` for any other text."""
     parts = stream.split("/")

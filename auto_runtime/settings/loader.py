@@ -49,8 +49,7 @@ class LoadedSettings:
         lines.append(f"Settings read from the configuration file: {', '.join(self.read_from_file) or 'none'}")
         if self.set_in_environment_too:
             lines.append(
-                "Of those, the environment also sets, and replaces whole: "
-                f"{', '.join(self.set_in_environment_too)}"
+                f"Of those, the environment also sets, and replaces whole: {', '.join(self.set_in_environment_too)}"
             )
         return lines
 

@@ -57,9 +57,7 @@ def _provider_options(values: tuple[str, ...]) -> tuple[str, ...]:
     if any(not 1 <= len(value) <= 64 for value in values):
         raise ValueError("expects names of 1 to 64 characters")
     if RESERVED_PROVIDER_OPTIONS.intersection(values):
-        raise ValueError(
-            "expects no field the runtime sets itself, such as model, messages, tools or max_tokens"
-        )
+        raise ValueError("expects no field the runtime sets itself, such as model, messages, tools or max_tokens")
     return values
 
 
@@ -90,13 +88,7 @@ class ModelGateway(BaseModel):
 
 def _model_reference(value: str, *, wildcard: bool) -> str:
     provider, slash, model = value.partition("/")
-    if (
-        not slash
-        or not provider
-        or not model
-        or (wildcard and "*" in value[:-1])
-        or (not wildcard and "*" in value)
-    ):
+    if not slash or not provider or not model or (wildcard and "*" in value[:-1]) or (not wildcard and "*" in value):
         raise ValueError(
             "expects a model reference provider/model"
             + (", with * only once, at the end" if wildcard else " without *")

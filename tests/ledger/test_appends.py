@@ -182,3 +182,28 @@ async def test_a_refused_append_does_not_disturb_appends_committed_with_it(ledge
     for number in range(20):
         expected = 1 if number in winners else 0
         assert await ledger.stream_version(ACME.stream("own", str(number))) == expected
+
+
+async def test_a_duplicate_id_refuses_only_its_own_append_among_concurrent_ones(ledger: Ledger) -> None:
+    [taken] = await ledger.append([StreamWrite(ACME.stream("runs", "taken"), 0, [new()])])
+    outcomes: dict[int, str] = {}
+
+    async def attempt(number: int) -> None:
+        record_id = taken.id if number == 7 else f"id-{number}"
+        try:
+            await ledger.append(
+                [StreamWrite(ACME.stream("runs", f"r{number}"), 0, [NewRecord("x", {}, {}, record_id)])]
+            )
+            outcomes[number] = "ok"
+        except DuplicateRecordIdError:
+            outcomes[number] = "duplicate"
+
+    async with trio.open_nursery() as nursery:
+        for number in range(16):
+            nursery.start_soon(attempt, number)
+    assert outcomes == {number: "duplicate" if number == 7 else "ok" for number in range(16)}
+    for number in range(16):
+        expected = 0 if number == 7 else 1
+        assert await ledger.stream_version(ACME.stream("runs", f"r{number}")) == expected
+    positions = [record.global_position for record in (await ledger.read_forward(None, 100))[0]]
+    assert len(set(positions)) == 16

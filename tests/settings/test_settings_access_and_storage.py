@@ -27,10 +27,7 @@ def test_public_url_or_api_keys_end_local_mode(start: StartFolder) -> None:
 @pytest.mark.parametrize("host", ["0.0.0.0", "10.0.0.5", "runtime.internal"])
 def test_another_address_needs_public_url_or_api_keys(start: StartFolder, host: str) -> None:
     message = start.refused({"HOST": host}, hidden=[host])
-    assert (
-        message
-        == "HOST: the server needs PUBLIC_URL or API_KEYS to listen on an address other than a loopback one"
-    )
+    assert message == "HOST: the server needs PUBLIC_URL or API_KEYS to listen on an address other than a loopback one"
     assert start.load({"HOST": host, "API_KEYS": API_KEYS}).settings.host == host
     assert (
         start.load({"HOST": host, "PUBLIC_URL": "https://r.example.com/"}).settings.public_url
@@ -79,10 +76,7 @@ def test_secrets_key_previous_only_beside_secrets_key(start: StartFolder) -> Non
 def test_check_config_prints_the_start_up_lines(start: StartFolder) -> None:
     start.file("allowed_origins: [https://a.example.com]\n")
     out, err = io.StringIO(), io.StringIO()
-    assert (
-        check_config(start.environment({"ALLOWED_ORIGINS": "https://b.example.com"}), start.cwd, out, err)
-        == 0
-    )
+    assert check_config(start.environment({"ALLOWED_ORIGINS": "https://b.example.com"}), start.cwd, out, err) == 0
     assert err.getvalue() == ""
     assert out.getvalue().splitlines() == [
         f"Configuration file: {start.cwd / 'auto-runtime.yaml'}",

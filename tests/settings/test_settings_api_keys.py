@@ -32,9 +32,7 @@ def test_entries_from_the_environment_are_typed(start: StartFolder) -> None:
 
 
 def test_entries_from_the_file(start: StartFolder) -> None:
-    start.file(
-        f"api_keys:\n  - id: 0123abcd\n    org: acme\n    permissions: [org:read]\n    sha256: {DIGEST}\n"
-    )
+    start.file(f"api_keys:\n  - id: 0123abcd\n    org: acme\n    permissions: [org:read]\n    sha256: {DIGEST}\n")
     assert start.load().settings.api_keys[0].permissions == ("org:read",)
 
 
@@ -54,9 +52,7 @@ def test_entries_from_the_file(start: StartFolder) -> None:
 )
 def test_an_entry_the_server_refuses(start: StartFolder, change: dict[str, object], expected: str) -> None:
     entry = {**ENTRY, **change}
-    message = start.refused(
-        {"API_KEYS": json.dumps([entry])}, hidden=[DIGEST] if "sha256" not in change else []
-    )
+    message = start.refused({"API_KEYS": json.dumps([entry])}, hidden=[DIGEST] if "sha256" not in change else [])
     assert message.startswith(expected)
 
 

@@ -87,9 +87,7 @@ def test_a_variable_a_reference_of_the_file_names_is_reserved(start: StartFolder
         """
     )
     message = start.refused({"GRAPH_KEY": "graph-key-1234"}, hidden=["graph-key-1234"])
-    assert message.startswith(
-        "auto-runtime.yaml:9:24: connections.variables[1]: expects a variable the runtime"
-    )
+    assert message.startswith("auto-runtime.yaml:9:24: connections.variables[1]: expects a variable the runtime")
 
 
 def test_a_gateways_api_key_env_is_reserved(start: StartFolder) -> None:

@@ -64,7 +64,5 @@ def test_a_missing_required_field_is_named(start: StartFolder) -> None:
 
 
 def test_an_error_in_an_environment_value_names_the_variable_and_the_key(start: StartFolder) -> None:
-    message = start.refused(
-        {"TOOL_SERVERS": '{"graph": {"url": "https://g.example.com", "org": "acme", "x": 1}}'}
-    )
+    message = start.refused({"TOOL_SERVERS": '{"graph": {"url": "https://g.example.com", "org": "acme", "x": 1}}'})
     assert message == "TOOL_SERVERS: graph.x: is not a key the server knows"

@@ -36,8 +36,7 @@ def test_a_gateway_from_the_file(start: StartFolder) -> None:
 
 def test_a_gateway_from_the_environment_may_name_its_key_by_variable(start: StartFolder) -> None:
     env = {
-        "MODEL_GATEWAYS": '[{"name": "fake", "base_url": "http://127.0.0.1:9999/v1", '
-        '"api_key_env": "FAKE_KEY"}]',
+        "MODEL_GATEWAYS": '[{"name": "fake", "base_url": "http://127.0.0.1:9999/v1", "api_key_env": "FAKE_KEY"}]',
         "FAKE_KEY": "fake-key-123",
     }
     loaded = start.load(env)
@@ -78,9 +77,7 @@ def test_two_gateways_with_one_name(start: StartFolder) -> None:
     start.file(
         "model_gateways:\n  - {name: g, base_url: 'https://a.example.com'}\n  - {name: g, base_url: 'https://b.example.com'}\n"
     )
-    assert (
-        start.refused() == "auto-runtime.yaml:3:12: model_gateways[1].name: expects each gateway's name once"
-    )
+    assert start.refused() == "auto-runtime.yaml:3:12: model_gateways[1].name: expects each gateway's name once"
 
 
 @pytest.mark.parametrize(
@@ -113,8 +110,7 @@ def test_declared_and_allowed_models(start: StartFolder) -> None:
 def test_declared_models_of_an_unknown_provider(start: StartFolder) -> None:
     start.file("declared_models:\n  mistral: [large]\n")
     assert start.refused() == (
-        "auto-runtime.yaml:2:3: declared_models.mistral: "
-        "expects the prefix of a built-in provider or of a gateway"
+        "auto-runtime.yaml:2:3: declared_models.mistral: expects the prefix of a built-in provider or of a gateway"
     )
 
 

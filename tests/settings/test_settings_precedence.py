@@ -63,9 +63,7 @@ def test_a_variable_replaces_the_file_key_whole(start: StartFolder) -> None:
     assert loaded.set_in_environment_too == ("TOOL_SERVERS",)
     lines = loaded.startup_lines()
     assert lines[0] == f"Configuration file: {start.cwd / 'auto-runtime.yaml'}"
-    assert (
-        lines[1] == "Settings read from the configuration file: model_gateways, model_aliases, tool_servers"
-    )
+    assert lines[1] == "Settings read from the configuration file: model_gateways, model_aliases, tool_servers"
     assert lines[2] == "Of those, the environment also sets, and replaces whole: TOOL_SERVERS"
 
 
@@ -81,9 +79,7 @@ def test_config_file_from_dotenv_names_another_file(start: StartFolder) -> None:
 def test_the_image_reads_a_file_only_when_config_file_names_it(start: StartFolder) -> None:
     start.file(ORIGINS_FILE)
     assert start.load({"HOST": "127.0.0.1"}, mode="image").config_file is None
-    named = start.load(
-        {"HOST": "127.0.0.1", "CONFIG_FILE": str(start.cwd / "auto-runtime.yaml")}, mode="image"
-    )
+    named = start.load({"HOST": "127.0.0.1", "CONFIG_FILE": str(start.cwd / "auto-runtime.yaml")}, mode="image")
     assert named.settings.allowed_origins == ("https://file.example.com",)
 
 
@@ -114,8 +110,6 @@ def test_command_line_defaults(start: StartFolder) -> None:
 
 
 def test_image_defaults(start: StartFolder) -> None:
-    settings = start.load(
-        {"API_KEYS": "[]", "PUBLIC_URL": "https://runtime.example.com"}, mode="image"
-    ).settings
+    settings = start.load({"API_KEYS": "[]", "PUBLIC_URL": "https://runtime.example.com"}, mode="image").settings
     assert (settings.host, settings.log_format, settings.log_level) == ("0.0.0.0", "json", "info")
     assert settings.ledger_file == start.cwd / "data" / "ledger.db"

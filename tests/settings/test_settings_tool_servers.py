@@ -191,8 +191,6 @@ def test_tool_servers_from_the_environment_resolve_references_and_are_checked(st
     loaded = start.load(env)
     assert loaded.settings.tool_servers["graph"].headers == {"Authorization": "Bearer graph-key-123"}
     assert "graph-key-123" in loaded.secret_values
-    written = (
-        '{"graph": {"url": "https://g.example.com", "org": "acme", "headers": {"Authorization": "plain-1"}}}'
-    )
+    written = '{"graph": {"url": "https://g.example.com", "org": "acme", "headers": {"Authorization": "plain-1"}}}'
     message = start.refused({"TOOL_SERVERS": written}, hidden=["plain-1"])
     assert message.startswith("TOOL_SERVERS: graph.headers.Authorization: its key names a credential")

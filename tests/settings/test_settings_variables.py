@@ -61,9 +61,7 @@ from tests.settings.start_folder import StartFolder
         ("MODEL_GATEWAYS", "{not json", "MODEL_GATEWAYS: expects JSON"),
     ],
 )
-def test_a_value_the_setting_refuses_stops_the_start(
-    start: StartFolder, name: str, value: str, expects: str
-) -> None:
+def test_a_value_the_setting_refuses_stops_the_start(start: StartFolder, name: str, value: str, expects: str) -> None:
     message = start.refused({name: value}, hidden=[value])
     assert message.startswith(name) or message.startswith(expects)
     assert expects in message
@@ -104,9 +102,7 @@ def test_a_value_the_setting_refuses_stops_the_start(
         ("HOST", "::1", "host", "::1"),
     ],
 )
-def test_a_value_in_range_is_read(
-    start: StartFolder, name: str, value: str, attribute: str, expected: object
-) -> None:
+def test_a_value_in_range_is_read(start: StartFolder, name: str, value: str, attribute: str, expected: object) -> None:
     assert getattr(start.load({name: value}).settings, attribute) == expected
 
 

@@ -68,7 +68,86 @@ def append_writes(
     return appended
 
 
-def apply_projections(conn: sqlite3.Connection, projections: Sequence[Projection], records: Sequence[Record]) -> None:
+_INSERT_RECORD = (
+    "INSERT INTO ledger_records (global_position, id, stream, position, scope_key, type, data, metadata, "
+    "correlation_id, size, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_MAX_PARAMETERS = 500
+
+
+def _versions(conn: sqlite3.Connection, streams: Sequence[str]) -> dict[str, int]:
+    versions: dict[str, int] = {}
+    for start in range(0, len(streams), _MAX_PARAMETERS):
+        chunk = streams[start : start + _MAX_PARAMETERS]
+        rows = conn.execute(
+            f"SELECT stream, version FROM ledger_streams WHERE stream IN ({', '.join('?' for _ in chunk)})",
+            chunk,
+        )
+        versions.update((stream, int(version)) for stream, version in rows)
+    return versions
+
+
+def append_batch(
+    conn: sqlite3.Connection, appends: Sequence[Sequence[EncodedWrite]], projections: Sequence[Projection]
+) -> list[list[Record] | VersionConflict]:
+    """Several appends in a few statements, for the writer's fast path; returns each append's records
+    or its `VersionConflict`, in order.
+
+    Correct only on the one writer's connection: versions are read once and then decided in memory,
+    and global positions continue from the largest one recorded. Raises (and the writer undoes it
+    all) on a duplicate record id or a projection error.
+    """
+    versions = _versions(conn, sorted({write.stream for writes in appends for write in writes}))
+    (last,) = conn.execute("SELECT coalesce(max(global_position), 0) FROM ledger_records").fetchone()
+    next_global = int(last) + 1
+    results: list[list[Record] | VersionConflict] = []
+    rows: list[tuple[Any, ...]] = []
+    changed: dict[str, int] = {}
+    for writes in appends:
+        clash = next(
+            (w for w in writes if w.expected is not None and versions.get(w.stream, 0) != w.expected), None
+        )
+        if clash is not None:
+            results.append(VersionConflict(clash.stream, clash.expected))
+            continue
+        appended: list[Record] = []
+        for write in writes:
+            current = versions.get(write.stream, 0)
+            for position, record in enumerate(write.records, start=current + 1):
+                rows.append(
+                    (
+                        next_global,
+                        record.id,
+                        record.stream,
+                        position,
+                        record.scope_key,
+                        record.type,
+                        record.data,
+                        record.metadata,
+                        record.correlation_id,
+                        record.size,
+                        record.recorded_at_us,
+                    )
+                )
+                appended.append(record_from_encoded(record, position, next_global))
+                next_global += 1
+            versions[write.stream] = changed[write.stream] = current + len(write.records)
+        results.append(appended)
+    conn.executemany(_INSERT_RECORD, rows)
+    conn.executemany(
+        "INSERT INTO ledger_streams (stream, version) VALUES (?, ?) "
+        "ON CONFLICT (stream) DO UPDATE SET version = excluded.version",
+        list(changed.items()),
+    )
+    apply_projections(
+        conn, projections, [record for result in results if isinstance(result, list) for record in result]
+    )
+    return results
+
+
+def apply_projections(
+    conn: sqlite3.Connection, projections: Sequence[Projection], records: Sequence[Record]
+) -> None:
     """Apply each record to each projection, in order."""
     for record in records:
         for projection in projections:
@@ -86,7 +165,8 @@ def apply_projections(conn: sqlite3.Connection, projections: Sequence[Projection
 
 def read_stream(conn: sqlite3.Connection, stream: str, from_position: int, limit: int | None) -> list[Record]:
     rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE stream = ? AND position >= ? ORDER BY position LIMIT ?",
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE stream = ? AND position >= ? "
+        "ORDER BY position LIMIT ?",
         (stream, from_position, -1 if limit is None else limit),
     ).fetchall()
     return [decode_record(*row) for row in rows]
@@ -145,7 +225,8 @@ def scan(
 def load(conn: sqlite3.Connection, keys: Sequence[SortKey]) -> list[Record]:
     positions = [key[1] for key in keys]
     rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE global_position IN ({', '.join('?' for _ in positions)})",
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE global_position IN "
+        f"({', '.join('?' for _ in positions)})",
         positions,
     ).fetchall()
     by_position = {row[3]: decode_record(*row) for row in rows}
@@ -154,7 +235,8 @@ def load(conn: sqlite3.Connection, keys: Sequence[SortKey]) -> list[Record]:
 
 def read_forward(conn: sqlite3.Connection, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]:
     rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE global_position > ? ORDER BY global_position LIMIT ?",
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE global_position > ? "
+        "ORDER BY global_position LIMIT ?",
         (0 if after is None else after[1], limit),
     ).fetchall()
     return [((row[3], row[3]), decode_record(*row)) for row in rows]
@@ -169,7 +251,9 @@ def fetch(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[dic
 
 def put_content(conn: sqlite3.Connection, scope_key: str, digest: str, chunks: Sequence[bytes]) -> None:
     """Keep content's chunks unless the scope already holds that digest (writer thread)."""
-    if conn.execute("SELECT 1 FROM ledger_content WHERE scope_key = ? AND sha256 = ?", (scope_key, digest)).fetchone():
+    if conn.execute(
+        "SELECT 1 FROM ledger_content WHERE scope_key = ? AND sha256 = ?", (scope_key, digest)
+    ).fetchone():
         return
     conn.execute(
         "INSERT INTO ledger_content (scope_key, sha256, size, location) VALUES (?, ?, ?, 'ledger')",

@@ -102,7 +102,7 @@ class SqliteLedger(Ledger):
             except BaseException:
                 conn.close()
                 raise
-            return SqliteWriter(conn, lambda: token.run_sync_soon(self.appended.notify))
+            return SqliteWriter(conn, self.projections, lambda: token.run_sync_soon(self.appended.notify))
 
         self._writer = await trio.to_thread.run_sync(prepare)
         self._writer.start()
@@ -128,8 +128,9 @@ class SqliteLedger(Ledger):
         return await completion.wait()
 
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
-        projections = self.projections
-        return await self.write(lambda conn: statements.append_writes(conn, writes, projections))
+        completion: Completion[list[Record]] = Completion()
+        self.writer.submit_append(writes, completion)
+        return await completion.wait()
 
     async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]:
         return await self.readers.run(lambda conn: statements.read_stream(conn, stream, from_position, limit))

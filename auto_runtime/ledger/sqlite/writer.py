@@ -1,13 +1,20 @@
 """The SQLite store's one writer: a plain thread that group-commits whatever work is queued.
 
-Trio tasks `submit` a unit of work (a function of the writer's connection) with a `Completion`. The
-thread blocks for the first unit, then takes whatever else is already queued, up to
-`MAX_BATCH` units, without waiting for more (opportunistic group commit: no added latency when traffic
-is light). It runs them in one `BEGIN IMMEDIATE` transaction, each inside a savepoint of its own so
-one failing unit (a version clash, a duplicate id) is undone alone, then commits
-(`synchronous=FULL`: durable once COMMIT returns) and only then resolves each unit's completion. A
-failed COMMIT fails every unit of the batch. Units whose waiter was cancelled before they ran are
-skipped.
+Trio tasks queue appends (`submit_append`) and other writes (`submit`, a function of the writer's
+connection), each with a `Completion`. The thread blocks for the first unit, then takes whatever else
+is already queued, up to `MAX_BATCH` units, without waiting for more (opportunistic group commit: no
+added latency when traffic is light), runs them in one `BEGIN IMMEDIATE` transaction, commits
+(`synchronous=FULL`: durable once COMMIT returns) and only then settles and wakes the units' waiters,
+one wake-up per batch. A failed COMMIT fails every unit of the batch. Units whose waiter was
+cancelled before they ran are skipped.
+
+Appends take a fast path: the batch's version checks are decided in memory from one read of the
+streams' versions (this thread is the only writer), and its records and versions are written with
+one `executemany` each, so the thread releases and retakes the GIL a few times per batch rather
+than several times per append (under load the Trio thread holds the GIL, and each retake waits for
+it). When that fails (a duplicate record id, a projection raising), the batch is undone to a
+savepoint and run again one append at a time, each in a savepoint of its own, so one failing
+append is refused alone. Other work always runs one unit per savepoint.
 """
 
 from __future__ import annotations
@@ -15,26 +22,34 @@ from __future__ import annotations
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
-from ..trio_bridge import Completion
+from ..ledger import EncodedWrite
+from ..projections import Projection
+from ..trio_bridge import Completion, wake_all
+from . import statements
 
 MAX_BATCH: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
 class _Unit:
-    work: Callable[[sqlite3.Connection], Any]
     completion: Completion[Any]
+    writes: list[EncodedWrite] | None = None
+    work: Callable[[sqlite3.Connection], Any] | None = None
 
 
 class SqliteWriter:
     """Owns the writer connection from `start` until `stop`; see the module docstring."""
 
-    def __init__(self, conn: sqlite3.Connection, after_commit: Callable[[], None]) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, projections: Sequence[Projection], after_commit: Callable[[], None]
+    ) -> None:
         self._conn = conn
+        self._projections = projections
         self._after_commit = after_commit
         self._queue: queue.SimpleQueue[_Unit | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="ledger-sqlite-writer", daemon=True)
@@ -44,9 +59,13 @@ class SqliteWriter:
     def start(self) -> None:
         self._thread.start()
 
+    def submit_append(self, writes: list[EncodedWrite], completion: Completion[Any]) -> None:
+        """Queue an append; its completion settles after the commit that includes it (any thread)."""
+        self._queue.put(_Unit(completion, writes=writes))
+
     def submit(self, work: Callable[[sqlite3.Connection], Any], completion: Completion[Any]) -> None:
-        """Queue a unit; its completion resolves after the commit that includes it (any thread)."""
-        self._queue.put(_Unit(work, completion))
+        """Queue other work; its completion settles after the commit that includes it (any thread)."""
+        self._queue.put(_Unit(completion, work=work))
 
     def stop(self) -> None:
         """Commit what is queued, then end the thread and close the connection (blocks)."""
@@ -70,39 +89,64 @@ class SqliteWriter:
                     stopping = True
                     break
                 batch.append(unit)
-            self._commit(batch)
+            self._commit([unit for unit in batch if not unit.completion.abandoned])
 
     def _commit(self, batch: list[_Unit]) -> None:
         conn = self._conn
         outcomes: list[tuple[_Unit, bool, Any]] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
+            appends = [unit for unit in batch if unit.writes is not None]
+            if appends:
+                outcomes += self._appends(appends)
             for unit in batch:
-                if unit.completion.abandoned:
-                    continue
-                conn.execute("SAVEPOINT unit")
-                try:
-                    value = unit.work(conn)
-                except Exception as error:
-                    conn.execute("ROLLBACK TO unit")
-                    conn.execute("RELEASE unit")
-                    outcomes.append((unit, False, error))
-                else:
-                    conn.execute("RELEASE unit")
-                    outcomes.append((unit, True, value))
+                if unit.work is not None:
+                    outcomes.append(self._in_savepoint(unit, unit.work))
             conn.execute("COMMIT")
         except Exception as error:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             for unit in batch:
-                unit.completion.fail(error)
+                unit.completion.settle_error(error)
+            wake_all(unit.completion for unit in batch)
             return
         self.batches += 1
         self.units += len(outcomes)
-        if any(ok for _, ok, _ in outcomes):
-            self._after_commit()
         for unit, ok, value in outcomes:
             if ok:
-                unit.completion.resolve(value)
+                unit.completion.settle(value)
             else:
-                unit.completion.fail(value)
+                unit.completion.settle_error(value)
+        wake_all(unit.completion for unit, _, _ in outcomes)
+        if any(ok for _, ok, _ in outcomes):
+            self._after_commit()
+
+    def _appends(self, units: list[_Unit]) -> list[tuple[_Unit, bool, Any]]:
+        conn = self._conn
+        conn.execute("SAVEPOINT appends")
+        try:
+            results = statements.append_batch(conn, [unit.writes or [] for unit in units], self._projections)
+        except Exception:
+            conn.execute("ROLLBACK TO appends")
+            conn.execute("RELEASE appends")
+            return [
+                self._in_savepoint(
+                    unit,
+                    partial(statements.append_writes, writes=unit.writes or [], projections=self._projections),
+                )
+                for unit in units
+            ]
+        conn.execute("RELEASE appends")
+        return [(unit, not isinstance(result, Exception), result) for unit, result in zip(units, results, strict=True)]
+
+    def _in_savepoint(self, unit: _Unit, work: Callable[[sqlite3.Connection], Any]) -> tuple[_Unit, bool, Any]:
+        conn = self._conn
+        conn.execute("SAVEPOINT unit")
+        try:
+            value = work(conn)
+        except Exception as error:
+            conn.execute("ROLLBACK TO unit")
+            conn.execute("RELEASE unit")
+            return (unit, False, error)
+        conn.execute("RELEASE unit")
+        return (unit, True, value)

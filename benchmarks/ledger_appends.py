@@ -1,0 +1,151 @@
+"""Appends per second of 1 KB records through the ledger, beside raw baselines measured in the same run.
+
+    .venv/bin/python benchmarks/ledger_appends.py [--appends N] [--repeats R] [--database-url URL]
+                                                   [--skip-postgres]
+
+For 1, 16 and 64 concurrent appenders (Trio tasks, each appending one record per call to a stream of
+its own with the version it read), on SQLite (a fresh file: WAL, synchronous=FULL, group commit) and
+on PostgreSQL (a fresh schema in `--database-url`, dropped afterwards). Baselines: a bare `sqlite3`
+loop committing one row per transaction on the same settings, and a bare asyncpg loop inserting one
+row per statement (autocommit) under plain asyncio. Each figure is the median of `--repeats` runs.
+The ratio to the baseline is printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import asyncpg
+import trio
+
+from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, open_ledger
+
+PAYLOAD = "x" * 1000
+APPENDERS = (1, 16, 64)
+SCOPE = PlaybookScope("bench", "appends")
+
+
+def raw_sqlite(path: Path, count: int) -> float:
+    """Rows per second: one INSERT per transaction, WAL, synchronous=FULL."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("CREATE TABLE IF NOT EXISTS raw (seq INTEGER PRIMARY KEY, stream TEXT, body TEXT)")
+    started = time.perf_counter()
+    for number in range(count):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO raw (stream, body) VALUES (?, ?)", (f"s{number}", PAYLOAD))
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - started
+    conn.close()
+    return count / elapsed
+
+
+async def _raw_asyncpg(url: str, count: int) -> float:
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS raw (seq bigserial PRIMARY KEY, stream text, body text)"
+        )
+        started = time.perf_counter()
+        for number in range(count):
+            await conn.execute("INSERT INTO raw (stream, body) VALUES ($1, $2)", f"s{number}", PAYLOAD)
+        return count / (time.perf_counter() - started)
+    finally:
+        await conn.close()
+
+
+def raw_asyncpg(url: str, count: int) -> float:
+    """Rows per second: one INSERT per statement (autocommit) on one connection, plain asyncio."""
+    return asyncio.run(_raw_asyncpg(url, count))
+
+
+async def ledger_rate(ledger: Ledger, appenders: int, count: int, run: int) -> float:
+    """Appends per second with `appenders` tasks sharing `count` appends."""
+    per_task = max(1, count // appenders)
+
+    async def appender(task: int) -> None:
+        stream = SCOPE.stream("bench", f"r{run}-a{appenders}-t{task}")
+        for version in range(per_task):
+            await ledger.append([StreamWrite(stream, version, [NewRecord("appended", {"body": PAYLOAD})])])
+
+    started = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for task in range(appenders):
+            nursery.start_soon(appender, task)
+    return per_task * appenders / (time.perf_counter() - started)
+
+
+async def measure_ledger(open_it: Callable[[], object], count: int, repeats: int) -> dict[int, float]:
+    rates: dict[int, float] = {}
+    async with open_it() as ledger:  # type: ignore[attr-defined]
+        await ledger_rate(ledger, 16, 200, -1)
+        for appenders in APPENDERS:
+            samples = [await ledger_rate(ledger, appenders, count, run) for run in range(repeats)]
+            rates[appenders] = statistics.median(samples)
+    return rates
+
+
+async def _admin(url: str, statement: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+def print_rows(store: str, baseline_name: str, baseline: float, rates: dict[int, float]) -> None:
+    print(f"\n{store}: raw baseline ({baseline_name}) {baseline:,.0f}/s")
+    print(f"  {'appenders':>9}  {'appends/s':>11}  {'× raw':>6}")
+    for appenders, rate in rates.items():
+        print(f"  {appenders:>9}  {rate:>11,.0f}  {rate / baseline:>6.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--appends", type=int, default=2000, help="appends per measurement")
+    parser.add_argument("--repeats", type=int, default=3, help="measurements per figure (median)")
+    parser.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--skip-postgres", action="store_true")
+    options = parser.parse_args()
+    print(f"1 KB records, {options.appends} appends per measurement, median of {options.repeats}")
+
+    with tempfile.TemporaryDirectory() as folder:
+        baseline = statistics.median(
+            raw_sqlite(Path(folder) / f"raw{run}.db", options.appends) for run in range(options.repeats)
+        )
+        rates = trio.run(
+            measure_ledger,
+            lambda: open_ledger(ledger_file=Path(folder) / "ledger.db"),
+            options.appends,
+            options.repeats,
+        )
+        print_rows("SQLite", "sqlite3, one commit per row", baseline, rates)
+
+    if options.skip_postgres:
+        return
+    schema = f"bench_{secrets.token_hex(6)}"
+    asyncio.run(_admin(options.database_url, f"CREATE SCHEMA {schema}"))
+    url = f"{options.database_url}?search_path={schema}"
+    try:
+        baseline = statistics.median(raw_asyncpg(url, options.appends) for _ in range(options.repeats))
+        rates = trio.run(
+            measure_ledger, lambda: open_ledger(database_url=url), options.appends, options.repeats
+        )
+        print_rows("PostgreSQL", "asyncpg, one insert per statement", baseline, rates)
+    finally:
+        asyncio.run(_admin(options.database_url, f"DROP SCHEMA {schema} CASCADE"))
+
+
+if __name__ == "__main__":
+    main()
