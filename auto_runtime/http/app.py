@@ -44,6 +44,12 @@ def _request_id() -> str:
     return value
 
 
+def _sent_a_body() -> bool:
+    """Whether the request came with a body, which a refusal may have left unread on the connection."""
+    length = request.headers.get("Content-Length", "0").strip()
+    return length not in ("", "0") or "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+
+
 def _base_url(public_url: str | None) -> str:
     if public_url:
         return public_url.rstrip("/")
@@ -104,6 +110,8 @@ def create_app(
     @app.after_request
     async def close_request(response: Response) -> Response:
         response.headers.setdefault("x-request-id", _request_id())
+        if response.status_code >= 400 and _sent_a_body():
+            response.headers["Connection"] = "close"
         origin = request.headers.get("Origin")
         if origin is not None and gate.origin_allowed(origin):
             response.headers["Access-Control-Allow-Origin"] = origin
@@ -154,13 +162,13 @@ def create_app(
             return problem_response(Rejection(reason, error.description or "The request failed."), _request_id())
         return problem_response(incident(error, request.path, _request_id()), _request_id())
 
-    @app.route("/health", methods=["GET"])
+    @app.route("/health", methods=["GET"], provide_automatic_options=False)
     async def health() -> Response:
         response = success_response({"status": "ok"}, 200, _request_id())
         response.headers["Link"] = catalog_link_header(_base_url(public_url))
         return response
 
-    @app.route("/v1/openapi.json", methods=["GET"])
+    @app.route("/v1/openapi.json", methods=["GET"], provide_automatic_options=False)
     async def openapi_document() -> Response:
         return cached_document(
             documents.openapi,
@@ -170,7 +178,7 @@ def create_app(
             request_id=_request_id(),
         )
 
-    @app.route("/.well-known/api-catalog", methods=["GET"])
+    @app.route("/.well-known/api-catalog", methods=["GET"], provide_automatic_options=False)
     async def api_catalog() -> Response:
         base = _base_url(public_url)
         response = cached_document(
@@ -189,6 +197,7 @@ def create_app(
             endpoint=f"{operation.name}:{operation.scope}",
             view_func=_operation_view(operation, dispatcher, gate, documents),
             methods=[operation.method],
+            provide_automatic_options=False,
         )
     return app
 

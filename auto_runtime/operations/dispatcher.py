@@ -22,6 +22,7 @@ from auto_runtime.operations.problems import Rejection, conflict, forbidden, not
 log = logging.getLogger("auto_runtime.operations")
 
 PLAYBOOK_ID = re.compile(r"^[a-z][a-z0-9-]{2,47}$")
+ORG_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 ALWAYS_ALLOWED_REASONS = frozenset({"client_closed_request"})
 PlaybookStatus = Literal["active", "retired"]
 
@@ -57,7 +58,9 @@ class Dispatcher:
 
     async def check_access(self, operation: Operation, caller: Caller, org: str, playbook: str | None) -> None:
         if not caller.may_act_in_org(org):
-            raise forbidden(f"This key belongs to the org {caller.org}, not to {org}.")
+            raise forbidden(f"This key belongs to the org {caller.org}, not to that org.")
+        if not ORG_ID.match(org):
+            raise not_found("This server has no such org: an org id is 1 to 64 letters, digits, _ and -.")
         if operation.permissions and not caller.holds_any(operation.permissions):
             needed = " or ".join(sorted(str(p) for p in operation.permissions))
             raise forbidden(f"{operation.name} needs the permission {needed}, which this key does not have.")
