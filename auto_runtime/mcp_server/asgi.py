@@ -96,12 +96,17 @@ class McpRoot:
         if scope["type"] == "http":
             path: str = scope.get("path", "")
             endpoint = parse_endpoint(path)
-            if endpoint is not None:
-                await self._serve_endpoint(endpoint, scope, receive, send)
-                return
             described = parse_metadata_path(path) if self.sign_in else None
-            if described is not None:
-                await self._serve_metadata(described, scope, send)
+            if endpoint is not None or described is not None:
+                # The body is read first (up to 1 MiB) so that a refusal leaves the connection ready for the next
+                # request; a body past the bound is left unread, and the connection closes after the answer.
+                body = await _read_body(scope, receive)
+                if body is None:
+                    send = adding_headers(send, [("connection", "close")])
+                if endpoint is not None:
+                    await self._serve_endpoint(endpoint, scope, body, receive, send)
+                elif described is not None:
+                    await self._serve_metadata(described, scope, send)
                 return
         await self.app(scope, receive, send)
 
@@ -178,7 +183,9 @@ class McpRoot:
                 headers={"WWW-Authenticate": INSUFFICIENT_SCOPE},
             )
 
-    async def _serve_endpoint(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _serve_endpoint(
+        self, endpoint: Endpoint, scope: Scope, body: bytes | None, receive: Receive, send: Send
+    ) -> None:
         opened = await self._open(scope, send, "POST")
         if opened is None:
             return
@@ -189,42 +196,41 @@ class McpRoot:
         except Rejection as rejection:
             await send_problem(send, self._challenge(rejection, endpoint))
             return
-        body = await self._checked_body(scope, receive, send)
-        if body is None:
+        if not await self._transport_accepts(scope, body, send):
             return
+        assert body is not None
         connection = Connection(endpoint=endpoint, caller=caller, request_id=request_id)
         await self.manager.handle_request({**scope, SCOPE_KEY: connection}, _replay(body, receive), send)
 
     # Transport checks -----------------------------------------------------------------------------------------
 
-    async def _checked_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
-        """The body of one JSON-RPC object, or None once a transport refusal was sent."""
+    async def _transport_accepts(self, scope: Scope, body: bytes | None, send: Send) -> bool:
+        """Whether the body is one JSON-RPC object the SDK may serve; False once a transport refusal was sent."""
         if not _accepts_both(scope):
             await send_jsonrpc_error(
                 send, 406, types.INVALID_REQUEST, "Not Acceptable: accept both application/json and text/event-stream"
             )
-            return None
+            return False
         if not _is_json_content(scope):
             status = 400 if _is_modern(scope) else 415
             await send_jsonrpc_error(
                 send, status, types.INVALID_REQUEST, "Unsupported Media Type: send the body as application/json"
             )
-            return None
-        body = await _read_body(scope, receive)
+            return False
         if body is None:
             await send_jsonrpc_error(
                 send, 413, types.INVALID_REQUEST, f"The body is larger than {MAX_BODY_BYTES} bytes"
             )
-            return None
+            return False
         try:
             message = json.loads(body)
         except (ValueError, RecursionError):
             await send_jsonrpc_error(send, 400, types.PARSE_ERROR, "Parse error")
-            return None
+            return False
         if not isinstance(message, dict):
             await send_jsonrpc_error(send, 400, types.INVALID_REQUEST, "Invalid Request: send one JSON-RPC object")
-            return None
-        return body
+            return False
+        return True
 
     # Protected-resource metadata ----------------------------------------------------------------------------
 
