@@ -12,7 +12,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.mcp_client import MODES, mcp_client, output_of, problem_of
+from tests.e2e.mcp_client import MODES, mcp_client, output_of, problem_of, sse_or_json
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.e2e.test_access import issue_key
 
@@ -137,3 +137,42 @@ async def test_calls_act_in_the_keys_org_and_playbooks(keys: Keys, mode: str) ->
         assert refused["reason"] == "forbidden" and refused["status"] == 403
         missing = problem_of(await client.call_tool("list_runs", {"playbook": "sales"}))
         assert missing["reason"] == "not_found"
+
+
+async def test_running_a_definition_is_destructive_only_where_tools_may_change_things_outside(
+    keys: Keys, tmp_path: Path
+) -> None:
+    """Sign-in on: people may add connections, so running is marked destructive; API keys alone: it is not."""
+    async with mcp_client(keys.server.base_url, "/orgs/acme/playbooks/sales/mcp", secret=keys.admin) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        annotations = tools["run_definition"].annotations
+        assert annotations is not None and annotations.destructive_hint is True
+    admin = issue_key(tmp_path, "--org", "acme", *[x for p in EVERY_PERMISSION for x in ("--permission", p)])
+    server = start_server(tmp_path, {"API_KEYS": json.dumps([admin.entry])})
+    try:
+        async with mcp_client(server.base_url, "/orgs/acme/playbooks/sales/mcp", secret=admin.secret) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            annotations = tools["run_definition"].annotations
+            assert annotations is not None and annotations.destructive_hint is False
+            assert annotations.open_world_hint is True and annotations.read_only_hint is False
+    finally:
+        assert server.stop() == 0, server.log()
+
+
+def test_a_request_state_the_server_did_not_seal_is_refused(keys: Keys) -> None:
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "list_playbooks", "arguments": {}, "requestState": "v1.forged"},
+    }
+    with keys.server.client() as client:
+        response = client.post(
+            "/orgs/acme/mcp",
+            headers={**MCP_HEADERS, "Authorization": f"Bearer {keys.admin}", "MCP-Protocol-Version": "2025-11-25"},
+            json=call,
+        )
+    message = sse_or_json(response)
+    assert message["error"]["code"] == -32602
+    assert message["error"]["message"] == "Invalid or expired requestState"
+    assert message["error"]["data"] == {"reason": "invalid_request_state"}
