@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
@@ -43,6 +44,8 @@ AsgiApp = Callable[..., Awaitable[Any]]
 CORS_ALLOWED_HEADERS = "Authorization, Content-Type, Accept, MCP-Protocol-Version, Mcp-Method, Mcp-Name, traceparent"
 CORS_EXPOSED_HEADERS = "x-request-id, WWW-Authenticate, Retry-After"
 INSUFFICIENT_SCOPE = 'Bearer error="insufficient_scope"'
+PER_REQUEST_SDK_LOGGER = "mcp.server.streamable_http"
+"""Logs a line at info for every stateless request it ends; the runtime keeps only its warnings."""
 
 
 def _accepts_both(scope: Scope) -> bool:
@@ -83,6 +86,7 @@ class McpRoot:
         self.public_url = public_url.rstrip("/") if public_url else None
         self.identity_issuer = identity_issuer
         self.manager: StreamableHTTPSessionManager = service.session_manager()
+        logging.getLogger(PER_REQUEST_SDK_LOGGER).setLevel(logging.WARNING)
 
     @property
     def sign_in(self) -> bool:
