@@ -12,11 +12,11 @@ import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, cast
 
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
-from quart_trio import QuartTrio
 
 from auto_runtime.auth.access import AccessGate
 from auto_runtime.auth.api_keys import KeyEntry, KeyRing
@@ -27,6 +27,8 @@ from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.openapi import build_openapi
 from auto_runtime.ledger import open_ledger
 from auto_runtime.logs import configure_logging
+from auto_runtime.mcp_server.asgi import McpRoot
+from auto_runtime.mcp_server.service import McpService
 from auto_runtime.operations.dispatcher import Dispatcher
 from auto_runtime.operations.runtime_catalog import build_catalog
 from auto_runtime.operations.services import RuntimeServices
@@ -63,6 +65,13 @@ async def _stop_on_signal(stop: trio.Event) -> None:
             return
 
 
+def tools_may_change_outside(settings: Settings) -> bool:
+    """The † condition of spec mcp.md §4.2, read once at start: a tool server is configured, or people may add
+    connections on a runtime where a person can add one (local mode, or sign-in on)."""
+    person_may_add = settings.local_mode or settings.public_url is not None
+    return bool(settings.tool_servers) or (settings.connections.people_may_add and person_may_add)
+
+
 async def serve_runtime(loaded: LoadedSettings) -> None:
     settings = loaded.settings
     guides = load_guides()
@@ -93,11 +102,22 @@ async def serve_runtime(loaded: LoadedSettings) -> None:
         app = create_app(
             catalog=catalog, dispatcher=dispatcher, gate=gate, documents=documents, public_url=settings.public_url
         )
-        await _serve_http(app, settings)
+        mcp = McpService(
+            catalog=catalog,
+            dispatcher=dispatcher,
+            guides=guides,
+            definition_types=types,
+            outside_effects=tools_may_change_outside(settings),
+            secrets_keys=[key for key in (settings.secrets_key, settings.secrets_key_previous) if key],
+        )
+        root = McpRoot(
+            app=app, service=mcp, gate=gate, public_url=settings.public_url, identity_issuer=settings.identity_issuer
+        )
+        await _serve_http(root, settings)
     log.info("stopped")
 
 
-async def _serve_http(app: QuartTrio, settings: Settings) -> None:
+async def _serve_http(app: McpRoot, settings: Settings) -> None:
     config = Config()
     config.bind = [f"{settings.host}:{settings.port}"]
     config.graceful_timeout = GRACEFUL_STOP_SECONDS
@@ -107,7 +127,8 @@ async def _serve_http(app: QuartTrio, settings: Settings) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_stop_on_signal, stop)
         log.info("listening on http://%s:%s", settings.host, settings.port)
-        await serve(app, config, shutdown_trigger=stop.wait)
+        # Hypercorn's ASGI types and Starlette's (which McpRoot uses) describe the same protocol differently.
+        await serve(cast(Any, app), config, shutdown_trigger=stop.wait)
         nursery.cancel_scope.cancel()
 
 

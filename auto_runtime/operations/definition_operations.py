@@ -155,7 +155,7 @@ DEFINITION_OPERATIONS = (
         description=(
             "Reads one definition whole: its latest version's document, schemas and an overview in plain "
             "words that ends with what in the playbook uses it. Read it before changing a definition, and "
-            "show the person its overview rather than its document."
+            "show the person its overview rather than its document. list_definitions finds the names of a type."
         ),
         scope="playbook",
         permissions=PLAYBOOK_READ,
@@ -194,7 +194,8 @@ DEFINITION_OPERATIONS = (
         title="Retire a definition",
         description=(
             "Retires a definition for good: it stays readable with its runs, but cannot change or run again, "
-            "and its name is never reused. This cannot be undone, so confirm with the person first."
+            "and its name is never reused. This cannot be undone, so confirm with the person first. To change what a "
+            "definition does instead, use update_definition."
         ),
         scope="playbook",
         permissions=PLAYBOOK_WRITE,

@@ -82,7 +82,8 @@ EVENT_OPERATIONS = (
         title="Read an event",
         description=(
             "Reads one event of the playbook in full by its id, as a listing shows it: every field of its data, "
-            "such as a tool's whole result or a run's whole input."
+            "such as a tool's whole result or a run's whole input. Use it to open a value a listing shows only "
+            "as its size. list_playbook_events finds the id of an event."
         ),
         scope="playbook",
         permissions=PLAYBOOK_READ,

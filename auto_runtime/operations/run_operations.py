@@ -156,7 +156,7 @@ RUN_OPERATIONS = (
         title="Read a run",
         description=(
             "Reads one run: its status, input, output or rejection, and its detailed record. Use it to see "
-            "whether a run that answered started has ended."
+            "whether a run that answered started has ended. list_runs finds the ids of a playbook's runs."
         ),
         scope="playbook",
         permissions=PLAYBOOK_READ,
