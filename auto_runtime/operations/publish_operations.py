@@ -21,7 +21,9 @@ from auto_runtime.playbooks.cloudevents import ATTRIBUTES, EXTENSION_DESCRIPTION
 def _attribute_schema(name: str) -> dict[str, Any]:
     attribute = ATTRIBUTES[name]
     schema: dict[str, Any] = {"description": attribute.description}
-    if name != "data":
+    if name == "specversion":
+        schema["const"] = SPEC_VERSION
+    elif name != "data":
         schema["type"] = "string"
     if name in ("source", "type", "id", "subject"):
         schema["minLength"] = 1
@@ -31,8 +33,6 @@ def _attribute_schema(name: str) -> dict[str, Any]:
         schema["format"] = "date-time"
     if name == "dataschema":
         schema["format"] = "uri"
-    if name == "specversion":
-        schema["enum"] = [SPEC_VERSION]
     if attribute.examples:
         schema["examples"] = list(attribute.examples)
     return schema
