@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -17,8 +17,10 @@ DAY_DESCRIPTION = "as YYYY-MM-DD, a day that exists in the calendar"
 
 class AnalyticsInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    days: Literal[7, 14, 30] | SkipJsonSchema[None] = Field(
-        default=None, description="The last days, ending today (UTC): 7, 14 or 30; 7 when nothing is given"
+    days: int | SkipJsonSchema[None] = Field(
+        default=None,
+        description="The last days, ending today (UTC): 7, 14 or 30; 7 when nothing is given",
+        examples=[7, 14, 30],
     )
     from_: str | SkipJsonSchema[None] = Field(
         default=None,

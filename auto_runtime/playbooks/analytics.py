@@ -73,11 +73,13 @@ def _day_of(name: str, text: str) -> date | InputIssue:
 def window_of(days: int | None, first: str | None, last: str | None, today: date) -> Window:
     """The window the parameters name, or `invalid_input` pointing at the parameter that breaks a rule.
 
-    `days` is 7, 14 or 30 (the input schema holds that rule), the last days ending today, 7 when nothing is
+    `days` is 7, 14 or 30, the last days ending today, 7 when nothing is
     given; or `from` and `to`, both given, real days, `to` not before `from` nor after today, at most 366 days.
     """
     if days is not None and (first is not None or last is not None):
         raise invalid_input([_issue("days", "expected either days, or from and to, not both")])
+    if days is not None and days not in WINDOW_DAYS:
+        raise invalid_input([_issue("days", "expected 7, 14 or 30")])
     if first is None and last is None:
         count = days if days is not None else DEFAULT_DAYS
         return Window(today - timedelta(days=count - 1), today)
