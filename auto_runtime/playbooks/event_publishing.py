@@ -60,6 +60,26 @@ def published_data(event: CloudEvent, event_id: str, time: str, filled: Sequence
     return data
 
 
+def recorded_cloud_event(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The CloudEvent an `event_published` record holds, as triggers, listeners and views take it: `specversion`,
+    `id`, `source`, `type`, `time` (UTC with milliseconds, as `publish_event` returned it), then `subject`,
+    `datacontenttype`, `dataschema`, `data` and the extensions, each only when the event has it."""
+    event: dict[str, Any] = {
+        "specversion": data.get("specversion", SPEC_VERSION),
+        "id": data["event_id"],
+        "source": data["source"],
+        "type": data["event_type"],
+        "time": data["time"],
+    }
+    for attribute in ("subject", "datacontenttype", "dataschema"):
+        if data.get(attribute) is not None:
+            event[attribute] = data[attribute]
+    if "data" in data:
+        event["data"] = data["data"]
+    event.update(data.get("extensions") or {})
+    return event
+
+
 def _same_time(recorded: Mapping[str, Any], event: CloudEvent) -> bool:
     """A time left out on either side matches; two given times match when they name the same instant."""
     first = recorded.get("given_time")

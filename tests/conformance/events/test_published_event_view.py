@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from auto_runtime.playbooks.event_publishing import recorded_cloud_event
 from tests.conformance.events.publishing import events_url, new_playbook, publish, published_events
 from tests.e2e.server_process import ServerProcess
 
@@ -89,3 +90,40 @@ def test_the_events_of_a_playbook_include_what_was_published(local_server: Serve
     with local_server.client() as client:
         everything = client.get(events_url(playbook)).json()["events"]
     assert [e["type"] for e in everything] == ["event_published"]
+
+
+def test_the_record_keeps_the_whole_event(local_server: ServerProcess) -> None:
+    """A published event "starts the workflows whose event trigger matches it": the record keeps every attribute,
+    so the CloudEvent a trigger takes can be read back from `get_event` whole."""
+    playbook = new_playbook(local_server)
+    event = {
+        "source": "https://acme.example/ledger",
+        "type": "com.acme.ledger.month-closed",
+        "id": "2026-09",
+        "subject": "september",
+        "time": "2026-10-01T11:00:00.123456+02:00",
+        "specversion": "1.0",
+        "datacontenttype": "application/json",
+        "dataschema": "https://acme.example/schemas/month",
+        "data": {"region": "eu", "revenue": 120000},
+        "region": "eu",
+        "audited": True,
+        "count": 3,
+    }
+    publish(local_server, playbook, event)
+    (shown,) = published_events(local_server, playbook)
+    with local_server.client() as client:
+        whole = client.get(f"{events_url(playbook)}/{shown['id']}").json()
+    assert whole["data"]["given_time"] == event["time"]
+    assert recorded_cloud_event(whole["data"]) == {**event, "time": "2026-10-01T09:00:00.123Z"}
+    publish(local_server, playbook, {"source": "/s", "type": "t", "id": "bare"})
+    bare = published_events(local_server, playbook)[-1]
+    with local_server.client() as client:
+        whole = client.get(f"{events_url(playbook)}/{bare['id']}").json()
+    assert recorded_cloud_event(whole["data"]) == {
+        "specversion": "1.0",
+        "id": "bare",
+        "source": "/s",
+        "type": "t",
+        "time": whole["data"]["time"],
+    }
