@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, timezone
 from fractions import Fraction
 
-from auto_runtime.playbooks.clock import iso_utc
-
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$",
     re.ASCII,
@@ -37,8 +35,8 @@ class EventTime:
     @property
     def shown(self) -> str:
         """The time as the runtime returns it: ISO 8601 UTC with milliseconds (the digits below cut off)."""
-        milliseconds = int(self.fraction * 1000)
-        return iso_utc(self.utc + timedelta(milliseconds=milliseconds))
+        moment = self.utc + timedelta(milliseconds=int(self.fraction * 1000))
+        return f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
     def same_instant(self, other: EventTime) -> bool:
         return self.utc == other.utc and self.fraction == other.fraction
