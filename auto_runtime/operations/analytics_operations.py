@@ -20,7 +20,6 @@ class AnalyticsInput(BaseModel):
     days: int | SkipJsonSchema[None] = Field(
         default=None,
         description="The last days, ending today (UTC): 7, 14 or 30; 7 when nothing is given",
-        examples=[7, 14, 30],
     )
     from_: str | SkipJsonSchema[None] = Field(
         default=None,
