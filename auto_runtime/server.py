@@ -32,7 +32,9 @@ from auto_runtime.mcp_server.service import McpService
 from auto_runtime.operations.dispatcher import Dispatcher
 from auto_runtime.operations.runtime_catalog import build_catalog
 from auto_runtime.operations.services import RuntimeServices
+from auto_runtime.playbooks.analytics import PlaybookAnalytics
 from auto_runtime.playbooks.definition_registry import DEFINITIONS_PROJECTION, DefinitionRegistry
+from auto_runtime.playbooks.event_publishing import EventPublishing
 from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PLAYBOOKS_PROJECTION, PlaybookRegistry
 from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
@@ -97,6 +99,8 @@ async def serve_runtime(loaded: LoadedSettings) -> None:
             definitions=definitions,
             runs=RunService(ledger, definitions, types),
             events=EventReads(ledger),
+            publishing=EventPublishing(ledger),
+            analytics=PlaybookAnalytics(ledger),
         )
         dispatcher = Dispatcher(services=services, playbooks=services.playbooks)
         app = create_app(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from auto_runtime.playbooks.analytics import PlaybookAnalytics
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.playbooks.event_publishing import EventPublishing
 from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
 from auto_runtime.playbooks.run_service import RunService
@@ -16,6 +18,8 @@ class RuntimeServices:
     definitions: DefinitionRegistry
     runs: RunService
     events: EventReads
+    publishing: EventPublishing
+    analytics: PlaybookAnalytics
 
 
 def services_of(services: object) -> RuntimeServices:

@@ -34,6 +34,7 @@ OPTIONAL_METADATA = (
 )
 HIDDEN_TYPES = frozenset({"playbook_created", "playbook_updated", "playbook_retired"})
 DEFINITION_FACTS = ("definition_created", "definition_updated", "definition_retired")
+PUBLISHED_SHOWN = ("event_id", "event_type", "source", "subject", "time", "data", "filled", "extensions")
 
 
 def is_event(record: Record) -> bool:
@@ -93,6 +94,8 @@ def shown_data(record: Record) -> Any:
         return data if json_size(data) <= MAX_DATA_BYTES else {"data_bytes": json_size(data)}
     if record.type in DEFINITION_FACTS:
         data = _shortened_definition(data)
+    if record.type == "event_published":
+        data = {key: data[key] for key in PUBLISHED_SHOWN if key in data}
     shown: dict[str, Any] = {}
     for key, value in data.items():
         if key in LARGE_FIELDS and json_size(value) > MAX_VALUE_BYTES:
