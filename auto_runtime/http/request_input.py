@@ -16,6 +16,7 @@ from typing import Any
 
 from quart import Request
 
+from auto_runtime.http.deep_json import DeepJsonError, loads_deep
 from auto_runtime.operations.operation import Operation
 from auto_runtime.operations.problems import Rejection, bad_request
 from auto_runtime.operations.schemas import input_schema_of
@@ -99,11 +100,18 @@ async def read_json_object(request: Request) -> dict[str, Any]:
     if not body:
         return {}
     try:
-        value = json.loads(body.decode("utf-8"))
+        text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise bad_request("The body is not UTF-8.") from None
+    try:
+        value = json.loads(text)
     except json.JSONDecodeError as error:
         raise bad_request(f"The body is not JSON: {error.msg} at line {error.lineno}.") from None
+    except RecursionError:
+        try:
+            value = loads_deep(text)
+        except DeepJsonError as error:
+            raise bad_request(f"The body is not JSON: {error}.") from None
     if not isinstance(value, dict):
         raise bad_request("The body is not a JSON object.")
     return value

@@ -13,7 +13,12 @@ NO_STORE = "no-store"
 
 
 def json_bytes(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """Compact UTF-8 JSON; text holding a lone surrogate is written with ASCII escapes, still valid JSON."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def success_response(value: Any, status: int, request_id: str) -> Response:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 
 def iso_utc(moment: datetime) -> str:
     moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}:"
+        f"{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
+    )
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def microseconds_since_epoch(moment: datetime) -> int:
+    """Exact UTC microseconds since 1970 (no float rounding)."""
+    return (moment - EPOCH) // timedelta(microseconds=1)
 
 
 def now_utc() -> datetime:

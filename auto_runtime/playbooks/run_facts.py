@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from auto_runtime.ledger import PlaybookScope, Projection, Record, Row, StreamName, TableSpec
-from auto_runtime.playbooks.clock import iso_utc
+from auto_runtime.playbooks.clock import iso_utc, microseconds_since_epoch
 
 RUN_STARTED = "run_started"
 RUN_SUCCEEDED = "run_succeeded"
@@ -44,7 +44,7 @@ def _tokens(data: Any) -> tuple[int, int, int]:
 
 
 def _row_after(row: Row | None, record: Record) -> Row | None:
-    at_us = int(record.recorded_at.timestamp() * 1_000_000)
+    at_us = microseconds_since_epoch(record.recorded_at)
     data = record.data
     if record.type == RUN_STARTED:
         definition = record.metadata.get("definition", {})

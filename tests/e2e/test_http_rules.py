@@ -159,3 +159,11 @@ def test_an_unknown_path_in_local_mode_is_404(local_server: ServerProcess) -> No
     with local_server.client() as client:
         response = client.get("/v1/nothing-here")
     _problem(response, 404, "not_found")
+
+
+def test_a_field_name_with_a_lone_surrogate_is_refused_not_a_server_error(local_server: ServerProcess) -> None:
+    body = b'{"playbook": "surrogate", "name": "n", "\\ud800x": 1}'
+    with local_server.client() as client:
+        response = client.post(PLAYBOOKS, content=body, headers={"Content-Type": "application/json"})
+    problem = _problem(response, 422, "invalid_input")
+    assert problem["errors"][0]["pointer"] == "/\ud800x"

@@ -69,6 +69,13 @@ def test_the_input_limits_are_256_kib_and_512_levels(local_server: ServerProcess
         assert pointers(problem(_run(client, playbook, "echo", {"input": big}), 422, "invalid_input")) == ["/input"]
         fits = "x" * (256 * 1024 - 2)
         assert _run(client, playbook, "echo", {"input": fits}).status_code == 200
+        very_deep = '{"input": ' + "[" * 100_000 + "]" * 100_000 + "}"
+        response = client.post(
+            f"{playbook}/definitions/computation/echo/run",
+            content=very_deep.encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        assert pointers(problem(response, 422, "invalid_input")) == ["/input"]
 
 
 def test_a_program_that_raises_is_unworkable_and_runs_again_under_its_id(local_server: ServerProcess) -> None:
