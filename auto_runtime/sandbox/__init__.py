@@ -1,0 +1,1 @@
+"""The Wasmtime + MicroPython-WASI sandbox shared by computation, recall and workflow expressions."""

@@ -1,0 +1,280 @@
+"""The runtime's own MicroPython code that runs before, around and after a program.
+
+Two preludes share the bridge (`host.call`), whose functions answer once each and in order:
+
+- `EVALUATE_PRELUDE` asks for `program`, then `input`, then calls `start` right before the entry function
+  and `end` right after it, then sends `result` once. It turns the collector off first (the artifact's
+  collector gives wrong answers), keeps private references to what it needs, guards imports, replaces the
+  refused builtins, and writes the output with its own iterative writer.
+- `COMPILE_PRELUDE` asks for `program`, compiles it without running it, and sends `result`.
+
+A result payload starts with one tag character:
+`O` the output in the writer's wire form (see `wire.py`); `R` raised `[type, traceback, text]`;
+`M` out of memory in the program `[traceback]`;
+`W` not JSON `[what, tokens]`; `D` too deep `[tokens]`; `L` too large; `H` the heap ran out while writing;
+for the compile prelude, `C` compiled and `S` `[traceback, message]` a syntax error.
+"""
+
+from __future__ import annotations
+
+EVALUATE_PRELUDE = r"""
+import gc
+gc.disable()
+import builtins
+import host
+import json
+import sys
+import io
+import time as _clock_module
+from collections import OrderedDict as _OrderedDict
+
+_reserve = [None] * 131072
+_call = host.call
+_loads = json.loads
+_dumps = json.dumps
+_compile = compile
+_exec = exec
+_id = id
+_setattr = setattr
+_type = type
+_len = len
+_str = str
+_repr = repr
+_sorted = sorted
+_int = int
+_BaseException = BaseException
+_MemoryError = MemoryError
+_print_exception = sys.print_exception
+_StringIO = io.StringIO
+_import = builtins.__import__
+_time = _clock_module.time
+_time_ns = _clock_module.time_ns
+_gmtime = _clock_module.gmtime
+_INF = float("inf")
+_MAX_INT = 9007199254740991
+_DEPTH = 512
+_OUTSIDE = "an integer outside \u00b19,007,199,254,740,991"
+
+
+class _RunClock:
+    @staticmethod
+    def time():
+        return _time()
+
+    @staticmethod
+    def time_ns():
+        return _time_ns()
+
+    @staticmethod
+    def gmtime(seconds=None):
+        if seconds is None:
+            return _gmtime(_time_ns() // 1000000000)
+        return _gmtime(_int(seconds))
+
+
+_run_clock = _RunClock()
+_ALLOWED = ("math", "re", "json", "collections", "heapq")
+
+
+def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level == 0:
+        if name == "time":
+            return _run_clock
+        if name in _ALLOWED:
+            return _import(name, globals, locals, fromlist, level)
+    raise ImportError("no module named '" + name + "'")
+
+
+def _refused(*args, **kwargs):
+    raise NameError("not available in the sandbox")
+
+
+builtins.__import__ = _guarded_import
+for _name in ("eval", "exec", "compile", "open", "input", "print", "help", "globals", "locals", "vars",
+              "getattr", "setattr", "delattr", "id", "breakpoint", "exit", "quit"):
+    try:
+        _setattr(builtins, _name, _refused)
+    except _BaseException:
+        pass
+
+
+def _text_wire(text):
+    encoded = text.encode()
+    at = encoded.find(b"\xed")
+    while at >= 0:
+        if encoded[at + 1] >= 0xA0:
+            return -1, None
+        at = encoded.find(b"\xed", at + 1)
+    count = _len(encoded)
+    if count <= 4096:
+        size = _len(_dumps(text).encode()) - 4 * (text.count("\b") + text.count("\f"))
+    else:
+        size = count + 2
+    return size, "s" + _str(count) + ":" + text
+
+
+def _tokens(stack, extra):
+    tokens = []
+    for frame in stack:
+        if frame[1] is None:
+            tokens.append(frame[3] - 1)
+        else:
+            tokens.append(frame[1][frame[3] - 1])
+    if extra:
+        tokens.append(extra[0])
+    return tokens
+
+
+def _write(value, limit):
+    parts = []
+    size = 0
+    stack = []
+    on_path = {}
+    pending = value
+    have = True
+    while True:
+        if have:
+            have = False
+            kind = _type(pending)
+            if pending is None:
+                parts.append("n")
+                size += 4
+            elif kind is bool:
+                if pending:
+                    parts.append("t")
+                    size += 4
+                else:
+                    parts.append("f")
+                    size += 5
+            elif kind is str:
+                count, written = _text_wire(pending)
+                if count < 0:
+                    return "W" + _dumps(["text that is not valid Unicode", _tokens(stack, ())])
+                parts.append(written)
+                size += count
+            elif kind is int:
+                if pending > _MAX_INT or pending < -_MAX_INT:
+                    return "W" + _dumps([_OUTSIDE, _tokens(stack, ())])
+                written = _str(pending)
+                parts.append("i" + written + ";")
+                size += _len(written)
+            elif kind is float:
+                if pending != pending or pending == _INF or pending == -_INF:
+                    return "W" + _dumps(["a float that is not finite", _tokens(stack, ())])
+                written = _repr(pending)
+                parts.append("d" + written + ";")
+                size += _len(written)
+            elif kind is list or kind is tuple or kind is dict or kind is _OrderedDict:
+                ident = _id(pending)
+                if ident in on_path:
+                    return "W" + _dumps(["a container that contains itself", _tokens(stack, ())])
+                if _len(stack) >= _DEPTH:
+                    return "D" + _dumps(_tokens(stack, ()))
+                if kind is list or kind is tuple:
+                    parts.append("[")
+                    stack.append([pending, None, _len(pending), 0])
+                else:
+                    keys = []
+                    for key in pending:
+                        if _type(key) is not str:
+                            return "W" + _dumps(["a key that is not text", _tokens(stack, ())])
+                        if _text_wire(key)[0] < 0:
+                            return "W" + _dumps(["text that is not valid Unicode", _tokens(stack, ())])
+                        keys.append(key)
+                    if kind is dict:
+                        keys = _sorted(keys)
+                    parts.append("{")
+                    stack.append([pending, keys, _len(keys), 0])
+                on_path[ident] = True
+                size += 2
+            else:
+                return "W" + _dumps(["a value of type " + kind.__name__, _tokens(stack, ())])
+            if size > limit:
+                return "L"
+        if not stack:
+            break
+        frame = stack[-1]
+        container = frame[0]
+        keys = frame[1]
+        index = frame[3]
+        if index == frame[2]:
+            stack.pop()
+            del on_path[_id(container)]
+            parts.append("]" if keys is None else "}")
+            continue
+        frame[3] = index + 1
+        if index > 0:
+            size += 1
+        if keys is None:
+            pending = container[index]
+        else:
+            key = keys[index]
+            count_key, written = _text_wire(key)
+            parts.append(written)
+            size += count_key + 1
+            pending = container[key]
+        have = True
+    return "O" + "".join(parts)
+
+
+def _report_raised(error):
+    trace = _StringIO()
+    _print_exception(error, trace)
+    if _type(error) is _MemoryError:
+        return "M" + _dumps([trace.getvalue()])
+    try:
+        text = _str(error)
+    except _BaseException:
+        text = ""
+    return "R" + _dumps([_type(error).__name__, trace.getvalue(), text])
+
+
+def _run():
+    request = _loads(_call("program", ""))
+    names = {"__name__": "program"}
+    try:
+        _exec(_compile("\n" * (request["first_line"] - 1) + request["source"], "program", "exec"), names)
+        entry = names[request["entry"]]
+    except _BaseException as error:
+        _reserve.clear()
+        return _report_raised(error)
+    argument = _loads(_call("input", ""))
+    _call("start", "")
+    try:
+        value = entry(argument)
+        failure = None
+    except _BaseException as error:
+        value = None
+        failure = error
+    _call("end", "")
+    if failure is not None:
+        _reserve.clear()
+        return _report_raised(failure)
+    try:
+        return _write(value, request["limit"])
+    except _MemoryError:
+        _reserve.clear()
+        return "H"
+
+
+_call("result", _run())
+"""
+
+COMPILE_PRELUDE = r"""
+import gc
+gc.disable()
+import host
+import json
+import sys
+import io
+
+_request = json.loads(host.call("program", ""))
+try:
+    compile("\n" * (_request["first_line"] - 1) + _request["source"], "program", "exec")
+    _answer = "C"
+except SyntaxError as _error:
+    _trace = io.StringIO()
+    sys.print_exception(_error, _trace)
+    _answer = "S" + json.dumps([_trace.getvalue(), str(_error.args[0]) if _error.args else ""])
+host.call("result", _answer)
+"""
