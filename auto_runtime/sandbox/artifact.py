@@ -35,7 +35,7 @@ class Artifact:
 
 
 def load_artifact(path: Path | None = None, expected_sha256: str = ARTIFACT_SHA256) -> Artifact:
-    """Read the artifact and check its digest and the Wasmtime version; raise `ArtifactMismatchError` otherwise."""
+    """Read the artifact, check its digest and the Wasmtime version; else raise `ArtifactMismatchError`."""
     installed = version("wasmtime")
     if installed != WASMTIME_VERSION:
         raise ArtifactMismatchError(

@@ -77,15 +77,12 @@ class Checkers(Generic[T]):
         self.pool: WorkerPool[T] = WorkerPool(count, name="sandbox-checker", wait_seconds=0.0)
 
     async def check(self, job: Callable[[RunControl], T]) -> T:
-        """Raise `CheckerUnavailable` when none is ready, `CheckTimedOut` past the time, else the job's result."""
+        """The job's result; `CheckerUnavailable` when none is ready, `CheckTimedOut` past the time."""
         seconds = self.seconds
 
         def timed(control: RunControl) -> tuple[T, bool]:
             control.deadline = time.monotonic() + seconds
-            try:
-                result = job(control)
-            except (CheckTimedOut, CheckBroken):
-                raise
+            result = job(control)
             if time.monotonic() > control.deadline:
                 raise CheckTimedOut()
             return result, False

@@ -35,7 +35,8 @@ class SandboxPool:
     ) -> SandboxOutcome:
         """Evaluate on a free worker before `deadline` (monotonic; default 10 s from now).
 
-        Raises `NoWorkerFree` when no worker became free within the wait. Cancelling the caller stops the guest.
+        Raises `NoWorkerFree` when no worker became free within the wait.
+        Cancelling the caller stops the guest, and its worker ends.
         """
         control = RunControl(deadline if deadline is not None else time.monotonic() + 10.0)
         engine = self.engine

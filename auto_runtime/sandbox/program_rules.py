@@ -34,7 +34,10 @@ CONSTANT_ONLY = (
     "A top-level name must hold a constant: a number, text, bytes, True, False, None, "
     "a tuple of these, or numbers combined with +, -, *, /, // or %"
 )
-DEFAULT_CONSTANT = "A default value of a top-level function must be a constant, so that nothing carries over from one call to the next"
+DEFAULT_CONSTANT = (
+    "A default value of a top-level function must be a constant, "
+    "so that nothing carries over from one call to the next"
+)
 NO_GLOBAL = "global is not available: a function cannot rebind a top-level name"
 NO_DECORATORS = "Top-level functions take no decorators"
 NO_ASYNC = "async and await are not available: a program returns its answer directly"
@@ -86,7 +89,9 @@ def _bound_names(tree: ast.Module) -> set[str]:
             names.add(node.arg)
         elif isinstance(node, ast.alias):
             names.add((node.asname or node.name).split(".")[0])
-        elif (isinstance(node, ast.ExceptHandler) and node.name) or (isinstance(node, ast.MatchAs | ast.MatchStar) and node.name):
+        elif (isinstance(node, ast.ExceptHandler) and node.name) or (
+            isinstance(node, ast.MatchAs | ast.MatchStar) and node.name
+        ):
             names.add(node.name)
     return names
 
@@ -206,6 +211,15 @@ class _Walker(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def _is_docstring(index: int, statement: ast.stmt) -> bool:
+    return (
+        index == 0
+        and isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+
+
 def _top_level(tree: ast.Module, offset: int, entry: EntryRule) -> list[Problem]:
     problems: list[Problem] = []
 
@@ -221,9 +235,8 @@ def _top_level(tree: ast.Module, offset: int, entry: EntryRule) -> list[Problem]
 
     entry_found = False
     for index, statement in enumerate(tree.body):
-        if index == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
-            if isinstance(statement.value.value, str):
-                continue
+        if _is_docstring(index, statement):
+            continue
         if isinstance(statement, ast.Import):
             for alias in statement.names:
                 define(statement, (alias.asname or alias.name).split(".")[0])

@@ -15,6 +15,7 @@ Concurrency rules:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
@@ -151,7 +152,7 @@ class WorkerPool(Generic[T]):
                 raise NoWorkerFree(self.size)
 
     async def submit(self, job: Job[T], control: RunControl, kind: Kind = "run") -> T:
-        """Run `job` on a worker; wait for a free worker at most `wait_seconds` (and never past the deadline)."""
+        """Run `job` on a worker, waiting for one at most `wait_seconds` and never past the deadline."""
         wait_until = min(time.monotonic() + self.wait_seconds, control.deadline)
         worker = await self._acquire(kind, wait_until)
         token = trio.lowlevel.current_trio_token()
@@ -163,10 +164,8 @@ class WorkerPool(Generic[T]):
                 box.append(result)
                 done.set()
 
-            try:
+            with contextlib.suppress(trio.RunFinishedError):
                 token.run_sync_soon(land)
-            except trio.RunFinishedError:
-                pass
 
         worker.inbox.put(_Task(job, control, deliver, kind))  # type: ignore[arg-type]
         try:
@@ -220,10 +219,8 @@ class WorkerPool(Generic[T]):
                 self._idle.append(worker)
             waiters, self._waiters = self._waiters, []
         for token, event in waiters:
-            try:
+            with contextlib.suppress(trio.RunFinishedError):
                 token.run_sync_soon(event.set)
-            except trio.RunFinishedError:
-                pass
 
     def close(self) -> None:
         """Ask every worker to end once its job is done, and wait for the idle ones."""

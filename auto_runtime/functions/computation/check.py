@@ -31,7 +31,9 @@ def check_document_now(engine: SandboxEngine, source: str, control: RunControl) 
 
 
 async def check_document(checkers: Checkers[CheckResult], engine: SandboxEngine, source: str) -> CheckResult:
-    """Check on a checker. Raises `CheckerUnavailable` when none is ready (the caller answers `unavailable`)."""
+    """Check on a checker.
+
+    Raises `CheckerUnavailable` when none is ready (the caller answers `unavailable`)."""
     try:
         return await checkers.check(lambda control: check_document_now(engine, source, control))
     except CheckTimedOut:

@@ -24,6 +24,7 @@ SCHEMA_OR_SHAPE = "output takes schema or shape, not both"
 NOT_A_SCHEMA = " is not a JSON Schema: "
 FRONT_MATTER_DOES_NOT_PARSE = "The front matter does not parse: "
 NO_PROGRAM = "The document holds no program after its front matter"
+UNKNOWN_SHAPE = "output.shape names no output shape the runtime knows; the known shapes are "
 DESCRIPTION_LENGTH = "description is 1 to 1,000 characters of text"
 
 
@@ -132,7 +133,7 @@ def parse_document(source: str) -> ComputationDocument | list[Problem]:
                     (
                         line,
                         0,
-                        f"{key}{NOT_A_SCHEMA}{key} holds schema" + (" or shape" if key == "output" else ""),
+                        f"{key} takes schema or shape" if key == "output" else f"{key} takes schema",
                     )
                 )
                 continue
@@ -153,7 +154,7 @@ def parse_document(source: str) -> ComputationDocument | list[Problem]:
                             (
                                 inner_line,
                                 0,
-                                f"output.shape names no known output shape; the known shapes are {known}",
+                                UNKNOWN_SHAPE + known,
                             )
                         )
                     else:
@@ -164,7 +165,7 @@ def parse_document(source: str) -> ComputationDocument | list[Problem]:
                 problems.append((line, 0, SCHEMA_OR_SHAPE))
         else:
             problems.append((line, 0, f"{key}{NOT_A_FIELD}"))
-    if fields.get("language") is None and "language" not in fields:
+    if node is not None and isinstance(loaded, dict) and "language" not in fields:
         problems.append((1, 0, LANGUAGE_MISSING))
     if not split.program.strip():
         problems.append((split.last_line, 0, NO_PROGRAM))

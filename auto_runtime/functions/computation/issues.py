@@ -30,11 +30,7 @@ _TYPE_WORDS = {
 def _path_words(path: list[str | int], whole: str) -> str:
     if not path:
         return whole
-    words = []
-    for index, token in enumerate(path):
-        words.append(f"item {token + 1}" if isinstance(token, int) else token)
-        del index
-    return ", then ".join(str(word) for word in words)
+    return ", then ".join(f"item {token + 1}" if isinstance(token, int) else token for token in path)
 
 
 def _types(value: Any) -> str:
@@ -46,8 +42,8 @@ def _rule(error: ValidationError) -> str:
     keyword = error.validator
     value: Any = error.validator_value
     if keyword == "required":
-        missing = [name for name in value if isinstance(error.instance, dict) and name not in error.instance]
-        return f"expected the field {missing[0] if missing else value[0]}"
+        named = [name for name in value if error.message == f"{name!r} is a required property"]
+        return f"expected the field {named[0] if named else error.message}"
     if keyword == "type":
         return f"expected {_types(value)}"
     if keyword == "minLength":
@@ -93,9 +89,13 @@ def _describe(error: ValidationError, whole: str) -> str:
     return ", ".join(parts) + ": " + _rule(error) + "."
 
 
+def _document_order(error: ValidationError) -> list[tuple[int, int | str]]:
+    return [(0, token) if isinstance(token, int) else (1, token) for token in error.absolute_path]
+
+
 def schema_issues(schema: dict[str, Any], value: Any, whole: str, root: str) -> Iterator[Issue]:
     """The issues of `value` against `schema`, in document order; `whole` names the top (`The input`)."""
     validator = Draft202012Validator(schema)
-    for error in sorted(validator.iter_errors(value), key=lambda e: [str(t) for t in e.absolute_path]):
+    for error in sorted(validator.iter_errors(value), key=_document_order):
         pointer = root + pointer_of(list(error.absolute_path))
         yield Issue(detail=cut_text(_describe(error, whole)), pointer=cut_text(pointer))

@@ -39,6 +39,7 @@ INPUT_LIMIT = 256 * 1024
 PAST_TIME = "The run did not finish within the 10 seconds a run may take"
 USED_UP = "The program used up its 10,000,000,000 units of work and was stopped"
 OUTPUT_HEAP = "The output could not be written within the run's heap of 240 MiB"
+HEAP_FULL = "a run's heap holds 240 MiB, and nothing is freed during a run"
 TOO_LARGE = "The output is larger than the 1,048,320 bytes of JSON a run may return"
 NOT_JSON = "The output cannot be written as JSON: "
 SCHEMA_REFUSES = "The output does not match the output schema: "
@@ -141,9 +142,7 @@ async def run_computation(
         return _unworkable(f"Line {at} of the program raised {outcome.type_name}{text}")
     if isinstance(outcome, OutOfMemory):
         at = outcome.line if outcome.line is not None else document.program_first_line
-        return _unworkable(
-            f"Line {at} of the program ran out of memory: a run's heap holds 240 MiB, and nothing is freed during a run"
-        )
+        return _unworkable(f"Line {at} of the program ran out of memory: {HEAP_FULL}")
     if isinstance(outcome, OutOfWork):
         return _unworkable(USED_UP)
     if isinstance(outcome, OutputOutOfMemory):
