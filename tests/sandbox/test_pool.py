@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 
 import pytest
 import trio
@@ -22,9 +23,13 @@ def evaluation(program: str, value: object = 1, work_fuel: int = 10**10) -> Eval
     return Evaluation(program, 1, json.dumps(value), 1_767_225_600_000, 1_048_320, work_fuel=work_fuel)
 
 
-async def wait_for(condition: object) -> None:
-    while not condition():  # type: ignore[operator]
+async def wait_for(condition: Callable[[], bool]) -> None:
+    """Wait until a worker thread has changed the pool's state (no trio.Event crosses that thread)."""
+    for _ in range(10_000):
+        if condition():
+            return
         await trio.sleep(0.01)
+    raise AssertionError("the condition never held")
 
 
 async def test_runs_and_returns(engine: SandboxEngine) -> None:

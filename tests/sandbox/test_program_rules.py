@@ -104,16 +104,8 @@ def test_a_refused_name_the_program_defines_is_allowed() -> None:
 
 def test_double_underscore_names_and_attributes() -> None:
     program = "def main(input):\n    f = main.__globals__\n    return __name__\n"
-    assert sentences(program) == [
-        (
-            2,
-            "Names and attributes that begin with two underscores are not available; this line uses main.__globals__",
-        ),
-        (
-            3,
-            "Names and attributes that begin with two underscores are not available; this line uses __name__",
-        ),
-    ]
+    refused = "Names and attributes that begin with two underscores are not available; this line uses "
+    assert sentences(program) == [(2, refused + "main.__globals__"), (3, refused + "__name__")]
 
 
 TOP_LEVEL = (
@@ -126,10 +118,19 @@ CONSTANT = (
 )
 
 
-@pytest.mark.parametrize(
-    "statement", ["class A:\n    pass", "for i in (1,):\n    pass", "if True:\n    pass", "main(1)", "X = 1\nX += 1",
-                  "A, B = 1, 2", "A = B = 1"]
-)  # fmt: skip
+TOP_LEVEL_STATEMENTS = (
+    "class A:\n    pass",
+    "for i in (1,):\n    pass",
+    "if True:\n    pass",
+    "main(1)",
+    "X = 1\nX += 1",
+    "A, B = 1, 2",
+    "A = B = 1",
+    "x: int",
+)
+
+
+@pytest.mark.parametrize("statement", TOP_LEVEL_STATEMENTS)
 def test_top_level_statements(statement: str) -> None:
     found = sentences(statement + "\n" + MAIN)
     assert any(sentence == TOP_LEVEL for _line, sentence in found)
