@@ -1,8 +1,9 @@
 """The host side of the guest's bridge, and the run's clock.
 
 A `Bridge` belongs to one run on one thread. Its calls answer once each and in the order given
-(`program`, `input`, `start`, `end`, `result` for an evaluation); a call out of order or a second call is
-refused and marks the run broken. `host_result_cap` tells the guest the size of the next answer, so the
+(`program`, `input`, `start`, `end`, `result` for an evaluation; a program whose top level raised goes
+from `program` straight to `result`); a call out of order or a second call is refused and marks the run
+broken. `host_result_cap` tells the guest the size of the next answer, so the
 guest allocates no more than that answer (every byte it allocates costs fuel and stays in its heap).
 `start` gives the store the work allowance; `end` reads what is left and gives the writer its allowance.
 """
@@ -50,10 +51,10 @@ class Bridge:
         return len(self.answers.get(self.order[self.position], b""))
 
     def call(self, name: str, payload: bytes) -> bytes | None:
-        if self.position >= len(self.order) or self.order[self.position] != name:
-            self.refused = self.refused or f"bridge call {name!r} out of order"
+        if name not in self.order[self.position :]:
+            self.refused = self.refused or f"bridge call {name!r} out of order or repeated"
             return None
-        self.position += 1
+        self.position = self.order.index(name, self.position) + 1
         hook = self.on_call.get(name)
         if hook is not None:
             hook()
