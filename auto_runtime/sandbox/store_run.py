@@ -52,9 +52,9 @@ class StoreEnding:
 class StoreSession:
     """The live store of one run, for the bridge hooks that set and read its fuel."""
 
-    def __init__(self, engine: SandboxEngine, prelude_fuel: int) -> None:
+    def __init__(self, engine: SandboxEngine, prelude_fuel: int, memory_bytes: int = MEMORY_BYTES) -> None:
         self.store = wasmtime.Store(engine.engine)
-        self.store.set_limits(memory_size=MEMORY_BYTES, instances=1, memories=1)
+        self.store.set_limits(memory_size=memory_bytes, instances=1, memories=1)
         self.store.set_fuel(prelude_fuel)
         self.deadline_handle: object = None
 
@@ -66,14 +66,19 @@ class StoreSession:
 
 
 def run_store(
-    engine: SandboxEngine, session: StoreSession, code: str, bridge: Bridge, control: RunControl
+    engine: SandboxEngine,
+    session: StoreSession,
+    code: str,
+    bridge: Bridge,
+    control: RunControl,
+    heap_size: str = HEAP_SIZE,
 ) -> StoreEnding:
     """Run MicroPython with `code` as its `-c` program in the session's store, on this thread."""
     store = session.store
     stdout = _BoundedLog()
     stderr = _BoundedLog()
     wasi = wasmtime.WasiConfig()
-    wasi.argv = ["micropython", "-X", f"heapsize={HEAP_SIZE}", "-c", code]
+    wasi.argv = ["micropython", "-X", f"heapsize={heap_size}", "-c", code]
     wasi.env = []
     wasi.stdout_custom = stdout.write
     wasi.stderr_custom = stderr.write
