@@ -28,7 +28,7 @@ import io
 import time as _clock_module
 from collections import OrderedDict as _OrderedDict
 
-_reserve = [None] * 131072
+_reserve = [None] * 16384
 _call = host.call
 _loads = json.loads
 _dumps = json.dumps

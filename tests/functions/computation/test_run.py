@@ -199,6 +199,17 @@ async def test_out_of_memory(pool: SandboxPool) -> None:
     )
 
 
+async def test_the_heap_ran_out_while_writing_the_output(pool: SandboxPool) -> None:
+    program = (
+        "def main(input):\n    out = list(range(300000))\n    kept = []\n"
+        "    for size in (20000000, 1000000, 100000, 10000, 1000):\n        try:\n            while True:\n"
+        "                kept.append(bytearray(size))\n        except MemoryError:\n            pass\n    return out\n"
+    )
+    assert await run(pool, program) == unworkable(
+        "The output could not be written within the run's heap of 240 MiB"
+    )
+
+
 async def test_used_up_its_work(pool: SandboxPool) -> None:
     assert await run(pool, "def main(input):\n    while True:\n        pass\n") == unworkable(
         "The program used up its 10,000,000,000 units of work and was stopped"
