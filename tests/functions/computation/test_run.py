@@ -203,7 +203,8 @@ async def test_the_heap_ran_out_while_writing_the_output(pool: SandboxPool) -> N
     program = (
         "def main(input):\n    out = list(range(300000))\n    kept = []\n"
         "    for size in (20000000, 1000000, 100000, 10000, 1000):\n        try:\n            while True:\n"
-        "                kept.append(bytearray(size))\n        except MemoryError:\n            pass\n    return out\n"
+        "                kept.append(bytearray(size))\n"
+        "        except MemoryError:\n            pass\n    return out\n"
     )
     assert await run(pool, program) == unworkable(
         "The output could not be written within the run's heap of 240 MiB"
