@@ -69,7 +69,7 @@ class _RunClock:
     def gmtime(seconds=None):
         if seconds is None:
             return _gmtime(_time_ns() // 1000000000)
-        return _gmtime(_int(seconds))
+        return _gmtime(_int(seconds // 1))
 
 
 _run_clock = _RunClock()

@@ -128,3 +128,19 @@ def test_output_size_bound(engine: SandboxEngine) -> None:
     fits = run(engine, "def main(x):\n    return 'x' * 1048318\n")
     assert isinstance(fits, Returned) and fits.output_bytes == 1_048_320
     assert isinstance(run(engine, "def main(x):\n    return 'x' * 1048319\n"), OutputTooLarge)
+
+
+def test_the_allowed_modules_import_and_time_is_the_runtimes(engine: SandboxEngine) -> None:
+    program = (
+        "import math\nimport re\nimport json\nimport heapq\nimport time as clock\n"
+        "from collections import OrderedDict, deque, namedtuple\n"
+        "from math import floor\nfrom time import gmtime\n"
+        "def main(x):\n"
+        "    h = []\n    heapq.heappush(h, 3)\n    heapq.heappush(h, 1)\n"
+        "    d = OrderedDict()\n    d['z'] = 1\n    d['a'] = 2\n"
+        "    return [floor(math.pi * 100), re.sub('a', 'b', 'aa'), json.loads('[1]'), heapq.heappop(h), d,\n"
+        "            list(gmtime(-1.5)[:6]), hasattr(clock, 'sleep'), hasattr(clock, 'localtime')]\n"
+    )
+    outcome = run(engine, program)
+    assert isinstance(outcome, Returned)
+    assert outcome.output_json == '[314,"bb",[1],1,{"z":1,"a":2},[1969,12,31,23,59,58],false,false]'

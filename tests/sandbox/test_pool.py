@@ -141,3 +141,26 @@ def test_worker_count_range(engine: SandboxEngine) -> None:
         with pytest.raises(ValueError, match="from 1 to 64"):
             SandboxPool(engine, count)
     assert SandboxPool(engine, 1, idle_seconds=0.01).workers.fold_limit == 1
+
+
+def resident_mib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    raise AssertionError("no VmRSS")
+
+
+async def test_runs_on_one_worker_do_not_grow_the_process(engine: SandboxEngine) -> None:
+    pool = SandboxPool(engine, 1)
+    touching = evaluation(
+        "def main(x):\n    a = [bytearray(1000000) for i in range(20)]\n    return len(a)\n"
+    )
+    try:
+        await pool.run(touching)
+        before = resident_mib()
+        for _ in range(100):
+            assert isinstance(await pool.run(touching), Returned)
+        assert resident_mib() - before < 64
+    finally:
+        pool.close()
