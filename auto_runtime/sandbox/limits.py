@@ -17,8 +17,6 @@ MEMORY_BYTES = 256 * 1024 * 1024
 HEAP_SIZE = "240M"
 """MicroPython's heap (`-X heapsize=`), below the memory limit with a margin for the interpreter."""
 
-HEAP_MIB = 240
-
 MAX_DEPTH = 512
 """Levels a value may nest, in the input and the output: `[]` is one level."""
 
@@ -33,9 +31,6 @@ TICK_SECONDS = 0.01
 
 LOG_BYTES = 65_536
 """Bytes of stdout and of stderr kept from a run, for the log only."""
-
-MAX_INT = 9_007_199_254_740_991
-"""The largest integer an output may carry: 2^53 - 1."""
 
 
 def cut_text(text: str, limit: int = ERROR_TEXT_BYTES) -> str:

@@ -201,12 +201,12 @@ class WorkerPool(Generic[T]):
             worker.runs += 1
             if worker.runs >= self.max_runs:
                 ends = True
-            self._release(worker, task.kind, ends, "after its runs" if not ends else "after a job")
+            self._release(worker, task.kind, ends)
             task.deliver(outcome)
             if ends:
                 return
 
-    def _release(self, worker: _Worker, kind: Kind, ends: bool, _why: str) -> None:
+    def _release(self, worker: _Worker, kind: Kind, ends: bool) -> None:
         with self._lock:
             if kind == "fold":
                 self._busy_folds -= 1
