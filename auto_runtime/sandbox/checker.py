@@ -1,9 +1,10 @@
 """The save-time checkers: two threads of their own, apart from the run workers (settled point 13).
 
-A check runs on a checker thread within `CHECK_SECONDS` of wall-clock time counted from when the checker
-takes it; past that it is `CheckTimedOut` (a refusal, `invalid_input`, for the caller). A check that finds
-no checker ready raises `CheckerUnavailable` at once (`unavailable`, 503). A checker that timed out or broke
-ends and the pool starts a fresh one.
+The checkers start with their `Checkers` and stay until closed. A check runs on a checker thread within
+`CHECK_SECONDS` of wall-clock time counted from when the checker takes it; past that it is
+`CheckTimedOut` (a refusal, `invalid_input`, for the caller). A check that finds no checker ready raises
+`CheckerUnavailable` at once (`unavailable`, 503): the seeds' rule, which wins over settled point 13's
+"none ready within its 2 s". A checker that timed out or broke ends and the pool starts a fresh one.
 
 `compile_pass` is the third pass: the sandbox's own MicroPython compiles the program without running it.
 """
@@ -74,7 +75,10 @@ class Checkers(Generic[T]):
 
     def __init__(self, count: int = CHECKERS, seconds: float = CHECK_SECONDS) -> None:
         self.seconds = seconds
-        self.pool: WorkerPool[T] = WorkerPool(count, name="sandbox-checker", wait_seconds=0.0)
+        self.pool: WorkerPool[T] = WorkerPool(
+            count, name="sandbox-checker", wait_seconds=0.0, idle_seconds=None
+        )
+        self.pool.prestart()
 
     async def check(self, job: Callable[[RunControl], T]) -> T:
         """The job's result; `CheckerUnavailable` when none is ready, `CheckTimedOut` past the time."""

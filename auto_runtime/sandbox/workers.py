@@ -7,8 +7,9 @@ Concurrency rules:
   then raises `NoWorkerFree`. Jobs of kind `"fold"` use at most half the workers (at least one).
 - A job's result comes back through `run_sync_soon` too: no thread is created per message.
 - A worker ends after a job that asks it to (time, memory, cancellation, breakage), after `max_runs` jobs,
-  and after `idle_seconds` without one. The pool is the supervisor: after a job that ended its worker, it
-  starts a fresh worker at once; a worker that ended idle is replaced only when a job needs it.
+  and after `idle_seconds` without one (never, when `idle_seconds` is None). The pool is the supervisor:
+  after a job that ended its worker, it starts a fresh worker at once; a worker that ended idle is
+  replaced only when a job needs it.
 - Cancelling the Trio caller cancels the job's `RunControl`, which stops the guest at the next tick; the
   worker then ends, since a cancelled job asks it to.
 """
@@ -72,7 +73,7 @@ class WorkerPool(Generic[T]):
         *,
         name: str = "sandbox-worker",
         max_runs: int = 1000,
-        idle_seconds: float = 60.0,
+        idle_seconds: float | None = 60.0,
         wait_seconds: float = 10.0,
         stack_bytes: int = WORKER_STACK_BYTES,
     ) -> None:
@@ -94,6 +95,12 @@ class WorkerPool(Generic[T]):
         self._closed = False
         self.started = 0
         self.ended: list[str] = []
+
+    def prestart(self) -> None:
+        """Start every worker now, idle, instead of when a job first needs it."""
+        with self._lock:
+            while len(self._live) < self.size:
+                self._idle.append(self._start_worker_locked())
 
     @property
     def live(self) -> int:
