@@ -33,7 +33,7 @@ from auto_runtime.sandbox.outcomes import (
 )
 from auto_runtime.sandbox.prelude import EVALUATE_PRELUDE
 from auto_runtime.sandbox.store_run import StoreEnding, StoreSession, run_store
-from auto_runtime.sandbox.wire import read_wire
+from auto_runtime.sandbox.wire import read_wire, wire_prefix_size
 
 _PROGRAM_FRAME = re.compile(r'File "program", line (\d+)')
 _ORDER = ("program", "input", "start", "end", "result")
@@ -136,11 +136,14 @@ def _from_result(
             return Broken(f"result {tag!r} before the entry function ended", ending.stderr)
         if tag == "O":
             return _returned(evaluation, body, work, ending)
-        if tag == "W":
-            what, tokens = json.loads(body)
+        if tag in ("W", "D"):
+            header, _newline, written = body.partition("\n")
+            if wire_prefix_size(written.encode("utf-8")) > evaluation.output_limit:
+                return OutputTooLarge(work)
+            if tag == "D":
+                return OutputTooDeep(pointer_of(json.loads(header)), work)
+            what, tokens = json.loads(header)
             return OutputNotJson(str(what), pointer_of(tokens), work)
-        if tag == "D":
-            return OutputTooDeep(pointer_of(json.loads(body)), work)
         if tag == "L":
             return OutputTooLarge(work)
         if tag == "H":

@@ -11,8 +11,14 @@ Two preludes share the bridge (`host.call`), whose functions answer once each an
 A result payload starts with one tag character:
 `O` the output in the writer's wire form (see `wire.py`); `R` raised `[type, traceback, text]`;
 `M` out of memory in the program `[traceback]`;
-`W` not JSON `[what, tokens]`; `D` too deep `[tokens]`; `L` too large; `H` the heap ran out while writing;
-for the compile prelude, `C` compiled and `S` `[traceback, message]` a syntax error.
+`W` not JSON `[what, tokens]` and `D` too deep `[tokens]`, each followed by a newline and the wire
+form written before the problem, whose exact size the host measures; `L` too large; `H` the heap ran
+out while writing; for the compile prelude, `C` compiled and `S` `[traceback, message]` a syntax error.
+
+The writer counts a lower bound of the output's JSON size as it writes (a float as 3 or 4 bytes, a text
+over 4 KiB without its escapes; everything else exactly) and stops with `L` only when even that passes
+the bound, so it never refuses an output that fits. The host measures exactly: the whole output, or the
+text written before a problem, which is too large when it passes the bound before the walk got there.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ import json
 import sys
 import io
 import time as _clock_module
+import struct as _struct_module
+import binascii as _binascii_module
 from collections import OrderedDict as _OrderedDict
 
 _reserve = [None] * 16384
@@ -39,7 +47,8 @@ _setattr = setattr
 _type = type
 _len = len
 _str = str
-_repr = repr
+_pack = _struct_module.pack
+_hexlify = _binascii_module.hexlify
 _sorted = sorted
 _int = int
 _BaseException = BaseException
@@ -113,16 +122,18 @@ def _text_wire(text):
     return size, "s" + _str(count) + ":" + text
 
 
-def _tokens(stack, extra):
+def _tokens(stack):
     tokens = []
     for frame in stack:
         if frame[1] is None:
             tokens.append(frame[3] - 1)
         else:
             tokens.append(frame[1][frame[3] - 1])
-    if extra:
-        tokens.append(extra[0])
     return tokens
+
+
+def _problem(tag, body, parts):
+    return tag + _dumps(body) + "\n" + "".join(parts)
 
 
 def _write(value, limit):
@@ -149,27 +160,26 @@ def _write(value, limit):
             elif kind is str:
                 count, written = _text_wire(pending)
                 if count < 0:
-                    return "W" + _dumps(["text that is not valid Unicode", _tokens(stack, ())])
+                    return _problem("W", ["text that is not valid Unicode", _tokens(stack)], parts)
                 parts.append(written)
                 size += count
             elif kind is int:
                 if pending > _MAX_INT or pending < -_MAX_INT:
-                    return "W" + _dumps([_OUTSIDE, _tokens(stack, ())])
+                    return _problem("W", [_OUTSIDE, _tokens(stack)], parts)
                 written = _str(pending)
                 parts.append("i" + written + ";")
                 size += _len(written)
             elif kind is float:
                 if pending != pending or pending == _INF or pending == -_INF:
-                    return "W" + _dumps(["a float that is not finite", _tokens(stack, ())])
-                written = _repr(pending)
-                parts.append("d" + written + ";")
-                size += _len(written)
+                    return _problem("W", ["a float that is not finite", _tokens(stack)], parts)
+                parts.append("d" + _hexlify(_pack("<d", pending)).decode() + ";")
+                size += 3 if pending >= 0 else 4
             elif kind is list or kind is tuple or kind is dict or kind is _OrderedDict:
                 ident = _id(pending)
                 if ident in on_path:
-                    return "W" + _dumps(["a container that contains itself", _tokens(stack, ())])
+                    return _problem("W", ["a container that contains itself", _tokens(stack)], parts)
                 if _len(stack) >= _DEPTH:
-                    return "D" + _dumps(_tokens(stack, ()))
+                    return _problem("D", _tokens(stack), parts)
                 if kind is list or kind is tuple:
                     parts.append("[")
                     stack.append([pending, None, _len(pending), 0])
@@ -177,9 +187,9 @@ def _write(value, limit):
                     keys = []
                     for key in pending:
                         if _type(key) is not str:
-                            return "W" + _dumps(["a key that is not text", _tokens(stack, ())])
+                            return _problem("W", ["a key that is not text", _tokens(stack)], parts)
                         if _text_wire(key)[0] < 0:
-                            return "W" + _dumps(["text that is not valid Unicode", _tokens(stack, ())])
+                            return _problem("W", ["text that is not valid Unicode", _tokens(stack)], parts)
                         keys.append(key)
                     if kind is dict:
                         keys = _sorted(keys)
@@ -188,7 +198,7 @@ def _write(value, limit):
                 on_path[ident] = True
                 size += 2
             else:
-                return "W" + _dumps(["a value of type " + kind.__name__, _tokens(stack, ())])
+                return _problem("W", ["a value of type " + kind.__name__, _tokens(stack)], parts)
             if size > limit:
                 return "L"
         if not stack:

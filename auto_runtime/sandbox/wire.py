@@ -1,19 +1,28 @@
 """The host's reader of the guest writer's wire form, which needs no escaping inside the guest.
 
-`n` null, `t` true, `f` false, `i<digits>;` an integer, `d<repr>;` a float, `s<bytes>:<UTF-8>` a text
-whose length is counted in bytes, `[`…`]` an array of items, `{`…`}` an object of text keys each followed
-by its value. The reader is iterative and trusts nothing: anything else is a `WireError`.
+`n` null, `t` true, `f` false, `i<digits>;` an integer, `d<16 hex digits>;` a float's IEEE 754 bytes
+(little-endian, so the host, not the sandbox's formatting, writes its shortest text), `s<bytes>:<UTF-8>`
+a text whose length is counted in bytes, `[`…`]` an array of items, `{`…`}` an object of text keys each
+followed by its value. The reader is iterative and trusts nothing: anything else is a `WireError`.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 
-from auto_runtime.sandbox.json_values import JsonValue
+from auto_runtime.sandbox.json_values import JsonValue, compact_json, utf8_size
 
 
 class WireError(ValueError):
     """The guest sent a result that is not in the wire form."""
+
+
+def _float_of(hex_digits: bytes) -> float:
+    if len(hex_digits) != 16:
+        raise WireError("a float that is not 8 bytes")
+    number: float = struct.unpack("<d", bytes.fromhex(hex_digits.decode("ascii")))[0]
+    return number
 
 
 def _number_end(data: bytes, at: int) -> int:
@@ -48,7 +57,7 @@ def read_wire(data: bytes) -> JsonValue:
             value, at = int(data[at + 1 : end]), end + 1
         elif tag == b"d":
             end = _number_end(data, at)
-            number = float(data[at + 1 : end])
+            number = _float_of(data[at + 1 : end])
             if not math.isfinite(number):
                 raise WireError(f"a float that is not finite at {at}")
             value, at = number, end + 1
@@ -94,3 +103,53 @@ def read_wire(data: bytes) -> JsonValue:
             if at != len(data):
                 raise WireError("bytes after the value")
             return result
+
+
+def wire_prefix_size(data: bytes) -> int:
+    """The compact JSON size of what a wire prefix wrote (its containers may be left open)."""
+    size = 0
+    open_containers: list[list[int]] = []
+    at = 0
+    while at < len(data):
+        tag = data[at : at + 1]
+        if tag in (b"]", b"}"):
+            if not open_containers:
+                raise WireError(f"an unmatched {tag.decode()} at {at}")
+            open_containers.pop()
+            size += 1
+            at += 1
+            continue
+        if open_containers:
+            is_object, count = open_containers[-1]
+            if is_object:
+                if count % 2 == 0:
+                    size += 2 if count else 1
+            elif count:
+                size += 1
+            open_containers[-1][1] = count + 1
+        if tag in (b"[", b"{"):
+            open_containers.append([1 if tag == b"{" else 0, 0])
+            size += 1
+            at += 1
+        elif tag in (b"n", b"t"):
+            size += 4
+            at += 1
+        elif tag == b"f":
+            size += 5
+            at += 1
+        elif tag in (b"i", b"d"):
+            end = _number_end(data, at)
+            text = data[at + 1 : end]
+            size += len(text) if tag == b"i" else len(repr(_float_of(text)))
+            at = end + 1
+        elif tag == b"s":
+            colon = data.find(b":", at)
+            if colon < 0:
+                raise WireError(f"an unterminated text length at {at}")
+            length = int(data[at + 1 : colon])
+            start = colon + 1
+            size += utf8_size(compact_json(data[start : start + length].decode("utf-8")))
+            at = start + length
+        else:
+            raise WireError(f"an unknown tag {tag!r} at {at}")
+    return size

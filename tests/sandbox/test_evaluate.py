@@ -144,3 +144,19 @@ def test_the_allowed_modules_import_and_time_is_the_runtimes(engine: SandboxEngi
     outcome = run(engine, program)
     assert isinstance(outcome, Returned)
     assert outcome.output_json == '[314,"bb",[1],1,{"z":1,"a":2},[1969,12,31,23,59,58],false,false]'
+
+
+def test_floats_that_the_sandbox_writes_long_still_fit(engine: SandboxEngine) -> None:
+    outcome = run(engine, "def main(x):\n    return [5e-324] * 140000\n")
+    assert isinstance(outcome, Returned)
+    assert outcome.output_bytes == 140000 * 7 + 1
+
+
+def test_too_large_before_a_problem_and_a_problem_before_too_large(engine: SandboxEngine) -> None:
+    assert isinstance(run(engine, "def main(x):\n    return ['x' * 1048400, {1}]\n"), OutputTooLarge)
+    first = run(engine, "def main(x):\n    return [{1}, 'x' * 2000000]\n")
+    assert isinstance(first, OutputNotJson) and first.pointer == "/0"
+    small = run(engine, "def main(x):\n    return {'a': 'x' * 100, 'b': [1.5, {1}]}\n")
+    assert isinstance(small, OutputNotJson) and small.pointer == "/b/1"
+    floats = run(engine, "def main(x):\n    return [5e-324] * 140000 + [{1}]\n")
+    assert isinstance(floats, OutputNotJson) and floats.pointer == "/140000"
