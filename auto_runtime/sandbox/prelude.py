@@ -15,8 +15,9 @@ A result payload starts with one tag character:
 form written before the problem, whose exact size the host measures; `L` too large; `H` the heap ran
 out while writing; for the compile prelude, `C` compiled and `S` `[traceback, message]` a syntax error.
 
-The writer counts a lower bound of the output's JSON size as it writes (a float as 3 or 4 bytes, a text
-over 4 KiB without its escapes; everything else exactly) and stops with `L` only when even that passes
+The writer builds bytes, never new `str` objects (creating a `str` costs the artifact a search of its
+interned strings). It counts a lower bound of the output's JSON size as it writes (a float as 3 or 4
+bytes; everything else exactly) and stops with `L` only when even that passes
 the bound, so it never refuses an output that fits. The host measures exactly: the whole output, or the
 text written before a problem, which is too large when it passes the bound before the walk got there.
 """
@@ -48,6 +49,8 @@ _type = type
 _len = len
 _str = str
 _pack = _struct_module.pack
+_min = min
+_SHORT_ESCAPES = (8, 9, 10, 12, 13)
 _hexlify = _binascii_module.hexlify
 _sorted = sorted
 _int = int
@@ -107,19 +110,22 @@ for _name in ("eval", "exec", "compile", "open", "input", "print", "help", "glob
         pass
 
 
-def _text_wire(text):
-    encoded = text.encode()
+def _lone_surrogate(encoded):
     at = encoded.find(b"\xed")
     while at >= 0:
         if encoded[at + 1] >= 0xA0:
-            return -1, None
+            return True
         at = encoded.find(b"\xed", at + 1)
-    count = _len(encoded)
-    if count <= 4096:
-        size = _len(_dumps(text).encode()) - 4 * (text.count("\b") + text.count("\f"))
-    else:
-        size = count + 2
-    return size, "s" + _str(count) + ":" + text
+    return False
+
+
+def _text_size(encoded):
+    size = _len(encoded) + 2 + encoded.count(b'"') + encoded.count(b"\\")
+    if encoded and _min(encoded) < 32:
+        for byte in encoded:
+            if byte < 32:
+                size += 1 if byte in _SHORT_ESCAPES else 5
+    return size
 
 
 def _tokens(stack):
@@ -133,11 +139,12 @@ def _tokens(stack):
 
 
 def _problem(tag, body, parts):
-    return tag + _dumps(body) + "\n" + "".join(parts)
+    parts[0] = tag + _dumps(body).encode() + b"\n"
+    return b"".join(parts)
 
 
 def _write(value, limit):
-    parts = []
+    parts = [b"O"]
     size = 0
     stack = []
     on_path = {}
@@ -148,57 +155,60 @@ def _write(value, limit):
             have = False
             kind = _type(pending)
             if pending is None:
-                parts.append("n")
+                parts.append(b"n")
                 size += 4
             elif kind is bool:
                 if pending:
-                    parts.append("t")
+                    parts.append(b"t")
                     size += 4
                 else:
-                    parts.append("f")
+                    parts.append(b"f")
                     size += 5
             elif kind is str:
-                count, written = _text_wire(pending)
-                if count < 0:
-                    return _problem("W", ["text that is not valid Unicode", _tokens(stack)], parts)
-                parts.append(written)
-                size += count
+                encoded = pending.encode()
+                if _lone_surrogate(encoded):
+                    return _problem(b"W", ["text that is not valid Unicode", _tokens(stack)], parts)
+                parts.append(b"s%d:" % _len(encoded))
+                parts.append(encoded)
+                size += _text_size(encoded)
             elif kind is int:
                 if pending > _MAX_INT or pending < -_MAX_INT:
-                    return _problem("W", [_OUTSIDE, _tokens(stack)], parts)
-                written = _str(pending)
-                parts.append("i" + written + ";")
-                size += _len(written)
+                    return _problem(b"W", [_OUTSIDE, _tokens(stack)], parts)
+                written = b"i%d;" % pending
+                parts.append(written)
+                size += _len(written) - 2
             elif kind is float:
                 if pending != pending or pending == _INF or pending == -_INF:
-                    return _problem("W", ["a float that is not finite", _tokens(stack)], parts)
-                parts.append("d" + _hexlify(_pack("<d", pending)).decode() + ";")
+                    return _problem(b"W", ["a float that is not finite", _tokens(stack)], parts)
+                parts.append(b"d")
+                parts.append(_hexlify(_pack("<d", pending)))
+                parts.append(b";")
                 size += 3 if pending >= 0 else 4
             elif kind is list or kind is tuple or kind is dict or kind is _OrderedDict:
                 ident = _id(pending)
                 if ident in on_path:
-                    return _problem("W", ["a container that contains itself", _tokens(stack)], parts)
+                    return _problem(b"W", ["a container that contains itself", _tokens(stack)], parts)
                 if _len(stack) >= _DEPTH:
-                    return _problem("D", _tokens(stack), parts)
+                    return _problem(b"D", _tokens(stack), parts)
                 if kind is list or kind is tuple:
-                    parts.append("[")
+                    parts.append(b"[")
                     stack.append([pending, None, _len(pending), 0])
                 else:
                     keys = []
                     for key in pending:
                         if _type(key) is not str:
-                            return _problem("W", ["a key that is not text", _tokens(stack)], parts)
-                        if _text_wire(key)[0] < 0:
-                            return _problem("W", ["text that is not valid Unicode", _tokens(stack)], parts)
+                            return _problem(b"W", ["a key that is not text", _tokens(stack)], parts)
+                        if _lone_surrogate(key.encode()):
+                            return _problem(b"W", ["text that is not valid Unicode", _tokens(stack)], parts)
                         keys.append(key)
                     if kind is dict:
                         keys = _sorted(keys)
-                    parts.append("{")
+                    parts.append(b"{")
                     stack.append([pending, keys, _len(keys), 0])
                 on_path[ident] = True
                 size += 2
             else:
-                return _problem("W", ["a value of type " + kind.__name__, _tokens(stack)], parts)
+                return _problem(b"W", ["a value of type " + kind.__name__, _tokens(stack)], parts)
             if size > limit:
                 return "L"
         if not stack:
@@ -210,7 +220,7 @@ def _write(value, limit):
         if index == frame[2]:
             stack.pop()
             del on_path[_id(container)]
-            parts.append("]" if keys is None else "}")
+            parts.append(b"]" if keys is None else b"}")
             continue
         frame[3] = index + 1
         if index > 0:
@@ -219,12 +229,13 @@ def _write(value, limit):
             pending = container[index]
         else:
             key = keys[index]
-            count_key, written = _text_wire(key)
-            parts.append(written)
-            size += count_key + 1
+            encoded = key.encode()
+            parts.append(b"s%d:" % _len(encoded))
+            parts.append(encoded)
+            size += _text_size(encoded) + 1
             pending = container[key]
         have = True
-    return "O" + "".join(parts)
+    return b"".join(parts)
 
 
 def _report_raised(error):
