@@ -3,7 +3,8 @@
 The sandbox half only: runs a second and p50/p99 latency of a trivial program and of the spec's example
 (4 invoices) through `SandboxPool` with 1 and 4 workers, and the floor: a bare loop of fresh store +
 instantiate + `_start` of the same program with the same heap, no prelude, bridge or pool.
-Run as `python benchmarks/computation.py` (about a minute).
+Each case runs in 3 rounds of 1.5 s; the rate printed is the median of the rounds (the machine may be
+shared). Run as `python benchmarks/computation.py` (about 40 s).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from auto_runtime.sandbox.evaluate import Evaluation
 from auto_runtime.sandbox.limits import HEAP_SIZE, MEMORY_BYTES
 from auto_runtime.sandbox.pool import SandboxPool
 
-SECONDS_PER_CASE = 4.0
+ROUNDS = 3
+SECONDS_PER_ROUND = 1.5
 TRIVIAL = "def main(input):\n    return input\n"
 EXAMPLE = """BUCKETS = (30, 60, 90)
 
@@ -65,7 +67,7 @@ def floor(engine: SandboxEngine, program: str, value: object) -> list[float]:
     """Bare fresh store + instantiate + `_start` of `program` calling `main` on a literal, one thread."""
     code = f"{program}\nmain({value!r})\n"
     latencies: list[float] = []
-    until = time.monotonic() + SECONDS_PER_CASE
+    until = time.monotonic() + SECONDS_PER_ROUND
     while time.monotonic() < until:
         began = time.perf_counter()
         store = wasmtime.Store(engine.engine)
@@ -85,7 +87,7 @@ def floor(engine: SandboxEngine, program: str, value: object) -> list[float]:
 async def through_pool(pool: SandboxPool, program: str, value: object, streams: int) -> list[float]:
     evaluation_json = json.dumps(value, separators=(",", ":"))
     latencies: list[float] = []
-    until = time.monotonic() + SECONDS_PER_CASE
+    until = time.monotonic() + SECONDS_PER_ROUND
 
     async def stream() -> None:
         while time.monotonic() < until:
@@ -100,9 +102,10 @@ async def through_pool(pool: SandboxPool, program: str, value: object, streams: 
     return latencies
 
 
-def summary(name: str, latencies: list[float]) -> float:
-    rate = len(latencies) / SECONDS_PER_CASE
-    cuts = statistics.quantiles(latencies, n=100)
+def summary(name: str, rounds: list[list[float]]) -> float:
+    """Print the median rate of the rounds and the p50 and p99 of every run; return the rate."""
+    rate = statistics.median(len(latencies) / SECONDS_PER_ROUND for latencies in rounds)
+    cuts = statistics.quantiles([latency for latencies in rounds for latency in latencies], n=100)
     print(f"  {name:<24} {rate:8.1f} runs/s   p50 {cuts[49] * 1000:7.2f} ms   p99 {cuts[98] * 1000:7.2f} ms")
     return rate
 
@@ -112,13 +115,12 @@ async def main() -> None:
     try:
         for case, (program, value) in CASES.items():
             print(f"{case}:")
-            base = summary("bare wasmtime (floor)", floor(engine, program, value))
+            base = summary("bare wasmtime (floor)", [floor(engine, program, value) for _ in range(ROUNDS)])
             for workers in (1, 4):
                 pool = SandboxPool(engine, workers)
                 try:
-                    rate = summary(
-                        f"pool, {workers} worker(s)", await through_pool(pool, program, value, workers)
-                    )
+                    rounds = [await through_pool(pool, program, value, workers) for _ in range(ROUNDS)]
+                    rate = summary(f"pool, {workers} worker(s)", rounds)
                 finally:
                     pool.close()
                 print(f"  {'':<24} {rate / base:8.2f} x the floor")
