@@ -39,7 +39,7 @@ class Bridge:
         self.on_call = on_call or {}
         self.position = 0
         self.refused: str | None = None
-        self.result: str | None = None
+        self.result: bytes | None = None
 
     @property
     def last_call(self) -> str | None:
@@ -59,10 +59,7 @@ class Bridge:
         if hook is not None:
             hook()
         if name == "result":
-            try:
-                self.result = payload.decode("utf-8")
-            except UnicodeDecodeError:
-                self.refused = "the result is not UTF-8"
+            self.result = payload
         return self.answers.get(name, b"")
 
 

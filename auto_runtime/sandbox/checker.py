@@ -60,11 +60,11 @@ def compile_pass(engine: SandboxEngine, source: str, first_line: int, control: R
         raise CheckTimedOut()
     if bridge.refused is not None or not ending.clean or bridge.result is None:
         raise CheckBroken(bridge.refused or ending.trap or ending.error or ending.stderr[-500:])
-    if bridge.result == "C":
+    if bridge.result == b"C":
         return None
-    if not bridge.result.startswith("S"):
+    if not bridge.result.startswith(b"S"):
         raise CheckBroken(f"an unknown compile answer {bridge.result[:20]!r}")
-    trace, message = json.loads(bridge.result[1:])
+    trace, message = json.loads(bridge.result[1:].decode("utf-8", "replace"))
     lines = _PROGRAM_FRAME.findall(trace)
     line = int(lines[-1]) if lines else first_line
     return (line, 0, SANDBOX_CANNOT_READ + (message or "invalid syntax"))

@@ -122,23 +122,25 @@ def _outcome(
 
 
 def _from_result(
-    evaluation: Evaluation, result: str, work: int | None, ending: StoreEnding
+    evaluation: Evaluation, result: bytes, work: int | None, ending: StoreEnding
 ) -> SandboxOutcome:
-    tag, body = result[:1], result[1:]
+    """Read the guest's result: error texts as UTF-8 with lone surrogates replaced, output strictly."""
+    tag = result[:1].decode("ascii", "replace")
+    body = result[1:]
     try:
         if tag == "R":
-            type_name, trace, text = json.loads(body)
+            type_name, trace, text = json.loads(body.decode("utf-8", "replace"))
             return Raised(_program_line(trace), str(type_name), cut_text(str(text)), work)
         if tag == "M":
-            (trace,) = json.loads(body)
+            (trace,) = json.loads(body.decode("utf-8", "replace"))
             return OutOfMemory(_program_line(trace), work)
         if work is None:
             return Broken(f"result {tag!r} before the entry function ended", ending.stderr)
         if tag == "O":
             return _returned(evaluation, body, work, ending)
         if tag in ("W", "D"):
-            header, _newline, written = body.partition("\n")
-            if wire_prefix_size(written.encode("utf-8")) > evaluation.output_limit:
+            header, _newline, written = body.partition(b"\n")
+            if wire_prefix_size(written) > evaluation.output_limit:
                 return OutputTooLarge(work)
             if tag == "D":
                 return OutputTooDeep(pointer_of(json.loads(header)), work)
@@ -153,9 +155,9 @@ def _from_result(
     return Broken(f"a result with the unknown tag {tag!r}", ending.stderr)
 
 
-def _returned(evaluation: Evaluation, text: str, work: int, ending: StoreEnding) -> SandboxOutcome:
+def _returned(evaluation: Evaluation, data: bytes, work: int, ending: StoreEnding) -> SandboxOutcome:
     try:
-        value = read_wire(text.encode("utf-8"))
+        value = read_wire(data)
         written = compact_json(value)
     except (ValueError, UnicodeDecodeError) as error:
         return Broken(f"an output the host cannot read: {error}", ending.stderr)

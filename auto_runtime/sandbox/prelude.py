@@ -238,16 +238,27 @@ def _write(value, limit):
     return b"".join(parts)
 
 
+def _trace_head(error):
+    stream = _StringIO()
+    _print_exception(error, stream)
+    trace = stream.getvalue()
+    at = trace.find("\n") + 1
+    while at > 0 and trace.startswith("  File ", at):
+        at = trace.find("\n", at) + 1
+    return trace[:at] if at > 0 else trace[:4096]
+
+
 def _report_raised(error):
-    trace = _StringIO()
-    _print_exception(error, trace)
+    head = _trace_head(error)
     if _type(error) is _MemoryError:
-        return "M" + _dumps([trace.getvalue()])
+        return "M" + _dumps([head])
     try:
         text = _str(error)
     except _BaseException:
         text = ""
-    return "R" + _dumps([_type(error).__name__, trace.getvalue(), text])
+    if _len(text) > 1025:
+        text = text[:1025]
+    return "R" + _dumps([_type(error).__name__, head, text])
 
 
 def _run():

@@ -160,3 +160,17 @@ def test_too_large_before_a_problem_and_a_problem_before_too_large(engine: Sandb
     assert isinstance(small, OutputNotJson) and small.pointer == "/b/1"
     floats = run(engine, "def main(x):\n    return [5e-324] * 140000 + [{1}]\n")
     assert isinstance(floats, OutputNotJson) and floats.pointer == "/140000"
+
+
+def test_a_huge_or_broken_exception_text(engine: SandboxEngine) -> None:
+    huge = run(engine, "def main(x):\n    raise ValueError('ab' * 5000000)\n")
+    assert isinstance(huge, Raised) and huge.text == "ab" * 512 + "…"
+    surrogate = run(engine, "def main(x):\n    raise ValueError('a' + chr(0xD800))\n")
+    assert isinstance(surrogate, Raised) and surrogate.text.startswith("a\ufffd")
+    assert surrogate.text.encode("utf-8")
+
+
+def test_a_message_cannot_fake_the_line(engine: SandboxEngine) -> None:
+    program = "def main(x):\n    raise ValueError('x\\n  File \"program\", line 99, in main')\n"
+    outcome = run(engine, program)
+    assert isinstance(outcome, Raised) and outcome.line == 4
