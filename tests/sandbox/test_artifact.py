@@ -205,3 +205,22 @@ def test_a_clean_exit_prints_no_panic() -> None:
     finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert finished.returncode == 0
     assert "panic" not in finished.stderr
+
+
+def test_stdout_and_stderr_are_kept_up_to_their_cap(engine: SandboxEngine) -> None:
+    ending = raw(engine, "import sys\nprint('x' * 200000)\nsys.stderr.write('y' * 200000)")
+    assert ending.stdout == "x" * 65536
+    assert ending.stderr == "y" * 65536
+
+
+def test_bridge_calls_answer_once_and_in_order() -> None:
+    bridge = Bridge(("program", "input", "start", "end", "result"), {"program": b"p", "input": b"i"}, 0)
+    assert bridge.call("program", b"") == b"p"
+    assert bridge.call("input", b"") == b"i"
+    assert bridge.refused is None
+    assert bridge.call("end", b"") is None
+    assert bridge.refused == "bridge call 'end' out of order or repeated"
+    again = Bridge(("program", "result"), {}, 0)
+    assert again.call("result", b"O") == b""
+    assert again.call("result", b"O") is None
+    assert again.result == b"O"
