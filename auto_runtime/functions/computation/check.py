@@ -1,0 +1,44 @@
+"""Saving a computation document: the three passes on a checker, as `invalid_input` refusals at `/source`."""
+
+from __future__ import annotations
+
+from auto_runtime.functions.computation.document import ComputationDocument, parse_document, problem_details
+from auto_runtime.functions.computation.rejection import Issue, Rejection
+from auto_runtime.sandbox.checker import CHECK_TIMED_OUT, Checkers, CheckTimedOut, compile_pass
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.interruption import RunControl
+
+CheckResult = ComputationDocument | Rejection
+
+
+def _refusal(details: list[str]) -> Rejection:
+    return Rejection(
+        reason="invalid_input",
+        detail=" ".join(details),
+        errors=[Issue(detail=detail, pointer="/source") for detail in details],
+    )
+
+
+def check_document_now(engine: SandboxEngine, source: str, control: RunControl) -> CheckResult:
+    """All three passes on this thread, stopped by `control`; raises `CheckTimedOut` past its deadline."""
+    parsed = parse_document(source)
+    if isinstance(parsed, list):
+        return _refusal(problem_details(parsed))
+    problem = compile_pass(engine, parsed.program, parsed.program_first_line, control)
+    if problem is not None:
+        return _refusal(problem_details([problem]))
+    return parsed
+
+
+async def check_document(checkers: Checkers[CheckResult], engine: SandboxEngine, source: str) -> CheckResult:
+    """Check on a checker.
+
+    Raises `CheckerUnavailable` when none is ready (the caller answers `unavailable`)."""
+    try:
+        return await checkers.check(lambda control: check_document_now(engine, source, control))
+    except CheckTimedOut:
+        return Rejection(
+            reason="invalid_input",
+            detail=CHECK_TIMED_OUT,
+            errors=[Issue(detail=CHECK_TIMED_OUT, pointer="/source")],
+        )

@@ -1,0 +1,203 @@
+"""Running a computation: the input checked, `main` called on the pool, the output checked, the record.
+
+Every ending of the spec's "How a run ends" is a `Succeeded` or a `Rejection` here; a cancelled caller
+sees Trio's cancellation. Same input, same output and same work.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from auto_runtime.functions.computation.document import ComputationDocument
+from auto_runtime.functions.computation.issues import schema_issues
+from auto_runtime.functions.computation.rejection import Issue, Rejection
+from auto_runtime.functions.computation.shapes import SHAPES
+from auto_runtime.sandbox.evaluate import Evaluation
+from auto_runtime.sandbox.json_values import JsonValue, compact_json, pointer_of, utf8_size
+from auto_runtime.sandbox.limits import MAX_DEPTH, RUN_SECONDS
+from auto_runtime.sandbox.outcomes import (
+    Broken,
+    Cancelled,
+    OutOfMemory,
+    OutOfWork,
+    OutputNotJson,
+    OutputOutOfMemory,
+    OutputTooDeep,
+    OutputTooLarge,
+    PastDeadline,
+    Raised,
+    Returned,
+)
+from auto_runtime.sandbox.pool import SandboxPool
+from auto_runtime.sandbox.workers import NoWorkerFree
+
+OUTPUT_LIMIT = 1_048_320
+INPUT_LIMIT = 256 * 1024
+PAST_TIME = "The run did not finish within the 10 seconds a run may take"
+USED_UP = "The program used up its 10,000,000,000 units of work and was stopped"
+OUTPUT_HEAP = "The output could not be written within the run's heap of 240 MiB"
+HEAP_FULL = "a run's heap holds 240 MiB, and nothing is freed during a run"
+TOO_LARGE = "The output is larger than the 1,048,320 bytes of JSON a run may return"
+NOT_JSON = "The output cannot be written as JSON: "
+SCHEMA_REFUSES = "The output does not match the output schema: "
+
+
+@dataclass(frozen=True)
+class Succeeded:
+    output: JsonValue
+    record: dict[str, Any]
+
+
+def _where(pointer: str) -> str:
+    return pointer if pointer else "the top"
+
+
+def _input_problem(value: object) -> Issue | None:
+    """Depth past 512, a non-finite number, a lone surrogate: the first, with its pointer."""
+    stack: list[tuple[object, list[str | int], int]] = [(value, [], 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, list | dict):
+            if depth + 1 > MAX_DEPTH:
+                return Issue("The input nests deeper than 512 levels.", "/input")
+            children = enumerate(item) if isinstance(item, list) else item.items()
+            for key, child in reversed(list(children)):
+                if isinstance(key, str) and _lone_surrogate(key):
+                    return Issue(
+                        "The input holds text that is not valid Unicode.", "/input" + pointer_of(path)
+                    )
+                stack.append((child, [*path, key], depth + 1))
+        elif isinstance(item, float) and not math.isfinite(item):
+            return Issue("The input holds a number too large for a double.", "/input" + pointer_of(path))
+        elif isinstance(item, str) and _lone_surrogate(item):
+            return Issue("The input holds text that is not valid Unicode.", "/input" + pointer_of(path))
+    return None
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _invalid(issues: list[Issue]) -> Rejection:
+    return Rejection(reason="invalid_input", detail=" ".join(i.detail for i in issues), errors=issues)
+
+
+def _unworkable(detail: str) -> Rejection:
+    return Rejection(reason="conflict", kind="unworkable", detail=detail)
+
+
+def _unavailable(detail: str) -> Rejection:
+    return Rejection(reason="unavailable", detail=detail, retry_after=5)
+
+
+async def run_computation(
+    pool: SandboxPool,
+    document: ComputationDocument,
+    input_value: JsonValue,
+    *,
+    started_at_ms: int,
+    started_monotonic: float | None = None,
+) -> Succeeded | Rejection:
+    """One run of `document` with `input_value`; `started_at_ms` is the run's start the clock reads."""
+    started = started_monotonic if started_monotonic is not None else time.monotonic()
+    problem = _input_problem(input_value)
+    if problem is not None:
+        return _invalid([problem])
+    input_json = compact_json(input_value)
+    input_bytes = utf8_size(input_json)
+    if input_bytes > INPUT_LIMIT:
+        return _invalid(
+            [Issue("The input is larger than the 262,144 bytes of JSON a run may take.", "/input")]
+        )
+    if document.input_schema is not None:
+        issues = list(schema_issues(_as_schema(document.input_schema), input_value, "The input", "/input"))
+        if issues:
+            return _invalid(issues)
+    evaluation = Evaluation(
+        source=document.program,
+        first_line=document.program_first_line,
+        input_json=input_json,
+        started_at_ms=started_at_ms,
+        output_limit=OUTPUT_LIMIT,
+    )
+    try:
+        outcome = await pool.run(evaluation, deadline=started + RUN_SECONDS)
+    except NoWorkerFree as error:
+        return _unavailable(
+            "No worker became free within the 10 seconds a run may take; "
+            f"the server runs {error.workers} at once"
+        )
+    if isinstance(outcome, Returned):
+        return _checked_output(pool, document, outcome, input_bytes, started)
+    if isinstance(outcome, Raised):
+        at = outcome.line if outcome.line is not None else document.program_first_line
+        text = f": {outcome.text}" if outcome.text else ""
+        return _unworkable(f"Line {at} of the program raised {outcome.type_name}{text}")
+    if isinstance(outcome, OutOfMemory):
+        at = outcome.line if outcome.line is not None else document.program_first_line
+        return _unworkable(f"Line {at} of the program ran out of memory: {HEAP_FULL}")
+    if isinstance(outcome, OutOfWork):
+        return _unworkable(USED_UP)
+    if isinstance(outcome, OutputOutOfMemory):
+        return _unworkable(OUTPUT_HEAP)
+    if isinstance(outcome, OutputNotJson):
+        return _unworkable(f"{NOT_JSON}{outcome.what} at {_where(outcome.pointer)}")
+    if isinstance(outcome, OutputTooDeep):
+        return _unworkable(f"{NOT_JSON}it nests deeper than 512 levels at {_where(outcome.pointer)}")
+    if isinstance(outcome, OutputTooLarge):
+        return _unworkable(TOO_LARGE)
+    if isinstance(outcome, PastDeadline | Cancelled):
+        return _unavailable(PAST_TIME)
+    assert isinstance(outcome, Broken)
+    return Rejection(reason="internal", detail=f"The sandbox broke: {outcome.reason}")
+
+
+def _as_schema(schema: dict[str, Any] | bool) -> dict[str, Any]:
+    if isinstance(schema, bool):
+        return {} if schema else {"not": {}}
+    return schema
+
+
+def _checked_output(
+    pool: SandboxPool, document: ComputationDocument, returned: Returned, input_bytes: int, started: float
+) -> Succeeded | Rejection:
+    if document.output_schema is not None:
+        issues = list(schema_issues(_as_schema(document.output_schema), returned.output, "The output", ""))
+        if issues:
+            return _unworkable(SCHEMA_REFUSES + " ".join(issue.detail for issue in issues[:3]))
+    if document.shape is not None and isinstance(returned.output, dict):
+        failed = SHAPES[document.shape].rules(returned.output)
+        if failed is not None:
+            words, pointer = failed
+            return _unworkable(
+                f"The output does not keep the rules of the {document.shape} shape: {words} at {pointer}"
+            )
+    record = {
+        "language": "python",
+        "sandbox": pool.engine.sandbox_name,
+        "work": returned.work,
+        "duration_ms": int((time.monotonic() - started) * 1000),
+        "input_bytes": input_bytes,
+        "output_bytes": returned.output_bytes,
+    }
+    return Succeeded(output=returned.output, record=record)
+
+
+def describe(document: ComputationDocument) -> dict[str, Any]:
+    """What a saved definition shows: media type, description, schemas, and `details.shape` with a shape."""
+    described: dict[str, Any] = {
+        "media_type": "text/markdown",
+        "description": document.description,
+        "input_schema": document.input_schema,
+        "output_schema": document.output_schema,
+    }
+    if document.details is not None:
+        described["details"] = document.details
+    return described

@@ -1,0 +1,101 @@
+"""The save-time checkers: two threads of their own, apart from the run workers (settled point 13).
+
+The checkers start with their `Checkers` and stay until closed. A check runs on a checker thread within
+`CHECK_SECONDS` of wall-clock time counted from when the checker takes it; past that it is
+`CheckTimedOut` (a refusal, `invalid_input`, for the caller). A check that finds no checker ready raises
+`CheckerUnavailable` at once (`unavailable`, 503): the seeds' rule, which wins over settled point 13's
+"none ready within its 2 s". A checker that timed out or broke ends and the pool starts a fresh one.
+
+`compile_pass` is the third pass: the sandbox's own MicroPython compiles the program without running it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from auto_runtime.sandbox.bridge import Bridge
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.interruption import RunControl
+from auto_runtime.sandbox.limits import PRELUDE_FUEL
+from auto_runtime.sandbox.prelude import COMPILE_PRELUDE
+from auto_runtime.sandbox.program_rules import SANDBOX_CANNOT_READ, Problem
+from auto_runtime.sandbox.store_run import StoreSession, run_store
+from auto_runtime.sandbox.workers import NoWorkerFree, WorkerPool
+
+CHECK_SECONDS = 2.0
+CHECKERS = 2
+CHECK_TIMED_OUT = (
+    "The check of the program did not finish within 2 seconds; make the program smaller or simpler"
+)
+
+T = TypeVar("T")
+_PROGRAM_FRAME = re.compile(r'File "program", line (\d+)')
+
+
+class CheckerUnavailable(Exception):  # noqa: N818 - named for the ending it maps to
+    """No checker was ready to take the check."""
+
+
+class CheckTimedOut(Exception):  # noqa: N818 - named for the ending it maps to
+    """The check did not finish within its wall-clock time."""
+
+
+class CheckBroken(Exception):  # noqa: N818 - named for the ending it maps to
+    """The sandbox broke while compiling: the runtime's own failure, not the program's."""
+
+
+def compile_pass(engine: SandboxEngine, source: str, first_line: int, control: RunControl) -> Problem | None:
+    """Compile the program in the sandbox; the first line it cannot read, or None."""
+    import json
+
+    request = json.dumps({"source": source, "first_line": first_line}, ensure_ascii=False).encode()
+    session = StoreSession(engine, PRELUDE_FUEL)
+    bridge = Bridge(("program", "result"), {"program": request}, clock_ns=0)
+    ending = run_store(engine, session, COMPILE_PRELUDE, bridge, control)
+    del session
+    if control.stopped is not None:
+        raise CheckTimedOut()
+    if bridge.refused is not None or not ending.clean or bridge.result is None:
+        raise CheckBroken(bridge.refused or ending.trap or ending.error or ending.stderr[-500:])
+    if bridge.result == b"C":
+        return None
+    if not bridge.result.startswith(b"S"):
+        raise CheckBroken(f"an unknown compile answer {bridge.result[:20]!r}")
+    trace, message = json.loads(bridge.result[1:].decode("utf-8", "replace"))
+    lines = _PROGRAM_FRAME.findall(trace)
+    line = int(lines[-1]) if lines else first_line
+    return (line, 0, SANDBOX_CANNOT_READ + (message or "invalid syntax"))
+
+
+class Checkers(Generic[T]):
+    """The checker threads. `check(job)` runs `job(control)` with a control that stops it at 2 seconds."""
+
+    def __init__(self, count: int = CHECKERS, seconds: float = CHECK_SECONDS) -> None:
+        self.seconds = seconds
+        self.pool: WorkerPool[T] = WorkerPool(
+            count, name="sandbox-checker", wait_seconds=0.0, idle_seconds=None
+        )
+        self.pool.prestart()
+
+    async def check(self, job: Callable[[RunControl], T]) -> T:
+        """The job's result; `CheckerUnavailable` when none is ready, `CheckTimedOut` past the time."""
+        seconds = self.seconds
+
+        def timed(control: RunControl) -> tuple[T, bool]:
+            control.deadline = time.monotonic() + seconds
+            result = job(control)
+            if time.monotonic() > control.deadline:
+                raise CheckTimedOut()
+            return result, False
+
+        control = RunControl(time.monotonic() + 3600.0)
+        try:
+            return await self.pool.submit(timed, control)
+        except NoWorkerFree as error:
+            raise CheckerUnavailable("No checker is ready") from error
+
+    def close(self) -> None:
+        self.pool.close()

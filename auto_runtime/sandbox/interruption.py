@@ -1,0 +1,99 @@
+"""Stopping a running store from outside: the epoch ticker and each store's deadline callback.
+
+One ticker thread per engine calls `engine.increment_epoch()` every `TICK_SECONDS`. Each store's epoch
+deadline is one tick, and its deadline callback (installed through Wasmtime's C API, which wasmtime-py
+does not wrap) runs on the thread executing the guest at every tick: it lets the guest go on for one more
+tick, or stops it when the run passed its wall-clock deadline or its caller cancelled it. The callback
+records why it stopped the run in `RunControl.stopped`, which the runner reads to classify the ending.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from typing import Any
+
+import wasmtime
+from wasmtime import _ffi as ffi
+
+from auto_runtime.sandbox.limits import TICK_SECONDS
+
+_CALLBACK_TYPE = ctypes.CFUNCTYPE(
+    ctypes.c_size_t,
+    ctypes.POINTER(ffi.wasmtime_context_t),
+    ctypes.c_void_p,
+    ctypes.POINTER(ctypes.c_uint64),
+    ctypes.POINTER(ffi.wasmtime_update_deadline_kind_t),
+)
+_FINALIZER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_NO_FINALIZER = ctypes.cast(0, _FINALIZER_TYPE)
+_CONTINUE = 0
+
+
+class RunControl:
+    """A run's deadline (monotonic seconds) and its cancellation; safe to cancel from any thread."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self._cancelled = threading.Event()
+        self.stopped: str | None = None
+
+    def cancel(self) -> None:
+        """Ask the running guest to stop at the next tick."""
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def reason_to_stop(self) -> str | None:
+        """`"cancelled"`, `"deadline"` or `None` to go on."""
+        if self._cancelled.is_set():
+            return "cancelled"
+        if time.monotonic() >= self.deadline:
+            return "deadline"
+        return None
+
+
+def install_deadline(store: wasmtime.Store, control: RunControl) -> object:
+    """Give `store` a one-tick epoch deadline checked by `control`.
+
+    Keep the returned handle alive as long as the store.
+    """
+
+    def on_deadline(_context: Any, _data: Any, delta: Any, kind: Any) -> int:
+        reason = control.reason_to_stop()
+        if reason is not None:
+            control.stopped = reason
+            error = ffi.wasmtime_error_new(f"run stopped: {reason}".encode())
+            return int(ctypes.cast(error, ctypes.c_void_p).value or 0)
+        delta[0] = 1
+        kind[0] = _CONTINUE
+        return 0
+
+    handle = _CALLBACK_TYPE(on_deadline)
+    store.set_epoch_deadline(1)
+    ffi.wasmtime_store_epoch_deadline_callback(store.ptr(), handle, None, _NO_FINALIZER)
+    return handle
+
+
+class EpochTicker:
+    """The one thread that advances an engine's epoch every tick until stopped."""
+
+    def __init__(self, engine: wasmtime.Engine) -> None:
+        self._engine = engine
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="sandbox-epoch-ticker", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(TICK_SECONDS):
+            self._engine.increment_epoch()

@@ -1,0 +1,51 @@
+"""The sandbox pool: `COMPUTATION_WORKERS` worker threads that evaluate programs, awaited from Trio."""
+
+from __future__ import annotations
+
+import time
+
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.evaluate import Evaluation, evaluate
+from auto_runtime.sandbox.interruption import RunControl
+from auto_runtime.sandbox.outcomes import SandboxOutcome, ends_worker
+from auto_runtime.sandbox.workers import Kind, WorkerPool
+
+
+class SandboxPool:
+    """Runs evaluations on `workers` threads; see `workers.WorkerPool` for the lifecycle and waiting rules."""
+
+    def __init__(
+        self,
+        engine: SandboxEngine,
+        workers: int = 4,
+        *,
+        max_runs: int = 1000,
+        idle_seconds: float = 60.0,
+        wait_seconds: float = 10.0,
+    ) -> None:
+        if not 1 <= workers <= 64:
+            raise ValueError("COMPUTATION_WORKERS is from 1 to 64")
+        self.engine = engine
+        self.workers: WorkerPool[SandboxOutcome] = WorkerPool(
+            workers, max_runs=max_runs, idle_seconds=idle_seconds, wait_seconds=wait_seconds
+        )
+
+    async def run(
+        self, evaluation: Evaluation, deadline: float | None = None, kind: Kind = "run"
+    ) -> SandboxOutcome:
+        """Evaluate on a free worker before `deadline` (monotonic; default 10 s from now).
+
+        Raises `NoWorkerFree` when no worker became free within the wait.
+        Cancelling the caller stops the guest, and its worker ends.
+        """
+        control = RunControl(deadline if deadline is not None else time.monotonic() + 10.0)
+        engine = self.engine
+
+        def job(job_control: RunControl) -> tuple[SandboxOutcome, bool]:
+            outcome = evaluate(engine, evaluation, job_control)
+            return outcome, ends_worker(outcome)
+
+        return await self.workers.submit(job, control, kind)
+
+    def close(self) -> None:
+        self.workers.close()

@@ -1,0 +1,312 @@
+"""The runtime's own MicroPython code that runs before, around and after a program.
+
+Two preludes share the bridge (`host.call`), whose functions answer once each and in order:
+
+- `EVALUATE_PRELUDE` asks for `program`, then `input`, then calls `start` right before the entry function
+  and `end` right after it, then sends `result` once. It turns the collector off first (the artifact's
+  collector gives wrong answers), keeps private references to what it needs, guards imports, replaces the
+  refused builtins, and writes the output with its own iterative writer.
+- `COMPILE_PRELUDE` asks for `program`, compiles it without running it, and sends `result`.
+
+A result payload starts with one tag character:
+`O` the output in the writer's wire form (see `wire.py`); `R` raised `[type, traceback, text]`;
+`M` out of memory in the program `[traceback]`;
+`W` not JSON `[what, tokens]` and `D` too deep `[tokens]`, each followed by a newline and the wire
+form written before the problem, whose exact size the host measures; `L` too large; `H` the heap ran
+out while writing; for the compile prelude, `C` compiled and `S` `[traceback, message]` a syntax error.
+
+The writer builds bytes, never new `str` objects (creating a `str` costs the artifact a search of its
+interned strings). It counts a lower bound of the output's JSON size as it writes (a float as 3 or 4
+bytes; everything else exactly) and stops with `L` only when even that passes
+the bound, so it never refuses an output that fits. The host measures exactly: the whole output, or the
+text written before a problem, which is too large when it passes the bound before the walk got there.
+"""
+
+from __future__ import annotations
+
+EVALUATE_PRELUDE = r"""
+import gc
+gc.disable()
+import builtins
+import host
+import json
+import sys
+import io
+import time as _clock_module
+import struct as _struct_module
+import binascii as _binascii_module
+from collections import OrderedDict as _OrderedDict
+
+_reserve = [None] * 16384
+_call = host.call
+_loads = json.loads
+_dumps = json.dumps
+_compile = compile
+_exec = exec
+_id = id
+_setattr = setattr
+_type = type
+_len = len
+_str = str
+_pack = _struct_module.pack
+_min = min
+_SHORT_ESCAPES = (8, 9, 10, 12, 13)
+_hexlify = _binascii_module.hexlify
+_sorted = sorted
+_int = int
+_BaseException = BaseException
+_MemoryError = MemoryError
+_print_exception = sys.print_exception
+_StringIO = io.StringIO
+_import = builtins.__import__
+_time = _clock_module.time
+_time_ns = _clock_module.time_ns
+_gmtime = _clock_module.gmtime
+_INF = float("inf")
+_MAX_INT = 9007199254740991
+_DEPTH = 512
+_OUTSIDE = "an integer outside \u00b19,007,199,254,740,991"
+
+
+class _RunClock:
+    @staticmethod
+    def time():
+        return _time()
+
+    @staticmethod
+    def time_ns():
+        return _time_ns()
+
+    @staticmethod
+    def gmtime(seconds=None):
+        if seconds is None:
+            return _gmtime(_time_ns() // 1000000000)
+        return _gmtime(_int(seconds // 1))
+
+
+_run_clock = _RunClock()
+_ALLOWED = ("math", "re", "json", "collections", "heapq")
+
+
+def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level == 0:
+        if name == "time":
+            return _run_clock
+        if name in _ALLOWED:
+            return _import(name, globals, locals, fromlist, level)
+    raise ImportError("no module named '" + name + "'")
+
+
+def _refused(*args, **kwargs):
+    raise NameError("not available in the sandbox")
+
+
+builtins.__import__ = _guarded_import
+for _name in ("eval", "exec", "compile", "open", "input", "print", "help", "globals", "locals", "vars",
+              "getattr", "setattr", "delattr", "id", "breakpoint", "exit", "quit"):
+    try:
+        _setattr(builtins, _name, _refused)
+    except _BaseException:
+        pass
+
+
+def _lone_surrogate(encoded):
+    at = encoded.find(b"\xed")
+    while at >= 0:
+        if encoded[at + 1] >= 0xA0:
+            return True
+        at = encoded.find(b"\xed", at + 1)
+    return False
+
+
+def _text_size(encoded):
+    size = _len(encoded) + 2 + encoded.count(b'"') + encoded.count(b"\\")
+    if encoded and _min(encoded) < 32:
+        for byte in encoded:
+            if byte < 32:
+                size += 1 if byte in _SHORT_ESCAPES else 5
+    return size
+
+
+def _tokens(stack):
+    tokens = []
+    for frame in stack:
+        if frame[1] is None:
+            tokens.append(frame[3] - 1)
+        else:
+            tokens.append(frame[1][frame[3] - 1])
+    return tokens
+
+
+def _problem(tag, body, parts):
+    parts[0] = tag + _dumps(body).encode() + b"\n"
+    return b"".join(parts)
+
+
+def _write(value, limit):
+    parts = [b"O"]
+    size = 0
+    stack = []
+    on_path = {}
+    pending = value
+    have = True
+    while True:
+        if have:
+            have = False
+            kind = _type(pending)
+            if pending is None:
+                parts.append(b"n")
+                size += 4
+            elif kind is bool:
+                if pending:
+                    parts.append(b"t")
+                    size += 4
+                else:
+                    parts.append(b"f")
+                    size += 5
+            elif kind is str:
+                encoded = pending.encode()
+                if _lone_surrogate(encoded):
+                    return _problem(b"W", ["text that is not valid Unicode", _tokens(stack)], parts)
+                parts.append(b"s%d:" % _len(encoded))
+                parts.append(encoded)
+                size += _text_size(encoded)
+            elif kind is int:
+                if pending > _MAX_INT or pending < -_MAX_INT:
+                    return _problem(b"W", [_OUTSIDE, _tokens(stack)], parts)
+                written = b"i%d;" % pending
+                parts.append(written)
+                size += _len(written) - 2
+            elif kind is float:
+                if pending != pending or pending == _INF or pending == -_INF:
+                    return _problem(b"W", ["a float that is not finite", _tokens(stack)], parts)
+                parts.append(b"d")
+                parts.append(_hexlify(_pack("<d", pending)))
+                parts.append(b";")
+                size += 3 if pending >= 0 else 4
+            elif kind is list or kind is tuple or kind is dict or kind is _OrderedDict:
+                ident = _id(pending)
+                if ident in on_path:
+                    return _problem(b"W", ["a container that contains itself", _tokens(stack)], parts)
+                if _len(stack) >= _DEPTH:
+                    return _problem(b"D", _tokens(stack), parts)
+                if kind is list or kind is tuple:
+                    parts.append(b"[")
+                    stack.append([pending, None, _len(pending), 0])
+                else:
+                    keys = []
+                    for key in pending:
+                        if _type(key) is not str:
+                            return _problem(b"W", ["a key that is not text", _tokens(stack)], parts)
+                        if _lone_surrogate(key.encode()):
+                            return _problem(b"W", ["text that is not valid Unicode", _tokens(stack)], parts)
+                        keys.append(key)
+                    if kind is dict:
+                        keys = _sorted(keys)
+                    parts.append(b"{")
+                    stack.append([pending, keys, _len(keys), 0])
+                on_path[ident] = True
+                size += 2
+            else:
+                return _problem(b"W", ["a value of type " + kind.__name__, _tokens(stack)], parts)
+            if size > limit:
+                return "L"
+        if not stack:
+            break
+        frame = stack[-1]
+        container = frame[0]
+        keys = frame[1]
+        index = frame[3]
+        if index == frame[2]:
+            stack.pop()
+            del on_path[_id(container)]
+            parts.append(b"]" if keys is None else b"}")
+            continue
+        frame[3] = index + 1
+        if index > 0:
+            size += 1
+        if keys is None:
+            pending = container[index]
+        else:
+            key = keys[index]
+            encoded = key.encode()
+            parts.append(b"s%d:" % _len(encoded))
+            parts.append(encoded)
+            size += _text_size(encoded) + 1
+            pending = container[key]
+        have = True
+    return b"".join(parts)
+
+
+def _trace_head(error):
+    stream = _StringIO()
+    _print_exception(error, stream)
+    trace = stream.getvalue()
+    at = trace.find("\n") + 1
+    while at > 0 and trace.startswith("  File ", at):
+        at = trace.find("\n", at) + 1
+    return trace[:at] if at > 0 else trace[:4096]
+
+
+def _report_raised(error):
+    head = _trace_head(error)
+    if _type(error) is _MemoryError:
+        return "M" + _dumps([head])
+    try:
+        text = _str(error)
+    except _BaseException:
+        text = ""
+    if _len(text) > 1025:
+        text = text[:1025]
+    return "R" + _dumps([_type(error).__name__, head, text])
+
+
+def _run():
+    request = _loads(_call("program", ""))
+    names = {"__name__": "program"}
+    try:
+        _exec(_compile("\n" * (request["first_line"] - 1) + request["source"], "program", "exec"), names)
+        entry = names[request["entry"]]
+    except _BaseException as error:
+        _reserve.clear()
+        return _report_raised(error)
+    argument = _loads(_call("input", ""))
+    _call("start", "")
+    try:
+        value = entry(argument)
+        failure = None
+    except _BaseException as error:
+        value = None
+        failure = error
+    _call("end", "")
+    if failure is not None:
+        _reserve.clear()
+        return _report_raised(failure)
+    try:
+        return _write(value, request["limit"])
+    except _MemoryError:
+        _reserve.clear()
+        return "H"
+
+
+_call("result", _run())
+"""
+
+COMPILE_PRELUDE = r"""
+import gc
+gc.disable()
+import host
+import json
+import sys
+import io
+
+_request = json.loads(host.call("program", ""))
+try:
+    compile("\n" * (_request["first_line"] - 1) + _request["source"], "program", "exec")
+    _answer = "C"
+except SyntaxError as _error:
+    _trace = io.StringIO()
+    sys.print_exception(_error, _trace)
+    _answer = "S" + json.dumps([_trace.getvalue(), str(_error.args[0]) if _error.args else ""])
+host.call("result", _answer)
+"""
