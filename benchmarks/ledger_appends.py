@@ -7,7 +7,9 @@ For 1, 16 and 64 concurrent appenders (Trio tasks, each appending one record per
 its own with the version it read), on SQLite (a fresh file: WAL, synchronous=FULL, group commit) and
 on PostgreSQL (a fresh schema in `--database-url`, dropped afterwards). Baselines: a bare `sqlite3`
 loop committing one row per transaction on the same settings, and a bare asyncpg loop inserting one
-row per statement (autocommit) under plain asyncio. Each figure is the median of `--repeats` runs.
+row per statement (autocommit) under plain asyncio, in a thread of its own. Each figure is the median
+of `--repeats` runs; baseline and ledger runs are interleaved so that load from elsewhere weighs on
+both alike.
 The ratio to the baseline is printed, never asserted.
 """
 
@@ -84,14 +86,20 @@ async def ledger_rate(ledger: Ledger, appenders: int, count: int, run: int) -> f
     return per_task * appenders / (time.perf_counter() - started)
 
 
-async def measure_ledger(open_it: Callable[[], object], count: int, repeats: int) -> dict[int, float]:
-    rates: dict[int, float] = {}
+async def measure(
+    open_it: Callable[[], object], raw: Callable[[int], float], count: int, repeats: int
+) -> tuple[float, dict[int, float]]:
+    """Medians of the raw baseline and of the ledger at each concurrency, measured interleaved
+    (raw, then 1, 16, 64 appenders, repeated) so a busy machine weighs on both alike."""
+    baseline: list[float] = []
+    samples: dict[int, list[float]] = {appenders: [] for appenders in APPENDERS}
     async with open_it() as ledger:  # type: ignore[attr-defined]
         await ledger_rate(ledger, 16, 200, -1)
-        for appenders in APPENDERS:
-            samples = [await ledger_rate(ledger, appenders, count, run) for run in range(repeats)]
-            rates[appenders] = statistics.median(samples)
-    return rates
+        for run in range(repeats):
+            baseline.append(await trio.to_thread.run_sync(raw, count))
+            for appenders in APPENDERS:
+                samples[appenders].append(await ledger_rate(ledger, appenders, count, run))
+    return statistics.median(baseline), {n: statistics.median(rates) for n, rates in samples.items()}
 
 
 async def _admin(url: str, statement: str) -> None:
@@ -121,12 +129,11 @@ def main() -> None:
     print(f"1 KB records, {options.appends} appends per measurement, median of {options.repeats}")
 
     with tempfile.TemporaryDirectory() as folder:
-        baseline = statistics.median(
-            raw_sqlite(Path(folder) / f"raw{run}.db", options.appends) for run in range(options.repeats)
-        )
-        rates = trio.run(
-            measure_ledger,
+        raw_files = iter(range(1_000_000))
+        baseline, rates = trio.run(
+            measure,
             lambda: open_ledger(ledger_file=Path(folder) / "ledger.db"),
+            lambda count: raw_sqlite(Path(folder) / f"raw{next(raw_files)}.db", count),
             options.appends,
             options.repeats,
         )
@@ -138,9 +145,12 @@ def main() -> None:
     asyncio.run(_admin(options.database_url, f"CREATE SCHEMA {schema}"))
     url = f"{options.database_url}?search_path={schema}"
     try:
-        baseline = statistics.median(raw_asyncpg(url, options.appends) for _ in range(options.repeats))
-        rates = trio.run(
-            measure_ledger, lambda: open_ledger(database_url=url), options.appends, options.repeats
+        baseline, rates = trio.run(
+            measure,
+            lambda: open_ledger(database_url=url),
+            lambda count: raw_asyncpg(url, count),
+            options.appends,
+            options.repeats,
         )
         print_rows("PostgreSQL", "asyncpg, one insert per statement", baseline, rates)
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import trio
 
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Projection, Record, StreamWrite, TableSpec
 
@@ -169,3 +170,22 @@ def test_projection_definitions_are_checked() -> None:
         TableSpec("t", {"a": "text"}, ("b",))
     with pytest.raises(ValueError):
         Projection("t", 0, COUNTS, count_keys, count_after)
+
+
+async def test_concurrent_appends_to_one_projection_row_lose_no_change(target: Target) -> None:
+    async with target.open([COUNTS_V1]) as ledger:
+
+        async def appender(task: int) -> None:
+            for number in range(10):
+                stream = ACME.stream("runs", f"t{task}-{number}")
+                await ledger.append(
+                    [StreamWrite(stream, 0, [NewRecord("counted", {}), NewRecord("other", {})])]
+                )
+
+        async with trio.open_nursery() as nursery:
+            for task in range(12):
+                nursery.start_soon(appender, task)
+        assert await ledger.fetch("SELECT type, total FROM test_counts ORDER BY type") == [
+            {"type": "counted", "total": 120},
+            {"type": "other", "total": 120},
+        ]

@@ -78,7 +78,9 @@ async def ensure_projections(conn: Any, projections: Sequence[Projection]) -> li
                 f"SELECT {RECORD_COLUMNS} FROM ledger_records ORDER BY tx_id, global_position"
             )
             while batch := await cursor.fetch(_REBUILD_BATCH):
-                await apply_projections(conn, [projection], [decode_record(*row) for row in batch])
+                await apply_projections(
+                    conn, [projection], [decode_record(*row) for row in batch], lock_rows=False
+                )
             await conn.execute(
                 to_numbered(
                     "INSERT INTO ledger_projections (name, version) VALUES (?, ?) "

@@ -19,6 +19,7 @@ from typing import Any
 
 import asyncpg
 
+from .. import json_text
 from ..errors import DuplicateRecordIdError, VersionConflict
 from ..ledger import EncodedWrite
 from ..paging import Order, ScanRow, SortKey
@@ -28,6 +29,7 @@ from ..records import Record, decode_record, record_from_encoded
 
 RECORD_COLUMNS = "id, stream, position, global_position, type, data, metadata, recorded_at"
 NOTIFY_CHANNEL = "auto_runtime_ledger_appended"
+DEADLOCK_RETRIES = 5
 
 HORIZON = """(SELECT coalesce(min(x::text::bigint), pg_snapshot_xmax(pg_current_snapshot())::text::bigint)
     FROM pg_snapshot_xip(pg_current_snapshot()) AS x
@@ -78,10 +80,12 @@ async def _claim_positions(conn: Any, write: EncodedWrite) -> int:
 async def append_writes(
     conn: Any, writes: Sequence[EncodedWrite], projections: Sequence[Projection]
 ) -> list[Record]:
-    """One transaction: claim positions (row locks serialise writers of a stream across processes),
-    insert the records, apply the projections, notify listeners."""
+    """One transaction: claim positions (row locks serialise writers of a stream across processes;
+    taken in stream-name order so two appends over the same streams cannot deadlock), insert the
+    records, apply the projections, notify listeners."""
     async with conn.transaction():
-        placed = [(await _claim_positions(conn, write), write) for write in writes]
+        firsts = {write.stream: await _claim_positions(conn, write) for write in sorted(writes, key=_stream)}
+        placed = [(firsts[write.stream], write) for write in writes]
         columns: list[list[Any]] = [[] for _ in range(10)]
         for first, write in placed:
             for offset, record in enumerate(write.records):
@@ -115,13 +119,46 @@ async def append_writes(
     return appended
 
 
-async def apply_projections(conn: Any, projections: Sequence[Projection], records: Sequence[Record]) -> None:
-    """Apply each record to each projection, in order (inside the caller's transaction)."""
+def _stream(write: EncodedWrite) -> str:
+    return write.stream
+
+
+async def append_with_retry(
+    conn: Any, writes: Sequence[EncodedWrite], projections: Sequence[Projection]
+) -> list[Record]:
+    """`append_writes`, run again when PostgreSQL ended it to break a deadlock (projection rows
+    locked in different orders by concurrent appends); the failed attempt wrote nothing."""
+    attempt = 1
+    while True:
+        try:
+            return await append_writes(conn, writes, projections)
+        except asyncpg.DeadlockDetectedError:
+            if attempt >= DEADLOCK_RETRIES:
+                raise
+            attempt += 1
+
+
+async def apply_projections(
+    conn: Any, projections: Sequence[Projection], records: Sequence[Record], lock_rows: bool = True
+) -> None:
+    """Apply each record to each projection, in order (inside the caller's transaction).
+
+    With `lock_rows`, each row's key is first locked with a transaction-level advisory lock, so
+    concurrent appends (in any process) that touch one row apply their changes one after the other:
+    the read after the lock sees the other append's committed row (READ COMMITTED takes a snapshot
+    per statement), and a row that does not exist yet cannot be created twice from nothing. A
+    rebuild, which owns its new table until it commits, needs no row locks.
+    """
     for record in records:
         for projection in projections:
             table = projection.table
             for raw_key in projection.keys(record):
                 key = projection.checked_key(raw_key)
+                if lock_rows:
+                    await conn.execute(
+                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                        json_text.dumps([table.name, *key]),
+                    )
                 found = await conn.fetchrow(to_numbered(table.select_sql), *key)
                 change = projection.change(key, dict(found) if found is not None else None, record)
                 if isinstance(change, Upsert):

@@ -121,7 +121,9 @@ class PostgresLedger(Ledger):
 
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
         projections = self.projections
-        records = await self.with_connection(lambda conn: statements.append_writes(conn, writes, projections))
+        records = await self.with_connection(
+            lambda conn: statements.append_with_retry(conn, writes, projections)
+        )
         self.appended.notify()
         return records
 
