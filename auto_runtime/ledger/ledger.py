@@ -54,6 +54,8 @@ class Ledger(abc.ABC):
         self.projections: tuple[Projection, ...] = tuple(projections)
         self.content = content
         self.appended = AppendSignal()
+        self.rebuilt: list[str] = []
+        """The names of the projections rebuilt from history when this ledger opened."""
         self._closed = False
 
     def _check_open(self) -> None:
@@ -172,9 +174,11 @@ class Ledger(abc.ABC):
         """Run one read-only SELECT (usually over projection tables) and return its rows as dicts.
 
         Write the SQL with `?` placeholders; the PostgreSQL store numbers them for asyncpg. Keep to
-        SQL both engines speak. Values come back as `str`, `int`, `float` or None; decode a
-        projection's `json` columns with `Projection.decode_row`. The statement runs in a read-only
-        transaction on both stores, so a write is refused.
+        SQL both engines speak. Column values come back as `str`, `int`, `float` or None; decode a
+        projection's `json` columns with `Projection.decode_row`. Computed values differ by engine
+        unless cast: a comparison is a `bool` on PostgreSQL and an `int` on SQLite, and `avg` is a
+        `Decimal` on PostgreSQL, so write `CAST(avg(x) AS DOUBLE PRECISION)` (both engines accept
+        it). The statement runs in a read-only transaction on both stores, so a write is refused.
         """
         self._check_open()
         return await self._fetch(sql, tuple(params))

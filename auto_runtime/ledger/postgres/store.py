@@ -60,7 +60,6 @@ class PostgresLedger(Ledger):
         self._thread: LoopThread | None = None
         self._pool: Any = None
         self._listener: Any = None
-        self.rebuilt: list[str] = []
 
     async def start(self) -> None:
         """Start the loop thread, create the pool on it, migrate, rebuild changed projections, listen."""

@@ -86,7 +86,6 @@ class SqliteLedger(Ledger):
         super().__init__(projections, SqliteContentStore(self))
         self.path = path
         self.readers = _ReaderPool(str(path))
-        self.rebuilt: list[str] = []
         self._writer: SqliteWriter | None = None
 
     async def start(self) -> None:
