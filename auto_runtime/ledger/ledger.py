@@ -70,7 +70,9 @@ class Ledger(abc.ABC):
         clash raises `VersionConflict` naming the stream and writes nothing. More than
         `MAX_RECORDS_PER_APPEND` records, a stream twice, an invalid id or type, or data that is not
         JSON is a `ValueError`. A reused record id raises `DuplicateRecordIdError`. Registered projections
-        are applied in the same transaction. Returns only after the commit is durable.
+        are applied in the same transaction. Returns only after the commit is durable. An append
+        whose task is cancelled while it waits may or may not have been committed: reload the
+        stream to know.
         """
         self._check_open()
         validate_writes(writes)

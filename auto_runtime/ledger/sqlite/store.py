@@ -7,6 +7,7 @@ may use a file at a time.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -92,6 +93,10 @@ class SqliteLedger(Ledger):
         """Create the folder and tables, rebuild changed projections, start the writer thread."""
         token = trio.lowlevel.current_trio_token()
 
+        def notify() -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(self.appended.notify)
+
         def prepare() -> SqliteWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = connect_writer(str(self.path))
@@ -101,7 +106,7 @@ class SqliteLedger(Ledger):
             except BaseException:
                 conn.close()
                 raise
-            return SqliteWriter(conn, self.projections, lambda: token.run_sync_soon(self.appended.notify))
+            return SqliteWriter(conn, self.projections, notify)
 
         self._writer = await trio.to_thread.run_sync(prepare)
         self._writer.start()
