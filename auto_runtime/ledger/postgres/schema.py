@@ -14,7 +14,7 @@ from typing import Any
 from ..placeholders import to_numbered
 from ..projections import Projection
 from ..records import decode_record
-from .statements import RECORD_COLUMNS, apply_projections
+from .statements import APPEND_FUNCTION, RECORD_COLUMNS, apply_projections
 
 LOCK_KEY = 0x6C6564676572  # "ledger"
 _REBUILD_BATCH = 1_000
@@ -57,6 +57,7 @@ async def migrate(conn: Any) -> None:
         await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
         for statement in _TABLES:
             await conn.execute(statement)
+        await conn.execute(APPEND_FUNCTION)
 
 
 async def ensure_projections(conn: Any, projections: Sequence[Projection]) -> list[str]:

@@ -28,6 +28,15 @@ T = TypeVar("T")
 POOL_SIZE = 10
 
 
+async def _keep_session(conn: Any) -> None:
+    """Return a connection to the pool without asyncpg's reset query (a round trip per release).
+
+    asyncpg still rolls back a transaction left open. The ledger changes no session state on its
+    pooled connections: no session advisory locks (only transaction-level ones), no cursors outside
+    transactions, no LISTEN (the listener has a connection of its own), no SET.
+    """
+
+
 class PostgresContentStore:
     """Content kept in the ledger's PostgreSQL database (the `ContentStore` port)."""
 
@@ -73,7 +82,9 @@ class PostgresLedger(Ledger):
                 token.run_sync_soon(self.appended.notify)
 
         async def prepare() -> None:
-            self._pool = await asyncpg.create_pool(self._url, min_size=1, max_size=self._pool_size)
+            self._pool = await asyncpg.create_pool(
+                self._url, min_size=1, max_size=self._pool_size, reset=_keep_session
+            )
             async with self._pool.acquire() as conn:
                 await migrate(conn)
                 self.rebuilt = await ensure_projections(conn, self.projections)
