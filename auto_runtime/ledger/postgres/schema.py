@@ -4,6 +4,8 @@ Both run under a transaction-level advisory lock, so several servers starting on
 migrate and rebuild once. `tx_id` is the appending transaction's id (`pg_current_xact_id()`, as a
 bigint): oldest-first reads order by `(tx_id, global_position)` behind a horizon (see `statements`).
 Data and metadata are kept as JSON *text* (not jsonb, which refuses U+0000 and lone surrogates).
+The `ledger_append` function (see `statements.APPEND_FUNCTION`) is replaced on every open, so a
+server always calls the version it was built with.
 """
 
 from __future__ import annotations
