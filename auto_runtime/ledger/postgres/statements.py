@@ -28,7 +28,6 @@ from ..projections import Delete, Projection, Upsert
 from ..records import Record, decode_record, record_from_encoded
 
 RECORD_COLUMNS = "id, stream, position, global_position, type, data, metadata, recorded_at"
-NOTIFY_CHANNEL = "auto_runtime_ledger_appended"
 DEADLOCK_RETRIES = 5
 
 HORIZON = """(SELECT coalesce(min(x::text::bigint), pg_snapshot_xmax(pg_current_snapshot())::text::bigint)
@@ -72,7 +71,6 @@ BEGIN
         END IF;
         firsts := firsts || (claimed - p_counts[i] + 1);
     END LOOP;
-    PERFORM pg_notify('{NOTIFY_CHANNEL}', '');
     RETURN QUERY
     INSERT INTO ledger_records AS r
         (id, stream, position, scope_key, type, data, metadata, correlation_id, size, recorded_at)
@@ -88,7 +86,7 @@ $fn$"""
 """The append on the server, so an append without projections is one round trip (one statement in
 its own transaction): claim each stream's positions in the order given (the caller sorts by name, so
 two appends over the same streams cannot deadlock), raise `CONFLICT_SQLSTATE` naming a stream whose
-version differs, insert the records, notify listeners at commit."""
+version differs, insert the records. It does not notify (see `notifier`)."""
 
 _CALL_APPEND = "SELECT * FROM ledger_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
 
