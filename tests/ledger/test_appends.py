@@ -42,6 +42,7 @@ async def test_an_append_returns_the_records_as_recorded(ledger: Ledger) -> None
     assert all(r.stream == stream for r in records)
     assert all(r.recorded_at.tzinfo is not None and r.recorded_at >= before for r in records)
     assert uuid.UUID(records[0].id).version == 7
+    assert uuid.UUID(NewRecord("x", {}, {}, None).id).version == 7
     assert await ledger.read_stream(stream) == records
     assert await ledger.stream_version(stream) == 2
 
