@@ -23,6 +23,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import asyncpg
@@ -87,13 +88,16 @@ async def ledger_rate(ledger: Ledger, appenders: int, count: int, run: int) -> f
 
 
 async def measure(
-    open_it: Callable[[], object], raw: Callable[[int], float], count: int, repeats: int
+    open_it: Callable[[], AbstractAsyncContextManager[Ledger]],
+    raw: Callable[[int], float],
+    count: int,
+    repeats: int,
 ) -> tuple[float, dict[int, float]]:
     """Medians of the raw baseline and of the ledger at each concurrency, measured interleaved
     (raw, then 1, 16, 64 appenders, repeated) so a busy machine weighs on both alike."""
     baseline: list[float] = []
     samples: dict[int, list[float]] = {appenders: [] for appenders in APPENDERS}
-    async with open_it() as ledger:  # type: ignore[attr-defined]
+    async with open_it() as ledger:
         await ledger_rate(ledger, 16, 200, -1)
         for run in range(repeats):
             baseline.append(await trio.to_thread.run_sync(raw, count))
