@@ -7,7 +7,9 @@ For 1, 16 and 64 concurrent appenders (Trio tasks, each appending one record per
 its own with the version it read), on SQLite (a fresh file: WAL, synchronous=FULL, group commit) and
 on PostgreSQL (a fresh schema in `--database-url`, dropped afterwards). Baselines: a bare `sqlite3`
 loop committing one row per transaction on the same settings, and a bare asyncpg loop inserting one
-row per statement (autocommit) under plain asyncio. Each figure is the median of `--repeats` runs.
+row per statement (autocommit) under plain asyncio, in a thread of its own. Each figure is the median
+of `--repeats` runs; baseline and ledger runs are interleaved so that load from elsewhere weighs on
+both alike.
 The ratio to the baseline is printed, never asserted.
 """
 
@@ -21,6 +23,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import asyncpg
@@ -52,9 +55,7 @@ def raw_sqlite(path: Path, count: int) -> float:
 async def _raw_asyncpg(url: str, count: int) -> float:
     conn = await asyncpg.connect(url)
     try:
-        await conn.execute(
-            "CREATE TABLE IF NOT EXISTS raw (seq bigserial PRIMARY KEY, stream text, body text)"
-        )
+        await conn.execute("CREATE TABLE IF NOT EXISTS raw (seq bigserial PRIMARY KEY, stream text, body text)")
         started = time.perf_counter()
         for number in range(count):
             await conn.execute("INSERT INTO raw (stream, body) VALUES ($1, $2)", f"s{number}", PAYLOAD)
@@ -84,14 +85,23 @@ async def ledger_rate(ledger: Ledger, appenders: int, count: int, run: int) -> f
     return per_task * appenders / (time.perf_counter() - started)
 
 
-async def measure_ledger(open_it: Callable[[], object], count: int, repeats: int) -> dict[int, float]:
-    rates: dict[int, float] = {}
-    async with open_it() as ledger:  # type: ignore[attr-defined]
+async def measure(
+    open_it: Callable[[], AbstractAsyncContextManager[Ledger]],
+    raw: Callable[[int], float],
+    count: int,
+    repeats: int,
+) -> tuple[float, dict[int, float]]:
+    """Medians of the raw baseline and of the ledger at each concurrency, measured interleaved
+    (raw, then 1, 16, 64 appenders, repeated) so a busy machine weighs on both alike."""
+    baseline: list[float] = []
+    samples: dict[int, list[float]] = {appenders: [] for appenders in APPENDERS}
+    async with open_it() as ledger:
         await ledger_rate(ledger, 16, 200, -1)
-        for appenders in APPENDERS:
-            samples = [await ledger_rate(ledger, appenders, count, run) for run in range(repeats)]
-            rates[appenders] = statistics.median(samples)
-    return rates
+        for run in range(repeats):
+            baseline.append(await trio.to_thread.run_sync(raw, count))
+            for appenders in APPENDERS:
+                samples[appenders].append(await ledger_rate(ledger, appenders, count, run))
+    return statistics.median(baseline), {n: statistics.median(rates) for n, rates in samples.items()}
 
 
 async def _admin(url: str, statement: str) -> None:
@@ -110,9 +120,7 @@ def print_rows(store: str, baseline_name: str, baseline: float, rates: dict[int,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--appends", type=int, default=2000, help="appends per measurement")
     parser.add_argument("--repeats", type=int, default=3, help="measurements per figure (median)")
     parser.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/test")
@@ -121,12 +129,11 @@ def main() -> None:
     print(f"1 KB records, {options.appends} appends per measurement, median of {options.repeats}")
 
     with tempfile.TemporaryDirectory() as folder:
-        baseline = statistics.median(
-            raw_sqlite(Path(folder) / f"raw{run}.db", options.appends) for run in range(options.repeats)
-        )
-        rates = trio.run(
-            measure_ledger,
+        raw_files = iter(range(1_000_000))
+        baseline, rates = trio.run(
+            measure,
             lambda: open_ledger(ledger_file=Path(folder) / "ledger.db"),
+            lambda count: raw_sqlite(Path(folder) / f"raw{next(raw_files)}.db", count),
             options.appends,
             options.repeats,
         )
@@ -138,9 +145,12 @@ def main() -> None:
     asyncio.run(_admin(options.database_url, f"CREATE SCHEMA {schema}"))
     url = f"{options.database_url}?search_path={schema}"
     try:
-        baseline = statistics.median(raw_asyncpg(url, options.appends) for _ in range(options.repeats))
-        rates = trio.run(
-            measure_ledger, lambda: open_ledger(database_url=url), options.appends, options.repeats
+        baseline, rates = trio.run(
+            measure,
+            lambda: open_ledger(database_url=url),
+            lambda count: raw_asyncpg(url, count),
+            options.appends,
+            options.repeats,
         )
         print_rows("PostgreSQL", "asyncpg, one insert per statement", baseline, rates)
     finally:

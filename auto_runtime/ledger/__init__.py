@@ -1,7 +1,20 @@
 """The ledger: the runtime's only truth, an append-only event store on SQLite or PostgreSQL.
 
 Import from here; the modules below are the implementation. See `Ledger` for the operations and
-`open_ledger` for opening a store.
+`open_ledger` for opening a store. A command loads, decides and appends with the version it read::
+
+    async with open_ledger(ledger_file=Path("~/.auto-runtime/ledger.db").expanduser()) as ledger:
+        scope = PlaybookScope("acme", "finance")
+        stream = scope.stream("runs", run_id)
+        for _ in range(4):
+            history = await ledger.read_stream(stream)
+            decided = decide(history)  # the command's own fold and decision
+            try:
+                await ledger.append([StreamWrite(stream, len(history), decided)])
+                break
+            except VersionConflict:
+                continue  # someone appended meanwhile: reload and decide again
+        page = await ledger.read_playbook(scope, order="desc", correlation_id=run_id, limit=20)
 """
 
 from .content import ContentStore

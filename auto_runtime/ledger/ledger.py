@@ -54,6 +54,8 @@ class Ledger(abc.ABC):
         self.projections: tuple[Projection, ...] = tuple(projections)
         self.content = content
         self.appended = AppendSignal()
+        self.rebuilt: list[str] = []
+        """The names of the projections rebuilt from history when this ledger opened."""
         self._closed = False
 
     def _check_open(self) -> None:
@@ -68,7 +70,9 @@ class Ledger(abc.ABC):
         clash raises `VersionConflict` naming the stream and writes nothing. More than
         `MAX_RECORDS_PER_APPEND` records, a stream twice, an invalid id or type, or data that is not
         JSON is a `ValueError`. A reused record id raises `DuplicateRecordIdError`. Registered projections
-        are applied in the same transaction. Returns only after the commit is durable.
+        are applied in the same transaction. Returns only after the commit is durable. An append
+        whose task is cancelled while it waits may or may not have been committed: reload the
+        stream to know.
         """
         self._check_open()
         validate_writes(writes)
@@ -168,9 +172,11 @@ class Ledger(abc.ABC):
         """Run one read-only SELECT (usually over projection tables) and return its rows as dicts.
 
         Write the SQL with `?` placeholders; the PostgreSQL store numbers them for asyncpg. Keep to
-        SQL both engines speak. Values come back as `str`, `int`, `float` or None; decode a
-        projection's `json` columns with `Projection.decode_row`. The statement runs in a read-only
-        transaction on both stores, so a write is refused.
+        SQL both engines speak. Column values come back as `str`, `int`, `float` or None; decode a
+        projection's `json` columns with `Projection.decode_row`. Computed values differ by engine
+        unless cast: a comparison is a `bool` on PostgreSQL and an `int` on SQLite, and `avg` is a
+        `Decimal` on PostgreSQL, so write `CAST(avg(x) AS DOUBLE PRECISION)` (both engines accept
+        it). The statement runs in a read-only transaction on both stores, so a write is refused.
         """
         self._check_open()
         return await self._fetch(sql, tuple(params))

@@ -6,7 +6,9 @@ A `Projection` names a table (`TableSpec`) and two pure functions. For every rec
 or None when there is none) and returns the row after the record (a dict; missing columns are NULL
 and key columns are set from the key) or None to delete it. Both functions run inside the append's
 transaction and must not raise: an exception fails the append that triggered it (only that one),
-and the caller sees the exception.
+and the caller sees the exception. They run on the store's own thread (the SQLite writer, the
+PostgreSQL asyncio thread), never in Trio: keep them pure and quick, with no I/O. Values must suit
+their column types (`str`, `int`, `float`, any JSON value for `json`), since PostgreSQL checks them.
 
 Projections are registered when the ledger opens. The ledger keeps each projection's version in
 `ledger_projections`; a projection whose table is new or whose stored version differs is rebuilt

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -35,9 +35,9 @@ class AnyVersion:
 ANY_VERSION: Final = AnyVersion()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class NewRecord:
-    """A record a command wants appended. `id` defaults to a fresh UUIDv7.
+    """A record a command wants appended. `id` None (the default) means a fresh UUIDv7.
 
     `data` is any JSON value; `metadata` is a JSON object holding the seeds' metadata fields that are
     not positions (`correlation_id`, `causation_id`, `at`, `by`, `run_id`, `definition`, ...).
@@ -46,8 +46,14 @@ class NewRecord:
 
     type: str
     data: Any
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    id: str = field(default_factory=uuid7)
+    metadata: Mapping[str, Any]
+    id: str
+
+    def __init__(self, type: str, data: Any, metadata: Mapping[str, Any] | None = None, id: str | None = None) -> None:
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "metadata", {} if metadata is None else metadata)
+        object.__setattr__(self, "id", uuid7() if id is None else id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ each prints the id of every record once its append returned (acknowledged), one 
 from __future__ import annotations
 
 import sys
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import trio
@@ -20,7 +21,7 @@ SCOPE = PlaybookScope("acme", "finance")
 SHARED = SCOPE.stream("runs", "shared")
 
 
-def open_target(where: str) -> object:
+def open_target(where: str) -> AbstractAsyncContextManager[Ledger]:
     if where.startswith("postgresql://"):
         return open_ledger(database_url=where)
     return open_ledger(ledger_file=Path(where))
@@ -37,14 +38,14 @@ async def append_with_retry(ledger: Ledger, label: str, number: int) -> None:
 
 
 async def contend(where: str, label: str, count: int) -> None:
-    async with open_target(where) as ledger:  # type: ignore[attr-defined]
+    async with open_target(where) as ledger:
         for number in range(count):
             await append_with_retry(ledger, label, number)
     print("done", flush=True)
 
 
 async def forever(where: str, tasks: int) -> None:
-    async with open_target(where) as ledger:  # type: ignore[attr-defined]
+    async with open_target(where) as ledger:
 
         async def append_forever(task: int) -> None:
             stream = SCOPE.stream("durable", str(task))

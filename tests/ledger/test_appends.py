@@ -13,12 +13,16 @@ from auto_runtime.ledger import (
     MAX_RECORDS_PER_APPEND,
     DuplicateRecordIdError,
     Ledger,
+    LedgerClosedError,
     NewRecord,
     OrgScope,
     PlaybookScope,
+    StreamName,
     StreamWrite,
     VersionConflict,
 )
+
+from .conftest import Target
 
 ACME = PlaybookScope("acme", "finance")
 OTHER = PlaybookScope("acme", "sales")
@@ -38,6 +42,7 @@ async def test_an_append_returns_the_records_as_recorded(ledger: Ledger) -> None
     assert all(r.stream == stream for r in records)
     assert all(r.recorded_at.tzinfo is not None and r.recorded_at >= before for r in records)
     assert uuid.UUID(records[0].id).version == 7
+    assert uuid.UUID(NewRecord("x", {}, {}, None).id).version == 7
     assert await ledger.read_stream(stream) == records
     assert await ledger.stream_version(stream) == 2
 
@@ -207,3 +212,42 @@ async def test_a_duplicate_id_refuses_only_its_own_append_among_concurrent_ones(
         assert await ledger.stream_version(ACME.stream("runs", f"r{number}")) == expected
     positions = [record.global_position for record in (await ledger.read_forward(None, 100))[0]]
     assert len(set(positions)) == 16
+
+
+async def test_appends_over_the_same_streams_in_either_order_all_commit(ledger: Ledger) -> None:
+    first, second = ACME.stream("pair", "a"), ACME.stream("pair", "b")
+
+    async def appender(streams: tuple[StreamName, StreamName]) -> None:
+        for _ in range(20):
+            await ledger.append([StreamWrite(stream, ANY_VERSION, [new()]) for stream in streams])
+
+    async with trio.open_nursery() as nursery:
+        for task in range(6):
+            nursery.start_soon(appender, (first, second) if task % 2 else (second, first))
+    assert await ledger.stream_version(first) == 120
+    assert await ledger.stream_version(second) == 120
+
+
+async def test_a_closed_ledger_refuses_to_work(target: Target) -> None:
+    async with target.open() as ledger:
+        pass
+    with pytest.raises(LedgerClosedError):
+        await ledger.append([StreamWrite(ACME.stream("runs", "r1"), 0, [new()])])
+    with pytest.raises(LedgerClosedError):
+        await ledger.read_playbook(ACME)
+
+
+async def test_appends_still_queued_when_the_ledger_closes_are_committed(target: Target) -> None:
+    results: list[int] = []
+    async with target.open() as ledger, trio.open_nursery() as nursery:
+        for number in range(32):
+
+            async def append(number: int = number) -> None:
+                [record] = await ledger.append([StreamWrite(ACME.stream("q", str(number)), 0, [new()])])
+                results.append(record.position)
+
+            nursery.start_soon(append)
+    async with target.open() as reopened:
+        for number in range(32):
+            assert await reopened.stream_version(ACME.stream("q", str(number))) == 1
+    assert results == [1] * 32

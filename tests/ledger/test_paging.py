@@ -14,6 +14,7 @@ from auto_runtime.ledger import (
     InvalidCursor,
     Ledger,
     NewRecord,
+    Order,
     Page,
     PlaybookScope,
     Record,
@@ -30,11 +31,18 @@ async def fill(ledger: Ledger, count: int, kind: str = "x", scope: PlaybookScope
         await ledger.append([StreamWrite(scope.stream("events", f"{kind}-{start}"), 0, batch)])
 
 
-async def read_all(ledger: Ledger, **options: object) -> tuple[list[Record], list[Page]]:
+async def read_all(
+    ledger: Ledger,
+    order: Order = "desc",
+    types: set[str] | None = None,
+    since: datetime | None = None,
+    correlation_id: str | None = None,
+    limit: int = 20,
+) -> tuple[list[Record], list[Page]]:
     pages: list[Page] = []
     cursor: str | None = None
     while True:
-        page = await ledger.read_playbook(ACME, cursor=cursor, **options)  # type: ignore[arg-type]
+        page = await ledger.read_playbook(ACME, order, types, since, correlation_id, limit, cursor)
         pages.append(page)
         if not page.has_more:
             assert page.next_cursor is None

@@ -4,6 +4,8 @@ Both run under a transaction-level advisory lock, so several servers starting on
 migrate and rebuild once. `tx_id` is the appending transaction's id (`pg_current_xact_id()`, as a
 bigint): oldest-first reads order by `(tx_id, global_position)` behind a horizon (see `statements`).
 Data and metadata are kept as JSON *text* (not jsonb, which refuses U+0000 and lone surrogates).
+The `ledger_append` function (see `statements.APPEND_FUNCTION`) is replaced on every open, so a
+server always calls the version it was built with.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from ..placeholders import to_numbered
 from ..projections import Projection
 from ..records import decode_record
-from .statements import RECORD_COLUMNS, apply_projections
+from .statements import APPEND_FUNCTION, RECORD_COLUMNS, apply_projections
 
 LOCK_KEY = 0x6C6564676572  # "ledger"
 _REBUILD_BATCH = 1_000
@@ -57,6 +59,7 @@ async def migrate(conn: Any) -> None:
         await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
         for statement in _TABLES:
             await conn.execute(statement)
+        await conn.execute(APPEND_FUNCTION)
 
 
 async def ensure_projections(conn: Any, projections: Sequence[Projection]) -> list[str]:
@@ -74,7 +77,7 @@ async def ensure_projections(conn: Any, projections: Sequence[Projection]) -> li
                 await conn.execute(statement)
             cursor = await conn.cursor(f"SELECT {RECORD_COLUMNS} FROM ledger_records ORDER BY tx_id, global_position")
             while batch := await cursor.fetch(_REBUILD_BATCH):
-                await apply_projections(conn, [projection], [decode_record(*row) for row in batch])
+                await apply_projections(conn, [projection], [decode_record(*row) for row in batch], lock_rows=False)
             await conn.execute(
                 to_numbered(
                     "INSERT INTO ledger_projections (name, version) VALUES (?, ?) "

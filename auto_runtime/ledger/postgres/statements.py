@@ -19,6 +19,7 @@ from typing import Any
 
 import asyncpg
 
+from .. import json_text
 from ..errors import DuplicateRecordIdError, VersionConflict
 from ..ledger import EncodedWrite
 from ..paging import Order, ScanRow, SortKey
@@ -27,7 +28,7 @@ from ..projections import Delete, Projection, Upsert
 from ..records import Record, decode_record, record_from_encoded
 
 RECORD_COLUMNS = "id, stream, position, global_position, type, data, metadata, recorded_at"
-NOTIFY_CHANNEL = "auto_runtime_ledger_appended"
+DEADLOCK_RETRIES = 5
 
 HORIZON = """(SELECT coalesce(min(x::text::bigint), pg_snapshot_xmax(pg_current_snapshot())::text::bigint)
     FROM pg_snapshot_xip(pg_current_snapshot()) AS x
@@ -38,87 +39,153 @@ HORIZON = """(SELECT coalesce(min(x::text::bigint), pg_snapshot_xmax(pg_current_
 
 _DUPLICATE_ID = re.compile(r"\(id\)=\((.*)\)")
 
-_INSERT_RECORDS = """INSERT INTO ledger_records
-    (id, stream, position, scope_key, type, data, metadata, correlation_id, size, recorded_at)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
-                         $7::text[], $8::text[], $9::bigint[], $10::bigint[])
-    RETURNING id, global_position"""
+CONFLICT_SQLSTATE = "LV001"
+
+APPEND_FUNCTION = f"""CREATE OR REPLACE FUNCTION ledger_append(
+    p_streams text[], p_expected bigint[], p_counts bigint[],
+    p_stream_index integer[], p_offsets bigint[], p_ids text[], p_scope_keys text[], p_types text[],
+    p_data text[], p_metadata text[], p_correlation_ids text[], p_sizes bigint[], p_recorded_at bigint[]
+) RETURNS TABLE (record_id text, record_position bigint, record_global_position bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    claimed bigint;
+    firsts bigint[] := '{{}}';
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(p_streams, 1), 0) LOOP
+        claimed := NULL;
+        IF p_expected[i] IS NULL THEN
+            INSERT INTO ledger_streams AS s (stream, version) VALUES (p_streams[i], p_counts[i])
+            ON CONFLICT (stream) DO UPDATE SET version = s.version + excluded.version
+            RETURNING s.version INTO claimed;
+        ELSIF p_expected[i] = 0 THEN
+            INSERT INTO ledger_streams AS s (stream, version) VALUES (p_streams[i], p_counts[i])
+            ON CONFLICT (stream) DO NOTHING
+            RETURNING s.version INTO claimed;
+        ELSE
+            UPDATE ledger_streams AS s SET version = s.version + p_counts[i]
+            WHERE s.stream = p_streams[i] AND s.version = p_expected[i]
+            RETURNING s.version INTO claimed;
+        END IF;
+        IF claimed IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = '{CONFLICT_SQLSTATE}', MESSAGE = p_streams[i];
+        END IF;
+        firsts := firsts || (claimed - p_counts[i] + 1);
+    END LOOP;
+    RETURN QUERY
+    INSERT INTO ledger_records AS r
+        (id, stream, position, scope_key, type, data, metadata, correlation_id, size, recorded_at)
+    SELECT u.id, p_streams[u.stream_index], firsts[u.stream_index] + u.record_offset, u.scope_key,
+           u.record_type, u.data, u.metadata, u.correlation_id, u.size, u.recorded_at
+    FROM unnest(p_stream_index, p_offsets, p_ids, p_scope_keys, p_types, p_data, p_metadata,
+                p_correlation_ids, p_sizes, p_recorded_at)
+         AS u(stream_index, record_offset, id, scope_key, record_type, data, metadata, correlation_id,
+              size, recorded_at)
+    RETURNING r.id, r.position, r.global_position;
+END
+$fn$"""
+"""The append on the server, so an append without projections is one round trip (one statement in
+its own transaction): claim each stream's positions in the order given (the caller sorts by name, so
+two appends over the same streams cannot deadlock), raise `CONFLICT_SQLSTATE` naming a stream whose
+version differs, insert the records. It does not notify (see `notifier`)."""
+
+_CALL_APPEND = "SELECT * FROM ledger_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
 
 
-async def _claim_positions(conn: Any, write: EncodedWrite) -> int:
-    """Move the stream's version on by the write's records; the first new position. Conflicts raise."""
-    count = len(write.records)
-    if write.expected is None:
-        version = await conn.fetchval(
-            "INSERT INTO ledger_streams (stream, version) VALUES ($1, $2) ON CONFLICT (stream) "
-            "DO UPDATE SET version = ledger_streams.version + excluded.version RETURNING version",
-            write.stream,
-            count,
-        )
-    elif write.expected == 0:
-        version = await conn.fetchval(
-            "INSERT INTO ledger_streams (stream, version) VALUES ($1, $2) "
-            "ON CONFLICT (stream) DO NOTHING RETURNING version",
-            write.stream,
-            count,
-        )
-    else:
-        version = await conn.fetchval(
-            "UPDATE ledger_streams SET version = version + $3 WHERE stream = $1 AND version = $2 RETURNING version",
-            write.stream,
-            write.expected,
-            count,
-        )
-    if version is None:
-        raise VersionConflict(write.stream, write.expected)
-    return int(version) - count + 1
+def _append_arguments(writes: Sequence[EncodedWrite]) -> list[list[Any]]:
+    ordered = sorted(writes, key=_stream)
+    index = {write.stream: number for number, write in enumerate(ordered, start=1)}
+    arguments: list[list[Any]] = [
+        [write.stream for write in ordered],
+        [write.expected for write in ordered],
+        [len(write.records) for write in ordered],
+    ]
+    columns: list[list[Any]] = [[] for _ in range(10)]
+    for write in writes:
+        for offset, record in enumerate(write.records):
+            values = (
+                index[write.stream],
+                offset,
+                record.id,
+                record.scope_key,
+                record.type,
+                record.data,
+                record.metadata,
+                record.correlation_id,
+                record.size,
+                record.recorded_at_us,
+            )
+            for column, value in zip(columns, values, strict=True):
+                column.append(value)
+    return arguments + columns
+
+
+async def _call_append(conn: Any, writes: Sequence[EncodedWrite]) -> list[Record]:
+    try:
+        rows = await conn.fetch(_CALL_APPEND, *_append_arguments(writes))
+    except asyncpg.UniqueViolationError as error:
+        found = _DUPLICATE_ID.search(getattr(error, "detail", "") or "")
+        raise DuplicateRecordIdError(found.group(1) if found else "") from error
+    except asyncpg.PostgresError as error:
+        if getattr(error, "sqlstate", None) != CONFLICT_SQLSTATE:
+            raise
+        stream = str(getattr(error, "message", ""))
+        expected = next((write.expected for write in writes if write.stream == stream), None)
+        raise VersionConflict(stream, expected) from error
+    placed = {row["record_id"]: (int(row["record_position"]), int(row["record_global_position"])) for row in rows}
+    return [record_from_encoded(record, *placed[record.id]) for write in writes for record in write.records]
 
 
 async def append_writes(conn: Any, writes: Sequence[EncodedWrite], projections: Sequence[Projection]) -> list[Record]:
-    """One transaction: claim positions (row locks serialise writers of a stream across processes),
-    insert the records, apply the projections, notify listeners."""
+    """Append through `ledger_append`: alone (one round trip) without projections, else in a
+    transaction with the projections' row changes."""
+    if not projections:
+        return await _call_append(conn, writes)
     async with conn.transaction():
-        placed = [(await _claim_positions(conn, write), write) for write in writes]
-        columns: list[list[Any]] = [[] for _ in range(10)]
-        for first, write in placed:
-            for offset, record in enumerate(write.records):
-                values = (
-                    record.id,
-                    record.stream,
-                    first + offset,
-                    record.scope_key,
-                    record.type,
-                    record.data,
-                    record.metadata,
-                    record.correlation_id,
-                    record.size,
-                    record.recorded_at_us,
-                )
-                for column, value in zip(columns, values, strict=True):
-                    column.append(value)
-        try:
-            inserted = await conn.fetch(_INSERT_RECORDS, *columns)
-        except asyncpg.UniqueViolationError as error:
-            found = _DUPLICATE_ID.search(getattr(error, "detail", "") or "")
-            raise DuplicateRecordIdError(found.group(1) if found else "") from error
-        global_positions = {row["id"]: int(row["global_position"]) for row in inserted}
-        appended = [
-            record_from_encoded(record, first + offset, global_positions[record.id])
-            for first, write in placed
-            for offset, record in enumerate(write.records)
-        ]
+        appended = await _call_append(conn, writes)
         await apply_projections(conn, projections, appended)
-        await conn.execute(f"NOTIFY {NOTIFY_CHANNEL}")
     return appended
 
 
-async def apply_projections(conn: Any, projections: Sequence[Projection], records: Sequence[Record]) -> None:
-    """Apply each record to each projection, in order (inside the caller's transaction)."""
+def _stream(write: EncodedWrite) -> str:
+    return write.stream
+
+
+async def append_with_retry(
+    conn: Any, writes: Sequence[EncodedWrite], projections: Sequence[Projection]
+) -> list[Record]:
+    """`append_writes`, run again when PostgreSQL ended it to break a deadlock (projection rows
+    locked in different orders by concurrent appends); the failed attempt wrote nothing."""
+    attempt = 1
+    while True:
+        try:
+            return await append_writes(conn, writes, projections)
+        except asyncpg.DeadlockDetectedError:
+            if attempt >= DEADLOCK_RETRIES:
+                raise
+            attempt += 1
+
+
+async def apply_projections(
+    conn: Any, projections: Sequence[Projection], records: Sequence[Record], lock_rows: bool = True
+) -> None:
+    """Apply each record to each projection, in order (inside the caller's transaction).
+
+    With `lock_rows`, each row's key is first locked with a transaction-level advisory lock, so
+    concurrent appends (in any process) that touch one row apply their changes one after the other:
+    the read after the lock sees the other append's committed row (READ COMMITTED takes a snapshot
+    per statement), and a row that does not exist yet cannot be created twice from nothing. A
+    rebuild, which owns its new table until it commits, needs no row locks.
+    """
     for record in records:
         for projection in projections:
             table = projection.table
             for raw_key in projection.keys(record):
                 key = projection.checked_key(raw_key)
+                if lock_rows:
+                    await conn.execute(
+                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                        json_text.dumps([table.name, *key]),
+                    )
                 found = await conn.fetchrow(to_numbered(table.select_sql), *key)
                 change = projection.change(key, dict(found) if found is not None else None, record)
                 if isinstance(change, Upsert):

@@ -3,7 +3,7 @@
 All asyncpg work runs on the ledger's `LoopThread` (one per process): the pool is created there, and
 each Trio call submits one coroutine holding a whole unit of work (one transaction). Appends are
 correct across processes through row locks on `ledger_streams` and unique constraints; other
-processes' appends wake this process's followers through LISTEN/NOTIFY.
+processes' appends wake this process's followers through LISTEN/NOTIFY (`notifier`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,20 @@ from ..projections import Projection
 from ..records import Record
 from . import statements
 from .loop_thread import LoopThread
+from .notifier import Notifier
 from .schema import ensure_projections, migrate
 
 T = TypeVar("T")
 POOL_SIZE = 10
+
+
+async def _keep_session(conn: Any) -> None:
+    """Return a connection to the pool without asyncpg's reset query (a round trip per release).
+
+    asyncpg still rolls back a transaction left open. The ledger changes no session state on its
+    pooled connections: no session advisory locks (only transaction-level ones), no cursors outside
+    transactions, no LISTEN (the listener has a connection of its own), no SET.
+    """
 
 
 class PostgresContentStore:
@@ -53,27 +63,22 @@ class PostgresLedger(Ledger):
         self._pool_size = pool_size
         self._thread: LoopThread | None = None
         self._pool: Any = None
-        self._listener: Any = None
-        self.rebuilt: list[str] = []
+        self._notifier = Notifier(self._wake_followers)
+        self._token: trio.lowlevel.TrioToken | None = None
 
     async def start(self) -> None:
         """Start the loop thread, create the pool on it, migrate, rebuild changed projections, listen."""
-        token = trio.lowlevel.current_trio_token()
+        self._token = trio.lowlevel.current_trio_token()
         thread = LoopThread()
         thread.start()
         self._thread = thread
 
-        def on_notify(*_: object) -> None:
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(self.appended.notify)
-
         async def prepare() -> None:
-            self._pool = await asyncpg.create_pool(self._url, min_size=1, max_size=self._pool_size)
+            self._pool = await asyncpg.create_pool(self._url, min_size=1, max_size=self._pool_size, reset=_keep_session)
             async with self._pool.acquire() as conn:
                 await migrate(conn)
                 self.rebuilt = await ensure_projections(conn, self.projections)
-            self._listener = await asyncpg.connect(self._url)
-            await self._listener.add_listener(statements.NOTIFY_CHANNEL, on_notify)
+            await self._notifier.start(self._url)
 
         try:
             await thread.run(prepare())
@@ -89,8 +94,7 @@ class PostgresLedger(Ledger):
             return
 
         async def close() -> None:
-            if self._listener is not None:
-                await self._listener.close()
+            await self._notifier.close()
             if self._pool is not None:
                 await self._pool.close()
 
@@ -99,6 +103,12 @@ class PostgresLedger(Ledger):
                 await thread.run(close())
         finally:
             await trio.to_thread.run_sync(thread.stop)
+
+    def _wake_followers(self) -> None:
+        """A notification arrived (on the loop thread): wake this process's followers."""
+        if self._token is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                self._token.run_sync_soon(self.appended.notify)
 
     async def with_connection(self, work: Callable[[Any], Awaitable[T]]) -> T:
         """Run `work(connection)` on the loop thread with a pooled connection (cancellable)."""
@@ -115,7 +125,13 @@ class PostgresLedger(Ledger):
 
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
         projections = self.projections
-        records = await self.with_connection(lambda conn: statements.append_writes(conn, writes, projections))
+
+        async def work(conn: Any) -> list[Record]:
+            appended = await statements.append_with_retry(conn, writes, projections)
+            self._notifier.request()
+            return appended
+
+        records = await self.with_connection(work)
         self.appended.notify()
         return records
 

@@ -104,9 +104,7 @@ def append_batch(
     rows: list[tuple[Any, ...]] = []
     changed: dict[str, int] = {}
     for writes in appends:
-        clash = next(
-            (w for w in writes if w.expected is not None and versions.get(w.stream, 0) != w.expected), None
-        )
+        clash = next((w for w in writes if w.expected is not None and versions.get(w.stream, 0) != w.expected), None)
         if clash is not None:
             results.append(VersionConflict(clash.stream, clash.expected))
             continue
@@ -145,9 +143,7 @@ def append_batch(
     return results
 
 
-def apply_projections(
-    conn: sqlite3.Connection, projections: Sequence[Projection], records: Sequence[Record]
-) -> None:
+def apply_projections(conn: sqlite3.Connection, projections: Sequence[Projection], records: Sequence[Record]) -> None:
     """Apply each record to each projection, in order."""
     for record in records:
         for projection in projections:
@@ -165,8 +161,7 @@ def apply_projections(
 
 def read_stream(conn: sqlite3.Connection, stream: str, from_position: int, limit: int | None) -> list[Record]:
     rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE stream = ? AND position >= ? "
-        "ORDER BY position LIMIT ?",
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE stream = ? AND position >= ? ORDER BY position LIMIT ?",
         (stream, from_position, -1 if limit is None else limit),
     ).fetchall()
     return [decode_record(*row) for row in rows]
@@ -225,8 +220,7 @@ def scan(
 def load(conn: sqlite3.Connection, keys: Sequence[SortKey]) -> list[Record]:
     positions = [key[1] for key in keys]
     rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE global_position IN "
-        f"({', '.join('?' for _ in positions)})",
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE global_position IN ({', '.join('?' for _ in positions)})",
         positions,
     ).fetchall()
     by_position = {row[3]: decode_record(*row) for row in rows}
@@ -235,8 +229,7 @@ def load(conn: sqlite3.Connection, keys: Sequence[SortKey]) -> list[Record]:
 
 def read_forward(conn: sqlite3.Connection, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]:
     rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE global_position > ? "
-        "ORDER BY global_position LIMIT ?",
+        f"SELECT {RECORD_COLUMNS} FROM ledger_records WHERE global_position > ? ORDER BY global_position LIMIT ?",
         (0 if after is None else after[1], limit),
     ).fetchall()
     return [((row[3], row[3]), decode_record(*row)) for row in rows]
@@ -251,9 +244,7 @@ def fetch(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[dic
 
 def put_content(conn: sqlite3.Connection, scope_key: str, digest: str, chunks: Sequence[bytes]) -> None:
     """Keep content's chunks unless the scope already holds that digest (writer thread)."""
-    if conn.execute(
-        "SELECT 1 FROM ledger_content WHERE scope_key = ? AND sha256 = ?", (scope_key, digest)
-    ).fetchone():
+    if conn.execute("SELECT 1 FROM ledger_content WHERE scope_key = ? AND sha256 = ?", (scope_key, digest)).fetchone():
         return
     conn.execute(
         "INSERT INTO ledger_content (scope_key, sha256, size, location) VALUES (?, ?, ?, 'ledger')",

@@ -7,6 +7,7 @@ may use a file at a time.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -86,12 +87,15 @@ class SqliteLedger(Ledger):
         super().__init__(projections, SqliteContentStore(self))
         self.path = path
         self.readers = _ReaderPool(str(path))
-        self.rebuilt: list[str] = []
         self._writer: SqliteWriter | None = None
 
     async def start(self) -> None:
         """Create the folder and tables, rebuild changed projections, start the writer thread."""
         token = trio.lowlevel.current_trio_token()
+
+        def notify() -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(self.appended.notify)
 
         def prepare() -> SqliteWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -102,7 +106,7 @@ class SqliteLedger(Ledger):
             except BaseException:
                 conn.close()
                 raise
-            return SqliteWriter(conn, self.projections, lambda: token.run_sync_soon(self.appended.notify))
+            return SqliteWriter(conn, self.projections, notify)
 
         self._writer = await trio.to_thread.run_sync(prepare)
         self._writer.start()

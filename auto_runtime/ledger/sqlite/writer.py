@@ -19,6 +19,7 @@ append is refused alone. Other work always runs one unit per savepoint.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import sqlite3
 import threading
@@ -105,7 +106,8 @@ class SqliteWriter:
             conn.execute("COMMIT")
         except Exception as error:
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             for unit in batch:
                 unit.completion.settle_error(error)
             wake_all(unit.completion for unit in batch)
