@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from auto_runtime.auth.api_keys import KeyRing
 from auto_runtime.auth.caller import LOCAL_CALLER, Caller
-from auto_runtime.operations.problems import Rejection
+from auto_runtime.problems import Rejection
 
 STUDIO_ORIGIN = "https://studio.on.auto"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from auto_runtime.operations.problems import InputIssue, Rejection, invalid_input
+from auto_runtime.problems import InputIssue, Rejection, invalid_input
 
 DefinitionType = Literal["reasoning", "interaction", "computation", "recall", "prediction", "workflow"]
 DEFINITION_TYPES: tuple[DefinitionType, ...] = (

@@ -25,7 +25,7 @@ from auto_runtime.http.responses import json_bytes, problem_response, success_re
 from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.dispatcher import Dispatcher, incident
 from auto_runtime.operations.operation import Operation
-from auto_runtime.operations.problems import Rejection
+from auto_runtime.problems import Rejection
 
 MAX_REQUEST_BODY = 64 * 1024 * 1024 + 1
 CORS_ALLOWED_HEADERS = "Authorization, Content-Type, If-None-Match, traceparent"

@@ -14,8 +14,8 @@ from typing import Any
 from auto_runtime import __version__
 from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.operation import Operation
-from auto_runtime.operations.problems import KIND_PROBLEM_TYPES, PROBLEM_BASE, PROBLEM_REASONS
 from auto_runtime.operations.schemas import DIALECT, SCHEMA_BASE, input_schema_of, output_schema_of
+from auto_runtime.problems import KIND_PROBLEM_TYPES, PROBLEM_BASE, PROBLEM_REASONS
 
 PROBLEM_SCHEMA_ID = SCHEMA_BASE + "problem"
 PROBLEM_SCHEMA: dict[str, Any] = {

@@ -18,8 +18,8 @@ from quart import Request
 
 from auto_runtime.http.deep_json import DeepJsonError, loads_deep
 from auto_runtime.operations.operation import Operation
-from auto_runtime.operations.problems import Rejection, bad_request
 from auto_runtime.operations.schemas import input_schema_of
+from auto_runtime.problems import Rejection, bad_request
 
 MAX_JSON_BODY = 1_048_576
 INTEGER_TEXT = re.compile(r"^-?[0-9]+$")

@@ -7,7 +7,7 @@ from typing import Any
 
 from quart import Response
 
-from auto_runtime.operations.problems import Rejection
+from auto_runtime.problems import Rejection
 
 NO_STORE = "no-store"
 

@@ -7,7 +7,7 @@ class LedgerError(Exception):
     """Base class of the ledger's own errors."""
 
 
-class VersionConflict(LedgerError):  # noqa: N818 (the name the runtime codes against)
+class VersionConflict(LedgerError):
     """An append stated a version its stream no longer has; nothing of the append was written.
 
     The caller reloads the stream, decides again and appends with the new version (a few times),
@@ -28,7 +28,7 @@ class DuplicateRecordIdError(LedgerError):
         self.record_id = record_id
 
 
-class InvalidCursor(LedgerError):  # noqa: N818 (the name the runtime codes against)
+class InvalidCursor(LedgerError):
     """A paging cursor that this playbook's reads did not give (foreign, malformed or for another order).
 
     The HTTP layer answers it as `invalid_input` at `/cursor`.

@@ -37,7 +37,7 @@ from auto_runtime.mcp_server.asgi_messages import (
 from auto_runtime.mcp_server.connection import SCOPE_KEY, Connection
 from auto_runtime.mcp_server.endpoints import Endpoint, metadata_path_of, parse_endpoint, parse_metadata_path
 from auto_runtime.mcp_server.service import MAX_BODY_BYTES, SERVER_TITLE, McpService
-from auto_runtime.operations.problems import Rejection
+from auto_runtime.problems import Rejection
 
 AsgiApp = Callable[..., Awaitable[Any]]
 """Any ASGI application: Quart's, Hypercorn's and Starlette's type vocabularies differ, the protocol does not."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from starlette.types import Message, Scope, Send
 
-from auto_runtime.operations.problems import Rejection
+from auto_runtime.problems import Rejection
 
 Headers = list[tuple[bytes, bytes]]
 

@@ -19,7 +19,7 @@ from auto_runtime.mcp_server.connection import Connection
 from auto_runtime.mcp_server.results import refusal_result, success_result
 from auto_runtime.mcp_server.toolset import PLAYBOOK_ARGUMENT_PATTERN, ServedTool, ToolSet
 from auto_runtime.operations.dispatcher import Dispatcher, incident
-from auto_runtime.operations.problems import InputIssue, Rejection, invalid_input
+from auto_runtime.problems import InputIssue, Rejection, invalid_input
 
 PLAYBOOK_ID = re.compile(PLAYBOOK_ARGUMENT_PATTERN)
 PLAYBOOK_NAME = "playbook, The id of the playbook to act in"

@@ -18,7 +18,7 @@ import mcp_types as types
 from auto_runtime.mcp_server.history_cut import cut_large_fields
 from auto_runtime.mcp_server.words import refusal_words, success_words
 from auto_runtime.operations.operation import Operation
-from auto_runtime.operations.problems import Rejection
+from auto_runtime.problems import Rejection
 
 
 def compact_json(value: Any) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from auto_runtime.operations.operation import Operation
-from auto_runtime.operations.problems import Rejection
+from auto_runtime.problems import Rejection
 
 MAX_SUCCESS_CHARACTERS = 400
 MAX_REFUSAL_CHARACTERS = 600

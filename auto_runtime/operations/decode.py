@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from auto_runtime.operations.input_issues import check_against_schema, pointer_of
 from auto_runtime.operations.operation import Operation
-from auto_runtime.operations.problems import InputIssue, invalid_input
 from auto_runtime.operations.schemas import input_schema_of
+from auto_runtime.problems import InputIssue, invalid_input
+from auto_runtime.schema_issues import check_against_schema, pointer_of
 
 ROOT_NAME = "The request"
 

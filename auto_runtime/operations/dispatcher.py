@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 from auto_runtime.auth.caller import Caller
 from auto_runtime.operations.decode import decode_input
 from auto_runtime.operations.operation import Operation, OperationContext
-from auto_runtime.operations.problems import Rejection, conflict, forbidden, not_found
+from auto_runtime.problems import Rejection, conflict, forbidden, not_found
 
 log = logging.getLogger("auto_runtime.operations")
 

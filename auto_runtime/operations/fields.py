@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from auto_runtime.operations.problems import InputIssue, invalid_input
+from auto_runtime.problems import InputIssue, invalid_input
 
 ID_PATTERN = "^[a-z][a-z0-9-]{2,47}$"
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from auto_runtime.guides import Guide
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
-from auto_runtime.operations.problems import InputIssue, invalid_input
+from auto_runtime.problems import InputIssue, invalid_input
 
 
 def guide_operation(guides: Mapping[str, Guide]) -> Operation:

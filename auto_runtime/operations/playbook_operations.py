@@ -10,8 +10,8 @@ from pydantic.json_schema import SkipJsonSchema
 from auto_runtime.auth.caller import Permission
 from auto_runtime.operations.fields import PlaybookId, trimmed
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
-from auto_runtime.operations.problems import forbidden
 from auto_runtime.operations.services import services_of
+from auto_runtime.problems import forbidden
 
 NAME_RULE = "The name of the playbook, 1 to 100 characters"
 DESCRIPTION_RULE = "What the playbook is for, at most 2,000 characters"

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from auto_runtime.operations.problems import InputIssue, invalid_input
 from auto_runtime.playbooks.cloudevent_syntax import (
     has_forbidden_character,
     has_non_space,
@@ -23,6 +22,7 @@ from auto_runtime.playbooks.cloudevent_syntax import (
 )
 from auto_runtime.playbooks.cloudevent_time import EventTime, EventTimeError, parse_event_time
 from auto_runtime.playbooks.json_limits import json_size
+from auto_runtime.problems import InputIssue, invalid_input
 
 SPEC_VERSION: Final = "1.0"
 MAX_EVENT_BYTES: Final = 240 * 1024

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from auto_runtime.ledger import Ledger, NewRecord, Record, StreamName, StreamWrite, VersionConflict
-from auto_runtime.operations.problems import conflict
+from auto_runtime.problems import conflict
 
 State = TypeVar("State")
 ATTEMPTS = 4

@@ -28,9 +28,9 @@ from auto_runtime.ledger import (
     TableSpec,
     VersionConflict,
 )
-from auto_runtime.operations.problems import InputIssue, conflict, invalid_input, not_found
 from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.overview import used_by_section
+from auto_runtime.problems import InputIssue, conflict, invalid_input, not_found
 
 DEFINITION_CREATED = "definition_created"
 DEFINITION_UPDATED = "definition_updated"

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from auto_runtime.ledger import MAX_PAGE_BYTES, InvalidCursor, Ledger, PlaybookScope
-from auto_runtime.operations.problems import InputIssue, invalid_input, not_found
 from auto_runtime.playbooks.event_view import event_of, is_event
 from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.problems import InputIssue, invalid_input, not_found
 
 EVENT_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(_[1-9][0-9]*)?$", re.IGNORECASE)
 STEP_SUFFIX = re.compile(r"^(.+)_([0-9]+)$")

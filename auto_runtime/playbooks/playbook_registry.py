@@ -16,9 +16,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from auto_runtime.ledger import Ledger, NewRecord, OrgScope, Projection, Record, Row, StreamName, TableSpec
-from auto_runtime.operations.problems import conflict, not_found
 from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.command_loop import decide_and_append
+from auto_runtime.problems import conflict, not_found
 
 PLAYBOOK_CREATED = "playbook_created"
 PLAYBOOK_UPDATED = "playbook_updated"

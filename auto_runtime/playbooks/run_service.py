@@ -18,7 +18,6 @@ import trio
 
 from auto_runtime.functions.function_type import FunctionType, Rejected, RunRequest, Succeeded
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict, uuid7
-from auto_runtime.operations.problems import InputIssue, Rejection, conflict, invalid_input, not_found
 from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.json_limits import (
@@ -30,6 +29,7 @@ from auto_runtime.playbooks.json_limits import (
 )
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.playbooks.run_view import RunState, fold_run
+from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found
 
 ATTEMPTS = 4
 LIST_SCAN = 1000

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auto_runtime.ledger import Record
-from auto_runtime.operations.problems import InputIssue, Rejection
 from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, STATUS_OF_ENDING
+from auto_runtime.problems import InputIssue, Rejection
 
 FINAL_REJECTIONS = frozenset({"invalid_input", "cancelled", "unanswered"})
 

@@ -27,23 +27,21 @@ from auto_runtime.sandbox.workers import NoWorkerFree, WorkerPool
 
 CHECK_SECONDS = 2.0
 CHECKERS = 2
-CHECK_TIMED_OUT = (
-    "The check of the program did not finish within 2 seconds; make the program smaller or simpler"
-)
+CHECK_TIMED_OUT = "The check of the program did not finish within 2 seconds; make the program smaller or simpler"
 
 T = TypeVar("T")
 _PROGRAM_FRAME = re.compile(r'File "program", line (\d+)')
 
 
-class CheckerUnavailable(Exception):  # noqa: N818 - named for the ending it maps to
+class CheckerUnavailable(Exception):
     """No checker was ready to take the check."""
 
 
-class CheckTimedOut(Exception):  # noqa: N818 - named for the ending it maps to
+class CheckTimedOut(Exception):
     """The check did not finish within its wall-clock time."""
 
 
-class CheckBroken(Exception):  # noqa: N818 - named for the ending it maps to
+class CheckBroken(Exception):
     """The sandbox broke while compiling: the runtime's own failure, not the program's."""
 
 
@@ -75,9 +73,7 @@ class Checkers(Generic[T]):
 
     def __init__(self, count: int = CHECKERS, seconds: float = CHECK_SECONDS) -> None:
         self.seconds = seconds
-        self.pool: WorkerPool[T] = WorkerPool(
-            count, name="sandbox-checker", wait_seconds=0.0, idle_seconds=None
-        )
+        self.pool: WorkerPool[T] = WorkerPool(count, name="sandbox-checker", wait_seconds=0.0, idle_seconds=None)
         self.pool.prestart()
 
     async def check(self, job: Callable[[RunControl], T]) -> T:

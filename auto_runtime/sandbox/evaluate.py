@@ -12,11 +12,12 @@ import json
 import re
 from dataclasses import dataclass
 
+from auto_runtime.problems import cut_text
 from auto_runtime.sandbox.bridge import Bridge
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.json_values import compact_json, pointer_of, utf8_size
-from auto_runtime.sandbox.limits import PRELUDE_FUEL, WORK_FUEL, WRITER_FUEL, cut_text
+from auto_runtime.sandbox.limits import PRELUDE_FUEL, WORK_FUEL, WRITER_FUEL
 from auto_runtime.sandbox.outcomes import (
     Broken,
     Cancelled,
@@ -121,9 +122,7 @@ def _outcome(
     return _from_result(evaluation, bridge.result, fuel.work, ending)
 
 
-def _from_result(
-    evaluation: Evaluation, result: bytes, work: int | None, ending: StoreEnding
-) -> SandboxOutcome:
+def _from_result(evaluation: Evaluation, result: bytes, work: int | None, ending: StoreEnding) -> SandboxOutcome:
     """Read the guest's result: error texts as UTF-8 with lone surrogates replaced, output strictly."""
     tag = result[:1].decode("ascii", "replace")
     body = result[1:]

@@ -20,7 +20,6 @@ HEAP_SIZE = "240M"
 MAX_DEPTH = 512
 """Levels a value may nest, in the input and the output: `[]` is one level."""
 
-ERROR_TEXT_BYTES = 1024
 """An error's text, an issue's pointer and its words are cut at this many UTF-8 bytes, then `…`."""
 
 RUN_SECONDS = 10.0
@@ -31,11 +30,3 @@ TICK_SECONDS = 0.01
 
 LOG_BYTES = 65_536
 """Bytes of stdout and of stderr kept from a run, for the log only."""
-
-
-def cut_text(text: str, limit: int = ERROR_TEXT_BYTES) -> str:
-    """Cut `text` to at most `limit` bytes of UTF-8, on a character boundary, and mark a cut with `…`."""
-    encoded = text.encode("utf-8", "surrogatepass")
-    if len(encoded) <= limit:
-        return text
-    return encoded[:limit].decode("utf-8", "ignore") + "…"

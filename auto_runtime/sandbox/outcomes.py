@@ -113,6 +113,4 @@ SandboxOutcome = (
 
 def ends_worker(outcome: SandboxOutcome) -> bool:
     """Whether the worker that ran this outcome must end: time, memory, cancellation or a breakage."""
-    return isinstance(
-        outcome, OutOfWork | PastDeadline | Cancelled | OutOfMemory | OutputOutOfMemory | Broken
-    )
+    return isinstance(outcome, OutOfWork | PastDeadline | Cancelled | OutOfMemory | OutputOutOfMemory | Broken)

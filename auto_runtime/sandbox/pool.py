@@ -30,9 +30,7 @@ class SandboxPool:
             workers, max_runs=max_runs, idle_seconds=idle_seconds, wait_seconds=wait_seconds
         )
 
-    async def run(
-        self, evaluation: Evaluation, deadline: float | None = None, kind: Kind = "run"
-    ) -> SandboxOutcome:
+    async def run(self, evaluation: Evaluation, deadline: float | None = None, kind: Kind = "run") -> SandboxOutcome:
         """Evaluate on a free worker before `deadline` (monotonic; default 10 s from now).
 
         Raises `NoWorkerFree` when no worker became free within the wait.

@@ -21,9 +21,7 @@ REFUSED_NAMES = frozenset(
 DOES_NOT_PARSE = "The program does not parse: "
 SANDBOX_CANNOT_READ = "The sandbox's Python cannot read this line: "
 ONLY_ALLOWED_IMPORTS = "Only math, re, json, collections, heapq and time can be imported; this line imports "
-IMPORTS_AT_TOP = (
-    "Imports stand at the top level and name their module, as import math or from math import floor"
-)
+IMPORTS_AT_TOP = "Imports stand at the top level and name their module, as import math or from math import floor"
 NOT_AVAILABLE = " is not available: a program sees only its input and builds no code at run time"
 DUNDER = "Names and attributes that begin with two underscores are not available; this line uses "
 TOP_LEVEL_ONLY = (
@@ -35,8 +33,7 @@ CONSTANT_ONLY = (
     "a tuple of these, or numbers combined with +, -, *, /, // or %"
 )
 DEFAULT_CONSTANT = (
-    "A default value of a top-level function must be a constant, "
-    "so that nothing carries over from one call to the next"
+    "A default value of a top-level function must be a constant, so that nothing carries over from one call to the next"
 )
 NO_GLOBAL = "global is not available: a function cannot rebind a top-level name"
 NO_DECORATORS = "Top-level functions take no decorators"
@@ -107,9 +104,7 @@ class _Walker(ast.NodeVisitor):
         self.function_depth = 0
 
     def add(self, node: ast.AST, sentence: str) -> None:
-        self.problems.append(
-            (getattr(node, "lineno", 1) + self.offset, getattr(node, "col_offset", 0), sentence)
-        )
+        self.problems.append((getattr(node, "lineno", 1) + self.offset, getattr(node, "col_offset", 0), sentence))
 
     def cannot_read(self, node: ast.AST, message: str) -> None:
         self.add(node, SANDBOX_CANNOT_READ + message)
@@ -288,9 +283,7 @@ def _own_body_yields(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return False
 
 
-def _entry_problems(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, offset: int, entry: EntryRule
-) -> list[Problem]:
+def _entry_problems(function: ast.FunctionDef | ast.AsyncFunctionDef, offset: int, entry: EntryRule) -> list[Problem]:
     problems: list[Problem] = []
     arguments = function.args
     line = function.lineno + offset

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import trio
 
@@ -37,7 +37,7 @@ Job = Callable[[RunControl], tuple[T, bool]]
 WORKER_STACK_BYTES = 64 * 1024 * 1024
 
 
-class NoWorkerFree(Exception):  # noqa: N818 - the name the runtime's callers know it by
+class NoWorkerFree(Exception):
     """No worker became free within the wait."""
 
     def __init__(self, workers: int) -> None:
@@ -45,11 +45,19 @@ class NoWorkerFree(Exception):  # noqa: N818 - the name the runtime's callers kn
         self.workers = workers
 
 
+@dataclass(frozen=True)
+class _Delivery(Generic[T]):
+    """What a worker hands back: the job's value, or the exception it raised (a value may be an exception)."""
+
+    value: T | None
+    error: BaseException | None
+
+
 @dataclass(eq=False)
 class _Task(Generic[T]):
     job: Job[T]
     control: RunControl
-    deliver: Callable[[T | BaseException], None]
+    deliver: Callable[[_Delivery[T]], None]
     kind: Kind
 
 
@@ -109,9 +117,7 @@ class WorkerPool(Generic[T]):
 
     def _start_worker_locked(self) -> _Worker:
         worker = _Worker(next(self._numbers))
-        thread = threading.Thread(
-            target=self._serve, args=(worker,), name=f"{self.name}-{worker.number}", daemon=True
-        )
+        thread = threading.Thread(target=self._serve, args=(worker,), name=f"{self.name}-{worker.number}", daemon=True)
         worker.thread = thread
         self._live.add(worker)
         self.started += 1
@@ -164,9 +170,9 @@ class WorkerPool(Generic[T]):
         worker = await self._acquire(kind, wait_until)
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
-        box: list[T | BaseException] = []
+        box: list[_Delivery[T]] = []
 
-        def deliver(result: T | BaseException) -> None:
+        def deliver(result: _Delivery[T]) -> None:
             def land() -> None:
                 box.append(result)
                 done.set()
@@ -180,10 +186,10 @@ class WorkerPool(Generic[T]):
         except trio.Cancelled:
             control.cancel()
             raise
-        result = box[0]
-        if isinstance(result, BaseException):
-            raise result
-        return result
+        delivered = box[0]
+        if delivered.error is not None:
+            raise delivered.error
+        return delivered.value  # type: ignore[return-value]
 
     def _serve(self, worker: _Worker) -> None:
         while True:
@@ -202,9 +208,9 @@ class WorkerPool(Generic[T]):
             ends = True
             try:
                 result, ends = task.job(task.control)
-                outcome: object = result
+                outcome: _Delivery[Any] = _Delivery(result, None)
             except Exception as error:
-                outcome = error
+                outcome = _Delivery(None, error)
             worker.runs += 1
             if worker.runs >= self.max_runs:
                 ends = True

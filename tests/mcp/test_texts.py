@@ -16,8 +16,8 @@ from auto_runtime.mcp_server.prompts import RecipePrompts, tools_named_in
 from auto_runtime.mcp_server.results import refusal_result, success_result
 from auto_runtime.mcp_server.toolset import ToolSet
 from auto_runtime.mcp_server.words import refusal_words, success_words
-from auto_runtime.operations.problems import InputIssue, Rejection, invalid_input
 from auto_runtime.operations.runtime_catalog import build_catalog
+from auto_runtime.problems import InputIssue, Rejection, invalid_input
 
 GUIDES = load_guides()
 CATALOG = build_catalog(GUIDES)

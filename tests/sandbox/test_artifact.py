@@ -24,9 +24,7 @@ from auto_runtime.sandbox.store_run import StoreEnding, StoreSession, run_store
 def raw(engine: SandboxEngine, code: str, heap: str = "16M", memory: int = 64 << 20) -> StoreEnding:
     """MicroPython run as a plain command, with the runtime's clock and no bridge answers."""
     session = StoreSession(engine, 10**10, memory_bytes=memory)
-    return run_store(
-        engine, session, code, Bridge((), {}, 0), RunControl(time.monotonic() + 10), heap_size=heap
-    )
+    return run_store(engine, session, code, Bridge((), {}, 0), RunControl(time.monotonic() + 10), heap_size=heap)
 
 
 def evaluate_program(engine: SandboxEngine, program: str, value: object = None) -> object:
@@ -80,8 +78,7 @@ def test_the_collector_is_not_safe_and_stays_off(engine: SandboxEngine) -> None:
     collected = raw(engine, STRESS, heap="1M")
     assert collected.stdout.strip() != str(right)
     program = "def main(x):\n" + "".join(
-        "    " + line + "\n"
-        for line in STRESS.replace("gc.enable()", "").replace("print(t)", "return t").splitlines()
+        "    " + line + "\n" for line in STRESS.replace("gc.enable()", "").replace("print(t)", "return t").splitlines()
     )
     program = program.replace("    import gc\n", "")
     outcome = evaluate_program(engine, program)

@@ -38,9 +38,7 @@ def run(
 
 
 def test_returns_json_with_sorted_keys_and_shortest_floats(engine: SandboxEngine) -> None:
-    outcome = run(
-        engine, "def main(x):\n    return {'b': [0.1 + 0.2, 5e-324, 1e16, -0.0], 'a': x, 'é': None}\n", [1]
-    )
+    outcome = run(engine, "def main(x):\n    return {'b': [0.1 + 0.2, 5e-324, 1e16, -0.0], 'a': x, 'é': None}\n", [1])
     assert isinstance(outcome, Returned)
     assert outcome.output_json == '{"a":[1],"b":[0.30000000000000004,5e-324,1e+16,-0.0],"é":null}'
 
@@ -54,9 +52,7 @@ def test_same_input_same_output_and_work(engine: SandboxEngine) -> None:
 
 
 def test_clock_reads_the_run_start(engine: SandboxEngine) -> None:
-    program = (
-        "import time\ndef main(x):\n    return [str(time.time()), str(time.time_ns()), list(time.gmtime())]\n"
-    )
+    program = "import time\ndef main(x):\n    return [str(time.time()), str(time.time_ns()), list(time.gmtime())]\n"
     outcome = run(engine, program)
     assert isinstance(outcome, Returned)
     assert outcome.output == ["1767225600.123", "1767225600123000000", [2026, 1, 1, 0, 0, 0, 3, 1, 0]]

@@ -153,9 +153,7 @@ def resident_mib() -> int:
 
 async def test_runs_on_one_worker_do_not_grow_the_process(engine: SandboxEngine) -> None:
     pool = SandboxPool(engine, 1)
-    touching = evaluation(
-        "def main(x):\n    a = [bytearray(1000000) for i in range(20)]\n    return len(a)\n"
-    )
+    touching = evaluation("def main(x):\n    a = [bytearray(1000000) for i in range(20)]\n    return len(a)\n")
     try:
         await pool.run(touching)
         before = resident_mib()

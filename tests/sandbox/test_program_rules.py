@@ -18,12 +18,9 @@ def test_a_valid_program_has_no_problem() -> None:
         '"""Docstring."""\nimport math\nimport math as m\nfrom math import floor, ceil\nimport time\n'
         "LIMIT = 2 * 10 + -3 // 2 % 7 - 1.5 / 2\nNAMES: tuple = ('a', b'b', True, None, (1, 2))\n"
         "def helper(x, y=3, *rest, z=-1, **options):\n    def inner():\n        yield 1\n"
-        "    class Local:\n        def __init__(self):\n            self.v = 1\n    return [*inner()]\n"
-        + MAIN
+        "    class Local:\n        def __init__(self):\n            self.v = 1\n    return [*inner()]\n" + MAIN
     )
-    assert sentences(program) == [
-        (14, "The sandbox's Python cannot read this line: *x must be assignment target")
-    ]
+    assert sentences(program) == [(14, "The sandbox's Python cannot read this line: *x must be assignment target")]
 
 
 def test_lines_count_from_the_document() -> None:
@@ -33,9 +30,7 @@ def test_lines_count_from_the_document() -> None:
 
 
 def test_syntax_error_is_the_only_problem() -> None:
-    assert sentences("import os\ndef main(x)\n    return 1\n") == [
-        (2, "The program does not parse: expected ':'")
-    ]
+    assert sentences("import os\ndef main(x)\n    return 1\n") == [(2, "The program does not parse: expected ':'")]
     assert sentences("x = = 1\n" + MAIN) == [(1, "The program does not parse: invalid syntax")]
 
 
@@ -93,9 +88,7 @@ def test_refused_builtins(name: str) -> None:
             f"Names and attributes that begin with two underscores are not available; this line uses {name}",
         ) in found
     else:
-        assert found == [
-            (2, f"{name} is not available: a program sees only its input and builds no code at run time")
-        ]
+        assert found == [(2, f"{name} is not available: a program sees only its input and builds no code at run time")]
 
 
 def test_a_refused_name_the_program_defines_is_allowed() -> None:
@@ -177,7 +170,5 @@ def test_entry_function() -> None:
     wrong = "main takes exactly one parameter, the input: def main(input)"
     for signature in ("", "a, b", "a=1", "*args", "**kwargs", "a, *, b"):
         assert sentences(f"X = 1\ndef main({signature}):\n    return 1\n") == [(2, wrong)], signature
-    assert sentences("def main(input):\n    yield input\n") == [
-        (1, "main must return its output, not yield it")
-    ]
+    assert sentences("def main(input):\n    yield input\n") == [(1, "main must return its output, not yield it")]
     assert sentences("def main(input):\n    def inner():\n        yield 1\n    return list(inner())\n") == []

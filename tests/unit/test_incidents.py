@@ -14,7 +14,7 @@ from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.dispatcher import Dispatcher
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
-from auto_runtime.operations.problems import Rejection
+from auto_runtime.problems import Rejection
 
 
 class SecretInput(BaseModel):

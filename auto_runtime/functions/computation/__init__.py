@@ -2,8 +2,9 @@
 
 from auto_runtime.functions.computation.check import CheckResult, check_document, check_document_now
 from auto_runtime.functions.computation.document import ComputationDocument, parse_document, problem_details
-from auto_runtime.functions.computation.rejection import Issue, Rejection
 from auto_runtime.functions.computation.run import Succeeded, describe, run_computation
+from auto_runtime.problems import InputIssue as Issue
+from auto_runtime.problems import Rejection
 
 __all__ = [
     "CheckResult",

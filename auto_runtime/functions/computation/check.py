@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from auto_runtime.functions.computation.document import ComputationDocument, parse_document, problem_details
-from auto_runtime.functions.computation.rejection import Issue, Rejection
+from auto_runtime.problems import InputIssue as Issue
+from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.checker import CHECK_TIMED_OUT, Checkers, CheckTimedOut, compile_pass
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl

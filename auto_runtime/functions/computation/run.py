@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from auto_runtime.functions.computation.document import ComputationDocument
-from auto_runtime.functions.computation.issues import schema_issues
-from auto_runtime.functions.computation.rejection import Issue, Rejection
 from auto_runtime.functions.computation.shapes import SHAPES
+from auto_runtime.problems import InputIssue as Issue
+from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.evaluate import Evaluation
 from auto_runtime.sandbox.json_values import JsonValue, compact_json, pointer_of, utf8_size
 from auto_runtime.sandbox.limits import MAX_DEPTH, RUN_SECONDS
@@ -33,6 +33,7 @@ from auto_runtime.sandbox.outcomes import (
 )
 from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.sandbox.workers import NoWorkerFree
+from auto_runtime.schema_issues import check_against_schema
 
 OUTPUT_LIMIT = 1_048_320
 INPUT_LIMIT = 256 * 1024
@@ -66,9 +67,7 @@ def _input_problem(value: object) -> Issue | None:
             children = enumerate(item) if isinstance(item, list) else item.items()
             for key, child in reversed(list(children)):
                 if isinstance(key, str) and _lone_surrogate(key):
-                    return Issue(
-                        "The input holds text that is not valid Unicode.", "/input" + pointer_of(path)
-                    )
+                    return Issue("The input holds text that is not valid Unicode.", "/input" + pointer_of(path))
                 stack.append((child, [*path, key], depth + 1))
         elif isinstance(item, float) and not math.isfinite(item):
             return Issue("The input holds a number too large for a double.", "/input" + pointer_of(path))
@@ -113,11 +112,9 @@ async def run_computation(
     input_json = compact_json(input_value)
     input_bytes = utf8_size(input_json)
     if input_bytes > INPUT_LIMIT:
-        return _invalid(
-            [Issue("The input is larger than the 262,144 bytes of JSON a run may take.", "/input")]
-        )
+        return _invalid([Issue("The input is larger than the 262,144 bytes of JSON a run may take.", "/input")])
     if document.input_schema is not None:
-        issues = list(schema_issues(_as_schema(document.input_schema), input_value, "The input", "/input"))
+        issues = check_against_schema(_as_schema(document.input_schema), input_value, "/input", "The input")
         if issues:
             return _invalid(issues)
     evaluation = Evaluation(
@@ -131,8 +128,7 @@ async def run_computation(
         outcome = await pool.run(evaluation, deadline=started + RUN_SECONDS)
     except NoWorkerFree as error:
         return _unavailable(
-            "No worker became free within the 10 seconds a run may take; "
-            f"the server runs {error.workers} at once"
+            f"No worker became free within the 10 seconds a run may take; the server runs {error.workers} at once"
         )
     if isinstance(outcome, Returned):
         return _checked_output(pool, document, outcome, input_bytes, started)
@@ -169,7 +165,7 @@ def _checked_output(
     pool: SandboxPool, document: ComputationDocument, returned: Returned, input_bytes: int, started: float
 ) -> Succeeded | Rejection:
     if document.output_schema is not None:
-        issues = list(schema_issues(_as_schema(document.output_schema), returned.output, "The output", ""))
+        issues = check_against_schema(_as_schema(document.output_schema), returned.output, "", "The output")
         if issues:
             return _unworkable(SCHEMA_REFUSES + " ".join(issue.detail for issue in issues[:3]))
     if document.shape is not None and isinstance(returned.output, dict):

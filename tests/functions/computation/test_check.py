@@ -9,7 +9,8 @@ import trio
 
 from auto_runtime.functions.computation.check import CheckResult, check_document
 from auto_runtime.functions.computation.document import ComputationDocument
-from auto_runtime.functions.computation.rejection import Issue, Rejection
+from auto_runtime.problems import InputIssue as Issue
+from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.checker import CHECK_TIMED_OUT, Checkers, CheckerUnavailable
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl

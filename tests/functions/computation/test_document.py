@@ -46,9 +46,7 @@ def test_language() -> None:
 
 
 def test_unknown_keys_among_them_a_reasoning_functions() -> None:
-    front_matter = (
-        "language: python\nmodel: small\ntools: []\ninput:\n  default: {}\noutput:\n  format: json\n"
-    )
+    front_matter = "language: python\nmodel: small\ntools: []\ninput:\n  default: {}\noutput:\n  format: json\n"
     source = "---\n" + front_matter + "---\n" + PROGRAM
     assert details(source) == [
         "Line 3: model is not a field of a computation function",
@@ -73,9 +71,7 @@ def test_front_matter_that_does_not_parse() -> None:
 
 
 def test_no_program() -> None:
-    assert details("---\nlanguage: python\n---\n") == [
-        "Line 3: The document holds no program after its front matter"
-    ]
+    assert details("---\nlanguage: python\n---\n") == ["Line 3: The document holds no program after its front matter"]
     assert details("---\nlanguage: python\n---\n\n  \n") == [
         "Line 5: The document holds no program after its front matter"
     ]
@@ -93,9 +89,6 @@ def test_at_most_20_problems_then_and_n_more() -> None:
     source = "---\nlanguage: python\n---\n" + "".join(f"import os{i}\n" for i in range(25)) + PROGRAM
     found = details(source)
     assert len(found) == 21
-    assert (
-        found[0]
-        == "Line 4: Only math, re, json, collections, heapq and time can be imported; this line imports os0"
-    )
+    assert found[0] == "Line 4: Only math, re, json, collections, heapq and time can be imported; this line imports os0"
     assert found[19].startswith("Line 23: ")
     assert found[20] == "And 5 more problems"

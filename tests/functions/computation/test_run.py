@@ -11,8 +11,9 @@ import pytest
 import trio
 
 from auto_runtime.functions.computation.document import ComputationDocument, parse_document
-from auto_runtime.functions.computation.rejection import Issue, Rejection
 from auto_runtime.functions.computation.run import Succeeded, run_computation
+from auto_runtime.problems import InputIssue as Issue
+from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.pool import SandboxPool
 
@@ -95,9 +96,7 @@ def document(program: str, front_matter: str = "") -> ComputationDocument:
     return parsed
 
 
-async def run(
-    pool: SandboxPool, program: str, value: object = None, front_matter: str = ""
-) -> Succeeded | Rejection:
+async def run(pool: SandboxPool, program: str, value: object = None, front_matter: str = "") -> Succeeded | Rejection:
     return await run_computation(pool, document(program, front_matter), value, started_at_ms=START_MS)  # type: ignore[arg-type]
 
 
@@ -131,9 +130,7 @@ async def test_input_refused_by_its_schema_at_pointers(pool: SandboxPool) -> Non
     assert isinstance(result, Rejection) and result.reason == "invalid_input"
     assert result.errors == [
         Issue("invoices, then item 1: expected the field days_overdue.", "/input/invoices/0"),
-        Issue(
-            "invoices, then item 1, then amount_cents: expected at least 0.", "/input/invoices/0/amount_cents"
-        ),
+        Issue("invoices, then item 1, then amount_cents: expected at least 0.", "/input/invoices/0/amount_cents"),
     ]
     missing = await run_computation(pool, parsed, {}, started_at_ms=START_MS)
     assert isinstance(missing, Rejection)
@@ -194,8 +191,7 @@ async def test_top_level_arithmetic_that_raises(pool: SandboxPool) -> None:
 async def test_out_of_memory(pool: SandboxPool) -> None:
     program = "def main(input):\n    kept = []\n    while True:\n        kept.append(bytearray(20000000))\n"
     assert await run(pool, program) == unworkable(
-        "Line 7 of the program ran out of memory: "
-        "a run's heap holds 240 MiB, and nothing is freed during a run"
+        "Line 7 of the program ran out of memory: a run's heap holds 240 MiB, and nothing is freed during a run"
     )
 
 
@@ -206,9 +202,7 @@ async def test_the_heap_ran_out_while_writing_the_output(pool: SandboxPool) -> N
         "                kept.append(bytearray(size))\n"
         "        except MemoryError:\n            pass\n    return out\n"
     )
-    assert await run(pool, program) == unworkable(
-        "The output could not be written within the run's heap of 240 MiB"
-    )
+    assert await run(pool, program) == unworkable("The output could not be written within the run's heap of 240 MiB")
 
 
 async def test_used_up_its_work(pool: SandboxPool) -> None:
@@ -257,9 +251,7 @@ async def test_output_schema_refuses(pool: SandboxPool) -> None:
 async def test_output_shape_rules(pool: SandboxPool) -> None:
     shape = "output:\n  shape: series\n"
     good = "{'period': 'quarter', 'lines': [{'name': 'plan', 'points': [{'period': '2026-Q1', 'value': 1}]}]}"
-    assert isinstance(
-        await run(pool, f"def main(input):\n    return {good}\n", front_matter=shape), Succeeded
-    )
+    assert isinstance(await run(pool, f"def main(input):\n    return {good}\n", front_matter=shape), Succeeded)
     bad = "{'period': 'day', 'lines': [{'name': 'plan', 'points': [{'period': '2026-02-30', 'value': 1}]}]}"
     result = await run(pool, f"def main(input):\n    return {bad}\n", front_matter=shape)
     assert isinstance(result, Rejection) and result.kind == "unworkable"
@@ -288,9 +280,7 @@ async def test_no_worker_free_is_unavailable(engine: SandboxEngine) -> None:
                 if busy.workers.live == 1 and not busy.workers._idle:
                     break
                 await trio.sleep(0.01)
-            result = await run_computation(
-                busy, document("def main(input):\n    return 1\n"), None, started_at_ms=0
-            )
+            result = await run_computation(busy, document("def main(input):\n    return 1\n"), None, started_at_ms=0)
             nursery.cancel_scope.cancel()
     finally:
         busy.close()

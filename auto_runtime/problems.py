@@ -59,6 +59,17 @@ NO_RETRY_BECAUSE = frozenset({"builds_of_the_day", "stalled", "not_finite", "not
 DEFAULT_RETRY_AFTER_SECONDS = 5
 
 
+ERROR_TEXT_BYTES = 1024
+
+
+def cut_text(text: str, limit: int = ERROR_TEXT_BYTES) -> str:
+    """Cut `text` to at most `limit` bytes of UTF-8, on a character boundary, and mark a cut with `…`."""
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) <= limit:
+        return text
+    return encoded[:limit].decode("utf-8", "ignore") + "…"
+
+
 @dataclass(frozen=True)
 class InputIssue:
     """One entry of an `invalid_input` problem's `errors`: a sentence and the JSON pointer it is about."""

@@ -16,7 +16,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from auto_runtime.operations.problems import InputIssue
+from auto_runtime.problems import InputIssue, cut_text
 
 MAX_ISSUES = 100
 JSON_TYPE_WORDS: Mapping[str, str] = {
@@ -121,22 +121,27 @@ def _extra_fields(error: ValidationError) -> list[str]:
     return [key for key in instance if key not in known]
 
 
+def _document_order(error: ValidationError) -> list[tuple[int, int | str]]:
+    return [(0, token) if isinstance(token, int) else (1, token) for token in error.absolute_path]
+
+
 def issues_from_errors(errors: Sequence[ValidationError], base_pointer: str, root_name: str) -> list[InputIssue]:
+    """One sentence per issue, in document order (array items by index), each text cut at 1,024 bytes."""
     issues: list[InputIssue] = []
-    for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+    for error in sorted(errors, key=_document_order):
         path = list(error.absolute_path)
         if error.validator == "additionalProperties" and error.validator_value is False:
             for extra in _extra_fields(error):
                 field_path = [*path, extra]
                 issues.append(
                     InputIssue(
-                        f"{name_of(field_path, root_name)}: unexpected field.",
-                        pointer_of(base_pointer, field_path),
+                        cut_text(f"{name_of(field_path, root_name)}: unexpected field."),
+                        cut_text(pointer_of(base_pointer, field_path)),
                     )
                 )
             continue
         subject = _described(name_of(path, root_name), error.schema)
-        issues.append(InputIssue(f"{subject}: {rule_of(error)}.", pointer_of(base_pointer, path)))
+        issues.append(InputIssue(cut_text(f"{subject}: {rule_of(error)}."), cut_text(pointer_of(base_pointer, path))))
     return issues[:MAX_ISSUES]
 
 
