@@ -10,7 +10,9 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,6 +23,7 @@ from hypercorn.trio import serve
 from auto_runtime.auth.access import AccessGate
 from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
+from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.registry import function_types
 from auto_runtime.guides import load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
@@ -39,6 +42,7 @@ from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PLAYBOOKS_PROJECTION, PlaybookRegistry
 from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
 from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.sandbox import Checkers, SandboxEngine, SandboxPool
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 
 log = logging.getLogger("auto_runtime.server")
@@ -67,6 +71,33 @@ async def _stop_on_signal(stop: trio.Event) -> None:
             return
 
 
+def cache_folder_of(settings: Settings) -> Path:
+    """Where the compiled sandbox module is cached between starts: beside a SQLite ledger, else the home's."""
+    base = settings.ledger_file.parent if settings.ledger_file is not None else Path.home() / ".auto-runtime"
+    return base / "cache"
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    engine: SandboxEngine
+    pool: SandboxPool
+    checkers: Checkers[Any]
+
+
+@asynccontextmanager
+async def open_sandbox(cache_folder: Path, workers: int) -> AsyncIterator[Sandbox]:
+    """One engine, the run workers and the save-time checkers, for the life of the server."""
+    engine = await trio.to_thread.run_sync(SandboxEngine, cache_folder)
+    pool = SandboxPool(engine, workers)
+    checkers: Checkers[Any] = Checkers()
+    try:
+        yield Sandbox(engine, pool, checkers)
+    finally:
+        pool.close()
+        checkers.close()
+        engine.close()
+
+
 def tools_may_change_outside(settings: Settings) -> bool:
     """The † condition of spec mcp.md §4.2, read once at start: a tool server is configured, or people may add
     connections on a runtime where a person can add one (local mode, or sign-in on)."""
@@ -87,12 +118,15 @@ async def serve_runtime(loaded: LoadedSettings) -> None:
         keys=key_ring_of(settings),
         allowed_origins=settings.allowed_origins,
     )
-    async with open_ledger(
-        ledger_file=None if settings.database_url else settings.ledger_file,
-        database_url=settings.database_url,
-        projections=RUNTIME_PROJECTIONS,
-    ) as ledger:
-        types = function_types()
+    async with (
+        open_ledger(
+            ledger_file=None if settings.database_url else settings.ledger_file,
+            database_url=settings.database_url,
+            projections=RUNTIME_PROJECTIONS,
+        ) as ledger,
+        open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox,
+    ):
+        types = function_types(ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers))
         definitions = DefinitionRegistry(ledger, types)
         services = RuntimeServices(
             playbooks=PlaybookRegistry(ledger),

@@ -115,7 +115,7 @@ DEFINITIONS_PROJECTION = Projection(
 )
 
 
-def _document_of(checked: CheckedDocument) -> dict[str, Any]:
+def _document_of(checked: CheckedDocument, name: str, definition_type: str) -> dict[str, Any]:
     document: dict[str, Any] = {
         "media_type": checked.media_type,
         "description": checked.description,
@@ -123,7 +123,7 @@ def _document_of(checked: CheckedDocument) -> dict[str, Any]:
         "output_schema": checked.output_schema,
         "details": {"shape": checked.shape} if checked.shape else None,
         "warnings": list(checked.warnings),
-        "overview": checked.overview,
+        "overview": f"# {name}\n\n*A {definition_type} definition.*\n\n{checked.overview}",
         "uses": [{"type": u.type, "name": u.name, "how": u.how} for u in checked.uses],
     }
     document.update(checked.extra)
@@ -194,7 +194,7 @@ class DefinitionRegistry:
                 if current.source == source:
                     return current
             version = 1 if current is None else current.version + 1
-            data = {"name": name, "version": version, "source": source, **_document_of(checked)}
+            data = {"name": name, "version": version, "source": source, **_document_of(checked, name, definition_type)}
             metadata = {
                 "correlation_id": None,
                 "causation_id": None,

@@ -18,7 +18,6 @@ import trio
 
 from auto_runtime.functions.function_type import FunctionType, Rejected, RunRequest, Succeeded
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict, uuid7
-from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.json_limits import (
     MAX_INPUT_BYTES,
@@ -137,12 +136,10 @@ class RunService:
             "run_id": run_id,
             "definition": definition_ref,
         }
-        started_at = now_utc()
-        started = NewRecord(
-            RUN_STARTED, {"input": value, "input_digest": digest}, {**metadata, "at": started_at.isoformat()}
-        )
+        started = NewRecord(RUN_STARTED, {"input": value, "input_digest": digest}, metadata)
         stream = run_stream(scope, run_id)
-        await self.ledger.append([StreamWrite(stream, expected, [started])])
+        appended = await self.ledger.append([StreamWrite(stream, expected, [started])])
+        started_at = appended[0].recorded_at
         request = RunRequest(
             org=scope.org,
             playbook=scope.playbook,

@@ -1,0 +1,94 @@
+"""The computation type as the generic layer sees it: documents checked on a checker, runs on the sandbox pool."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from auto_runtime.functions.computation.check import check_document
+from auto_runtime.functions.computation.document import ComputationDocument, parse_document
+from auto_runtime.functions.computation.run import Succeeded as ComputationSucceeded
+from auto_runtime.functions.computation.run import describe, run_computation
+from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Succeeded
+from auto_runtime.functions.overview import schema_table
+from auto_runtime.problems import Rejection, unavailable
+from auto_runtime.sandbox import Checkers, CheckerUnavailable, SandboxEngine, SandboxPool
+
+PARSED_CACHE_SIZE = 256
+
+
+class SandboxBroke(RuntimeError):
+    """The sandbox itself failed on a run: the run ends `failed`, with an incident reference."""
+
+
+def computation_overview(document: ComputationDocument) -> str:
+    shape = f"It answers the `{document.shape}` output shape.\n\n" if document.shape else ""
+    return (
+        f"{document.description or 'A computation function.'}\n\n"
+        "## What it needs\n\n"
+        f"{schema_table(_schema(document.input_schema))}\n"
+        "## What it produces\n\n"
+        f"{shape}{schema_table(_schema(document.output_schema))}\n"
+        "## What it does\n\n"
+        "It runs a Python program in the sandbox: the same input always gives the same output, and nothing "
+        "outside the playbook is touched, so running it again is always safe.\n"
+    )
+
+
+def _schema(schema: dict[str, Any] | bool | None) -> dict[str, Any] | None:
+    return schema if isinstance(schema, dict) else None
+
+
+class ComputationType:
+    """Checks on the two checkers of their own; runs on the pool of `COMPUTATION_WORKERS` workers."""
+
+    name = "computation"
+
+    def __init__(self, engine: SandboxEngine, pool: SandboxPool, checkers: Checkers[Any]) -> None:
+        self.engine = engine
+        self.pool = pool
+        self.checkers = checkers
+        self._parsed: OrderedDict[str, ComputationDocument] = OrderedDict()
+
+    async def check(self, source: str) -> CheckedDocument:
+        try:
+            checked = await check_document(self.checkers, self.engine, source)
+        except CheckerUnavailable:
+            raise unavailable(
+                "No checker is ready to check the program; send the same request again.", retry_after=1
+            ) from None
+        if isinstance(checked, Rejection):
+            raise checked
+        described = describe(checked)
+        return CheckedDocument(
+            media_type=described["media_type"],
+            description=checked.description,
+            input_schema=_schema(checked.input_schema),
+            output_schema=_schema(checked.output_schema),
+            shape=checked.shape,
+            overview=computation_overview(checked),
+        )
+
+    def _document(self, source: str) -> ComputationDocument:
+        document = self._parsed.get(source)
+        if document is None:
+            parsed = parse_document(source)
+            if isinstance(parsed, list):
+                raise SandboxBroke("a saved computation document no longer parses")
+            document = parsed
+            self._parsed[source] = document
+            if len(self._parsed) > PARSED_CACHE_SIZE:
+                self._parsed.popitem(last=False)
+        else:
+            self._parsed.move_to_end(source)
+        return document
+
+    async def run(self, request: RunRequest) -> RunEnding:
+        document = self._document(request.source)
+        started_at_ms = int(request.started_at.timestamp() * 1000)
+        result = await run_computation(self.pool, document, request.input, started_at_ms=started_at_ms)
+        if isinstance(result, ComputationSucceeded):
+            return Succeeded(output=result.output, record=result.record, output_shape=document.shape)
+        if result.reason == "internal":
+            raise SandboxBroke(result.detail)
+        return Rejected(result)
