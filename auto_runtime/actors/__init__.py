@@ -2,6 +2,7 @@
 
 from auto_runtime.actors.errors import ActorCrashedError, ActorStoppedError, AskTimeoutError, MailboxFull
 from auto_runtime.actors.registry import KeyedRef, Registry
+from auto_runtime.actors.thread_actor import THREAD_STACK_SIZE, ThreadActor, ThreadActorRef
 from auto_runtime.actors.trio_actor import (
     DEFAULT_ASK_TIMEOUT,
     DEFAULT_MAILBOX_CAPACITY,
@@ -13,6 +14,7 @@ from auto_runtime.actors.trio_actor import (
 __all__ = [
     "DEFAULT_ASK_TIMEOUT",
     "DEFAULT_MAILBOX_CAPACITY",
+    "THREAD_STACK_SIZE",
     "Actor",
     "ActorCrashedError",
     "ActorRef",
@@ -22,4 +24,6 @@ __all__ = [
     "LifeEnd",
     "MailboxFull",
     "Registry",
+    "ThreadActor",
+    "ThreadActorRef",
 ]
