@@ -147,13 +147,14 @@ async def test_stop_with_drain_handles_queued_messages_then_refuses_new_ones() -
             results.append(await ref.ask(Add(amount)))
 
         nursery.start_soon(ask, 1)
+        await trio.testing.wait_all_tasks_blocked()
         nursery.start_soon(ask, 2)
         await trio.testing.wait_all_tasks_blocked()
         ref.stop(drain=True)
         with pytest.raises(ActorStoppedError):
             ref.tell(Add(5))
         gate.set()
-    assert sorted(results) == [1, 3]
+    assert results == [1, 3]
 
 
 async def test_stop_without_drain_refuses_queued_asks() -> None:
