@@ -136,6 +136,7 @@ class ProcessChild:
         self._reader: _LineReader | None = None
         self._exchange_lock = trio.Lock()
         self._health_failure: Exception | None = None
+        self._ready = trio.Event()
         self.starts = 0
         """How many processes this child has spawned so far (one per supervised life)."""
 
@@ -173,6 +174,7 @@ class ProcessChild:
         self._health_failure = None
         try:
             await self._wait_ready(process)
+            self._ready.set()
             ctx.started()
             ctx.on_stop_requested(self._terminate)
             async with trio.open_nursery() as nursery:
@@ -189,6 +191,8 @@ class ProcessChild:
         finally:
             self._process = None
             self._reader = None
+            if self._ready.is_set():
+                self._ready = trio.Event()
             with trio.CancelScope(shield=True):
                 if process.returncode is None:
                     process.kill()
@@ -196,6 +200,15 @@ class ProcessChild:
                 for stream in (process.stdin, process.stdout):
                     if stream is not None:
                         await stream.aclose()
+
+    @property
+    def ready(self) -> bool:
+        """A live process has started (and printed its ready line, when one is configured)."""
+        return self._ready.is_set()
+
+    async def wait_ready(self) -> None:
+        """Wait until a live process is ready (for example after a restart)."""
+        await self._ready.wait()
 
     async def exchange(self, line: bytes, *, timeout: float) -> bytes:
         """Write one line and read one line back; kills the process when it takes longer than `timeout`."""
@@ -232,7 +245,7 @@ class ProcessChild:
 
     def _require(self) -> tuple[trio.Process, _LineReader]:
         process, reader = self._process, self._reader
-        if process is None or reader is None or process.returncode is not None:
+        if process is None or reader is None or process.returncode is not None or not self.ready:
             raise ProcessNotRunningError(f"process {self.name!r} is not running")
         return process, reader
 
