@@ -8,11 +8,12 @@ Concurrency rules
 - A key's address (its `ActorRef` and mailbox) lives exactly as long as its entry in the map. Senders
   hold a `KeyedRef` (registry + key), which always resolves through the map: a message for a key with
   no live actor spawns one, in the same synchronous step that enqueues the message.
-- Passivation (idle timeout, or eviction of the least recently used idle actors when the live set is
-  above `max_live`) is a stop request: the actor finishes nothing in flight (it is idle), runs
-  `on_stop`, and only then, with its mailbox empty, leaves the map. A message that arrived in the
-  meantime is still in the same mailbox: the actor refuses to passivate (or, after `on_stop`, starts
-  a new instance on the same mailbox). So no message is lost or delivered twice in that race.
+- Passivation is a stop request to an idle actor, made when it has been idle for `idle_timeout`
+  (checked every quarter of it) or when the live set is above `max_live` (least recently used idle
+  actors first). The actor (nothing in flight) runs `on_stop` and only then, with its mailbox empty,
+  leaves the map. A message that arrived in the meantime is still in the same mailbox: the actor
+  refuses to passivate (or, after `on_stop`, starts a new instance on the same mailbox). So no
+  message is lost or delivered twice in that race.
 - A handler that raises answers its asker with the error, is logged, and the key continues with a new
   instance on the same mailbox (or passivates when nothing is queued). A failing `on_start` answers
   every queued ask with its error and drops the key's queued tells.
@@ -23,6 +24,7 @@ Concurrency rules
 from __future__ import annotations
 
 import logging
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
@@ -140,8 +142,11 @@ class Registry(Generic[K, M, R]):
                 self._nursery = nursery
                 if ctx is not None:
                     ctx.on_stop_requested(self.request_stop)
+                if not math.isinf(self.idle_timeout):
+                    nursery.start_soon(self._passivate_idle_forever)
                 started()
                 await self._trim_forever()
+                nursery.cancel_scope.cancel()
         finally:
             self._nursery = None
             self._closing = True
@@ -179,6 +184,17 @@ class Registry(Generic[K, M, R]):
                 continue
             self._trim_wanted = trio.Event()
             self._evict_least_recently_used()
+
+    async def _passivate_idle_forever(self) -> None:
+        """Every quarter of `idle_timeout`, passivate the actors idle for at least `idle_timeout`."""
+        interval = max(self.idle_timeout / 4, 0.0001)
+        while True:
+            await trio.sleep(interval)
+            horizon = trio.current_time() - self.idle_timeout
+            for key, address in self._live.items():
+                if address.idle and address.idle_since <= horizon and key not in self._passivating:
+                    self._passivating.add(key)
+                    address.request_stop()
 
     def _evict_least_recently_used(self) -> None:
         excess = len(self._live) - len(self._passivating) - self.max_live
@@ -244,7 +260,7 @@ class Registry(Generic[K, M, R]):
         self, key: K, address: ActorRef[M, R], instance: Actor[M, R]
     ) -> LifeEnd:
         while True:
-            end = await address.serve_messages(instance, self.idle_timeout, self._want_trim)
+            end = await address.serve_messages(instance, self._want_trim)
             if address.pending and not self._closing:
                 address.clear_stop_request()
                 self._passivating.discard(key)

@@ -19,9 +19,8 @@ Concurrency rules
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import trio
 
@@ -60,7 +59,6 @@ class LifeEnd(enum.Enum):
 
     STOP_REQUESTED = "stop requested"
     CLOSED = "address closed"
-    IDLE = "idle timeout"
 
 
 class Envelope(Generic[M, R]):
@@ -69,6 +67,10 @@ class Envelope(Generic[M, R]):
     def __init__(self, message: M, reply: Reply[R] | None) -> None:
         self.message = message
         self.reply = reply
+
+
+_WAKE: Envelope[Any, Any] = Envelope(None, None)
+"""Handed to a parked serving loop to make it re-check its stop flags."""
 
 
 class ActorRef(Generic[M, R]):
@@ -83,13 +85,14 @@ class ActorRef(Generic[M, R]):
 
     __slots__ = (
         "_closed",
-        "_idle_scope",
         "_in_flight",
         "_receive",
         "_send",
         "_serving",
         "_stop_requested",
+        "_waiting",
         "capacity",
+        "idle_since",
         "name",
     )
 
@@ -103,7 +106,8 @@ class ActorRef(Generic[M, R]):
         self._serving = False
         self._stop_requested = False
         self._in_flight = False
-        self._idle_scope: trio.CancelScope | None = None
+        self._waiting = False
+        self.idle_since = 0.0
 
     def __repr__(self) -> str:
         return f"ActorRef({self.name!r}, pending={self.pending}, capacity={self.capacity})"
@@ -121,7 +125,7 @@ class ActorRef(Generic[M, R]):
     @property
     def idle(self) -> bool:
         """Served, nothing in flight, nothing queued: the serving task is waiting for a message."""
-        return self._idle_scope is not None
+        return self._waiting and not self._in_flight
 
     @property
     def closed(self) -> bool:
@@ -189,13 +193,13 @@ class ActorRef(Generic[M, R]):
         instance: Actor[M, R],
         *,
         started: Callable[[], None] | None = None,
-        idle_timeout: float = math.inf,
         on_idle: Callable[[], None] | None = None,
     ) -> LifeEnd:
-        """Start `instance`, serve messages until a stop request, a closed address or `idle_timeout`.
+        """Start `instance`, serve messages until a stop request or a closed address.
 
         Raises `ActorCrashedError` when a handler raises, and `RuntimeError` if another task already
-        serves this address. `on_idle` runs each time the mailbox is empty and the actor starts waiting.
+        serves this address. `on_idle` runs each time the mailbox is empty and the actor starts waiting
+        (and `idle_since` is then kept up to date).
         """
         if self._serving:
             raise RuntimeError(f"actor {self.name!r} is already served by another task")
@@ -204,36 +208,39 @@ class ActorRef(Generic[M, R]):
             await instance.on_start()
             if started is not None:
                 started()
-            end = await self.serve_messages(instance, idle_timeout, on_idle)
+            end = await self.serve_messages(instance, on_idle)
             await instance.on_stop()
             return end
         finally:
             self._serving = False
 
     async def serve_messages(
-        self, instance: Actor[M, R], idle_timeout: float, on_idle: Callable[[], None] | None
+        self, instance: Actor[M, R], on_idle: Callable[[], None] | None = None
     ) -> LifeEnd:
-        """The message loop of `serve_life` without `on_start`/`on_stop` (for hosts like the registry)."""
+        """The message loop of `serve_life` without `on_start`/`on_stop` (for hosts like the registry).
+
+        Waiting costs no cancel scope: a stop request wakes a parked loop by handing it `_WAKE`
+        directly (never through the buffer, so it takes no mailbox slot).
+        """
         receive = self._receive
         while True:
             if self._stop_requested:
                 return LifeEnd.STOP_REQUESTED
-            if self._closed and self.pending == 0:
-                return LifeEnd.CLOSED
-            if on_idle is not None and self.pending == 0:
-                on_idle()
-            deadline = math.inf if math.isinf(idle_timeout) else trio.current_time() + idle_timeout
-            envelope: Envelope[M, R] | None = None
-            with trio.CancelScope(deadline=deadline) as waiting:
-                self._idle_scope = waiting
+            if self.pending == 0:
+                if self._closed:
+                    return LifeEnd.CLOSED
+                if on_idle is not None:
+                    self.idle_since = trio.current_time()
+                    on_idle()
+                self._waiting = True
                 try:
                     envelope = await receive.receive()
                 finally:
-                    self._idle_scope = None
-            if envelope is None:
-                if self._stop_requested or self._closed:
+                    self._waiting = False
+                if envelope is _WAKE:
                     continue
-                return LifeEnd.IDLE
+            else:
+                envelope = await receive.receive()
             await self._handle(instance, envelope)
 
     async def _handle(self, instance: Actor[M, R], envelope: Envelope[M, R]) -> None:
@@ -263,8 +270,8 @@ class ActorRef(Generic[M, R]):
             raise MailboxFull(self.name, self.capacity) from None
 
     def _wake(self) -> None:
-        if self._idle_scope is not None:
-            self._idle_scope.cancel()
+        if self._receive.statistics().tasks_waiting_receive:
+            self._send.send_nowait(_WAKE)
 
     def refuse_pending(self, error: BaseException) -> int:
         """Take every queued message out; answer asks with `error`. Returns how many were taken."""
@@ -274,6 +281,8 @@ class ActorRef(Generic[M, R]):
                 envelope = self._receive.receive_nowait()
             except trio.WouldBlock:
                 return refused
+            if envelope is _WAKE:
+                continue
             refused += 1
             if envelope.reply is not None:
                 envelope.reply.fail(error)

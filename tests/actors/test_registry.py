@@ -24,6 +24,13 @@ class Journal:
     handled: list[tuple[str, int]] = field(default_factory=list)
     starts: Tally[str] = field(default_factory=Tally)
     stops: Tally[str] = field(default_factory=Tally)
+    expected: int = -1
+    all_handled: trio.Event = field(default_factory=trio.Event)
+
+    def record(self, key: str, message: int) -> None:
+        self.handled.append((key, message))
+        if len(self.handled) == self.expected:
+            self.all_handled.set()
 
 
 class Note(Actor[int, int]):
@@ -41,7 +48,7 @@ class Note(Actor[int, int]):
     async def receive(self, message: int) -> int:
         if message == -1:
             raise RuntimeError(f"{self.key} cannot take -1")
-        self.journal.handled.append((self.key, message))
+        self.journal.record(self.key, message)
         self.count += 1
         return message
 
@@ -87,7 +94,7 @@ async def test_an_idle_actor_passivates_and_its_next_message_respawns_it(
         await registry.ask("a", 1)
         await trio.sleep(29)
         assert registry.is_live("a")
-        await trio.sleep(2)
+        await trio.sleep(30 * 1.25 - 29 + 0.1)
         assert not registry.is_live("a")
         assert journal.stops["a"] == 1
         assert await registry.ask("a", 2) == 2
@@ -132,10 +139,10 @@ async def test_recently_used_actors_survive_eviction() -> None:
 
 async def test_messages_racing_passivation_are_delivered_exactly_once() -> None:
     """Many senders, few keys, a tiny live bound, forced passivations and a yielding `on_stop`."""
-    journal = Journal()
+    senders, per_sender = 50, 200
+    journal = Journal(expected=senders * per_sender)
     registry = note_registry(journal, max_live=3, idle_timeout=0.0005, capacity=10_000, slow_stop=True)
     keys = [f"k{n}" for n in range(12)]
-    senders, per_sender = 50, 200
     rng = random.Random(1234)
     plans = [[(rng.choice(keys), rng.random()) for _ in range(per_sender)] for _ in range(senders)]
     answered: list[int] = []
@@ -157,7 +164,9 @@ async def test_messages_racing_passivation_are_delivered_exactly_once() -> None:
         async with trio.open_nursery() as senders_nursery:
             for number in range(senders):
                 senders_nursery.start_soon(sender, number)
-        await trio.testing.wait_all_tasks_blocked(cushion=0.01)
+        with trio.fail_after(30):
+            await journal.all_handled.wait()
+        await trio.sleep(0.01)
         nursery.cancel_scope.cancel()
 
     delivered = Tally(message for _, message in journal.handled)
