@@ -315,8 +315,11 @@ async def test_shutdown_timeout_is_honoured_then_the_child_is_cancelled(
 ) -> None:
     seen: dict[str, float] = {}
 
+    def note_stop_request() -> None:
+        seen["asked"] = trio.current_time()
+
     async def stubborn(ctx: ChildContext) -> None:
-        ctx.on_stop_requested(lambda: seen.setdefault("asked", trio.current_time()))
+        ctx.on_stop_requested(note_stop_request)
         ctx.started()
         try:
             await trio.sleep_forever()
