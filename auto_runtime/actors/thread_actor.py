@@ -23,6 +23,7 @@ Concurrency rules
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import logging
 import threading
@@ -47,7 +48,7 @@ THREAD_STACK_SIZE = 256 * 1024
 _STACK_SIZE_LOCK = threading.Lock()
 
 
-class ThreadActor(Generic[M, R]):
+class ThreadActor(abc.ABC, Generic[M, R]):
     """A blocking behaviour. Every method runs in the actor's own thread, one message at a time.
 
     The instance is built in that thread (by the ref's factory) for each life, so a constructor may
@@ -57,9 +58,9 @@ class ThreadActor(Generic[M, R]):
     def on_start(self) -> None:
         """Prepare before the first message (an error fails the life)."""
 
+    @abc.abstractmethod
     def receive(self, message: M) -> R:
         """Handle one message; the return value is the reply to an `ask`."""
-        raise NotImplementedError
 
     def on_stop(self) -> None:
         """Release what the instance holds after a graceful end."""

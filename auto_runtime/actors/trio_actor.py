@@ -18,6 +18,7 @@ Concurrency rules
 
 from __future__ import annotations
 
+import abc
 import enum
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -35,7 +36,7 @@ DEFAULT_MAILBOX_CAPACITY = 100
 DEFAULT_ASK_TIMEOUT = 30.0
 
 
-class Actor(Generic[M, R]):
+class Actor(abc.ABC, Generic[M, R]):
     """The behaviour of a Trio actor. One instance serves one life of its address.
 
     A restarted or re-spawned actor is a new instance: it rebuilds its state in `on_start` (later: from
@@ -46,9 +47,9 @@ class Actor(Generic[M, R]):
     async def on_start(self) -> None:
         """Prepare the instance before its first message (an error here fails the life)."""
 
+    @abc.abstractmethod
     async def receive(self, message: M) -> R:
         """Handle one message; the return value is the reply to an `ask`."""
-        raise NotImplementedError
 
     async def on_stop(self) -> None:
         """Release what the instance holds after a graceful end."""

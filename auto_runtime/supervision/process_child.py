@@ -100,6 +100,8 @@ class ProcessChild:
     - `ready_line`: when set, the process counts as started only after printing exactly this line on
       stdout within `start_timeout` seconds; otherwise it counts as started once spawned.
     - `health_check`: awaited every `health_interval` seconds, limited to `health_timeout`.
+    - `stderr`: None inherits this process's stderr; pass `subprocess.DEVNULL` or a file descriptor
+      otherwise (never `subprocess.PIPE`: nobody reads it, so the process would block on a full pipe).
     - Stop: stdin is closed and SIGTERM sent; after the spec's shutdown timeout the supervisor cancels
       the child, which kills the process (SIGKILL).
     """

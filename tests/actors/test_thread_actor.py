@@ -16,7 +16,7 @@ import trio
 from auto_runtime.actors import ActorStoppedError, MailboxFull
 from auto_runtime.actors.thread_actor import THREAD_STACK_SIZE, ThreadActor, ThreadActorRef
 from auto_runtime.supervision import NO_BACKOFF, RestartIntensity, Supervisor
-from tests.polling import wait_until
+from tests.supervision.polling import wait_until
 
 GENEROUS = RestartIntensity(max_restarts=10, period=1.0)
 

@@ -17,7 +17,7 @@ from auto_runtime.supervision import (
     Strategy,
     Supervisor,
 )
-from tests.polling import wait_until
+from tests.supervision.polling import wait_until
 
 ECHO = 'import sys\nprint("ready", flush=True)\nfor line in sys.stdin:\n    print(line.strip(), flush=True)\n'
 

@@ -22,7 +22,7 @@ from auto_runtime.supervision import (
     RestartIntensity,
     Supervisor,
 )
-from tests.polling import wait_until
+from tests.supervision.polling import wait_until
 
 GENEROUS = RestartIntensity(max_restarts=10, period=1.0)
 
