@@ -53,6 +53,8 @@ class Registry(Generic[K, M, R]):
 
     `factory(key)` builds a fresh instance for each life of a key. Run the registry as a supervised
     child (`child_spec`) or directly in a nursery (`await nursery.start(registry.run)`).
+    `idle_timeout` (seconds, `math.inf` to never passivate for idleness) and `max_live` (soft bound)
+    drive passivation; `capacity` bounds each key's mailbox.
     """
 
     def __init__(
@@ -66,6 +68,8 @@ class Registry(Generic[K, M, R]):
     ) -> None:
         if max_live < 1:
             raise ValueError("max_live must be >= 1")
+        if idle_timeout <= 0:
+            raise ValueError("idle_timeout must be > 0 seconds (math.inf disables idle passivation)")
         self.name = name
         self.factory = factory
         self.max_live = max_live
