@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-class MailboxFull(Exception):  # noqa: N818 - the name the HTTP layer maps to `503 unavailable`
+class MailboxFull(Exception):
     """The actor's bounded mailbox is full: the message was not accepted (retry later)."""
 
     def __init__(self, actor: str, capacity: int) -> None:
