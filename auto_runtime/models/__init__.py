@@ -1,0 +1,55 @@
+"""Language models: references, aliases, the allow list, providers and their wire protocols, and the catalog.
+
+The reasoning definition type calls this package through :class:`ModelDirectory`: ``resolve`` admits a
+reference without calling anything (or raises :class:`ModelNotOffered`), ``check_provider_options``
+refuses gateway options the entry does not allow, ``call`` makes one model call within its deadline
+(or raises :class:`ModelCallFailure`), and ``list_models`` builds the catalog ``list_models`` shows.
+"""
+
+from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning, TokenUsage, ToolCall
+from auto_runtime.models.conversation import (
+    AssistantTurn,
+    CallSettings,
+    JsonOutput,
+    ModelRequest,
+    ToolDefinition,
+    ToolResult,
+    ToolResultsTurn,
+    Turn,
+    UserTurn,
+)
+from auto_runtime.models.deadlines import RetryPolicy, call_deadline_seconds
+from auto_runtime.models.directory import ModelDirectory
+from auto_runtime.models.failures import FailureKind, ModelCallFailure
+from auto_runtime.models.listed import ListedModel
+from auto_runtime.models.listing import ModelList, catalog_words
+from auto_runtime.models.provider_options import ProviderOptionRefused
+from auto_runtime.models.resolution import ModelNotOffered, ResolvedModel
+
+__all__ = [
+    "AssistantTurn",
+    "CallSettings",
+    "FailureKind",
+    "FinishReason",
+    "JsonOutput",
+    "ListedModel",
+    "ModelAnswer",
+    "ModelCallFailure",
+    "ModelDirectory",
+    "ModelList",
+    "ModelNotOffered",
+    "ModelRequest",
+    "ProviderOptionRefused",
+    "ResolvedModel",
+    "RetryPolicy",
+    "SettingWarning",
+    "TokenUsage",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolResult",
+    "ToolResultsTurn",
+    "Turn",
+    "UserTurn",
+    "call_deadline_seconds",
+    "catalog_words",
+]
