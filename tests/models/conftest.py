@@ -23,7 +23,7 @@ def gateway() -> Iterator[FakeGatewayProcess]:
 
 def settings_of(folder: Path, environ: Mapping[str, str]) -> Settings:
     """Settings read by the real loader from a clean environment (no .env, no implicit file)."""
-    return load_settings(dict(environ), folder, mode="image").settings
+    return load_settings({"HOST": "127.0.0.1", **environ}, folder, mode="image").settings
 
 
 def gateway_environ(gateway: FakeGatewayProcess, **entry: Any) -> dict[str, str]:

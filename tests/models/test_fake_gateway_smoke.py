@@ -31,8 +31,6 @@ def test_streams_when_asked(gateway: FakeGatewayProcess) -> None:
 
 def test_a_header_names_the_script(gateway: FakeGatewayProcess) -> None:
     name = gateway.new_script({"status": 503, "error": {"message": "down"}})
-    response = httpx.post(
-        f"{gateway.base_url}/responses", json={"model": "anything"}, headers={"x-fake-script": name}
-    )
+    response = httpx.post(f"{gateway.base_url}/responses", json={"model": "anything"}, headers={"x-fake-script": name})
     assert response.status_code == 503
     assert response.json() == {"error": {"message": "down", "type": "fake_error", "code": None}}
