@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import ssl
 import subprocess
 import sys
 import uuid
@@ -21,6 +22,7 @@ START_LINE_TIMEOUT_SECONDS = 30.0
 class FakeGatewayProcess:
     process: subprocess.Popen[str]
     origin: str
+    verify: ssl.SSLContext | bool = True
 
     @property
     def base_url(self) -> str:
@@ -29,7 +31,9 @@ class FakeGatewayProcess:
 
     def script(self, name: str, *replies: dict[str, Any]) -> str:
         """Append replies to the script ``name`` (a model id the test sends); returns the name."""
-        response = httpx.post(f"{self.origin}/_fake/scripts", json={name: list(replies)}, timeout=10)
+        response = httpx.post(
+            f"{self.origin}/_fake/scripts", json={name: list(replies)}, timeout=10, verify=self.verify
+        )
         response.raise_for_status()
         return name
 
@@ -39,12 +43,14 @@ class FakeGatewayProcess:
 
     def models(self, *replies: dict[str, Any], script: str = "default") -> None:
         """Replace the replies of ``GET /v1/models`` for requests whose ``x-fake-script`` header names ``script``."""
-        response = httpx.post(f"{self.origin}/_fake/models", params={"script": script}, json=list(replies), timeout=10)
+        response = httpx.post(
+            f"{self.origin}/_fake/models", params={"script": script}, json=list(replies), timeout=10, verify=self.verify
+        )
         response.raise_for_status()
 
     def requests(self, script: str | None = None) -> list[dict[str, Any]]:
         params = {"script": script} if script is not None else {}
-        response = httpx.get(f"{self.origin}/_fake/requests", params=params, timeout=10)
+        response = httpx.get(f"{self.origin}/_fake/requests", params=params, timeout=10, verify=self.verify)
         response.raise_for_status()
         received: list[dict[str, Any]] = response.json()
         return received
@@ -77,4 +83,5 @@ def start_fake_gateway(
     if not line.startswith("listening on "):
         process.kill()
         raise AssertionError(f"the fake gateway did not start: {line!r}")
-    return FakeGatewayProcess(process, line.removeprefix("listening on ").strip())
+    verify = ssl.create_default_context(cafile=str(tls[0])) if tls is not None else True
+    return FakeGatewayProcess(process, line.removeprefix("listening on ").strip(), verify)
