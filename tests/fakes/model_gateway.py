@@ -10,10 +10,13 @@ It prints ``listening on http://127.0.0.1:<port>`` once it accepts connections (
 * ``POST /v1/chat/completions`` (streamed when the request says ``stream: true``), ``POST /v1/responses``
   and ``POST /v1/messages`` (Anthropic): each request is recorded (headers and JSON body, in order) and
   answered with the next scripted reply of its script;
+* any other ``POST`` (such as Bedrock's ``/model/<id>/converse`` or Azure's ``/openai/v1/responses``):
+  recorded the same way and answered with ``body``, ``raw`` and error replies only;
 * ``GET /v1/models``: the next models reply of its script (the last one stays), by default an empty list.
 
-A request's script is named by its ``x-fake-script`` header, else by its body's ``model``; a name with
-no script uses the script ``default``. So parallel tests each use their own model names and never
+A request's script is named by its ``x-fake-script`` header, else by its body's ``model``, else by the
+model id in its path (``/model/<id>/...``, ``/models/<id>:...``); a name with no script uses the script
+``default``. So parallel tests each use their own model names and never
 interfere. Control routes, for tests:
 
 * ``POST /_fake/scripts`` with ``{"<name>": [reply, ...]}`` appends replies to scripts;
@@ -46,7 +49,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 import trio
 from hypercorn.config import Config
@@ -228,6 +231,15 @@ def _error_document(reply: JsonObject) -> JsonObject:
     return {"error": error}
 
 
+def _model_in_path(path: str) -> str:
+    """The model id of a raw path such as Bedrock's ``/model/<id>/converse``, percent-decoded."""
+    for marker in ("/model/", "/models/"):
+        if marker in path:
+            rest = path.split(marker, 1)[1]
+            return unquote(rest.split("/", 1)[0].split(":", 1)[0])
+    return ""
+
+
 class FakeGateway:
     def __init__(self, state: GatewayState) -> None:
         self.state = state
@@ -249,8 +261,9 @@ class FakeGateway:
         headers = {name.decode().lower(): value.decode() for name, value in scope["headers"]}
         if path.startswith("/_fake/"):
             await self._control(method, path, query, body, send)
-        elif method == "POST" and path in ANSWERS:
-            await self._answer(path, query, headers, body, send)
+        elif method == "POST":
+            raw_path = scope.get("raw_path") or path.encode()
+            await self._answer(path, raw_path.decode(), query, headers, body, send)
         elif method == "GET" and path == "/v1/models":
             script = headers.get("x-fake-script") or DEFAULT_SCRIPT
             self.state.received.append(
@@ -274,12 +287,15 @@ class FakeGateway:
         else:
             await _respond_json(send, 404, {"error": {"message": "no such control route"}})
 
-    async def _answer(self, path: str, query: dict[str, str], headers: dict[str, str], body: bytes, send: Send) -> None:
+    async def _answer(
+        self, path: str, raw_path: str, query: dict[str, str], headers: dict[str, str], body: bytes, send: Send
+    ) -> None:
         try:
             document: Any = json.loads(body)
         except ValueError:
             document = body.decode(errors="replace")
         model = document.get("model", "") if isinstance(document, dict) else ""
+        model = model or _model_in_path(raw_path)
         script = headers.get("x-fake-script") or (model if model in self.state.scripts else DEFAULT_SCRIPT)
         self.state.received.append(
             {"script": script, "method": "POST", "path": path, "query": query, "headers": headers, "body": document}
@@ -301,8 +317,11 @@ class FakeGateway:
             await _respond_json(send, status if status >= 400 else 500, _error_document(reply), extra_headers)
         elif isinstance(document, dict) and document.get("stream") and path == "/v1/chat/completions":
             await self._stream(send, reply, model, extra_headers)
-        else:
+        elif path in ANSWERS:
             await _respond_json(send, status, ANSWERS[path](reply, model), extra_headers)
+        else:
+            message = f"{path} answers only body, raw and error replies"
+            await _respond_json(send, 500, {"error": {"message": message, "type": "script_misfit"}})
 
     async def _stream(self, send: Send, reply: JsonObject, model: str, headers: dict[str, str]) -> None:
         raw_headers = [(b"content-type", b"text/event-stream")]
