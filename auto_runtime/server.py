@@ -27,6 +27,8 @@ from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.openapi import build_openapi
 from auto_runtime.ledger import open_ledger
 from auto_runtime.logs import configure_logging
+from auto_runtime.models import ModelDirectory
+from auto_runtime.models.providers import partly_configured
 from auto_runtime.operations.dispatcher import Dispatcher
 from auto_runtime.operations.runtime_catalog import build_catalog
 from auto_runtime.operations.services import RuntimeServices
@@ -63,8 +65,10 @@ async def _stop_on_signal(stop: trio.Event) -> None:
             return
 
 
-async def serve_runtime(loaded: LoadedSettings) -> None:
+async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | None = None) -> None:
     settings = loaded.settings
+    for line in partly_configured(settings):
+        log.info(line)
     guides = load_guides()
     catalog = build_catalog(guides)
     documents = PublishedDocuments(
@@ -81,6 +85,7 @@ async def serve_runtime(loaded: LoadedSettings) -> None:
         database_url=settings.database_url,
         projections=RUNTIME_PROJECTIONS,
     ) as ledger:
+        models = ModelDirectory.from_settings(settings, secrets=loaded.secret_values, environ=environ)
         types = function_types()
         definitions = DefinitionRegistry(ledger, types)
         services = RuntimeServices(
@@ -88,12 +93,16 @@ async def serve_runtime(loaded: LoadedSettings) -> None:
             definitions=definitions,
             runs=RunService(ledger, definitions, types),
             events=EventReads(ledger),
+            models=models,
         )
         dispatcher = Dispatcher(services=services, playbooks=services.playbooks)
         app = create_app(
             catalog=catalog, dispatcher=dispatcher, gate=gate, documents=documents, public_url=settings.public_url
         )
-        await _serve_http(app, settings)
+        try:
+            await _serve_http(app, settings)
+        finally:
+            await models.aclose()
     log.info("stopped")
 
 
@@ -120,5 +129,5 @@ def run_server(environ: Mapping[str, str], cwd: Path) -> int:
     configure_logging(loaded.settings.log_format, loaded.settings.log_level)
     for line in loaded.startup_lines():
         log.info(line)
-    trio.run(serve_runtime, loaded)
+    trio.run(serve_runtime, loaded, environ)
     return 0

@@ -9,11 +9,19 @@ from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.definition_operations import DEFINITION_OPERATIONS
 from auto_runtime.operations.event_operations import EVENT_OPERATIONS
 from auto_runtime.operations.guide_operations import guide_operation
+from auto_runtime.operations.model_operations import MODEL_OPERATIONS
 from auto_runtime.operations.playbook_operations import PLAYBOOK_OPERATIONS
 from auto_runtime.operations.run_operations import RUN_OPERATIONS
 
 
 def build_catalog(guides: Mapping[str, Guide]) -> Catalog:
     return Catalog(
-        [*PLAYBOOK_OPERATIONS, *DEFINITION_OPERATIONS, *RUN_OPERATIONS, *EVENT_OPERATIONS, guide_operation(guides)]
+        [
+            *PLAYBOOK_OPERATIONS,
+            *MODEL_OPERATIONS,
+            *DEFINITION_OPERATIONS,
+            *RUN_OPERATIONS,
+            *EVENT_OPERATIONS,
+            guide_operation(guides),
+        ]
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from auto_runtime.models import ModelDirectory
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
@@ -16,6 +17,7 @@ class RuntimeServices:
     definitions: DefinitionRegistry
     runs: RunService
     events: EventReads
+    models: ModelDirectory | None = None
 
 
 def services_of(services: object) -> RuntimeServices:
