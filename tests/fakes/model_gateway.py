@@ -49,7 +49,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import trio
 from hypercorn.config import Config
@@ -257,13 +257,15 @@ class FakeGateway:
             return
         body = await _read_body(receive)
         method, path = scope["method"], scope["path"]
+        if path.startswith(("http://", "https://")):  # absolute form: the fake is playing a forward proxy
+            path = urlsplit(path).path
         query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode()).items()}
         headers = {name.decode().lower(): value.decode() for name, value in scope["headers"]}
         if path.startswith("/_fake/"):
             await self._control(method, path, query, body, send)
         elif method == "POST":
-            raw_path = scope.get("raw_path") or path.encode()
-            await self._answer(path, raw_path.decode(), query, headers, body, send)
+            raw_path = (scope.get("raw_path") or path.encode()).decode()
+            await self._answer(path, urlsplit(raw_path).path or raw_path, query, headers, body, send)
         elif method == "GET" and path == "/v1/models":
             script = headers.get("x-fake-script") or DEFAULT_SCRIPT
             self.state.received.append(
