@@ -23,7 +23,8 @@ from auto_runtime.models.directory import ModelDirectory
 from auto_runtime.models.failures import FailureKind, ModelCallFailure
 from auto_runtime.models.listed import ListedModel
 from auto_runtime.models.listing import ModelList, catalog_words
-from auto_runtime.models.provider_options import ProviderOptionRefused
+from auto_runtime.models.provider_options import ProviderOptionRefused, offered_option_problems
+from auto_runtime.models.rejections import failure_rejection, not_offered_rejection, option_rejection
 from auto_runtime.models.resolution import ModelNotOffered, ResolvedModel
 
 __all__ = [
@@ -52,4 +53,8 @@ __all__ = [
     "UserTurn",
     "call_deadline_seconds",
     "catalog_words",
+    "failure_rejection",
+    "not_offered_rejection",
+    "offered_option_problems",
+    "option_rejection",
 ]

@@ -28,14 +28,13 @@ def find_alias(reference: str, aliases: Mapping[str, str]) -> AliasMatch | None:
     exact = aliases.get(reference)
     if exact is not None and not is_wildcard(reference):
         return AliasMatch(reference, exact)
-    best: str | None = None
-    for alias in aliases:
-        if not is_wildcard(alias):
-            continue
-        stem = alias[:-1]
-        if len(reference) > len(stem) and reference.startswith(stem) and (best is None or len(stem) > len(best) - 1):
-            best = alias
-    if best is None:
+    matching = [
+        alias
+        for alias in aliases
+        if is_wildcard(alias) and len(reference) > len(alias) - 1 and reference.startswith(alias[:-1])
+    ]
+    if not matching:
         return None
+    best = max(matching, key=len)
     rest = reference[len(best) - 1 :]
     return AliasMatch(best, aliases[best][:-1] + rest)

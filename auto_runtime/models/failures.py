@@ -158,7 +158,8 @@ def failure_of_response(
         )
     if status == 429:
         wait = retry_after_seconds(headers)
-        when = f"try again in {max(1, round(wait))} seconds" if wait is not None else "try again later"
+        seconds = max(1, round(wait)) if wait is not None else 0
+        when = f"try again in {seconds} second{'s' if seconds != 1 else ''}" if wait is not None else "try again later"
         return ModelCallFailure(
             "rate_limited",
             provider,

@@ -86,6 +86,30 @@ def check_gateway_options(options: Mapping[str, Mapping[str, Any]], gateways: Se
                 )
 
 
+def offered_option_problems(options: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """Parse-time check of the built-in namespaces: ``(pointer, words)`` for each option not offered.
+
+    Namespaces that are not built-in may be gateways, which parsing does not know: they are left to
+    :func:`check_gateway_options` at run time.
+    """
+    problems: list[tuple[str, str]] = []
+    for namespace, values in options.items():
+        offered = OFFERED_OPTIONS.get(namespace)
+        if offered is None:
+            continue
+        for key, value in values.items():
+            pointer = f"/provider_options/{namespace}/{key}"
+            if key not in offered:
+                problems.append((pointer, f"{namespace}.{key} is not offered"))
+            elif key == "thinking" and isinstance(value, Mapping):
+                problems.extend(
+                    (f"{pointer}/{inner}", f"{namespace}.thinking.{inner} is not offered")
+                    for inner in value
+                    if inner not in ANTHROPIC_THINKING_KEYS
+                )
+    return problems
+
+
 def first_option(options: Mapping[str, Mapping[str, Any]], provider: str, key: str) -> Any | None:
     """The value of ``key`` in the first of ``provider``'s namespaces that sets it."""
     for namespace in NAMESPACES_READ.get(provider, ()):

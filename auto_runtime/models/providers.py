@@ -7,6 +7,7 @@ authenticated, whether the caller may see its own error words (§4.7), and how i
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -40,6 +41,8 @@ from auto_runtime.models.provider_lists import (
 from auto_runtime.models.provider_words import Scrubber
 from auto_runtime.models.sending import send_with_retries
 from auto_runtime.settings import ModelGateway, Settings
+
+log = logging.getLogger("auto_runtime.models")
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
@@ -95,6 +98,7 @@ class ModelProvider:
             return built
 
         deadline = deadline_seconds or call_deadline_seconds(request.settings.max_output_tokens)
+        log.debug("model call to %s, model %s (run %s)", self.prefix, model_id, run_id or "-")
         response = await send_with_retries(
             client,
             build,

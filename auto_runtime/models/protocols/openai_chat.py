@@ -138,7 +138,7 @@ class OpenAIChat:
         finish: FinishReason = FINISH_REASONS.get(raw_reason or "", "other")
         if finish == "content_filter":
             raise content_filtered(provider, raw_reason, usage)
-        calls = tuple(_tool_call(item) for item in message.get("tool_calls") or ())
+        calls = tuple(_tool_call(item, index) for index, item in enumerate(message.get("tool_calls") or (), start=1))
         if calls and finish == "stop":
             finish = "tool_calls"
         return ModelAnswer(
@@ -161,7 +161,8 @@ def _content_text(content: Any) -> str | None:
     raise UnreadableAnswer("the message content is neither text nor parts")
 
 
-def _tool_call(item: Any) -> ToolCall:
+def _tool_call(item: Any, number: int) -> ToolCall:
+    """One tool call; a gateway that gives no id gets ``call-<n>``, so results can name the call."""
     function = item.get("function") if isinstance(item, dict) else None
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
         raise UnreadableAnswer("a tool call has no function name")
@@ -170,7 +171,7 @@ def _tool_call(item: Any) -> ToolCall:
         arguments = compact(arguments)
     call_id = item.get("id")
     return ToolCall(
-        id=call_id if isinstance(call_id, str) else "",
+        id=call_id if isinstance(call_id, str) and call_id else f"call-{number}",
         name=function["name"],
         arguments=arguments if isinstance(arguments, str) else "",
     )
