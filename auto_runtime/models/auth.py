@@ -1,8 +1,9 @@
 """How a request proves who sends it: a small pluggable piece per provider.
 
 Keys and tokens the settings hold are plain headers. Bedrock without ``AWS_BEARER_TOKEN_BEDROCK`` signs
-with AWS Signature Version 4 from credentials an :class:`AwsCredentialSource` gives; Vertex sends a
-bearer token a :class:`GoogleTokenSource` gives. A source that can obtain no credential raises
+with AWS Signature Version 4 from credentials an :class:`AwsCredentialSource` gives (see
+``aws_credentials``); Vertex sends a bearer token a :class:`GoogleTokenSource` gives (see
+``google_credentials``). A source that can obtain no credential raises
 ``credentials_rejected`` (reasoning-format §5.5: "no credential obtainable from a cloud chain").
 """
 
@@ -61,25 +62,6 @@ class AwsCredentials:
 
 class AwsCredentialSource(Protocol):
     async def credentials(self) -> AwsCredentials | None: ...
-
-
-@dataclass(frozen=True)
-class StaticAwsCredentials:
-    """The environment's part of the AWS default chain: ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``
-    and ``AWS_SESSION_TOKEN``, read by the composition root once at start. Profiles, SSO, web identity
-    and instance roles are further links of the chain this source does not follow."""
-
-    value: AwsCredentials | None
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str]) -> StaticAwsCredentials:
-        key, secret = environ.get("AWS_ACCESS_KEY_ID"), environ.get("AWS_SECRET_ACCESS_KEY")
-        if not key or not secret:
-            return cls(None)
-        return cls(AwsCredentials(key, secret, environ.get("AWS_SESSION_TOKEN") or None))
-
-    async def credentials(self) -> AwsCredentials | None:
-        return self.value
 
 
 def _hmac(key: bytes, text: str) -> bytes:
@@ -164,24 +146,6 @@ class AwsSigV4Auth:
 
 class GoogleTokenSource(Protocol):
     async def access_token(self) -> str | None: ...
-
-
-@dataclass
-class MetadataServerToken:
-    """Application default credentials on Google Cloud: the metadata server's token for the attached
-    service account. Elsewhere (no metadata server) it obtains nothing. Key files
-    (``GOOGLE_APPLICATION_CREDENTIALS``) and gcloud's user credentials are not read."""
-
-    client: httpx.AsyncClient
-    url: str = "http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token"
-
-    async def access_token(self) -> str | None:
-        try:
-            response = await self.client.get(self.url, headers={"Metadata-Flavor": "Google"}, timeout=5.0)
-            token = response.json().get("access_token") if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError):
-            return None
-        return token if isinstance(token, str) and token else None
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ from typing import Any
 import httpx
 
 from auto_runtime.models.answers import ModelAnswer
-from auto_runtime.models.auth import MetadataServerToken, StaticAwsCredentials
+from auto_runtime.models.aws_credentials import AwsDefaultChain
 from auto_runtime.models.conversation import ModelRequest
 from auto_runtime.models.deadlines import RetryPolicy
+from auto_runtime.models.google_credentials import ApplicationDefaultCredentials
 from auto_runtime.models.http_client import model_http_client
 from auto_runtime.models.listing import ModelCatalog, ModelList
 from auto_runtime.models.provider_options import check_gateway_options
@@ -50,6 +51,7 @@ class ModelDirectory:
         providers: Mapping[str, ModelProvider],
         *,
         client: httpx.AsyncClient,
+        local_client: httpx.AsyncClient | None = None,
         secrets: frozenset[str] = frozenset(),
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
@@ -57,6 +59,7 @@ class ModelDirectory:
         self._settings = settings
         self._providers = dict(providers)
         self._client = client
+        self._local_client = local_client
         self._scrub = Scrubber.of(secrets)
         self._retry = retry or RetryPolicy()
         self._catalog = ModelCatalog(
@@ -80,13 +83,16 @@ class ModelDirectory:
         clock: Callable[[], float] = time.time,
     ) -> ModelDirectory:
         """``secrets`` are the values to scrub from provider words (``LoadedSettings.secret_values``);
-        ``environ`` is read once here for a gateway's ``api_key_env`` and the AWS credentials of the
-        default chain's environment link. ``cloud`` replaces the cloud credential sources."""
+        ``environ`` is read here for a gateway's ``api_key_env``, and kept by the cloud credential chains
+        (AWS default chain, Google application default credentials), which read their files and
+        endpoints when a call needs them. ``cloud`` replaces those sources."""
         environ = environ or {}
         client = model_http_client(settings)
+        local_client = httpx.AsyncClient(trust_env=False)  # metadata endpoints: link-local, never proxied
         if cloud is None:
             cloud = CloudCredentials(
-                aws=StaticAwsCredentials.from_environment(environ), google=MetadataServerToken(client)
+                aws=AwsDefaultChain(local_client, environ),
+                google=ApplicationDefaultCredentials(client, environ, metadata_client=local_client),
             )
         keys = gateway_keys(settings, environ)
         provider_secrets = {
@@ -103,7 +109,15 @@ class ModelDirectory:
         }
         all_secrets = frozenset(secrets | provider_secrets | set(keys.values()))
         providers = configured_providers(settings, cloud, keys)
-        return cls(settings, providers, client=client, secrets=all_secrets, retry=retry, clock=clock)
+        return cls(
+            settings,
+            providers,
+            client=client,
+            local_client=local_client,
+            secrets=all_secrets,
+            retry=retry,
+            clock=clock,
+        )
 
     @property
     def configured(self) -> frozenset[str]:
@@ -150,3 +164,5 @@ class ModelDirectory:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        if self._local_client is not None:
+            await self._local_client.aclose()

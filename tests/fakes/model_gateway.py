@@ -10,11 +10,13 @@ It prints ``listening on http://127.0.0.1:<port>`` once it accepts connections (
 * ``POST /v1/chat/completions`` (streamed when the request says ``stream: true``), ``POST /v1/responses``
   and ``POST /v1/messages`` (Anthropic): each request is recorded (headers and JSON body, in order) and
   answered with the next scripted reply of its script;
-* any other ``POST`` (such as Bedrock's ``/model/<id>/converse`` or Azure's ``/openai/v1/responses``):
-  recorded the same way and answered with ``body``, ``raw`` and error replies only;
+* any other request (such as Bedrock's ``POST /model/<id>/converse``, Azure's ``/openai/v1/responses``,
+  or a credentials endpoint): recorded the same way (a body that is not JSON as text) and answered
+  with ``body``, ``raw`` and error replies only;
 * ``GET /v1/models``: the next models reply of its script (the last one stays), by default an empty list.
 
-A request's script is named by its ``x-fake-script`` header, else by its body's ``model``, else by the
+A request's script is named by its ``x-fake-script`` header or ``fake_script`` query parameter, else
+by its body's ``model``, else by the
 model id in its path (``/model/<id>/...``, ``/models/<id>:...``); a name with no script uses the script
 ``default``. So parallel tests each use their own model names and never
 interfere. Control routes, for tests:
@@ -263,9 +265,6 @@ class FakeGateway:
         headers = {name.decode().lower(): value.decode() for name, value in scope["headers"]}
         if path.startswith("/_fake/"):
             await self._control(method, path, query, body, send)
-        elif method == "POST":
-            raw_path = (scope.get("raw_path") or path.encode()).decode()
-            await self._answer(path, urlsplit(raw_path).path or raw_path, query, headers, body, send)
         elif method == "GET" and path == "/v1/models":
             script = headers.get("x-fake-script") or DEFAULT_SCRIPT
             self.state.received.append(
@@ -273,7 +272,8 @@ class FakeGateway:
             )
             await self._reply_models(send, script)
         else:
-            await _respond_json(send, 404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}})
+            raw_path = (scope.get("raw_path") or path.encode()).decode()
+            await self._answer(method, path, urlsplit(raw_path).path or raw_path, query, headers, body, send)
 
     async def _control(self, method: str, path: str, query: dict[str, str], body: bytes, send: Send) -> None:
         if method == "POST" and path == "/_fake/scripts":
@@ -290,7 +290,14 @@ class FakeGateway:
             await _respond_json(send, 404, {"error": {"message": "no such control route"}})
 
     async def _answer(
-        self, path: str, raw_path: str, query: dict[str, str], headers: dict[str, str], body: bytes, send: Send
+        self,
+        method: str,
+        path: str,
+        raw_path: str,
+        query: dict[str, str],
+        headers: dict[str, str],
+        body: bytes,
+        send: Send,
     ) -> None:
         try:
             document: Any = json.loads(body)
@@ -298,9 +305,10 @@ class FakeGateway:
             document = body.decode(errors="replace")
         model = document.get("model", "") if isinstance(document, dict) else ""
         model = model or _model_in_path(raw_path)
-        script = headers.get("x-fake-script") or (model if model in self.state.scripts else DEFAULT_SCRIPT)
+        named = headers.get("x-fake-script") or query.get("fake_script")
+        script = named or (model if model in self.state.scripts else DEFAULT_SCRIPT)
         self.state.received.append(
-            {"script": script, "method": "POST", "path": path, "query": query, "headers": headers, "body": document}
+            {"script": script, "method": method, "path": path, "query": query, "headers": headers, "body": document}
         )
         reply = self.state.next_reply(script)
         if reply is None:
@@ -319,7 +327,7 @@ class FakeGateway:
             await _respond_json(send, status if status >= 400 else 500, _error_document(reply), extra_headers)
         elif isinstance(document, dict) and document.get("stream") and path == "/v1/chat/completions":
             await self._stream(send, reply, model, extra_headers)
-        elif path in ANSWERS:
+        elif path in ANSWERS and method == "POST":
             await _respond_json(send, status, ANSWERS[path](reply, model), extra_headers)
         else:
             message = f"{path} answers only body, raw and error replies"

@@ -140,7 +140,11 @@ async def test_bedrock_with_a_bearer_token_and_an_arn(tmp_path: Path, gateway: F
 
 async def test_bedrock_without_credentials_refuses_before_sending(tmp_path: Path, gateway: FakeGatewayProcess) -> None:
     model = gateway.new_script({"body": CONVERSE_ANSWER})
-    environ = {"AWS_REGION": "eu-west-1", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": gateway.origin}
+    environ = {
+        "AWS_REGION": "eu-west-1",
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": gateway.origin,
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
     async for directory in opened(tmp_path, environ):
         with pytest.raises(ModelCallFailure) as raised:
             await directory.call(directory.resolve(f"bedrock/{model}"), ModelRequest(turns=(UserTurn("Hi"),)))
