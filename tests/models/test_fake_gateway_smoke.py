@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 
-from tests.fakes.gateway_process import FakeGatewayProcess
+from tests.fakes.gateway_process import FakeGatewayProcess, start_fake_gateway
 
 
 def test_replays_a_scripted_answer_and_records_the_request(gateway: FakeGatewayProcess) -> None:
@@ -34,3 +36,18 @@ def test_a_header_names_the_script(gateway: FakeGatewayProcess) -> None:
     response = httpx.post(f"{gateway.base_url}/responses", json={"model": "anything"}, headers={"x-fake-script": name})
     assert response.status_code == 503
     assert response.json() == {"error": {"message": "down", "type": "fake_error", "code": None}}
+
+
+def test_a_script_file_given_at_start(tmp_path: Path) -> None:
+    script = {
+        "scripts": {"scripted-model": [{"content": "from the file"}]},
+        "models": [{"data": [{"id": "scripted-model"}]}],
+    }
+    process = start_fake_gateway(script, tmp_path)
+    try:
+        answer = httpx.post(f"{process.base_url}/chat/completions", json={"model": "scripted-model", "messages": []})
+        listed = httpx.get(f"{process.base_url}/models")
+    finally:
+        process.stop()
+    assert answer.json()["choices"][0]["message"]["content"] == "from the file"
+    assert listed.json() == {"object": "list", "data": [{"id": "scripted-model"}]}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sniffio
 
 from auto_runtime.models import (
     AssistantTurn,
@@ -71,6 +72,7 @@ async def test_a_text_answer_and_the_request_the_gateway_received(
             },
         }
     )
+    assert sniffio.current_async_library() == "trio"  # the server's event loop, not asyncio
     resolved = directory.resolve(f"fake/{model}")
     settings = CallSettings(max_output_tokens=600, temperature=0.2, top_p=0.9, seed=7, stop_sequences=("END",))
     answer = await directory.call(resolved, ask(settings=settings), run_id="run-1")
