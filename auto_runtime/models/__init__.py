@@ -6,7 +6,7 @@ refuses gateway options the entry does not allow, ``call`` makes one model call 
 (or raises :class:`ModelCallFailure`), and ``list_models`` builds the catalog ``list_models`` shows.
 """
 
-from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning, TokenUsage, ToolCall
+from auto_runtime.models.answers import FinishReason, ModelAnswer, Replay, SettingWarning, TokenUsage, ToolCall
 from auto_runtime.models.conversation import (
     AssistantTurn,
     CallSettings,
@@ -17,6 +17,7 @@ from auto_runtime.models.conversation import (
     ToolResultsTurn,
     Turn,
     UserTurn,
+    assistant_turn,
 )
 from auto_runtime.models.deadlines import RetryPolicy, call_deadline_seconds
 from auto_runtime.models.directory import ModelDirectory
@@ -41,6 +42,7 @@ __all__ = [
     "ModelNotOffered",
     "ModelRequest",
     "ProviderOptionRefused",
+    "Replay",
     "ResolvedModel",
     "RetryPolicy",
     "SettingWarning",
@@ -51,6 +53,7 @@ __all__ = [
     "ToolResultsTurn",
     "Turn",
     "UserTurn",
+    "assistant_turn",
     "call_deadline_seconds",
     "catalog_words",
     "failure_rejection",

@@ -79,6 +79,20 @@ def total_of(input_total: int | None, output_total: int | None) -> int | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Replay:
+    """The provider's own content of an answer, to send back verbatim in the next step of a tool loop.
+
+    Anthropic (and Bedrock Converse) need thinking blocks, with their signatures, sent back beside the
+    tool calls they led to; Gemini needs the parts with their thought signatures. ``protocol`` names the
+    protocol that can read ``items``; any other ignores them and rebuilds the turn from text and calls.
+    Never recorded: it lives only for the run.
+    """
+
+    protocol: str
+    items: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SettingWarning:
     """A setting the provider ignores or the protocol drops: one entry of the record's ``warnings``."""
 
@@ -108,3 +122,4 @@ class ModelAnswer:
     response_id: str | None = None
     answered_model: str | None = None
     warnings: tuple[SettingWarning, ...] = field(default=())
+    replay: Replay | None = None

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from auto_runtime.models.answers import ToolCall
+from auto_runtime.models.answers import ModelAnswer, Replay, ToolCall
 
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 JsonSchema = Mapping[str, Any]
@@ -25,10 +25,19 @@ class UserTurn:
 
 @dataclass(frozen=True, slots=True)
 class AssistantTurn:
-    """An earlier answer of the model, sent back as it was: its text and the tool calls it asked for."""
+    """An earlier answer of the model, sent back as it was: its text and the tool calls it asked for.
+
+    Build it with :func:`assistant_turn` so the provider's own content (:class:`Replay`) goes back too.
+    """
 
     text: str | None
     tool_calls: tuple[ToolCall, ...] = ()
+    replay: Replay | None = None
+
+
+def assistant_turn(answer: ModelAnswer) -> AssistantTurn:
+    """The turn to append after ``answer`` in a tool loop."""
+    return AssistantTurn(answer.text, answer.tool_calls, answer.replay)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import quote
 
 import httpx
@@ -111,16 +111,7 @@ class ModelProvider:
         )
         answer = self.protocol.answer(response.body, scrub, request)
         if warnings:
-            answer = ModelAnswer(
-                text=answer.text,
-                tool_calls=answer.tool_calls,
-                finish_reason=answer.finish_reason,
-                raw_finish_reason=answer.raw_finish_reason,
-                usage=answer.usage,
-                response_id=answer.response_id,
-                answered_model=answer.answered_model,
-                warnings=warnings + answer.warnings,
-            )
+            answer = replace(answer, warnings=warnings + answer.warnings)
         return answer
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning, TokenUsage, ToolCall
+from auto_runtime.models.answers import FinishReason, ModelAnswer, Replay, SettingWarning, TokenUsage, ToolCall
 from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
 from auto_runtime.models.failures import content_filtered
 from auto_runtime.models.protocols.common import (
@@ -28,6 +28,7 @@ from auto_runtime.models.provider_options import anthropic_thinking, first_optio
 from auto_runtime.models.provider_words import Scrubber
 
 JSON_TOOL = "json"
+REPLAY = "anthropic_messages"
 ANTHROPIC_VERSION = "2023-06-01"
 BODY_VERSIONS: Mapping[str, str] = {"bedrock": "bedrock-2023-05-31", "vertex": "vertex-2023-10-16"}
 
@@ -55,6 +56,8 @@ def anthropic_messages(request: ModelRequest) -> list[JsonObject]:
     for turn in request.turns:
         if isinstance(turn, UserTurn):
             add("user", [{"type": "text", "text": turn.text}])
+        elif isinstance(turn, AssistantTurn) and turn.replay is not None and turn.replay.protocol == REPLAY:
+            add("assistant", [dict(block) for block in turn.replay.items])
         elif isinstance(turn, AssistantTurn):
             blocks: list[JsonObject] = [{"type": "text", "text": turn.text}] if turn.text else []
             blocks += [
@@ -184,6 +187,7 @@ class AnthropicMessages:
             usage=usage,
             response_id=document.get("id") if isinstance(document.get("id"), str) else None,
             answered_model=document.get("model") if isinstance(document.get("model"), str) else None,
+            replay=Replay(REPLAY, tuple(block for block in content if isinstance(block, dict))) if calls else None,
         )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning, TokenUsage, ToolCall
+from auto_runtime.models.answers import FinishReason, ModelAnswer, Replay, SettingWarning, TokenUsage, ToolCall
 from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
 from auto_runtime.models.failures import content_filtered
 from auto_runtime.models.protocols.common import (
@@ -27,6 +27,7 @@ from auto_runtime.models.provider_options import first_option
 from auto_runtime.models.provider_words import Scrubber
 
 JSON_TOOL = "json"
+REPLAY = "bedrock_converse"
 STOP_REASONS: Mapping[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -52,6 +53,8 @@ def converse_messages(request: ModelRequest) -> list[JsonObject]:
     for turn in request.turns:
         if isinstance(turn, UserTurn):
             add("user", [{"text": turn.text}])
+        elif isinstance(turn, AssistantTurn) and turn.replay is not None and turn.replay.protocol == REPLAY:
+            add("assistant", [dict(block) for block in turn.replay.items])
         elif isinstance(turn, AssistantTurn):
             blocks: list[JsonObject] = [{"text": turn.text}] if turn.text else []
             blocks += [
@@ -160,6 +163,7 @@ class BedrockConverse:
             finish_reason=finish,
             raw_finish_reason=raw_reason,
             usage=usage,
+            replay=Replay(REPLAY, tuple(block for block in content if isinstance(block, dict))) if calls else None,
         )
 
 

@@ -6,7 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning, TokenUsage, ToolCall, difference
+from auto_runtime.models.answers import (
+    FinishReason,
+    ModelAnswer,
+    Replay,
+    SettingWarning,
+    TokenUsage,
+    ToolCall,
+    difference,
+)
 from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
 from auto_runtime.models.failures import content_filtered
 from auto_runtime.models.protocols.common import (
@@ -22,6 +30,7 @@ from auto_runtime.models.protocols.common import (
 from auto_runtime.models.provider_options import first_option
 from auto_runtime.models.provider_words import Scrubber
 
+REPLAY = "gemini"
 FINISH_REASONS: Mapping[str, FinishReason] = {
     "STOP": "stop",
     "MAX_TOKENS": "length",
@@ -50,6 +59,8 @@ def gemini_contents(request: ModelRequest) -> list[JsonObject]:
     for turn in request.turns:
         if isinstance(turn, UserTurn):
             add("user", [{"text": turn.text}])
+        elif isinstance(turn, AssistantTurn) and turn.replay is not None and turn.replay.protocol == REPLAY:
+            add("model", [dict(part) for part in turn.replay.items])
         elif isinstance(turn, AssistantTurn):
             parts: list[JsonObject] = [{"text": turn.text}] if turn.text else []
             parts += [
@@ -160,6 +171,7 @@ class Gemini:
             finish = "tool_calls"
         response_id = document.get("responseId")
         version = document.get("modelVersion")
+        all_parts = tuple(part for part in dig(candidate, "content", "parts") or () if isinstance(part, dict))
         return ModelAnswer(
             text="".join(texts) if texts else None,
             tool_calls=tuple(calls),
@@ -168,6 +180,7 @@ class Gemini:
             usage=usage,
             response_id=response_id if isinstance(response_id, str) else None,
             answered_model=version if isinstance(version, str) else None,
+            replay=Replay(REPLAY, all_parts) if calls else None,
         )
 
 
