@@ -3,7 +3,21 @@
 The reasoning definition type calls this package through :class:`ModelDirectory`: ``resolve`` admits a
 reference without calling anything (or raises :class:`ModelNotOffered`), ``check_provider_options``
 refuses gateway options the entry does not allow, ``call`` makes one model call within its deadline
-(or raises :class:`ModelCallFailure`), and ``list_models`` builds the catalog ``list_models`` shows.
+(or raises :class:`ModelCallFailure`), and ``list_models`` builds the catalog ``list_models`` shows::
+
+    model = directory.resolve("anthropic/claude-sonnet-4-5")      # ModelNotOffered before any call
+    directory.check_provider_options(document_provider_options)   # ProviderOptionRefused
+    request = ModelRequest(
+        turns=(UserTurn(message),),
+        instructions=system_block,
+        tools=offered_tools,
+        output=JsonOutput(output_schema),
+        settings=CallSettings(max_output_tokens=600),
+        provider_options=document_provider_options,
+    )
+    answer = await directory.call(model, request, run_id=run_id)    # ModelCallFailure
+    if answer.tool_calls:
+        turns = (*request.turns, assistant_turn(answer), ToolResultsTurn(results))
 """
 
 from auto_runtime.models.answers import FinishReason, ModelAnswer, Replay, SettingWarning, TokenUsage, ToolCall

@@ -159,6 +159,11 @@ class ModelDirectory:
             run_id=run_id,
         )
 
+    async def context_window(self, model: ResolvedModel) -> int | None:
+        """The model's context window in tokens when its provider's list reports one (§7.3 sizes tool
+        results by it; "whole when the window is unknown"). May read the provider's list, kept 5 minutes."""
+        return await self._catalog.context_window(model.provider, model.resolved)
+
     async def list_models(self, provider: str | None = None) -> ModelList:
         return await self._catalog.list_models(provider)
 

@@ -181,7 +181,7 @@ def failure_of_response(
         provider,
         f"The provider {provider} refused the request (HTTP {status}, {meaning}){said}",
         status=status,
-        context_length=names_context_length(error.message),
+        context_length=names_context_length(error.message) or "context_length" in (error.code or ""),
         logged=logged,
     )
 

@@ -140,6 +140,20 @@ class ModelCatalog:
             listed_at=iso_utc(min(fetched) if fetched else now),
         )
 
+    async def context_window(self, prefix: str, reference: str) -> int | None:
+        """The context window the provider's list reports for ``reference``; None when unknown.
+
+        Uses the provider's kept list, reading it first when it is not kept (or stale); a provider without
+        a list of its own, or one whose list cannot be read, knows none.
+        """
+        if prefix not in self._providers:
+            return None
+        listed = await self._entries_of(prefix)
+        for model in listed.models:
+            if model.id == reference:
+                return model.context_window
+        return None
+
     def _declared_entries(self, prefix: str) -> list[ListedModel]:
         return [ListedModel(id=f"{prefix}/{model}", owned_by=prefix) for model in self._declared.get(prefix, ())]
 

@@ -207,3 +207,13 @@ async def test_the_success_words(tmp_path: Path, gateway: FakeGatewayProcess) ->
     assert "and 5 more" in words
     assert "bedrock/*" in words
     assert "incomplete" not in words
+
+
+async def test_the_context_window_comes_from_the_providers_list(tmp_path: Path, gateway: FakeGatewayProcess) -> None:
+    async for opened in listing(tmp_path, gateway, LISTED):
+        directory = opened.directory
+        mixtral = await directory.context_window(directory.resolve("fake/mixtral"))
+        llama = await directory.context_window(directory.resolve("fake/llama"))
+        unknown = await directory.context_window(directory.resolve("fake/not-listed"))
+    assert (mixtral, llama, unknown) == (32000, None, None)
+    assert len(gateway.requests(opened.script)) == 1
