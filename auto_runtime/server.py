@@ -1,7 +1,9 @@
-"""The composition root: settings → ledger → supervision tree → one ASGI app → Hypercorn on Trio.
+"""The composition root: settings → ledger, sandbox, models → catalog and services → one ASGI app (HTTP and MCP)
+→ Hypercorn on Trio, under the root supervisor.
 
-Nothing imports this module but the command line. A clean stop (SIGINT or SIGTERM) stops taking requests,
-lets requests in flight finish within `GRACEFUL_STOP_SECONDS`, stops the supervision tree and exits 0.
+Nothing imports this module but the command line. A clean stop (SIGINT or SIGTERM) asks the root supervisor
+to stop: its children stop in reverse start order, the HTTP server first stops taking requests and lets those
+in flight finish within `GRACEFUL_STOP_SECONDS`; then the sandbox and the ledger close and the process exits 0.
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,13 +26,16 @@ from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.registry import function_types
-from auto_runtime.guides import load_guides
+from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.openapi import build_openapi
-from auto_runtime.ledger import open_ledger
+from auto_runtime.ledger import Ledger, open_ledger
 from auto_runtime.logs import configure_logging
 from auto_runtime.mcp_server.asgi import McpRoot
 from auto_runtime.mcp_server.service import McpService
+from auto_runtime.models import ModelDirectory
+from auto_runtime.models.providers import partly_configured
+from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.dispatcher import Dispatcher
 from auto_runtime.operations.runtime_catalog import build_catalog
 from auto_runtime.operations.services import RuntimeServices
@@ -42,8 +46,9 @@ from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PLAYBOOKS_PROJECTION, PlaybookRegistry
 from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
 from auto_runtime.playbooks.run_service import RunService
-from auto_runtime.sandbox import Checkers, SandboxEngine, SandboxPool
+from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
+from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
@@ -63,39 +68,10 @@ def key_ring_of(settings: Settings) -> KeyRing:
     )
 
 
-async def _stop_on_signal(stop: trio.Event) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for received in signals:
-            log.info("received %s; stopping", signal.Signals(received).name)
-            stop.set()
-            return
-
-
 def cache_folder_of(settings: Settings) -> Path:
     """Where the compiled sandbox module is cached between starts: beside a SQLite ledger, else the home's."""
     base = settings.ledger_file.parent if settings.ledger_file is not None else Path.home() / ".auto-runtime"
     return base / "cache"
-
-
-@dataclass(frozen=True)
-class Sandbox:
-    engine: SandboxEngine
-    pool: SandboxPool
-    checkers: Checkers[Any]
-
-
-@asynccontextmanager
-async def open_sandbox(cache_folder: Path, workers: int) -> AsyncIterator[Sandbox]:
-    """One engine, the run workers and the save-time checkers, for the life of the server."""
-    engine = await trio.to_thread.run_sync(SandboxEngine, cache_folder)
-    pool = SandboxPool(engine, workers)
-    checkers: Checkers[Any] = Checkers()
-    try:
-        yield Sandbox(engine, pool, checkers)
-    finally:
-        pool.close()
-        checkers.close()
-        engine.close()
 
 
 def tools_may_change_outside(settings: Settings) -> bool:
@@ -105,10 +81,24 @@ def tools_may_change_outside(settings: Settings) -> bool:
     return bool(settings.tool_servers) or (settings.connections.people_may_add and person_may_add)
 
 
-async def serve_runtime(loaded: LoadedSettings) -> None:
-    settings = loaded.settings
-    guides = load_guides()
-    catalog = build_catalog(guides)
+def compose_services(ledger: Ledger, sandbox: Sandbox, models: ModelDirectory) -> RuntimeServices:
+    types = function_types(ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers))
+    definitions = DefinitionRegistry(ledger, types)
+    return RuntimeServices(
+        playbooks=PlaybookRegistry(ledger),
+        definitions=definitions,
+        runs=RunService(ledger, definitions, types),
+        events=EventReads(ledger),
+        publishing=EventPublishing(ledger),
+        analytics=PlaybookAnalytics(ledger),
+        models=models,
+    )
+
+
+def compose_app(
+    settings: Settings, catalog: Catalog, guides: Mapping[str, Guide], services: RuntimeServices
+) -> McpRoot:
+    """One ASGI callable: the MCP endpoints in front of the Quart-Trio app, both over one dispatcher."""
     documents = PublishedDocuments(
         openapi=json.dumps(build_openapi(catalog, guides), separators=(",", ":")).encode("utf-8"),
         guides=guides,
@@ -118,6 +108,56 @@ async def serve_runtime(loaded: LoadedSettings) -> None:
         keys=key_ring_of(settings),
         allowed_origins=settings.allowed_origins,
     )
+    dispatcher = Dispatcher(services=services, playbooks=services.playbooks)
+    app = create_app(
+        catalog=catalog, dispatcher=dispatcher, gate=gate, documents=documents, public_url=settings.public_url
+    )
+    mcp = McpService(
+        catalog=catalog,
+        dispatcher=dispatcher,
+        guides=guides,
+        definition_types=services.definitions.types,
+        outside_effects=tools_may_change_outside(settings),
+        secrets_keys=[key for key in (settings.secrets_key, settings.secrets_key_previous) if key],
+    )
+    return McpRoot(
+        app=app, service=mcp, gate=gate, public_url=settings.public_url, identity_issuer=settings.identity_issuer
+    )
+
+
+def http_child(app: McpRoot, settings: Settings) -> ChildSpec:
+    """Hypercorn as a child of the root: started once it listens, stopped by finishing requests in flight."""
+    config = Config()
+    config.bind = [f"{settings.host}:{settings.port}"]
+    config.graceful_timeout = GRACEFUL_STOP_SECONDS
+    config.accesslog = None
+    config.errorlog = logging.getLogger("auto_runtime.hypercorn")
+
+    async def run(context: ChildContext) -> None:
+        stopping = trio.Event()
+        context.on_stop_requested(stopping.set)
+        async with trio.open_nursery() as nursery:
+            # Hypercorn's ASGI types and Starlette's (which McpRoot uses) describe the same protocol differently.
+            await nursery.start(partial(serve, cast(Any, app), config, shutdown_trigger=stopping.wait))
+            log.info("listening on http://%s:%s", settings.host, settings.port)
+            context.started()
+
+    return ChildSpec("http", run, restart=Restart.TRANSIENT, shutdown=GRACEFUL_STOP_SECONDS + 1)
+
+
+async def _wait_for_signal() -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for received in signals:
+            log.info("received %s; stopping", signal.Signals(received).name)
+            return
+
+
+async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | None = None) -> None:
+    settings = loaded.settings
+    for line in partly_configured(settings):
+        log.info(line)
+    guides = load_guides()
+    catalog = build_catalog(guides)
     async with (
         open_ledger(
             ledger_file=None if settings.database_url else settings.ledger_file,
@@ -126,48 +166,18 @@ async def serve_runtime(loaded: LoadedSettings) -> None:
         ) as ledger,
         open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox,
     ):
-        types = function_types(ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers))
-        definitions = DefinitionRegistry(ledger, types)
-        services = RuntimeServices(
-            playbooks=PlaybookRegistry(ledger),
-            definitions=definitions,
-            runs=RunService(ledger, definitions, types),
-            events=EventReads(ledger),
-            publishing=EventPublishing(ledger),
-            analytics=PlaybookAnalytics(ledger),
-        )
-        dispatcher = Dispatcher(services=services, playbooks=services.playbooks)
-        app = create_app(
-            catalog=catalog, dispatcher=dispatcher, gate=gate, documents=documents, public_url=settings.public_url
-        )
-        mcp = McpService(
-            catalog=catalog,
-            dispatcher=dispatcher,
-            guides=guides,
-            definition_types=types,
-            outside_effects=tools_may_change_outside(settings),
-            secrets_keys=[key for key in (settings.secrets_key, settings.secrets_key_previous) if key],
-        )
-        root = McpRoot(
-            app=app, service=mcp, gate=gate, public_url=settings.public_url, identity_issuer=settings.identity_issuer
-        )
-        await _serve_http(root, settings)
+        models = ModelDirectory.from_settings(settings, secrets=loaded.secret_values, environ=environ)
+        try:
+            app = compose_app(settings, catalog, guides, compose_services(ledger, sandbox, models))
+            root = Supervisor("root")
+            async with trio.open_nursery() as nursery:
+                await nursery.start(root.run)
+                await root.start_child(http_child(app, settings))
+                await _wait_for_signal()
+                await root.stop()
+        finally:
+            await models.aclose()
     log.info("stopped")
-
-
-async def _serve_http(app: McpRoot, settings: Settings) -> None:
-    config = Config()
-    config.bind = [f"{settings.host}:{settings.port}"]
-    config.graceful_timeout = GRACEFUL_STOP_SECONDS
-    config.accesslog = None
-    config.errorlog = logging.getLogger("auto_runtime.hypercorn")
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_stop_on_signal, stop)
-        log.info("listening on http://%s:%s", settings.host, settings.port)
-        # Hypercorn's ASGI types and Starlette's (which McpRoot uses) describe the same protocol differently.
-        await serve(cast(Any, app), config, shutdown_trigger=stop.wait)
-        nursery.cancel_scope.cancel()
 
 
 def run_server(environ: Mapping[str, str], cwd: Path) -> int:
@@ -179,5 +189,5 @@ def run_server(environ: Mapping[str, str], cwd: Path) -> int:
     configure_logging(loaded.settings.log_format, loaded.settings.log_level)
     for line in loaded.startup_lines():
         log.info(line)
-    trio.run(serve_runtime, loaded)
+    trio.run(serve_runtime, loaded, environ)
     return 0

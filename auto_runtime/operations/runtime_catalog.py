@@ -10,6 +10,7 @@ from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.definition_operations import DEFINITION_OPERATIONS
 from auto_runtime.operations.event_operations import EVENT_OPERATIONS
 from auto_runtime.operations.guide_operations import guide_operation
+from auto_runtime.operations.model_operations import MODEL_OPERATIONS
 from auto_runtime.operations.playbook_operations import PLAYBOOK_OPERATIONS
 from auto_runtime.operations.publish_operations import PUBLISH_OPERATIONS
 from auto_runtime.operations.run_operations import RUN_OPERATIONS
@@ -19,6 +20,7 @@ def build_catalog(guides: Mapping[str, Guide]) -> Catalog:
     return Catalog(
         [
             *PLAYBOOK_OPERATIONS,
+            *MODEL_OPERATIONS,
             *DEFINITION_OPERATIONS,
             *RUN_OPERATIONS,
             *EVENT_OPERATIONS,

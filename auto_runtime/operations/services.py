@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from auto_runtime.models import ModelDirectory
 from auto_runtime.playbooks.analytics import PlaybookAnalytics
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.event_publishing import EventPublishing
@@ -20,6 +21,7 @@ class RuntimeServices:
     events: EventReads
     publishing: EventPublishing
     analytics: PlaybookAnalytics
+    models: ModelDirectory
 
 
 def services_of(services: object) -> RuntimeServices:

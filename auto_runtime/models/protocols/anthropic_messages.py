@@ -1,0 +1,212 @@
+"""Anthropic Messages (reasoning-format §5.3): ``anthropic``, and the body ``bedrock-anthropic`` and
+``vertex-anthropic`` send.
+
+A JSON output is asked for with a tool named ``json`` whose input is the answer: forced when no other
+tool is offered, required among the others (``tool_choice: any``) when tools are offered. The
+answer's ``json`` call comes back as the answer's text, never as a tool call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from auto_runtime.models.answers import FinishReason, ModelAnswer, Replay, SettingWarning, TokenUsage, ToolCall
+from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
+from auto_runtime.models.failures import content_filtered
+from auto_runtime.models.protocols.common import (
+    JsonObject,
+    UnreadableAnswer,
+    arguments_object,
+    compact,
+    dropped,
+    number,
+    read_answer,
+)
+from auto_runtime.models.provider_options import anthropic_thinking, first_option
+from auto_runtime.models.provider_words import Scrubber
+
+JSON_TOOL = "json"
+REPLAY = "anthropic_messages"
+ANTHROPIC_VERSION = "2023-06-01"
+BODY_VERSIONS: Mapping[str, str] = {"bedrock": "bedrock-2023-05-31", "vertex": "vertex-2023-10-16"}
+
+STOP_REASONS: Mapping[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "other",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+
+
+def anthropic_messages(request: ModelRequest) -> list[JsonObject]:
+    """The turns as Anthropic messages, consecutive turns of one role merged into one message."""
+    messages: list[JsonObject] = []
+
+    def add(role: str, blocks: list[JsonObject]) -> None:
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+
+    for turn in request.turns:
+        if isinstance(turn, UserTurn):
+            add("user", [{"type": "text", "text": turn.text}])
+        elif isinstance(turn, AssistantTurn) and turn.replay is not None and turn.replay.protocol == REPLAY:
+            add("assistant", [dict(block) for block in turn.replay.items])
+        elif isinstance(turn, AssistantTurn):
+            blocks: list[JsonObject] = [{"type": "text", "text": turn.text}] if turn.text else []
+            blocks += [
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments_object(call.arguments)}
+                for call in turn.tool_calls
+            ]
+            add("assistant", blocks)
+        elif isinstance(turn, ToolResultsTurn):
+            add(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": result.call_id,
+                        "content": result.content,
+                        "is_error": result.is_error,
+                    }
+                    for result in turn.results
+                ],
+            )
+    # A single text block is sent as plain content, as most examples write it.
+    for message in messages:
+        blocks = message["content"]
+        if len(blocks) == 1 and blocks[0]["type"] == "text":
+            message["content"] = blocks[0]["text"]
+    return messages
+
+
+@dataclass(frozen=True)
+class AnthropicMessages:
+    """``flavor`` ``direct`` sends ``model``; ``bedrock`` and ``vertex`` put the model in the URL and an
+    ``anthropic_version`` of their own in the body. ``options_provider`` picks the namespaces read."""
+
+    provider: str
+    flavor: Literal["direct", "bedrock", "vertex"] = "direct"
+
+    def body(self, model_id: str, request: ModelRequest) -> tuple[JsonObject, tuple[SettingWarning, ...]]:
+        settings = request.settings
+        warnings: list[SettingWarning] = []
+        body: JsonObject = {}
+        if self.flavor == "direct":
+            body["model"] = model_id
+        else:
+            body["anthropic_version"] = BODY_VERSIONS[self.flavor]
+        body["max_tokens"] = settings.max_output_tokens
+        if request.instructions:
+            body["system"] = request.instructions
+        body["messages"] = anthropic_messages(request)
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            body["top_p"] = settings.top_p
+        if settings.stop_sequences is not None:
+            body["stop_sequences"] = list(settings.stop_sequences)
+        if settings.seed is not None:
+            warnings.append(dropped("config.seed", self.provider, "Anthropic models take no seed"))
+        if settings.reasoning is not None:
+            warnings.append(
+                dropped("config.reasoning", self.provider, "Anthropic models take thinking through provider_options")
+            )
+        tools: list[JsonObject] = [
+            {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+            for tool in request.tools
+        ]
+        if request.output is not None:
+            tools.append(
+                {
+                    "name": JSON_TOOL,
+                    "description": "Give your answer as this tool's input; it is the whole answer.",
+                    "input_schema": request.output.schema,
+                }
+            )
+        thinking = anthropic_thinking(first_option(request.provider_options, self.provider, "thinking"))
+        if thinking is None and self.provider == "bedrock-anthropic":
+            reasoning_config = first_option(request.provider_options, self.provider, "reasoningConfig")
+            thinking = anthropic_thinking(reasoning_config)
+        if thinking is not None:
+            body["thinking"] = thinking
+        if request.output is not None:
+            # Thinking refuses a forced tool; the model is then asked, not forced, to answer through it.
+            if thinking is not None and thinking.get("type") != "disabled":
+                body["tool_choice"] = {"type": "auto"}
+            else:
+                body["tool_choice"] = {"type": "any"} if request.tools else {"type": "tool", "name": JSON_TOOL}
+        if tools:
+            body["tools"] = tools
+        return body, tuple(warnings)
+
+    def answer(self, body: bytes, scrub: Scrubber, request: ModelRequest) -> ModelAnswer:
+        return read_answer(self._parse, body, self.provider, scrub, request)
+
+    def _parse(self, document: JsonObject, provider: str, request: ModelRequest) -> ModelAnswer:
+        content = document.get("content")
+        if not isinstance(content, list):
+            raise UnreadableAnswer("the answer has no content list")
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        json_answer: str | None = None
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text":
+                texts.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_use":
+                if request.output is not None and block.get("name") == JSON_TOOL and json_answer is None:
+                    json_answer = compact(block.get("input", {}))
+                else:
+                    arguments = compact(block.get("input", {}))
+                    calls.append(ToolCall(id=str(block["id"]), name=str(block["name"]), arguments=arguments))
+        raw = document.get("stop_reason")
+        raw_reason = raw if isinstance(raw, str) else None
+        usage = anthropic_usage(document.get("usage"))
+        finish: FinishReason = STOP_REASONS.get(raw_reason or "", "other")
+        if finish == "content_filter":
+            raise content_filtered(provider, raw_reason, usage)
+        if json_answer is not None:
+            text: str | None = json_answer
+            if finish == "tool_calls" and not calls:
+                finish = "stop"
+        else:
+            text = "".join(texts) if texts else None
+        return ModelAnswer(
+            text=text,
+            tool_calls=tuple(calls),
+            finish_reason=finish,
+            raw_finish_reason=raw_reason,
+            usage=usage,
+            response_id=document.get("id") if isinstance(document.get("id"), str) else None,
+            answered_model=document.get("model") if isinstance(document.get("model"), str) else None,
+            replay=Replay(REPLAY, tuple(block for block in content if isinstance(block, dict))) if calls else None,
+        )
+
+
+def anthropic_usage(usage: Any) -> TokenUsage:
+    """``input_tokens`` is the uncached part; the total adds the cache reads and writes (§5.3)."""
+    if not isinstance(usage, dict):
+        return TokenUsage()
+    uncached = number(usage.get("input_tokens"))
+    read = number(usage.get("cache_read_input_tokens"))
+    written = number(usage.get("cache_creation_input_tokens"))
+    produced = number(usage.get("output_tokens"))
+    given = None if uncached is None else uncached + (read or 0) + (written or 0)
+    return TokenUsage(
+        input_total=given,
+        input_uncached=uncached,
+        input_cache_read=read,
+        input_cache_write=written,
+        output_total=produced,
+        output_text=None,
+        output_reasoning=None,
+        total=None if given is None or produced is None else given + produced,
+    )

@@ -1,0 +1,186 @@
+"""Amazon Bedrock Converse (``bedrock``): the same mapping in Converse's own shapes.
+
+A JSON output is asked for as Anthropic's mapping does: a tool named ``json`` whose input is the answer.
+``reasoningConfig`` goes in ``additionalModelRequestFields``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from auto_runtime.models.answers import FinishReason, ModelAnswer, Replay, SettingWarning, TokenUsage, ToolCall
+from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
+from auto_runtime.models.failures import content_filtered
+from auto_runtime.models.protocols.common import (
+    JsonObject,
+    UnreadableAnswer,
+    arguments_object,
+    compact,
+    dig,
+    dropped,
+    number,
+    read_answer,
+)
+from auto_runtime.models.provider_options import first_option
+from auto_runtime.models.provider_words import Scrubber
+
+JSON_TOOL = "json"
+REPLAY = "bedrock_converse"
+STOP_REASONS: Mapping[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "content_filtered": "content_filter",
+    "guardrail_intervened": "content_filter",
+}
+
+
+def converse_messages(request: ModelRequest) -> list[JsonObject]:
+    messages: list[JsonObject] = []
+
+    def add(role: str, blocks: list[JsonObject]) -> None:
+        if not blocks:
+            return
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+
+    for turn in request.turns:
+        if isinstance(turn, UserTurn):
+            add("user", [{"text": turn.text}])
+        elif isinstance(turn, AssistantTurn) and turn.replay is not None and turn.replay.protocol == REPLAY:
+            add("assistant", [dict(block) for block in turn.replay.items])
+        elif isinstance(turn, AssistantTurn):
+            blocks: list[JsonObject] = [{"text": turn.text}] if turn.text else []
+            blocks += [
+                {"toolUse": {"toolUseId": call.id, "name": call.name, "input": arguments_object(call.arguments)}}
+                for call in turn.tool_calls
+            ]
+            add("assistant", blocks)
+        elif isinstance(turn, ToolResultsTurn):
+            add(
+                "user",
+                [
+                    {
+                        "toolResult": {
+                            "toolUseId": result.call_id,
+                            "content": [{"text": result.content}],
+                            "status": "error" if result.is_error else "success",
+                        }
+                    }
+                    for result in turn.results
+                ],
+            )
+    return messages
+
+
+@dataclass(frozen=True)
+class BedrockConverse:
+    provider: str = "bedrock"
+
+    def body(self, model_id: str, request: ModelRequest) -> tuple[JsonObject, tuple[SettingWarning, ...]]:
+        settings = request.settings
+        warnings: list[SettingWarning] = []
+        body: JsonObject = {"messages": converse_messages(request)}
+        if request.instructions:
+            body["system"] = [{"text": request.instructions}]
+        inference: JsonObject = {"maxTokens": settings.max_output_tokens}
+        if settings.temperature is not None:
+            inference["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            inference["topP"] = settings.top_p
+        if settings.stop_sequences is not None:
+            inference["stopSequences"] = list(settings.stop_sequences)
+        body["inferenceConfig"] = inference
+        if settings.seed is not None:
+            warnings.append(dropped("config.seed", self.provider, "Bedrock Converse takes no seed"))
+        if settings.reasoning is not None:
+            warnings.append(
+                dropped("config.reasoning", self.provider, "Bedrock takes reasoningConfig through provider_options")
+            )
+        tools: list[JsonObject] = [
+            {"toolSpec": {"name": tool.name, "description": tool.description, "inputSchema": {"json": tool.parameters}}}
+            for tool in request.tools
+        ]
+        if request.output is not None:
+            tools.append(
+                {
+                    "toolSpec": {
+                        "name": JSON_TOOL,
+                        "description": "Give your answer as this tool's input; it is the whole answer.",
+                        "inputSchema": {"json": request.output.schema},
+                    }
+                }
+            )
+        if tools:
+            tool_config: JsonObject = {"tools": tools}
+            if request.output is not None:
+                tool_config["toolChoice"] = {"any": {}} if request.tools else {"tool": {"name": JSON_TOOL}}
+            body["toolConfig"] = tool_config
+        reasoning_config = first_option(request.provider_options, self.provider, "reasoningConfig")
+        if reasoning_config is not None:
+            body["additionalModelRequestFields"] = {"reasoningConfig": reasoning_config}
+        return body, tuple(warnings)
+
+    def answer(self, body: bytes, scrub: Scrubber, request: ModelRequest) -> ModelAnswer:
+        return read_answer(self._parse, body, self.provider, scrub, request)
+
+    def _parse(self, document: JsonObject, provider: str, request: ModelRequest) -> ModelAnswer:
+        content = dig(document, "output", "message", "content")
+        if not isinstance(content, list):
+            raise UnreadableAnswer("the answer has no output.message.content list")
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        json_answer: str | None = None
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif isinstance(block.get("toolUse"), dict):
+                use = block["toolUse"]
+                if request.output is not None and use.get("name") == JSON_TOOL and json_answer is None:
+                    json_answer = compact(use.get("input", {}))
+                else:
+                    arguments = compact(use.get("input", {}))
+                    calls.append(ToolCall(id=str(use["toolUseId"]), name=str(use["name"]), arguments=arguments))
+        raw = document.get("stopReason")
+        raw_reason = raw if isinstance(raw, str) else None
+        usage = converse_usage(document.get("usage"))
+        finish: FinishReason = STOP_REASONS.get(raw_reason or "", "other")
+        if finish == "content_filter":
+            raise content_filtered(provider, raw_reason, usage)
+        if json_answer is not None and finish == "tool_calls" and not calls:
+            finish = "stop"
+        return ModelAnswer(
+            text=json_answer if json_answer is not None else ("".join(texts) if texts else None),
+            tool_calls=tuple(calls),
+            finish_reason=finish,
+            raw_finish_reason=raw_reason,
+            usage=usage,
+            replay=Replay(REPLAY, tuple(block for block in content if isinstance(block, dict))) if calls else None,
+        )
+
+
+def converse_usage(usage: Any) -> TokenUsage:
+    """``inputTokens`` counts what was read afresh; cache reads and writes are counted apart."""
+    uncached = number(dig(usage, "inputTokens"))
+    read = number(dig(usage, "cacheReadInputTokens"))
+    written = number(dig(usage, "cacheWriteInputTokens"))
+    produced = number(dig(usage, "outputTokens"))
+    given = None if uncached is None else uncached + (read or 0) + (written or 0)
+    return TokenUsage(
+        input_total=given,
+        input_uncached=uncached,
+        input_cache_read=read,
+        input_cache_write=written,
+        output_total=produced,
+        output_text=None,
+        output_reasoning=None,
+        total=number(dig(usage, "totalTokens")),
+    )

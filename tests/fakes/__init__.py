@@ -1,0 +1,1 @@
+"""Fakes that tests run as real processes: the model gateway."""

@@ -1,0 +1,87 @@
+"""Starting the fake model gateway as its own process, and driving it from a test."""
+
+from __future__ import annotations
+
+import json
+import signal
+import ssl
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+START_LINE_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass
+class FakeGatewayProcess:
+    process: subprocess.Popen[str]
+    origin: str
+    verify: ssl.SSLContext | bool = True
+
+    @property
+    def base_url(self) -> str:
+        """What a gateway entry's ``base_url`` names: ``http://127.0.0.1:<port>/v1``."""
+        return f"{self.origin}/v1"
+
+    def script(self, name: str, *replies: dict[str, Any]) -> str:
+        """Append replies to the script ``name`` (a model id the test sends); returns the name."""
+        response = httpx.post(
+            f"{self.origin}/_fake/scripts", json={name: list(replies)}, timeout=10, verify=self.verify
+        )
+        response.raise_for_status()
+        return name
+
+    def new_script(self, *replies: dict[str, Any], prefix: str = "model") -> str:
+        """A script under a fresh name, so tests running side by side never share replies."""
+        return self.script(f"{prefix}-{uuid.uuid4().hex[:12]}", *replies)
+
+    def models(self, *replies: dict[str, Any], script: str = "default") -> None:
+        """Replace the replies of ``GET /v1/models`` for requests whose ``x-fake-script`` header names ``script``."""
+        response = httpx.post(
+            f"{self.origin}/_fake/models", params={"script": script}, json=list(replies), timeout=10, verify=self.verify
+        )
+        response.raise_for_status()
+
+    def requests(self, script: str | None = None) -> list[dict[str, Any]]:
+        params = {"script": script} if script is not None else {}
+        response = httpx.get(f"{self.origin}/_fake/requests", params=params, timeout=10, verify=self.verify)
+        response.raise_for_status()
+        received: list[dict[str, Any]] = response.json()
+        return received
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_fake_gateway(
+    script: dict[str, Any] | None = None, folder: Path | None = None, tls: tuple[Path, Path] | None = None
+) -> FakeGatewayProcess:
+    """``python -m tests.fakes.model_gateway --port 0``; waits for its ``listening on`` line."""
+    command = [sys.executable, "-m", "tests.fakes.model_gateway", "--port", "0"]
+    if tls is not None:
+        command += ["--certfile", str(tls[0]), "--keyfile", str(tls[1])]
+    if script is not None:
+        assert folder is not None, "a script file needs a folder to live in"
+        path = folder / "gateway-script.json"
+        path.write_text(json.dumps(script))
+        command += ["--script", str(path)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.startswith("listening on "):
+        process.kill()
+        raise AssertionError(f"the fake gateway did not start: {line!r}")
+    verify = ssl.create_default_context(cafile=str(tls[0])) if tls is not None else True
+    return FakeGatewayProcess(process, line.removeprefix("listening on ").strip(), verify)
