@@ -1,16 +1,27 @@
 from __future__ import annotations
 
+import base64
+import secrets
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.server_process import ServerProcess, start_server
+from tests.postgres_support import fresh_database
 
 
-@pytest.fixture(scope="session")
-def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """One server in local mode with the SQLite ledger, shared by the tests that only read or add."""
-    server = start_server(Path(tmp_path_factory.mktemp("local-server")))
-    yield server
-    assert server.stop() == 0, server.log()
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def local_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server in local mode for each ledger, shared by the tests that only read or add: every test that
+    uses it runs against the SQLite ledger and against the real PostgreSQL."""
+    folder = Path(tmp_path_factory.mktemp(f"local-server-{request.param}"))
+    with ExitStack() as stack:
+        settings: dict[str, str] = {}
+        if request.param == "postgres":
+            settings["DATABASE_URL"] = stack.enter_context(fresh_database("server_test"))
+            settings["SECRETS_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
+        server = start_server(folder, settings)
+        yield server
+        assert server.stop() == 0, server.log()

@@ -89,6 +89,18 @@ class ListRunsInput(BaseModel):
     cursor: str | SkipJsonSchema[None] = Field(default=None, description=CURSOR_DESCRIPTION)
 
 
+class CancelRunInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = Field(description="The id of the run")
+    reason: str | SkipJsonSchema[None] = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        pattern=r"^[^\x00-\x1f\x7f]*$",
+        description="Why the run is cancelled; the run keeps it as the detail of its ending",
+    )
+
+
 class RunHistoryInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     run_id: str = Field(description="The id of the run")
@@ -121,6 +133,10 @@ async def list_runs(context: OperationContext, data: ListRunsInput) -> dict[str,
         limit=data.limit,
         cursor=data.cursor,
     )
+
+
+async def cancel_run(context: OperationContext, data: CancelRunInput) -> dict[str, Any]:
+    return await services_of(context.services).runs.cancel_run(_scope(context), data.run_id)
 
 
 async def get_run_history(context: OperationContext, data: RunHistoryInput) -> dict[str, Any]:
@@ -187,6 +203,26 @@ RUN_OPERATIONS = (
         hints=Hints(read_only=True, destructive=False, idempotent=True, open_world=False),
         tag="runs",
         reasons=frozenset({"invalid_input"}),
+    ),
+    Operation(
+        name="cancel_run",
+        title="Cancel a run",
+        description=(
+            "Asks a run that waits to stop: a workflow run still started, an interaction function's request, or a "
+            "prediction build. It answers the run as it stands, still started; get_run shows it end, rejected as "
+            "cancelled. Runs that finish within the request that started them cannot be cancelled. This cannot "
+            "be undone, so confirm with the person first."
+        ),
+        scope="playbook",
+        permissions=PLAYBOOK_WRITE,
+        method="POST",
+        route="/runs/{run_id}/cancel",
+        input_model=CancelRunInput,
+        output_model=RunOutput,
+        handler=cancel_run,
+        hints=Hints(read_only=False, destructive=True, idempotent=True, open_world=False),
+        tag="runs",
+        reasons=frozenset({"not_found", "conflict"}),
     ),
     Operation(
         name="get_run_history",

@@ -106,6 +106,18 @@ class RunService:
                 event.set()
         raise conflict("Another request under this run id was made at the same moment; send it again.")
 
+    async def cancel_run(self, scope: PlaybookScope, run_id: str) -> dict[str, Any]:
+        """Seeds, "Cancelling a run". Only runs that wait can be cancelled, and no type that waits has landed
+        yet: every other run has ended, or ends within the request that started it."""
+        state = await self.read_run(scope, run_id) if _is_run_id(run_id) else None
+        if state is None:
+            raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
+        if state.status != "started":
+            raise conflict(f"The run {run_id} has ended ({state.status}), so there is nothing to cancel.")
+        raise conflict(
+            f"The run {run_id} ends within the request that started it, so it cannot be cancelled from outside."
+        )
+
     def _answer_again(self, state: RunState) -> dict[str, Any] | None:
         """What a request under the id of an earlier run answers, or None to run it again."""
         if state.status == "succeeded":

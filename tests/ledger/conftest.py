@@ -9,58 +9,34 @@ share the server never see each other.
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 from auto_runtime.ledger import Ledger, Projection, open_ledger
-
-ADMIN_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def _with_database(url: str, database: str) -> str:
-    base, _, _ = url.rpartition("/")
-    return f"{base}/{database}"
-
-
-async def _admin(url: str, *statements: str) -> None:
-    conn = await asyncpg.connect(url, timeout=10)
-    try:
-        for statement in statements:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
+from tests.postgres_support import admin, fresh_database
 
 
 @pytest.fixture(scope="session")
 def postgres_database() -> Iterator[str]:
     """A database of this session's own; fails loudly when PostgreSQL does not answer."""
-    name = f"ledger_test_{secrets.token_hex(6)}"
-    try:
-        asyncio.run(_admin(ADMIN_URL, f"CREATE DATABASE {name}"))
-    except (OSError, asyncpg.PostgresError) as error:
-        pytest.fail(f"PostgreSQL at {ADMIN_URL} is required by the ledger suite: {error!r}")
-    try:
-        yield _with_database(ADMIN_URL, name)
-    finally:
-        asyncio.run(_admin(ADMIN_URL, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    with fresh_database("ledger_test") as url:
+        yield url
 
 
 @pytest.fixture
 def postgres_url(postgres_database: str) -> Iterator[str]:
     """A URL whose `search_path` is a fresh schema, dropped after the test."""
     schema = f"t_{secrets.token_hex(6)}"
-    asyncio.run(_admin(postgres_database, f"CREATE SCHEMA {schema}"))
+    asyncio.run(admin(postgres_database, f"CREATE SCHEMA {schema}"))
     try:
         yield f"{postgres_database}?search_path={schema}"
     finally:
-        asyncio.run(_admin(postgres_database, f"DROP SCHEMA {schema} CASCADE"))
+        asyncio.run(admin(postgres_database, f"DROP SCHEMA {schema} CASCADE"))
 
 
 @dataclass(frozen=True)

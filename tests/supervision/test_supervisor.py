@@ -118,9 +118,7 @@ async def test_one_for_all_stops_the_others_in_reverse_order_then_restarts_all_i
 ) -> None:
     events: list[str] = []
     a, b, c = (Crashable(name, events=events) for name in "abc")
-    supervisor = Supervisor(
-        "sup", [a.spec(), b.spec(), c.spec()], strategy=Strategy.ONE_FOR_ALL, intensity=GENEROUS
-    )
+    supervisor = Supervisor("sup", [a.spec(), b.spec(), c.spec()], strategy=Strategy.ONE_FOR_ALL, intensity=GENEROUS)
     async with trio.open_nursery() as nursery:
         await nursery.start(supervisor.run)
         events.clear()

@@ -196,3 +196,17 @@ def test_a_run_history_is_oldest_first_each_event_after_its_cause(local_server: 
             f"{playbook}/runs/{run_id}/history", params={"limit": 1, "cursor": first_page["next_cursor"]}
         ).json()
         assert [event["type"] for event in second["events"]] == ["run_succeeded"]
+
+
+def test_cancel_run_refuses_runs_that_do_not_wait(local_server: ServerProcess) -> None:
+    """Seeds, "Cancelling a run": no run is not_found; an ended run, and a run that ends within the request
+    that started it, are conflicts; a reason has at most 1,024 characters and no control character."""
+    with local_server.client() as client:
+        playbook = new_playbook(client)
+        create_computation(client, playbook, "echo", ECHO_PROGRAM)
+        problem(client.post(f"{playbook}/runs/{uuid.uuid4()}/cancel"), 404, "not_found")
+        run_id = _run(client, playbook, "echo", {"input": 1}).json()["run_id"]
+        problem(client.post(f"{playbook}/runs/{run_id}/cancel", json={"reason": "No longer needed"}), 409, "conflict")
+        for bad in ("", "x" * 1025, "line\nbreak"):
+            body = problem(client.post(f"{playbook}/runs/{run_id}/cancel", json={"reason": bad}), 422, "invalid_input")
+            assert pointers(body) == ["/reason"]

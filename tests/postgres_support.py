@@ -1,0 +1,46 @@
+"""The real PostgreSQL the tests use: `LEDGER_TEST_POSTGRES_URL`, by default the local server's `test` database.
+
+A test run makes databases of its own with random names and drops them at the end, so runs sharing the server
+never see each other. An unreachable server fails the tests that need it; it never skips them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import asyncpg
+import pytest
+
+ADMIN_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def with_database(url: str, database: str) -> str:
+    base, _, _ = url.rpartition("/")
+    return f"{base}/{database}"
+
+
+async def admin(url: str, *statements: str) -> None:
+    conn = await asyncpg.connect(url, timeout=10)
+    try:
+        for statement in statements:
+            await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+@contextmanager
+def fresh_database(prefix: str) -> Iterator[str]:
+    """The URL of a new database, dropped at the end; fails loudly when PostgreSQL does not answer."""
+    name = f"{prefix}_{secrets.token_hex(6)}"
+    try:
+        asyncio.run(admin(ADMIN_URL, f"CREATE DATABASE {name}"))
+    except (OSError, asyncpg.PostgresError) as error:
+        pytest.fail(f"PostgreSQL at {ADMIN_URL} is required by these tests: {error!r}")
+    try:
+        yield with_database(ADMIN_URL, name)
+    finally:
+        asyncio.run(admin(ADMIN_URL, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
