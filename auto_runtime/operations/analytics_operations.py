@@ -7,7 +7,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from auto_runtime.ledger import PlaybookScope
 from auto_runtime.operations.definition_operations import PLAYBOOK_READ, DefinitionTypeField
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
@@ -82,9 +81,8 @@ class AnalyticsOutput(BaseModel):
 
 
 async def get_playbook_analytics(context: OperationContext, data: AnalyticsInput) -> dict[str, Any]:
-    assert context.playbook is not None
     return await services_of(context.services).analytics.analytics(
-        PlaybookScope(context.org, context.playbook),
+        context.scope,
         days=data.days,
         first=data.from_,
         last=data.to,

@@ -8,7 +8,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from auto_runtime.auth.caller import Permission
 from auto_runtime.functions.function_type import DEFINITION_TYPES
-from auto_runtime.ledger import PlaybookScope
 from auto_runtime.operations.fields import ID_PATTERN
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
@@ -67,41 +66,36 @@ class UpdateDefinitionInput(DefinitionInPath):
     source: str = Field(description=SOURCE_DESCRIPTION)
 
 
-def _scope(context: OperationContext) -> PlaybookScope:
-    assert context.playbook is not None
-    return PlaybookScope(context.org, context.playbook)
-
-
 async def create_definition(context: OperationContext, data: CreateDefinitionInput) -> dict[str, Any]:
     registry = services_of(context.services).definitions
-    scope = _scope(context)
+    scope = context.scope
     saved = await registry.create(scope, data.type, data.name, data.source, context.caller.id)
     return await registry.shown(scope, saved, with_overview=True)
 
 
 async def list_definitions(context: OperationContext, data: ListDefinitionsInput) -> dict[str, Any]:
     registry = services_of(context.services).definitions
-    scope = _scope(context)
+    scope = context.scope
     versions = await registry.listed(scope, data.type, data.include_retired)
     return {"definitions": [await registry.shown(scope, v, with_overview=False) for v in versions]}
 
 
 async def get_definition(context: OperationContext, data: DefinitionInPath) -> dict[str, Any]:
     registry = services_of(context.services).definitions
-    scope = _scope(context)
+    scope = context.scope
     return await registry.shown(scope, await registry.latest(scope, data.type, data.name), with_overview=True)
 
 
 async def update_definition(context: OperationContext, data: UpdateDefinitionInput) -> dict[str, Any]:
     registry = services_of(context.services).definitions
-    scope = _scope(context)
+    scope = context.scope
     saved = await registry.update(scope, data.type, data.name, data.source, context.caller.id)
     return await registry.shown(scope, saved, with_overview=True)
 
 
 async def retire_definition(context: OperationContext, data: DefinitionInPath) -> dict[str, Any]:
     registry = services_of(context.services).definitions
-    scope = _scope(context)
+    scope = context.scope
     retired = await registry.retire(scope, data.type, data.name, context.caller.id)
     return await registry.shown(scope, retired, with_overview=True)
 

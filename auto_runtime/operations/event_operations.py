@@ -7,7 +7,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from auto_runtime.ledger import PlaybookScope
 from auto_runtime.operations.definition_operations import PLAYBOOK_READ
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.run_operations import CURSOR_DESCRIPTION, LIMIT_DESCRIPTION, EventListOutput, EventOutput
@@ -35,14 +34,9 @@ class EventInPath(BaseModel):
     event_id: str = Field(description="The id of the event, as a listing shows it")
 
 
-def _scope(context: OperationContext) -> PlaybookScope:
-    assert context.playbook is not None
-    return PlaybookScope(context.org, context.playbook)
-
-
 async def list_playbook_events(context: OperationContext, data: ListEventsInput) -> dict[str, Any]:
     return await services_of(context.services).events.list_events(
-        _scope(context),
+        context.scope,
         event_type=data.type,
         since=data.since,
         run_id=data.run_id,
@@ -53,7 +47,7 @@ async def list_playbook_events(context: OperationContext, data: ListEventsInput)
 
 
 async def get_event(context: OperationContext, data: EventInPath) -> dict[str, Any]:
-    return await services_of(context.services).events.get_event(_scope(context), data.event_id)
+    return await services_of(context.services).events.get_event(context.scope, data.event_id)
 
 
 EVENT_OPERATIONS = (

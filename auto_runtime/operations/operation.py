@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from auto_runtime.auth.caller import Caller, Permission
+from auto_runtime.ledger import PlaybookScope
 
 Scope = Literal["global", "org", "playbook"]
 JsonObject = dict[str, Any]
@@ -42,6 +43,13 @@ class OperationContext:
     services: Any
     request_id: str
     transport: Literal["http", "mcp"] = "http"
+
+    @property
+    def scope(self) -> PlaybookScope:
+        """The playbook the operation acts in: the only streams a playbook handler may address."""
+        if self.playbook is None:
+            raise TypeError("an org operation has no playbook scope")
+        return PlaybookScope(self.org, self.playbook)
 
 
 Handler = Callable[[OperationContext, Any], Awaitable[Any]]

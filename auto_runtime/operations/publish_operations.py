@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from auto_runtime.ledger import PlaybookScope
 from auto_runtime.operations.definition_operations import PLAYBOOK_WRITE
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
@@ -59,9 +58,7 @@ class PublishedEventOutput(BaseModel):
 
 
 async def publish_event(context: OperationContext, data: PublishEventInput) -> dict[str, str]:
-    assert context.playbook is not None
-    scope = PlaybookScope(context.org, context.playbook)
-    return await services_of(context.services).publishing.publish(scope, data.event, context.caller.id)
+    return await services_of(context.services).publishing.publish(context.scope, data.event, context.caller.id)
 
 
 PUBLISH_OPERATIONS = (

@@ -7,7 +7,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from auto_runtime.ledger import PlaybookScope
 from auto_runtime.operations.definition_operations import (
     NAME_DESCRIPTION,
     PLAYBOOK_READ,
@@ -109,24 +108,19 @@ class RunHistoryInput(BaseModel):
     cursor: str | SkipJsonSchema[None] = Field(default=None, description=CURSOR_DESCRIPTION)
 
 
-def _scope(context: OperationContext) -> PlaybookScope:
-    assert context.playbook is not None
-    return PlaybookScope(context.org, context.playbook)
-
-
 async def run_definition(context: OperationContext, data: RunDefinitionInput) -> dict[str, Any]:
     runs = services_of(context.services).runs
     value = {} if data.input is None and "input" not in data.model_fields_set else data.input
-    return await runs.run_definition(_scope(context), data.type, data.name, value, data.run_id, context.caller.id)
+    return await runs.run_definition(context.scope, data.type, data.name, value, data.run_id, context.caller.id)
 
 
 async def get_run(context: OperationContext, data: RunInPath) -> dict[str, Any]:
-    return await services_of(context.services).runs.get_run(_scope(context), data.run_id)
+    return await services_of(context.services).runs.get_run(context.scope, data.run_id)
 
 
 async def list_runs(context: OperationContext, data: ListRunsInput) -> dict[str, Any]:
     return await services_of(context.services).runs.list_runs(
-        _scope(context),
+        context.scope,
         definition_type=data.type,
         name=data.name,
         status=data.status,
@@ -136,12 +130,12 @@ async def list_runs(context: OperationContext, data: ListRunsInput) -> dict[str,
 
 
 async def cancel_run(context: OperationContext, data: CancelRunInput) -> dict[str, Any]:
-    return await services_of(context.services).runs.cancel_run(_scope(context), data.run_id)
+    return await services_of(context.services).runs.cancel_run(context.scope, data.run_id)
 
 
 async def get_run_history(context: OperationContext, data: RunHistoryInput) -> dict[str, Any]:
     return await services_of(context.services).events.run_history(
-        _scope(context), data.run_id, order=data.order, limit=data.limit, cursor=data.cursor
+        context.scope, data.run_id, order=data.order, limit=data.limit, cursor=data.cursor
     )
 
 

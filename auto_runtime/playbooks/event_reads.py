@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from datetime import datetime
 from typing import Any, Literal
 
 from auto_runtime.ledger import MAX_PAGE_BYTES, InvalidCursor, Ledger, PlaybookScope
+from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.event_view import event_of, is_event
 from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.problems import InputIssue, invalid_input, not_found
 
 EVENT_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(_[1-9][0-9]*)?$", re.IGNORECASE)
 STEP_SUFFIX = re.compile(r"^(.+)_([0-9]+)$")
-
-
-def foreign_cursor() -> Exception:
-    return invalid_input([InputIssue("cursor: expected a cursor this playbook gave.", "/cursor")])
 
 
 def parse_since(text: str) -> datetime:
@@ -94,7 +90,7 @@ class EventReads:
         records = [r for r in records if is_event(r)]
         if order == "desc":
             records.reverse()
-        start = _history_cursor(cursor, scope, run_id, order) if cursor else 0
+        start = _history_start(decode_cursor(cursor, scope, f"history/{run_id}/{order}")) if cursor else 0
         page: list[dict[str, Any]] = []
         loaded = 0
         index = start
@@ -104,20 +100,12 @@ class EventReads:
             page.append(event)
             index += 1
         more = index < len(records)
-        next_cursor = _encode_history_cursor(scope, run_id, order, index) if more else None
+        next_cursor = encode_cursor(scope, f"history/{run_id}/{order}", {"n": index}) if more else None
         return {"events": page, "has_more": more, "next_cursor": next_cursor}
 
 
-def _encode_history_cursor(scope: PlaybookScope, run_id: str, order: str, index: int) -> str:
-    raw = json.dumps({"s": scope.key, "r": run_id, "o": order, "n": index}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _history_cursor(cursor: str, scope: PlaybookScope, run_id: str, order: str) -> int:
-    try:
-        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if raw["s"] != scope.key or raw["r"] != run_id or raw["o"] != order:
-            raise ValueError("foreign cursor")
-        return int(raw["n"])
-    except (ValueError, KeyError, TypeError):
-        raise foreign_cursor() from None
+def _history_start(position: dict[str, Any]) -> int:
+    start = position.get("n")
+    if not isinstance(start, int) or start < 0:
+        raise foreign_cursor()
+    return start

@@ -8,7 +8,6 @@ instead of starting it twice.
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Mapping
@@ -18,6 +17,7 @@ import trio
 
 from auto_runtime.functions.function_type import FunctionType, Rejected, RunRequest, Succeeded
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict, uuid7
+from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.json_limits import (
     MAX_INPUT_BYTES,
@@ -204,7 +204,7 @@ class RunService:
         limit: int,
         cursor: str | None,
     ) -> dict[str, Any]:
-        after = _decode_cursor(cursor, scope) if cursor else None
+        after = _position_after(decode_cursor(cursor, scope, "runs")) if cursor else None
         filtered = definition_type is not None or name is not None or status is not None
         sql = "SELECT * FROM runs WHERE org = ? AND playbook = ?"
         params: list[Any] = [scope.org, scope.playbook]
@@ -230,7 +230,11 @@ class RunService:
                 chosen.append(row)
             if filtered and index == len(rows) - 1 and len(rows) == LIST_SCAN:
                 more = True
-        next_cursor = _encode_cursor(scope, last_looked) if more and last_looked is not None else None
+        next_cursor = (
+            encode_cursor(scope, "runs", {"t": last_looked[0], "i": last_looked[1]})
+            if more and last_looked is not None
+            else None
+        )
         return {
             "runs": [_listed(row) for row in chosen],
             "has_more": next_cursor is not None,
@@ -268,16 +272,8 @@ def _is_run_id(text: str) -> bool:
     return True
 
 
-def _encode_cursor(scope: PlaybookScope, position: tuple[int, str]) -> str:
-    raw = json.dumps({"s": scope.key, "r": "runs", "t": position[0], "i": position[1]}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str, scope: PlaybookScope) -> tuple[int, str]:
-    try:
-        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if raw["s"] != scope.key or raw["r"] != "runs":
-            raise ValueError("foreign cursor")
-        return int(raw["t"]), str(raw["i"])
-    except (ValueError, KeyError, TypeError):
-        raise invalid_input([InputIssue("cursor: expected a cursor this playbook gave.", "/cursor")]) from None
+def _position_after(position: dict[str, Any]) -> tuple[int, str]:
+    started, run_id = position.get("t"), position.get("i")
+    if not isinstance(started, int) or not isinstance(run_id, str):
+        raise foreign_cursor()
+    return started, run_id
