@@ -171,9 +171,7 @@ def resident_bytes() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-async def measure_idle(
-    count: int, spawn: Callable[[trio.Nursery, int], Awaitable[None] | None]
-) -> tuple[float, float]:
+async def measure_idle(count: int, spawn: Callable[[trio.Nursery, int], Awaitable[None] | None]) -> tuple[float, float]:
     """(tracemalloc bytes, RSS bytes) per idle actor for `count` actors spawned by `spawn`."""
     gc.collect()
     async with trio.open_nursery() as nursery:
