@@ -30,6 +30,7 @@ from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.openapi import build_openapi
 from auto_runtime.ledger import Ledger, open_ledger
+from auto_runtime.ledger.secrets_key import SecretsKeyError, secrets_key_of
 from auto_runtime.logs import configure_logging
 from auto_runtime.mcp_server.asgi import McpRoot
 from auto_runtime.mcp_server.service import McpService
@@ -118,7 +119,11 @@ def compose_app(
         guides=guides,
         definition_types=services.definitions.types,
         outside_effects=tools_may_change_outside(settings),
-        secrets_keys=[key for key in (settings.secrets_key, settings.secrets_key_previous) if key],
+        secrets_keys=[
+            key
+            for key in (secrets_key_of(settings.secrets_key, settings.ledger_file), settings.secrets_key_previous)
+            if key
+        ],
     )
     return McpRoot(
         app=app, service=mcp, gate=gate, public_url=settings.public_url, identity_issuer=settings.identity_issuer
@@ -189,5 +194,9 @@ def run_server(environ: Mapping[str, str], cwd: Path) -> int:
     configure_logging(loaded.settings.log_format, loaded.settings.log_level)
     for line in loaded.startup_lines():
         log.info(line)
-    trio.run(serve_runtime, loaded, environ)
+    try:
+        trio.run(serve_runtime, loaded, environ)
+    except SecretsKeyError as error:
+        print(str(error), file=sys.stderr)
+        return 1
     return 0
