@@ -75,10 +75,9 @@ def problem_reasons_of(operation: Operation) -> list[str]:
         reasons.append("origin_not_allowed")
     if operation.takes_body:
         reasons.extend(BODY_REASONS)
-    if operation.scope == "playbook":
-        reasons.append("not_found")
-        if operation.is_command:
-            reasons.append("conflict")
+    reasons.append("not_found")
+    if operation.scope == "playbook" and operation.is_command:
+        reasons.append("conflict")
     reasons.append("invalid_input")
     reasons.extend(sorted(operation.reasons))
     reasons.append("internal")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -16,9 +16,8 @@ PROVIDER_PATTERN = "^[a-z][a-z0-9-]{0,31}$"
 
 class ListModelsInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    provider: str | SkipJsonSchema[None] = Field(
+    provider: Annotated[str, Field(pattern=PROVIDER_PATTERN)] | SkipJsonSchema[None] = Field(
         default=None,
-        pattern=PROVIDER_PATTERN,
         description=(
             "Only the models of one provider prefix or gateway name: 1 to 32 lowercase letters, digits or "
             "hyphens, starting with a letter"

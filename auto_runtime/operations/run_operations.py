@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -67,8 +67,8 @@ class RunDefinitionInput(BaseModel):
     input: Any = Field(
         default=None, description="The run's input, any JSON value its definition takes; {} when left out"
     )
-    run_id: str | SkipJsonSchema[None] = Field(
-        default=None, pattern=UUID_PATTERN, description="A UUID to retry under, or to read the run by later"
+    run_id: Annotated[str, Field(pattern=UUID_PATTERN)] | SkipJsonSchema[None] = Field(
+        default=None, description="A UUID to retry under, or to read the run by later"
     )
 
 
@@ -91,13 +91,9 @@ class ListRunsInput(BaseModel):
 class CancelRunInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     run_id: str = Field(description="The id of the run")
-    reason: str | SkipJsonSchema[None] = Field(
-        default=None,
-        min_length=1,
-        max_length=1024,
-        pattern=r"^[^\x00-\x1f\x7f]*$",
-        description="Why the run is cancelled; the run keeps it as the detail of its ending",
-    )
+    reason: (
+        Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^[^\x00-\x1f\x7f]*$")] | SkipJsonSchema[None]
+    ) = Field(default=None, description="Why the run is cancelled; the run keeps it as the detail of its ending")
 
 
 class RunHistoryInput(BaseModel):
