@@ -198,6 +198,8 @@ def _remedy(operation: Operation, rejection: Rejection) -> str:
     if reason == "not_found":
         if "no playbook" in rejection.detail:
             return "Check the playbook id; list_playbooks lists the playbooks this key may use."
+        if " definition " in rejection.detail:
+            return "Check the type and name; list_definitions lists the definitions of each type."
         lister = LIST_TOOL_OF_TAG.get(operation.tag)
         return "Check the name or id" + (f"; {lister} lists what exists." if lister else ".")
     if reason == "conflict":
