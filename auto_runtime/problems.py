@@ -168,7 +168,8 @@ def bad_request(detail: str) -> Rejection:
 
 
 def forbidden(detail: str) -> Rejection:
-    return Rejection("forbidden", detail)
+    """The credential is valid but may not do this: over HTTP the challenge says so (`insufficient_scope`)."""
+    return Rejection("forbidden", detail, headers={"WWW-Authenticate": 'Bearer error="insufficient_scope"'})
 
 
 def unavailable(

@@ -118,6 +118,7 @@ def test_a_permission_the_key_lacks_is_403(keyed: KeyedServer) -> None:
     with keyed.client(keyed.reader) as client:
         response = client.post("/v1/orgs/acme/playbooks", json={"playbook": "nope", "name": "No"})
     _problem(response, 403, "forbidden")
+    assert response.headers["www-authenticate"] == 'Bearer error="insufficient_scope"'
 
 
 def test_a_key_limited_to_playbooks_creates_only_those(keyed: KeyedServer) -> None:
