@@ -3,6 +3,7 @@ ended `conflict`, has no final result, so a request with its id and input runs i
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -36,10 +37,8 @@ def test_a_run_interrupted_by_a_crash_runs_again_under_its_id(tmp_path: Path) ->
     def run_until_killed() -> None:
         with httpx.Client(base_url=server.base_url, timeout=60) as client:
             started.set()
-            try:
+            with contextlib.suppress(httpx.TransportError):
                 client.post(f"{playbook}/definitions/computation/spin/run", json=body)
-            except httpx.TransportError:
-                pass
 
     runner = threading.Thread(target=run_until_killed)
     runner.start()
