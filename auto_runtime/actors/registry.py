@@ -260,9 +260,7 @@ class Registry(Generic[K, M, R]):
         self._passivating.discard(key)
         return end
 
-    async def _serve_until_passivated(
-        self, key: K, address: ActorRef[M, R], instance: Actor[M, R]
-    ) -> LifeEnd:
+    async def _serve_until_passivated(self, key: K, address: ActorRef[M, R], instance: Actor[M, R]) -> LifeEnd:
         while True:
             end = await address.serve_messages(instance, self._want_trim)
             if address.pending and not self._closing:

@@ -215,9 +215,7 @@ class ActorRef(Generic[M, R]):
         finally:
             self._serving = False
 
-    async def serve_messages(
-        self, instance: Actor[M, R], on_idle: Callable[[], None] | None = None
-    ) -> LifeEnd:
+    async def serve_messages(self, instance: Actor[M, R], on_idle: Callable[[], None] | None = None) -> LifeEnd:
         """The message loop of `serve_life` without `on_start`/`on_stop` (for hosts like the registry).
 
         Waiting costs no cancel scope: a stop request wakes a parked loop by handing it `_WAKE`

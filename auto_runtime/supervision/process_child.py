@@ -262,9 +262,7 @@ class ProcessChild:
                 returncode = await process.wait()
                 raise ProcessExitedError(self.name, returncode) from None
             if line != self.ready_line:
-                raise ProcessNotReadyError(
-                    f"process {self.name!r} printed {line!r} instead of its ready line"
-                )
+                raise ProcessNotReadyError(f"process {self.name!r} printed {line!r} instead of its ready line")
             return
         if deadline.cancelled_caught:
             raise ProcessNotReadyError(f"process {self.name!r} was not ready within {self.start_timeout}s")

@@ -1,0 +1,181 @@
+"""`ToolServers` over MCP Streamable HTTP: the `tool_servers` entries of type `mcp` (reasoning-format §7.1).
+
+Names are checked against the configuration first (no server contacted), then each named server is asked
+for its list (10 s to connect, 10 s to list). Each call opens its own connection, carries
+`_meta: {"auto.on/run_id": ...}`, and returns what the server answered; a JSON-RPC -32602 is
+`arguments_refused`, anything else that keeps an answer away a `server_failure`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+import mcp_types
+import trio
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from auto_runtime.settings import ToolServer
+from auto_runtime.tools.servers import (
+    ContentBlock,
+    OfferedTool,
+    ToolCallFailed,
+    ToolCallResult,
+    ToolNotOffered,
+    ToolServerFailed,
+    WantedTool,
+)
+
+CONNECT_SECONDS = 10.0
+LIST_SECONDS = 10.0
+MAX_PAGES = 20
+RUN_ID_META = "auto.on/run_id"
+
+
+def serves(entry: ToolServer, org: str, playbook: str) -> bool:
+    orgs = entry.orgs
+    if orgs is not None and org not in orgs:
+        return False
+    return entry.playbooks is None or playbook in entry.playbooks
+
+
+def _blocks(result: mcp_types.CallToolResult) -> tuple[ContentBlock, ...]:
+    blocks: list[ContentBlock] = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            blocks.append(ContentBlock("text", block.text))
+        else:
+            kind = str(getattr(block, "type", "other"))
+            mime = getattr(block, "mime_type", None)
+            blocks.append(ContentBlock(kind, None, str(mime) if mime else None))
+    return tuple(blocks)
+
+
+class McpHttpToolServers:
+    """The MCP servers of `tool_servers`, reached over Streamable HTTP."""
+
+    def __init__(self, entries: Mapping[str, ToolServer]) -> None:
+        self.entries = dict(entries)
+
+    def secrets(self) -> frozenset[str]:
+        return frozenset(value for entry in self.entries.values() for value in (entry.headers or {}).values())
+
+    def _entry(self, org: str, playbook: str, server: str) -> ToolServer | None:
+        entry = self.entries.get(server)
+        if entry is None or not serves(entry, org, playbook):
+            return None
+        return entry
+
+    @asynccontextmanager
+    async def _client(self, entry: ToolServer) -> AsyncIterator[Client]:
+        assert entry.url is not None
+        async with httpx2.AsyncClient(headers=dict(entry.headers or {}), timeout=httpx2.Timeout(30.0)) as http:
+            transport = streamable_http_client(entry.url, http_client=http)
+            async with Client(transport, mode="legacy", cache=None) as client:
+                yield client
+
+    async def _listed(self, name: str, entry: ToolServer) -> list[mcp_types.Tool]:
+        try:
+            with trio.fail_after(CONNECT_SECONDS + LIST_SECONDS):
+                async with self._client(entry) as client:
+                    tools: list[mcp_types.Tool] = []
+                    cursor: str | None = None
+                    for _ in range(MAX_PAGES):
+                        page = await client.list_tools(cursor=cursor)
+                        tools.extend(page.tools)
+                        cursor = page.next_cursor
+                        if not cursor:
+                            break
+                    return tools
+        except trio.TooSlowError:
+            raise ToolServerFailed(
+                "unreachable", f"The tool server {name} did not list its tools in time.", retry_after=5
+            ) from None
+        except MCPError as error:
+            raise ToolServerFailed(
+                "failing", f"The tool server {name} could not list its tools: {error.error.message[:300]}", 5
+            ) from None
+        except Exception as error:  # transports raise many kinds, often grouped
+            raise ToolServerFailed(
+                "unreachable", f"The tool server {name} could not be reached ({type(error).__name__}).", 5
+            ) from None
+
+    async def offered(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[OfferedTool]:
+        entries: dict[str, ToolServer] = {}
+        for item in wanted:
+            entry = self._entry(org, playbook, item.server)
+            if entry is None:
+                raise ToolNotOffered(
+                    "tool_server_not_configured", f"No tool server named {item.server} serves this playbook."
+                )
+            if entry.type != "mcp":
+                raise ToolNotOffered(
+                    "tool_server_not_configured",
+                    f"The tool server {item.server} is of type {entry.type}, which this server cannot reach yet.",
+                )
+            if item.tool != "*" and entry.allowed is not None and item.tool not in entry.allowed:
+                raise ToolNotOffered(
+                    "tool_not_allowed", f"The tool server {item.server} does not allow the tool {item.tool}."
+                )
+            entries[item.server] = entry
+        listed = {name: await self._listed(name, entry) for name, entry in entries.items()}
+        offered: list[OfferedTool] = []
+        chosen: set[tuple[str, str]] = set()
+        for item in wanted:
+            entry = entries[item.server]
+            tools = listed[item.server]
+            if item.tool == "*":
+                picked = [t for t in tools if entry.allowed is None or t.name in entry.allowed]
+            else:
+                picked = [t for t in tools if t.name == item.tool]
+                if not picked:
+                    raise ToolNotOffered(
+                        "tool_not_listed", f"The tool server {item.server} does not list the tool {item.tool}."
+                    )
+            for tool in picked:
+                if (item.server, tool.name) in chosen:
+                    continue
+                chosen.add((item.server, tool.name))
+                annotations = tool.annotations
+                offered.append(
+                    OfferedTool(
+                        server=item.server,
+                        tool=tool.name,
+                        description=tool.description or "",
+                        input_schema=dict(tool.input_schema),
+                        read_only=bool(annotations is not None and annotations.read_only_hint),
+                        record_content=entry.record_content,
+                    )
+                )
+        return offered
+
+    async def call(
+        self, org: str, playbook: str, tool: OfferedTool, arguments: Mapping[str, Any], run_id: str
+    ) -> ToolCallResult:
+        entry = self._entry(org, playbook, tool.server)
+        if entry is None:
+            raise ToolCallFailed("server_failure", f"The tool server {tool.server} no longer serves this playbook.")
+        meta: Any = {RUN_ID_META: run_id}
+        try:
+            async with self._client(entry) as client:
+                result = await client.call_tool(tool.tool, dict(arguments), meta=meta)
+        except MCPError as error:
+            if error.error.code == mcp_types.INVALID_PARAMS:
+                raise ToolCallFailed("arguments_refused", error.error.message) from None
+            raise ToolCallFailed("server_failure", error.error.message) from None
+        except trio.Cancelled:
+            raise
+        except Exception as error:
+            raise ToolCallFailed("server_failure", f"The call failed ({type(error).__name__}).") from None
+        size = len(json.dumps(result.model_dump(mode="json", by_alias=True)).encode("utf-8"))
+        return ToolCallResult(
+            blocks=_blocks(result),
+            structured=result.structured_content,
+            is_error=bool(result.is_error),
+            size=size,
+        )
