@@ -37,6 +37,18 @@ MAX_PAGES = 20
 RUN_ID_META = "auto.on/run_id"
 
 
+def _mcp_error(error: BaseException) -> MCPError | None:
+    """The MCP error inside `error`, which the client's task groups may wrap in exception groups."""
+    if isinstance(error, MCPError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _mcp_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
 def serves(entry: ToolServer, org: str, playbook: str) -> bool:
     orgs = entry.orgs
     if orgs is not None and org not in orgs:
@@ -96,11 +108,12 @@ class McpHttpToolServers:
             raise ToolServerFailed(
                 "unreachable", f"The tool server {name} did not list its tools in time.", retry_after=5
             ) from None
-        except MCPError as error:
-            raise ToolServerFailed(
-                "failing", f"The tool server {name} could not list its tools: {error.error.message[:300]}", 5
-            ) from None
         except Exception as error:  # transports raise many kinds, often grouped
+            found = _mcp_error(error)
+            if found is not None:
+                raise ToolServerFailed(
+                    "failing", f"The tool server {name} could not list its tools: {found.error.message[:300]}", 5
+                ) from None
             raise ToolServerFailed(
                 "unreachable", f"The tool server {name} could not be reached ({type(error).__name__}).", 5
             ) from None
@@ -164,13 +177,12 @@ class McpHttpToolServers:
         try:
             async with self._client(entry) as client:
                 result = await client.call_tool(tool.tool, dict(arguments), meta=meta)
-        except MCPError as error:
-            if error.error.code == mcp_types.INVALID_PARAMS:
-                raise ToolCallFailed("arguments_refused", error.error.message) from None
-            raise ToolCallFailed("server_failure", error.error.message) from None
-        except trio.Cancelled:
-            raise
         except Exception as error:
+            found = _mcp_error(error)
+            if found is not None and found.error.code == mcp_types.INVALID_PARAMS:
+                raise ToolCallFailed("arguments_refused", found.error.message) from None
+            if found is not None:
+                raise ToolCallFailed("server_failure", found.error.message) from None
             raise ToolCallFailed("server_failure", f"The call failed ({type(error).__name__}).") from None
         size = len(json.dumps(result.model_dump(mode="json", by_alias=True)).encode("utf-8"))
         return ToolCallResult(
