@@ -35,6 +35,7 @@ CONNECT_SECONDS = 10.0
 LIST_SECONDS = 10.0
 MAX_PAGES = 20
 RUN_ID_META = "auto.on/run_id"
+MAX_RESULT_BYTES = 16 * 1024 * 1024
 
 
 def _mcp_error(error: BaseException) -> MCPError | None:
@@ -185,6 +186,8 @@ class McpHttpToolServers:
                 raise ToolCallFailed("server_failure", found.error.message) from None
             raise ToolCallFailed("server_failure", f"The call failed ({type(error).__name__}).") from None
         size = len(json.dumps(result.model_dump(mode="json", by_alias=True)).encode("utf-8"))
+        if size > MAX_RESULT_BYTES:
+            raise ToolCallFailed("too_large", f"The result took {size:,} bytes; one call may return 16 MiB.")
         return ToolCallResult(
             blocks=_blocks(result),
             structured=result.structured_content,

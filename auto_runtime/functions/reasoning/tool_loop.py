@@ -30,6 +30,7 @@ from auto_runtime.functions.reasoning.endings import (
 from auto_runtime.functions.reasoning.record import CallTally
 from auto_runtime.functions.reasoning.tool_results import (
     canonical,
+    compatibility_warnings,
     definitions,
     error_text,
     model_names,
@@ -111,7 +112,11 @@ class ToolLoop:
         self.by_name = dict(zip(self.names, self.offered, strict=True))
         self.definitions = definitions(self.offered, self.names)
         self.called: list[CalledTool] = []
-        self.warnings: list[dict[str, Any]] = []
+        self.warnings: list[dict[str, Any]] = [
+            warning
+            for tool, name in zip(self.offered, self.names, strict=True)
+            for warning in compatibility_warnings(name, tool.input_schema, model.provider)
+        ]
         self.failures = 0
         self.seen: dict[tuple[str, str], list[str]] = {}
         self.result_bytes = 0

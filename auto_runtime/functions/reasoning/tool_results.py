@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from auto_runtime.functions.reasoning.json_schemas import portability_warnings
 from auto_runtime.models import ToolDefinition
 from auto_runtime.tools import OfferedTool, ToolCallResult
 
@@ -89,3 +90,24 @@ def error_text(words: str) -> str:
 
 def canonical(arguments: Any) -> str:
     return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+ANTHROPIC_PROVIDERS = frozenset({"anthropic", "bedrock-anthropic", "vertex-anthropic"})
+
+
+def compatibility_warnings(name: str, schema: Mapping[str, Any], provider: str) -> list[dict[str, str]]:
+    """§7.2: places of a tool's input schema the run's provider may refuse or not hold arguments to."""
+    warnings: list[dict[str, str]] = []
+    if schema.get("type") != "object":
+        warnings.append(
+            {
+                "type": "compatibility",
+                "feature": f"{name} inputSchema#",
+                "detail": "The tool's input schema is not an object; the provider may refuse it",
+            }
+        )
+    if provider in ANTHROPIC_PROVIDERS:
+        for pointer, providers, words in portability_warnings(schema):
+            if "anthropic" in providers:
+                warnings.append({"type": "compatibility", "feature": f"{name} inputSchema#{pointer}", "detail": words})
+    return warnings
