@@ -8,7 +8,8 @@ It prints ``listening on http://127.0.0.1:<port>/mcp`` once it accepts connectio
 * ``create_ticket``: answers ``created <title>``; not read-only;
 * ``broken``: answers an ``isError`` result saying ``the helpdesk is down``;
 * ``picky``: refuses every call with JSON-RPC -32602;
-* ``picture``: answers one image block and no text.
+* ``picture``: answers one image block and no text;
+* ``crash``: raises inside the server, which answers a JSON-RPC internal error.
 
 Each ``tools/call`` is appended to the log file as a JSON line ``{"name", "arguments", "meta"}``.
 """
@@ -54,6 +55,7 @@ TOOLS = [
     types.Tool(name="broken", description="Always fails.", input_schema=OBJECT),
     types.Tool(name="picky", description="Refuses its arguments.", input_schema=OBJECT),
     types.Tool(name="picture", description="Answers an image.", input_schema=OBJECT),
+    types.Tool(name="crash", description="Breaks.", input_schema=OBJECT),
 ]
 
 
@@ -80,6 +82,8 @@ def build(log: Path | None) -> Server[Any]:
             raise MCPError(code=types.INVALID_PARAMS, message="id must name a customer")
         if params.name == "picture":
             return types.CallToolResult(content=[types.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")])
+        if params.name == "crash":
+            raise MCPError(code=types.INTERNAL_ERROR, message="the server broke")
         raise MCPError(code=types.INVALID_PARAMS, message=f"no tool {params.name}")
 
     return Server("fake-tools", on_list_tools=list_tools, on_call_tool=call_tool)

@@ -47,11 +47,18 @@ ORDERINGS: dict[str, Any] = {
 }
 TOO_DEEP = "The tags or parentheses of the template nest too deeply to be read"
 BUILT_INS = frozenset({"input", "today", "now"})
-LOOP_NAMES = frozenset({"forloop"})
-BLOCKS = {"if": "endif", "unless": "endunless", "case": "endcase", "for": "endfor", "system": "endsystem"}
+LOOP_NAMES = frozenset({"forloop", "tablerowloop"})
+BLOCKS = {
+    "if": "endif",
+    "unless": "endunless",
+    "case": "endcase",
+    "for": "endfor",
+    "tablerow": "endtablerow",
+    "system": "endsystem",
+}
 SIMPLE_TAGS = frozenset({"assign", "echo", "increment", "decrement", "cycle", "break", "continue", "#"})
 BRANCH_TAGS = {"if": ("elsif", "else"), "unless": ("elsif", "else"), "case": ("when", "else"), "for": ("else",)}
-UNAVAILABLE_TAGS = frozenset({"include", "render", "layout", "block", "capture", "ifchanged", "doc", "tablerow"})
+UNAVAILABLE_TAGS = frozenset({"include", "render", "layout", "block", "capture", "ifchanged", "doc"})
 
 _MARKUP = re.compile(r"\{\{(-?)(.*?)(-?)\}\}|\{%(-?)(.*?)(-?)%\}", re.DOTALL)
 _RAW_END = re.compile(r"\{%-?\s*endraw\s*-?%\}")
@@ -197,7 +204,7 @@ _NAME = re.compile(r"^[A-Za-z_][\w-]*$")
 def _for_value(markup: str, line: int, reading: _Reading) -> dict[str, Any]:
     match = _FOR.match(markup.strip())
     if match is None:
-        raise TemplateError(line, "A for tag is written {% for item in list %}")
+        raise TemplateError(line, "A for or tablerow tag is written {% for item in list %}")
     try:
         tokens = tokenize(match.group(2))
         iterable = parse_primary(tokens)
@@ -206,7 +213,7 @@ def _for_value(markup: str, line: int, reading: _Reading) -> dict[str, Any]:
             kind, word = tokens.take()
             if kind == "name" and word == "reversed":
                 options["reversed"] = True
-            elif kind == "name" and word in ("limit", "offset"):
+            elif kind == "name" and word in ("limit", "offset", "cols"):
                 tokens.expect("op", ":")
                 options[word] = parse_primary(tokens)
             elif not (kind == "op" and word == ","):
@@ -287,7 +294,7 @@ def _parse(tokens: list[_Token], reading: _Reading) -> list[Node]:
                 stack.append((node, node.children, name))
                 continue
             node = Node(name, line)
-            if name == "for":
+            if name in ("for", "tablerow"):
                 node.value = _for_value(token.text, line, reading)
                 body: list[Node] = []
                 node.branches.append(("body", body))
@@ -638,6 +645,8 @@ class _Render:
                     self.nodes(body)
         elif kind == "for":
             self.loop(node)
+        elif kind == "tablerow":
+            self.tablerow(node)
         elif kind == "system":
             self.out = self.instructions
             self.nodes(node.children)
@@ -660,7 +669,7 @@ class _Render:
         elif kind == "continue":
             raise _Continue
 
-    def loop(self, node: Node) -> None:
+    def items(self, node: Node) -> list[Any]:
         spec = node.value
         items = self.strict(self.value(spec["iterable"], node.line), node.line)
         if isinstance(items, dict):
@@ -675,6 +684,50 @@ class _Render:
             items = items[: max(int(self.strict(self.value(spec["limit"], node.line), node.line) or 0), 0)]
         if spec["reversed"]:
             items = list(reversed(items))
+        return list(items)
+
+    def tablerow(self, node: Node) -> None:
+        spec = node.value
+        items = self.items(node)
+        cols = int(self.strict(self.value(spec["cols"], node.line), node.line) or 0) if "cols" in spec else 0
+        cols = cols if cols > 0 else max(len(items), 1)
+        saved = self.variables.get(spec["name"]), self.variables.get("tablerowloop")
+        self.out.write('<tr class="row1">\n', node.line)
+        for index, item in enumerate(items):
+            self.tick(node.line)
+            col = index % cols
+            if index and col == 0:
+                self.out.write(f'</tr>\n<tr class="row{index // cols + 1}">', node.line)
+            self.variables[spec["name"]] = item
+            self.variables["tablerowloop"] = {
+                "index": index + 1,
+                "index0": index,
+                "col": col + 1,
+                "col0": col,
+                "row": index // cols + 1,
+                "first": index == 0,
+                "last": index == len(items) - 1,
+                "col_first": col == 0,
+                "col_last": col == cols - 1,
+                "length": len(items),
+            }
+            self.out.write(f'<td class="col{col + 1}">', node.line)
+            stop = False
+            try:
+                self.nodes(node.branches[0][1])
+            except _Break:
+                stop = True
+            except _Continue:
+                pass
+            self.out.write("</td>", node.line)
+            if stop:
+                break
+        self.out.write("</tr>\n", node.line)
+        self.variables[spec["name"]], self.variables["tablerowloop"] = saved
+
+    def loop(self, node: Node) -> None:
+        spec = node.value
+        items = self.items(node)
         body = node.branches[0][1]
         if not items:
             for condition, otherwise in node.branches[1:]:

@@ -245,3 +245,17 @@ def test_a_final_step_that_still_asks_for_tools_has_no_answer(
         playbook = _define(client, model, "helpdesk/get_customer")
         body = problem(_run(client, playbook, str(uuid.uuid4())), 503, "unavailable", "tools_unfinished")
         assert body["because"] == "no_answer"
+
+
+def test_five_server_failures_stop_the_run(tool_server: ServerProcess, reasoning_gateway: FakeGatewayProcess) -> None:
+    calls = [_call(f"c-{n}", "helpdesk__crash", {"id": str(n)}) for n in range(6)]
+    model = reasoning_gateway.new_script({"tool_calls": calls})
+    run_id = str(uuid.uuid4())
+    with tool_server.client() as client:
+        playbook = _define(client, model, "helpdesk/crash")
+        body = problem(_run(client, playbook, run_id), 409, "conflict", "effect_unknown")
+        assert body["because"] == "server_failed"
+        events = _history(client, playbook, run_id)
+    failed = [event["data"] for event in events if event["type"] == "tool_call_failed"]
+    assert [data["because"] for data in failed] == ["server_failure"] * 5
+    assert events[-1]["type"] == "run_rejected"

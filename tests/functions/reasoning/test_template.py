@@ -135,3 +135,12 @@ def test_a_closed_input_schema_refuses_unknown_fields_at_parse() -> None:
     problems = parse_template("{{ input.known }} {{ input.other }}", 4, frozenset({"known"}))
     assert isinstance(problems, list)
     assert [p.words for p in problems] == ["The template reads input.other, which the input schema does not list"]
+
+
+def test_tablerow_writes_rows_of_cells() -> None:
+    source = "{% tablerow x in (1..3) cols: 2 %}{{ x }}{{ tablerowloop.col }}{% endtablerow %}"
+    expected = (
+        '<tr class="row1">\n<td class="col1">11</td><td class="col2">22</td></tr>\n'
+        '<tr class="row2"><td class="col1">31</td></tr>\n'
+    )
+    assert message(source) == expected
