@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -20,6 +21,7 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from auto_runtime.models.failures import retry_after_seconds
 from auto_runtime.settings import ToolServer
 from auto_runtime.tools.servers import (
     ContentBlock,
@@ -36,6 +38,20 @@ LIST_SECONDS = 10.0
 MAX_PAGES = 20
 RUN_ID_META = "auto.on/run_id"
 MAX_RESULT_BYTES = 16 * 1024 * 1024
+LONGEST_WAIT_SECONDS = 10.0
+RATE_LIMIT_TRIES = 3
+
+
+@dataclass
+class _Seen:
+    """The HTTP status of the last response a connection got, which the MCP client does not pass on."""
+
+    status: int = 0
+    retry_after: float | None = None
+
+    async def hook(self, response: httpx2.Response) -> None:
+        self.status = response.status_code
+        self.retry_after = retry_after_seconds(dict(response.headers)) if response.status_code == 429 else None
 
 
 def _mcp_error(error: BaseException) -> MCPError | None:
@@ -85,17 +101,21 @@ class McpHttpToolServers:
         return entry
 
     @asynccontextmanager
-    async def _client(self, entry: ToolServer) -> AsyncIterator[Client]:
+    async def _client(self, entry: ToolServer, seen: _Seen | None = None) -> AsyncIterator[Client]:
         assert entry.url is not None
-        async with httpx2.AsyncClient(headers=dict(entry.headers or {}), timeout=httpx2.Timeout(30.0)) as http:
+        hooks = {"response": [seen.hook]} if seen is not None else {}
+        async with httpx2.AsyncClient(
+            headers=dict(entry.headers or {}), timeout=httpx2.Timeout(30.0), event_hooks=hooks
+        ) as http:
             transport = streamable_http_client(entry.url, http_client=http)
             async with Client(transport, mode="legacy", cache=None) as client:
                 yield client
 
     async def _listed(self, name: str, entry: ToolServer) -> list[mcp_types.Tool]:
+        seen = _Seen()
         try:
             with trio.fail_after(CONNECT_SECONDS + LIST_SECONDS):
-                async with self._client(entry) as client:
+                async with self._client(entry, seen) as client:
                     tools: list[mcp_types.Tool] = []
                     cursor: str | None = None
                     for _ in range(MAX_PAGES):
@@ -110,6 +130,19 @@ class McpHttpToolServers:
                 "unreachable", f"The tool server {name} did not list its tools in time.", retry_after=5
             ) from None
         except Exception as error:  # transports raise many kinds, often grouped
+            if seen.status == 429:
+                wait = round(seen.retry_after) if seen.retry_after is not None else 5
+                raise ToolServerFailed(
+                    "rate_limited", f"The tool server {name} is limiting requests; try again in {wait} seconds.", wait
+                ) from None
+            if seen.status in (401, 403):
+                raise ToolServerFailed(
+                    "key_refused", f"The tool server {name} refused the runtime's credentials (HTTP {seen.status}).", 5
+                ) from None
+            if seen.status >= 500:
+                raise ToolServerFailed(
+                    "failing", f"The tool server {name} is failing (HTTP {seen.status}).", 5
+                ) from None
             found = _mcp_error(error)
             if found is not None:
                 raise ToolServerFailed(
@@ -175,10 +208,26 @@ class McpHttpToolServers:
         if entry is None:
             raise ToolCallFailed("server_failure", f"The tool server {tool.server} no longer serves this playbook.")
         meta: Any = {RUN_ID_META: run_id}
+        for _ in range(RATE_LIMIT_TRIES - 1):
+            seen = _Seen()
+            try:
+                return await self._call_once(entry, tool, arguments, meta, seen)
+            except ToolCallFailed:
+                wait = seen.retry_after
+                if seen.status != 429 or wait is None or wait > LONGEST_WAIT_SECONDS:
+                    raise
+                await trio.sleep(wait)
+        return await self._call_once(entry, tool, arguments, meta, _Seen())
+
+    async def _call_once(
+        self, entry: ToolServer, tool: OfferedTool, arguments: Mapping[str, Any], meta: Any, seen: _Seen
+    ) -> ToolCallResult:
         try:
-            async with self._client(entry) as client:
+            async with self._client(entry, seen) as client:
                 result = await client.call_tool(tool.tool, dict(arguments), meta=meta)
         except Exception as error:
+            if seen.status == 429:
+                raise ToolCallFailed("server_failure", "The tool server is limiting requests (HTTP 429).") from None
             found = _mcp_error(error)
             if found is not None and found.error.code == mcp_types.INVALID_PARAMS:
                 raise ToolCallFailed("arguments_refused", found.error.message) from None

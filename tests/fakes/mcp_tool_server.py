@@ -9,7 +9,9 @@ It prints ``listening on http://127.0.0.1:<port>/mcp`` once it accepts connectio
 * ``broken``: answers an ``isError`` result saying ``the helpdesk is down``;
 * ``picky``: refuses every call with JSON-RPC -32602;
 * ``picture``: answers one image block and no text;
-* ``crash``: raises inside the server, which answers a JSON-RPC internal error.
+* ``crash``: raises inside the server, which answers a JSON-RPC internal error;
+* ``busy``: its first call of each pair is answered HTTP 429 with ``retry-after: 0``, the next ``not busy now``;
+* ``swamped``: every call is answered HTTP 429 with ``retry-after: 60``.
 
 Each ``tools/call`` is appended to the log file as a JSON line ``{"name", "arguments", "meta"}``.
 """
@@ -56,6 +58,8 @@ TOOLS = [
     types.Tool(name="picky", description="Refuses its arguments.", input_schema=OBJECT),
     types.Tool(name="picture", description="Answers an image.", input_schema=OBJECT),
     types.Tool(name="crash", description="Breaks.", input_schema=OBJECT),
+    types.Tool(name="busy", description="Busy every other call.", input_schema=OBJECT),
+    types.Tool(name="swamped", description="Always busy.", input_schema=OBJECT),
 ]
 
 
@@ -82,6 +86,8 @@ def build(log: Path | None) -> Server[Any]:
             raise MCPError(code=types.INVALID_PARAMS, message="id must name a customer")
         if params.name == "picture":
             return types.CallToolResult(content=[types.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")])
+        if params.name == "busy":
+            return types.CallToolResult(content=[types.TextContent(text="not busy now")])
         if params.name == "crash":
             raise MCPError(code=types.INTERNAL_ERROR, message="the server broke")
         raise MCPError(code=types.INVALID_PARAMS, message=f"no tool {params.name}")
@@ -92,6 +98,23 @@ def build(log: Path | None) -> Server[Any]:
 class App:
     def __init__(self, manager: StreamableHTTPSessionManager) -> None:
         self.manager = manager
+        self.busy_calls = 0
+
+    def _limited(self, body: bytes) -> str | None:
+        """The retry-after to answer a 429 with, for a call of busy or swamped; else None."""
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            return None
+        name = (message.get("params") or {}).get("name")
+        if name == "swamped":
+            return "60"
+        if name == "busy":
+            self.busy_calls += 1
+            return "0" if self.busy_calls % 2 == 1 else None
+        return None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -101,7 +124,29 @@ class App:
             message = await receive()
             await send({"type": "lifespan.shutdown.complete"})
             return
-        await self.manager.handle_request(scope, receive, send)
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        wait = self._limited(body)
+        if wait is not None:
+            headers = [(b"content-type", b"text/plain"), (b"retry-after", wait.encode())]
+            await send({"type": "http.response.start", "status": 429, "headers": headers})
+            await send({"type": "http.response.body", "body": b"slow down"})
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.manager.handle_request(scope, replay, send)
 
 
 @asynccontextmanager

@@ -259,3 +259,28 @@ def test_five_server_failures_stop_the_run(tool_server: ServerProcess, reasoning
     failed = [event["data"] for event in events if event["type"] == "tool_call_failed"]
     assert [data["because"] for data in failed] == ["server_failure"] * 5
     assert events[-1]["type"] == "run_rejected"
+
+
+def test_a_429_the_server_asks_to_wait_out_briefly_is_waited_out(
+    tool_server: ServerProcess, reasoning_gateway: FakeGatewayProcess
+) -> None:
+    model = reasoning_gateway.new_script(
+        {"tool_calls": [_call("c-1", "helpdesk__busy", {}), _call("c-2", "helpdesk__swamped", {})]},
+        {"content": "ok"},
+    )
+    run_id = str(uuid.uuid4())
+    with tool_server.client() as client:
+        playbook = _define(client, model, "helpdesk/busy, helpdesk/swamped")
+        assert _run(client, playbook, run_id).status_code == 200
+        events = _history(client, playbook, run_id)
+    assert [event["type"] for event in events[1:-1]] == [
+        "tool_call_started",
+        "tool_call_answered",
+        "tool_call_started",
+        "tool_call_failed",
+    ]
+    assert events[4]["data"]["because"] == "server_failure"
+    results = {
+        m["tool_call_id"]: m for m in reasoning_gateway.requests(model)[1]["body"]["messages"] if m["role"] == "tool"
+    }
+    assert results["c-1"]["content"] == "not busy now"
