@@ -24,6 +24,10 @@ class CalledTool:
         return f"the {self.tool} tool of {self.server}"
 
 
+def names_of(called: Sequence[CalledTool]) -> list[str]:
+    return [tool.words for tool in called]
+
+
 def tools_in_words(called: Sequence[CalledTool]) -> str:
     names: list[str] = []
     for tool in called:
@@ -41,14 +45,16 @@ def after_tools(because: str, why: str, called: Sequence[CalledTool]) -> Rejecti
     if all(tool.read_only for tool in called):
         return Rejection(
             "unavailable",
-            f"{why} The run had called {named}, which only read, so running it again under a new run id is safe.",
+            f"{why} The run had called {named}, which only read, so nothing was changed and running it again "
+            "under a new id is safe.",
             kind="tools_unfinished",
             because=because,
         )
+    subject = "tool" if len(set(names_of(called))) == 1 else "tools"
     return Rejection(
         "conflict",
-        f"{why} The run had called {named}; whether that changed something is not known. A person, or a "
-        "workflow rule naming effect_unknown, decides what happens next.",
+        f"{why} The run had called {named}; whether the {subject} changed "
+        "something is not known. A person, or a workflow rule naming effect_unknown, decides what happens next.",
         kind="effect_unknown",
         because=because,
     )
@@ -56,4 +62,4 @@ def after_tools(because: str, why: str, called: Sequence[CalledTool]) -> Rejecti
 
 def invalid_answer(issues: Sequence[str]) -> Rejection:
     shown = " ".join(issues)
-    return Rejection("unavailable", f"The model's answer did not fit the output: {shown} Try again.")
+    return Rejection("unavailable", f"The model's answer did not fit the output; try again. {shown}")

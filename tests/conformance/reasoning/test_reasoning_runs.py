@@ -196,7 +196,7 @@ def test_json_answers_that_do_not_fit(reasoning_server: ServerProcess, reasoning
         ticket = {"input": {"ticket": "t", "customer_id": "c"}}
         response = _run(client, playbook, "triage", ticket)
         body = problem(response, 503, "unavailable")
-        assert "not JSON" in body["detail"] and "Try again" in body["detail"]
+        assert "not JSON" in body["detail"] and "try again" in body["detail"]
         assert response.headers["retry-after"] == "5"
         body = problem(_run(client, playbook, "triage", ticket), 503, "unavailable")
         assert "queue" in body["detail"]
