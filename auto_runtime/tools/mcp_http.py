@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
@@ -48,10 +48,23 @@ class _Seen:
 
     status: int = 0
     retry_after: float | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    jsonrpc_id: str | int | None = None
 
     async def hook(self, response: httpx2.Response) -> None:
         self.status = response.status_code
-        self.retry_after = retry_after_seconds(dict(response.headers)) if response.status_code == 429 else None
+        self.headers = {name.lower(): value for name, value in response.headers.items()}
+        self.retry_after = retry_after_seconds(self.headers) if response.status_code == 429 else None
+
+    async def sent(self, request: httpx2.Request) -> None:
+        """The JSON-RPC id of a `tools/call` the connection sends."""
+        try:
+            message = json.loads(request.content or b"null")
+        except (ValueError, httpx2.RequestNotRead):
+            return
+        if isinstance(message, dict) and message.get("method") == "tools/call":
+            identifier = message.get("id")
+            self.jsonrpc_id = identifier if isinstance(identifier, str | int) else None
 
 
 def _mcp_error(error: BaseException) -> MCPError | None:
@@ -64,6 +77,16 @@ def _mcp_error(error: BaseException) -> MCPError | None:
             if found is not None:
                 return found
     return None
+
+
+def _server_request_id(entry: ToolServer, result: mcp_types.CallToolResult, seen: _Seen) -> str | None:
+    """The server's own id of the call, where the entry's `request_id` says to find it: a key of the result's
+    metadata, else a response header."""
+    if entry.request_id is None:
+        return None
+    meta = result.meta if isinstance(result.meta, Mapping) else {}
+    found = meta.get(entry.request_id, seen.headers.get(entry.request_id.lower()))
+    return str(found) if found is not None else None
 
 
 def serves(entry: ToolServer, org: str, playbook: str) -> bool:
@@ -103,7 +126,7 @@ class McpHttpToolServers:
     @asynccontextmanager
     async def _client(self, entry: ToolServer, seen: _Seen | None = None) -> AsyncIterator[Client]:
         assert entry.url is not None
-        hooks = {"response": [seen.hook]} if seen is not None else {}
+        hooks: dict[str, list[Any]] = {"response": [seen.hook], "request": [seen.sent]} if seen is not None else {}
         async with httpx2.AsyncClient(
             headers=dict(entry.headers or {}), timeout=httpx2.Timeout(30.0), event_hooks=hooks
         ) as http:
@@ -226,14 +249,17 @@ class McpHttpToolServers:
             async with self._client(entry, seen) as client:
                 result = await client.call_tool(tool.tool, dict(arguments), meta=meta)
         except Exception as error:
+            known = seen.jsonrpc_id
             if seen.status == 429:
-                raise ToolCallFailed("server_failure", "The tool server is limiting requests (HTTP 429).") from None
+                raise ToolCallFailed(
+                    "server_failure", "The tool server is limiting requests (HTTP 429).", known
+                ) from None
             found = _mcp_error(error)
             if found is not None and found.error.code == mcp_types.INVALID_PARAMS:
-                raise ToolCallFailed("arguments_refused", found.error.message) from None
+                raise ToolCallFailed("arguments_refused", found.error.message, known) from None
             if found is not None:
-                raise ToolCallFailed("server_failure", found.error.message) from None
-            raise ToolCallFailed("server_failure", f"The call failed ({type(error).__name__}).") from None
+                raise ToolCallFailed("server_failure", found.error.message, known) from None
+            raise ToolCallFailed("server_failure", f"The call failed ({type(error).__name__}).", known) from None
         size = len(json.dumps(result.model_dump(mode="json", by_alias=True)).encode("utf-8"))
         if size > MAX_RESULT_BYTES:
             raise ToolCallFailed("too_large", f"The result took {size:,} bytes; one call may return 16 MiB.")
@@ -241,5 +267,7 @@ class McpHttpToolServers:
             blocks=_blocks(result),
             structured=result.structured_content,
             is_error=bool(result.is_error),
+            jsonrpc_id=seen.jsonrpc_id,
+            server_request_id=_server_request_id(entry, result, seen),
             size=size,
         )

@@ -4,7 +4,8 @@
 
 It prints ``listening on http://127.0.0.1:<port>/mcp`` once it accepts connections. Its tools:
 
-* ``get_customer`` (``readOnlyHint: true``): answers ``{"id": <id>, "plan": "pro"}`` as a text block;
+* ``get_customer`` (``readOnlyHint: true``): answers ``{"id": <id>, "plan": "pro"}`` as a text block, with
+  ``_meta: {"fake/request_id": "req-<id>"}``;
 * ``create_ticket``: answers ``created <title>``; not read-only;
 * ``broken``: answers an ``isError`` result saying ``the helpdesk is down``;
 * ``picky``: refuses every call with JSON-RPC -32602;
@@ -77,7 +78,8 @@ def build(log: Path | None) -> Server[Any]:
                 file.write(json.dumps({"name": params.name, "arguments": arguments, "meta": dict(meta)}) + "\n")
         if params.name == "get_customer":
             text = json.dumps({"id": arguments.get("id"), "plan": "pro"})
-            return types.CallToolResult(content=[types.TextContent(text=text)])
+            meta = {"fake/request_id": f"req-{arguments.get('id')}"}
+            return types.CallToolResult(content=[types.TextContent(text=text)], _meta=meta)
         if params.name == "create_ticket":
             return types.CallToolResult(content=[types.TextContent(text=f"created {arguments.get('title')}")])
         if params.name == "broken":

@@ -310,7 +310,7 @@ class ToolLoop:
         data: dict[str, Any] = {"number": number, "is_error": result.is_error, "result_bytes": size}
         if tool.record_content:
             data["result_sha256"] = _sha256(text)
-            data["result"] = text
+            data["answer"] = text
         data["content_kept"] = tool.record_content
         if shown_bytes is not None:
             data["shown_bytes"] = shown_bytes

@@ -39,7 +39,7 @@ def tool_server(
     settings = gateway_settings(reasoning_gateway)
     settings["TOOL_SERVERS"] = json.dumps(
         {
-            "helpdesk": {"url": mcp_tools.url, "org": "acme"},
+            "helpdesk": {"url": mcp_tools.url, "org": "acme", "request_id": "fake/request_id"},
             "narrow": {"url": mcp_tools.url, "org": "acme", "allowed": ["get_customer"], "record_content": False},
         }
     )
@@ -95,6 +95,9 @@ def test_the_model_calls_a_read_only_tool_and_answers(
     assert started["read_only"] is True and started["content_kept"] is True
     assert answered["number"] == 1 and answered["is_error"] is False
     assert answered["result_bytes"] == len('{"id": "c-7", "plan": "pro"}')
+    assert answered["answer"] == '{"id": "c-7", "plan": "pro"}' and started["arguments"] == {"id": "c-7"}
+    assert answered["server_request_id"] == "req-c-7"
+    assert isinstance(answered["jsonrpc_id"], int | str)
     assert record["usage"]["input"]["total"] == 130
     assert record["tokens"]["input"] == 130
     assert mcp_tools.calls()[-1]["meta"] == {"auto.on/run_id": run_id}
