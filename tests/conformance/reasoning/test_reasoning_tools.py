@@ -43,6 +43,7 @@ def tool_server(
             "narrow": {"url": mcp_tools.url, "org": "acme", "allowed": ["get_customer"], "record_content": False},
         }
     )
+    settings["REASONING_MAX_INPUT_TOKENS"] = "10000"
     server = start_server(Path(tmp_path_factory.mktemp("reasoning-tools")), settings)
     yield server
     assert server.stop() == 0, server.log()
@@ -287,3 +288,17 @@ def test_a_429_the_server_asks_to_wait_out_briefly_is_waited_out(
         m["tool_call_id"]: m for m in reasoning_gateway.requests(model)[1]["body"]["messages"] if m["role"] == "tool"
     }
     assert results["c-1"]["content"] == "not busy now"
+
+
+def test_the_input_token_budget_makes_the_next_step_final(
+    tool_server: ServerProcess, reasoning_gateway: FakeGatewayProcess
+) -> None:
+    model = reasoning_gateway.new_script(
+        {"tool_calls": [_call("c-1", "helpdesk__get_customer", {"id": "1"})], "usage": {"prompt_tokens": 10000}},
+        {"content": "Answered from what I have."},
+    )
+    with tool_server.client() as client:
+        playbook = _define(client, model, "helpdesk/get_customer")
+        assert _run(client, playbook, str(uuid.uuid4())).status_code == 200
+    final = reasoning_gateway.requests(model)[1]["body"]
+    assert "tools" not in final
