@@ -220,3 +220,33 @@ def test_tokens_of_reasoning_runs_reach_analytics(
         analytics = client.get(f"{playbook}/analytics")
     assert analytics.status_code == 200, analytics.text
     assert analytics.json()["tokens"] == {"input": 150, "output": 15, "cached": 40}
+
+
+SERIES = """---
+model: fake/{model}
+output:
+  shape: series
+---
+Forecast {{{{ input.what }}}}.
+"""
+
+
+def test_an_output_shape_is_the_definitions_schema_and_its_rules_apply(
+    reasoning_server: ServerProcess, reasoning_gateway: FakeGatewayProcess
+) -> None:
+    good = {"period": "month", "lines": [{"name": "sales", "points": [{"period": "2026-01", "value": 3}]}]}
+    unordered = {
+        "period": "month",
+        "lines": [{"name": "sales", "points": [{"period": "2026-02", "value": 3}, {"period": "2026-01", "value": 1}]}],
+    }
+    model = reasoning_gateway.new_script({"content": json.dumps(good)}, {"content": json.dumps(unordered)})
+    with reasoning_server.client() as client:
+        playbook = new_playbook(client)
+        created = _create(client, playbook, "forecast", SERIES.format(model=model))
+        assert created.status_code == 201, created.text
+        assert created.json()["details"] == {"shape": "series"}
+        assert created.json()["output_schema"]["title"] == "series"
+        run = _run(client, playbook, "forecast", {"input": {"what": "sales"}}).json()
+        assert run["output"] == good and run["output_shape"] == "series"
+        body = problem(_run(client, playbook, "forecast", {"input": {"what": "sales"}}), 503, "unavailable")
+        assert "strictly ascend" in body["detail"]

@@ -302,3 +302,20 @@ def test_the_input_token_budget_makes_the_next_step_final(
         assert _run(client, playbook, str(uuid.uuid4())).status_code == 200
     final = reasoning_gateway.requests(model)[1]["body"]
     assert "tools" not in final
+
+
+def test_a_json_answer_that_does_not_fit_after_a_tool_call_has_no_answer(
+    tool_server: ServerProcess, reasoning_gateway: FakeGatewayProcess
+) -> None:
+    model = reasoning_gateway.new_script(
+        {"tool_calls": [_call("c-1", "helpdesk__create_ticket", {"title": "x"})]}, {"content": "not json"}
+    )
+    source = TOOLS.format(model=model, tools="helpdesk/create_ticket").replace(
+        "tools:", "output: { format: json, schema: { type: object } }\ntools:"
+    )
+    with tool_server.client() as client:
+        playbook = new_playbook(client)
+        created = client.post(f"{playbook}/definitions/reasoning", json={"name": "helper", "source": source})
+        assert created.status_code == 201, created.text
+        body = problem(_run(client, playbook, str(uuid.uuid4())), 409, "conflict", "effect_unknown")
+    assert body["because"] == "no_answer"
