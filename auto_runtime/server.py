@@ -25,6 +25,7 @@ from auto_runtime.auth.access import AccessGate
 from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
 from auto_runtime.functions.computation.computation_type import ComputationType
+from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.registry import function_types
 from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
@@ -50,6 +51,7 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor
+from auto_runtime.tools.mcp_http import McpHttpToolServers
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
@@ -82,8 +84,15 @@ def tools_may_change_outside(settings: Settings) -> bool:
     return bool(settings.tool_servers) or (settings.connections.people_may_add and person_may_add)
 
 
-def compose_services(ledger: Ledger, sandbox: Sandbox, models: ModelDirectory) -> RuntimeServices:
-    types = function_types(ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers))
+def compose_services(
+    ledger: Ledger, sandbox: Sandbox, models: ModelDirectory, settings: Settings | None = None
+) -> RuntimeServices:
+    tools = McpHttpToolServers(settings.tool_servers) if settings is not None and settings.tool_servers else None
+    max_input_tokens = settings.reasoning_max_input_tokens if settings is not None else 2_000_000
+    types = function_types(
+        ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
+        ReasoningType(models, tools, max_input_tokens),
+    )
     definitions = DefinitionRegistry(ledger, types)
     return RuntimeServices(
         playbooks=PlaybookRegistry(ledger),
@@ -173,7 +182,7 @@ async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | Non
     ):
         models = ModelDirectory.from_settings(settings, secrets=loaded.secret_values, environ=environ)
         try:
-            app = compose_app(settings, catalog, guides, compose_services(ledger, sandbox, models))
+            app = compose_app(settings, catalog, guides, compose_services(ledger, sandbox, models, settings))
             root = Supervisor("root")
             async with trio.open_nursery() as nursery:
                 await nursery.start(root.run)

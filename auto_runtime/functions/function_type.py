@@ -6,7 +6,7 @@ every limit the seeds set for all types; a type owns its document format and wha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -52,9 +52,21 @@ class CheckedDocument:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+async def _record_nothing(fact_type: str, data: Mapping[str, Any]) -> None:
+    """The `record` of a request made outside the run service: facts go nowhere."""
+
+
+RecordFact = Callable[[str, Mapping[str, Any]], Awaitable[None]]
+
+
 @dataclass(frozen=True)
 class RunRequest:
-    """One attempt at a run of a definition's latest active version."""
+    """One attempt at a run of a definition's latest active version.
+
+    `record(type, data)` appends a fact of the run to its stream as it happens (a reasoning run's tool calls),
+    between `run_started` and the ending. A type whose saved document has `calls_tools: true` in
+    `CheckedDocument.extra` gets `calls_tools` on its runs' `run_started`, for the `tools_called` retry rule.
+    """
 
     org: str
     playbook: str
@@ -66,6 +78,7 @@ class RunRequest:
     input: Any
     started_at: datetime
     caller_id: str
+    record: RecordFact = _record_nothing
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,19 @@ class RunService:
             raise state.final_rejection()
         if state.status == "started" and state.waits:
             return state.shown(with_record=False)
+        if state.tools_called or (state.calls_tools and state.status == "started"):
+            only_read = state.status != "started" and state.tools_called and state.only_read
+            raise conflict(
+                "This run may have called tools and has no final result, so it does not run again under its id; "
+                + (
+                    "every tool it called only reads, so nothing was changed. "
+                    if only_read
+                    else "read what it called with get_run_history and check its effects outside the playbook. "
+                )
+                + "Start a new run under a new run id.",
+                kind="tools_called",
+                because="only_read" if only_read else None,
+            )
         return None
 
     async def _attempt(
@@ -148,10 +161,22 @@ class RunService:
             "run_id": run_id,
             "definition": definition_ref,
         }
-        started = NewRecord(RUN_STARTED, {"input": value, "input_digest": digest}, metadata)
+        started_data: dict[str, Any] = {"input": value, "input_digest": digest}
+        if definition.document.get("calls_tools"):
+            started_data["calls_tools"] = True
+        started = NewRecord(RUN_STARTED, started_data, metadata)
         stream = run_stream(scope, run_id)
         appended = await self.ledger.append([StreamWrite(stream, expected, [started])])
         started_at = appended[0].recorded_at
+        ending_metadata = {**metadata, "causation_id": started.id}
+        facts = 0
+
+        async def record_fact(fact_type: str, data: Mapping[str, Any]) -> None:
+            nonlocal facts
+            fact = NewRecord(fact_type, dict(data), ending_metadata)
+            await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [fact])])
+            facts += 1
+
         request = RunRequest(
             org=scope.org,
             playbook=scope.playbook,
@@ -163,8 +188,8 @@ class RunService:
             input=value,
             started_at=started_at,
             caller_id=caller_id,
+            record=record_fact,
         )
-        ending_metadata = {**metadata, "causation_id": started.id}
         try:
             ending = await self.types[definition_type].run(request)
         except Exception as error:
@@ -174,7 +199,7 @@ class RunService:
                 {"reason": "internal", "detail": "The run failed inside the server.", "instance": reference},
                 ending_metadata,
             )
-            await self.ledger.append([StreamWrite(stream, expected + 1, [failed])])
+            await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [failed])])
             raise Rejection("internal", "Something went wrong inside the server.", instance=reference) from error
         if isinstance(ending, Succeeded):
             data: dict[str, Any] = {"output": ending.output, "record": dict(ending.record)}
@@ -187,7 +212,7 @@ class RunService:
             if ending.record is not None:
                 rejected["record"] = dict(ending.record)
             record = NewRecord(RUN_REJECTED, rejected, ending_metadata)
-        await self.ledger.append([StreamWrite(stream, expected + 1, [record])])
+        await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [record])])
         if isinstance(ending, Rejected):
             raise ending.rejection
         state = await self.read_run(scope, run_id)

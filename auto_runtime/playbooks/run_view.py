@@ -35,6 +35,8 @@ class RunState:
     record: Mapping[str, Any] | None = None
     rejection: dict[str, Any] | None = None
     tools_called: bool = False
+    calls_tools: bool = False
+    only_read: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -93,6 +95,7 @@ def fold_run(run_id: str, history: Sequence[Record]) -> RunState | None:
             state.version = int(definition.get("version", 0))
             state.status = "started"
             state.waits = bool(data.get("waits"))
+            state.calls_tools = bool(data.get("calls_tools"))
             state.input = data.get("input")
             state.input_digest = data.get("input_digest", "")
             if state.attempts == 0:
@@ -120,4 +123,6 @@ def fold_run(run_id: str, history: Sequence[Record]) -> RunState | None:
                 }
         elif record.type == "tool_call_started":
             state.tools_called = True
+            if not data.get("read_only"):
+                state.only_read = False
     return state

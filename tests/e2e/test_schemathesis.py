@@ -28,6 +28,7 @@ def test_no_generated_request_gets_a_server_error(tmp_path: Path) -> None:
             ],
             capture_output=True,
             text=True,
+            cwd=tmp_path,
             timeout=600,
             check=False,
         )

@@ -85,3 +85,37 @@ def start_fake_gateway(
         raise AssertionError(f"the fake gateway did not start: {line!r}")
     verify = ssl.create_default_context(cafile=str(tls[0])) if tls is not None else True
     return FakeGatewayProcess(process, line.removeprefix("listening on ").strip(), verify)
+
+
+@dataclass
+class McpToolServerProcess:
+    process: subprocess.Popen[str]
+    url: str
+    log: Path
+
+    def calls(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_mcp_tool_server(folder: Path) -> McpToolServerProcess:
+    """``python -m tests.fakes.mcp_tool_server --port 0``; waits for its ``listening on`` line."""
+    log = folder / "mcp-calls.jsonl"
+    command = [sys.executable, "-m", "tests.fakes.mcp_tool_server", "--port", "0", "--log", str(log)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.startswith("listening on "):
+        process.kill()
+        raise AssertionError(f"the MCP tool server did not start: {line!r}")
+    return McpToolServerProcess(process, line.removeprefix("listening on ").strip(), log)

@@ -1,0 +1,70 @@
+"""The reasoning type as the generic layer sees it: documents parsed at save, runs that call a model."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest
+from auto_runtime.functions.reasoning.document import MEDIA_TYPE, ReasoningDocument, issue_lines, parse_document
+from auto_runtime.functions.reasoning.overview import reasoning_overview
+from auto_runtime.functions.reasoning.run import RunPlaces, run_reasoning
+from auto_runtime.models import ModelDirectory
+from auto_runtime.problems import InputIssue, Rejection, conflict
+from auto_runtime.tools import ToolServers
+
+PARSED_CACHE_SIZE = 256
+
+
+def refusal(source: str) -> Rejection | ReasoningDocument:
+    parsed = parse_document(source)
+    if not isinstance(parsed, list):
+        return parsed
+    details = issue_lines(parsed)
+    return Rejection(
+        "invalid_input", " ".join(details), errors=tuple(InputIssue(detail, "/source") for detail in details)
+    )
+
+
+class ReasoningType:
+    name = "reasoning"
+
+    def __init__(self, models: ModelDirectory, tools: ToolServers | None, max_input_tokens: int) -> None:
+        self.places = RunPlaces(models=models, tools=tools, max_input_tokens=max_input_tokens)
+        self._parsed: OrderedDict[str, ReasoningDocument] = OrderedDict()
+
+    async def check(self, source: str) -> CheckedDocument:
+        document = refusal(source)
+        if isinstance(document, Rejection):
+            raise document
+        return CheckedDocument(
+            media_type=MEDIA_TYPE,
+            description=document.description,
+            input_schema=document.input_schema,
+            output_schema=document.output_schema,
+            shape=document.shape,
+            overview=reasoning_overview(document),
+            warnings=document.warnings,
+            extra={"calls_tools": True} if document.tools else {},
+        )
+
+    def _document(self, source: str) -> ReasoningDocument | Rejection:
+        cached = self._parsed.get(source)
+        if cached is not None:
+            self._parsed.move_to_end(source)
+            return cached
+        document = refusal(source)
+        if isinstance(document, Rejection):
+            return conflict(
+                "The saved document of this function no longer parses on this server; update it. " + document.detail,
+                kind="unworkable",
+            )
+        self._parsed[source] = document
+        if len(self._parsed) > PARSED_CACHE_SIZE:
+            self._parsed.popitem(last=False)
+        return document
+
+    async def run(self, request: RunRequest) -> RunEnding:
+        document = self._document(request.source)
+        if isinstance(document, Rejection):
+            return Rejected(document)
+        return await run_reasoning(document, request, self.places)

@@ -1,0 +1,188 @@
+"""A small MCP tool server over Streamable HTTP, a real process for the reasoning tool-loop tests.
+
+    python -m tests.fakes.mcp_tool_server --port 0 --log calls.jsonl
+
+It prints ``listening on http://127.0.0.1:<port>/mcp`` once it accepts connections. Its tools:
+
+* ``get_customer`` (``readOnlyHint: true``): answers ``{"id": <id>, "plan": "pro"}`` as a text block, with
+  ``_meta: {"fake/request_id": "req-<id>"}``;
+* ``create_ticket``: answers ``created <title>``; not read-only;
+* ``broken``: answers an ``isError`` result saying ``the helpdesk is down``;
+* ``picky``: refuses every call with JSON-RPC -32602;
+* ``picture``: answers one image block and no text;
+* ``crash``: raises inside the server, which answers a JSON-RPC internal error;
+* ``busy``: its first call of each pair is answered HTTP 429 with ``retry-after: 0``, the next ``not busy now``;
+* ``swamped``: every call is answered HTTP 429 with ``retry-after: 60``.
+
+Each ``tools/call`` is appended to the log file as a JSON line ``{"name", "arguments", "meta"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
+
+OBJECT = {"type": "object", "properties": {"id": {"type": "string"}}, "additionalProperties": True}
+TOOLS = [
+    types.Tool(
+        name="get_customer",
+        description="Reads a customer by id.",
+        input_schema=OBJECT,
+        annotations=types.ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    ),
+    types.Tool(
+        name="create_ticket",
+        description="Opens a ticket.",
+        input_schema={"type": "object", "properties": {"title": {"type": "string"}}},
+        annotations=types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+        ),
+    ),
+    types.Tool(name="broken", description="Always fails.", input_schema=OBJECT),
+    types.Tool(name="picky", description="Refuses its arguments.", input_schema=OBJECT),
+    types.Tool(name="picture", description="Answers an image.", input_schema=OBJECT),
+    types.Tool(name="crash", description="Breaks.", input_schema=OBJECT),
+    types.Tool(name="busy", description="Busy every other call.", input_schema=OBJECT),
+    types.Tool(name="swamped", description="Always busy.", input_schema=OBJECT),
+]
+
+
+def build(log: Path | None) -> Server[Any]:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=TOOLS)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        if log is not None:
+            meta = params.meta if isinstance(params.meta, dict) else {}
+            with log.open("a") as file:
+                file.write(json.dumps({"name": params.name, "arguments": arguments, "meta": dict(meta)}) + "\n")
+        if params.name == "get_customer":
+            text = json.dumps({"id": arguments.get("id"), "plan": "pro"})
+            meta = {"fake/request_id": f"req-{arguments.get('id')}"}
+            return types.CallToolResult(content=[types.TextContent(text=text)], _meta=meta)
+        if params.name == "create_ticket":
+            return types.CallToolResult(content=[types.TextContent(text=f"created {arguments.get('title')}")])
+        if params.name == "broken":
+            return types.CallToolResult(content=[types.TextContent(text="the helpdesk is down")], is_error=True)
+        if params.name == "picky":
+            raise MCPError(code=types.INVALID_PARAMS, message="id must name a customer")
+        if params.name == "picture":
+            return types.CallToolResult(content=[types.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")])
+        if params.name == "busy":
+            return types.CallToolResult(content=[types.TextContent(text="not busy now")])
+        if params.name == "crash":
+            raise MCPError(code=types.INTERNAL_ERROR, message="the server broke")
+        raise MCPError(code=types.INVALID_PARAMS, message=f"no tool {params.name}")
+
+    return Server("fake-tools", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+class App:
+    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
+        self.manager = manager
+        self.busy_calls = 0
+
+    def _limited(self, body: bytes) -> str | None:
+        """The retry-after to answer a 429 with, for a call of busy or swamped; else None."""
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            return None
+        name = (message.get("params") or {}).get("name")
+        if name == "swamped":
+            return "60"
+        if name == "busy":
+            self.busy_calls += 1
+            return "0" if self.busy_calls % 2 == 1 else None
+        return None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            message = await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        wait = self._limited(body)
+        if wait is not None:
+            headers = [(b"content-type", b"text/plain"), (b"retry-after", wait.encode())]
+            await send({"type": "http.response.start", "status": 429, "headers": headers})
+            await send({"type": "http.response.body", "body": b"slow down"})
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.manager.handle_request(scope, replay, send)
+
+
+@asynccontextmanager
+async def _running(manager: StreamableHTTPSessionManager) -> AsyncIterator[None]:
+    async with manager.run():
+        yield
+
+
+async def run(port: int, log: Path | None) -> None:
+    manager = StreamableHTTPSessionManager(build(log), stateless=True, json_response=True)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(128)
+    config = Config()
+    config.bind = [f"fd://{listener.fileno()}"]
+    config.accesslog = None
+    config.graceful_timeout = 1.0
+    async with _running(manager), trio.open_nursery() as nursery:
+        nursery.start_soon(serve, App(manager), config)
+        print(f"listening on http://127.0.0.1:{listener.getsockname()[1]}/mcp", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="A small MCP tool server for tests")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--log", type=Path)
+    arguments = parser.parse_args(argv)
+    try:
+        trio.run(run, arguments.port, arguments.log)
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
