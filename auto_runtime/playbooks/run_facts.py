@@ -35,12 +35,23 @@ def _keys(record: Record) -> list[tuple[Any, ...]]:
     return [(parts[1], parts[2], parts[4])]
 
 
+def _count(part: Any, field: str) -> int:
+    value = part.get(field) if isinstance(part, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def _tokens(data: Any) -> tuple[int, int, int]:
+    """The tokens a run's record reports (reasoning-format §9): input is `usage.input.total`, output
+    `usage.output.total`, cached `usage.input.cache_read`; 0 where nothing was recorded."""
     record = data.get("record") if isinstance(data, dict) else None
-    tokens = record.get("tokens") if isinstance(record, dict) else None
-    if not isinstance(tokens, dict):
+    usage = record.get("usage") if isinstance(record, dict) else None
+    if not isinstance(usage, dict):
         return 0, 0, 0
-    return (int(tokens.get("input", 0)), int(tokens.get("output", 0)), int(tokens.get("cached", 0)))
+    return (
+        _count(usage.get("input"), "total"),
+        _count(usage.get("output"), "total"),
+        _count(usage.get("input"), "cache_read"),
+    )
 
 
 def _row_after(row: Row | None, record: Record) -> Row | None:

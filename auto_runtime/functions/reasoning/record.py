@@ -17,14 +17,6 @@ PROMPT_SLACK = 128
 LEAST_PROMPT_ROOM = 1024
 
 
-def tokens_of(usage: TokenUsage) -> dict[str, int]:
-    return {
-        "input": usage.input_total or 0,
-        "output": usage.output_total or 0,
-        "cached": usage.input_cache_read or 0,
-    }
-
-
 @dataclass
 class CallTally:
     """What the run's model calls answered so far: summed usage, the first call's start, the last answer."""
@@ -60,7 +52,7 @@ class CallTally:
         """The record a rejection keeps after a model call answered: usage, duration, tokens; else None."""
         if self.usage is None:
             return None
-        return {"usage": self.usage.as_record(), "duration_ms": self.duration_ms(now), "tokens": tokens_of(self.usage)}
+        return {"usage": self.usage.as_record(), "duration_ms": self.duration_ms(now)}
 
 
 def _cut_to(text: str, room: int) -> str:
@@ -121,5 +113,4 @@ def success_record(
         "response_id": last.response_id,
         "warnings": warnings,
         "duration_ms": tally.duration_ms(now),
-        "tokens": tokens_of(tally.usage),
     }

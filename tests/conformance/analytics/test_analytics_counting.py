@@ -60,7 +60,8 @@ class Runs:
         if ending == "run_failed":
             data = {"reason": "internal", "detail": "The run failed inside the server."}
         if tokens is not None:
-            data["record"] = {"tokens": dict(zip(("input", "output", "cached"), tokens, strict=True))}
+            given, answered, cached = tokens
+            data["record"] = {"usage": {"input": {"total": given, "cache_read": cached}, "output": {"total": answered}}}
         await self._append(scope, run_id, NewRecord(ending, data, self._metadata(run_id, kind, name)))
 
     async def run(

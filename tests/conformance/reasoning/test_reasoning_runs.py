@@ -96,7 +96,8 @@ def test_a_json_run_renders_calls_the_gateway_and_records_the_run(
     assert record["finish_reason"] == "stop"
     assert record["usage"]["input"]["total"] == 120 and record["usage"]["input"]["cache_read"] == 20
     assert record["usage"]["output"]["total"] == 30
-    assert record["tokens"] == {"input": 120, "output": 30, "cached": 20}
+    assert (record["usage"]["input"]["total"], record["usage"]["output"]["total"]) == (120, 30)
+    assert record["usage"]["input"]["cache_read"] == 20
     assert record["response_id"] == "r-1"
     assert record["prompt"]["instructions"] == "You triage tickets. Write in en."
     assert "Customer c-7 wrote on" in record["prompt"]["message"]
@@ -180,8 +181,8 @@ def test_models_not_offered_and_provider_failures(
         )
         assert pointers(body) == ["/input"]
         record = client.get(f"{playbook}/runs/{run_id}").json()["record"]
-        assert set(record) == {"usage", "duration_ms", "tokens"}
-        assert record["tokens"] == {"input": 10, "output": 5, "cached": 0}
+        assert set(record) == {"usage", "duration_ms"}
+        assert (record["usage"]["input"]["total"], record["usage"]["output"]["total"]) == (10, 5)
 
 
 def test_json_answers_that_do_not_fit(reasoning_server: ServerProcess, reasoning_gateway: FakeGatewayProcess) -> None:
