@@ -14,7 +14,7 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from auto_runtime.functions.computation.shapes import SHAPES
+from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.sandbox.program_rules import Problem, check_program
 
 LANGUAGE_OTHER = "Programs are written in Python; set language: python"

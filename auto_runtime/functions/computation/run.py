@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auto_runtime.functions.computation.document import ComputationDocument
-from auto_runtime.functions.computation.shapes import SHAPES
+from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.problems import InputIssue as Issue
 from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.evaluate import Evaluation

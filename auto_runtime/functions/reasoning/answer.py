@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from auto_runtime.functions.computation.shapes import SHAPES
 from auto_runtime.functions.reasoning.document import ReasoningDocument
 from auto_runtime.functions.reasoning.json_schemas import validator_class
+from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.playbooks.json_limits import depth_of
 from auto_runtime.schema_issues import issues_from_errors
 

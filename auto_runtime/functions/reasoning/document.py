@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from auto_runtime.functions.computation.shapes import SHAPES
 from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape, read_front_matter
 from auto_runtime.functions.reasoning.json_schemas import portability_warnings, schema_problems, validator_class
 from auto_runtime.functions.reasoning.template import Template, parse_template
+from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.models.provider_options import offered_option_problems
 
 MEDIA_TYPE = "text/markdown"

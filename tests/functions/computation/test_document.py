@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from auto_runtime.functions.computation.document import ComputationDocument, parse_document, problem_details
 from auto_runtime.functions.computation.run import describe
-from auto_runtime.functions.computation.shapes import SERIES_SCHEMA
+from auto_runtime.functions.shapes import SERIES_SCHEMA
 
 PROGRAM = "def main(input):\n    return input\n"
 
