@@ -1,4 +1,4 @@
-"""Output shapes a computation may name (spec/output-shapes.md): `series`, its schema and its own rules."""
+"""Output shapes a definition may name (spec/output-shapes.md): `series`, its schema and its own rules."""
 
 from __future__ import annotations
 
