@@ -18,9 +18,11 @@ Import from here; the modules below are the implementation. See `Ledger` for the
 """
 
 from .content import ContentStore
+from .due_work import DueEntry, DueKey, DueRow, DueState, DueWork, DueWorkChanges
 from .errors import DuplicateRecordIdError, InvalidCursor, LedgerClosedError, LedgerError, VersionConflict
 from .feed import AppendSignal, FeedPosition
 from .ids import uuid7
+from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseLost, LeaseState
 from .ledger import Ledger, SqlValue
 from .opening import open_ledger
 from .paging import DEFAULT_PAGE_LIMIT, MAX_LOOKED_AT, MAX_PAGE_BYTES, MAX_PAGE_LIMIT, Order, Page
@@ -35,13 +37,24 @@ __all__ = [
     "MAX_PAGE_BYTES",
     "MAX_PAGE_LIMIT",
     "MAX_RECORDS_PER_APPEND",
+    "WORKFLOW_HOST_LEASE",
     "AnyVersion",
     "AppendSignal",
     "ColumnType",
     "ContentStore",
+    "DueEntry",
+    "DueKey",
+    "DueRow",
+    "DueState",
+    "DueWork",
+    "DueWorkChanges",
     "DuplicateRecordIdError",
     "FeedPosition",
     "InvalidCursor",
+    "Lease",
+    "LeaseFence",
+    "LeaseLost",
+    "LeaseState",
     "Ledger",
     "LedgerClosedError",
     "LedgerError",

@@ -20,12 +20,16 @@ from typing import Any
 import asyncpg
 
 from .. import json_text
+from ..due_work import EncodedChanges
 from ..errors import DuplicateRecordIdError, VersionConflict
+from ..lease import LeaseFence
 from ..ledger import EncodedWrite
 from ..paging import Order, ScanRow, SortKey
 from ..placeholders import to_numbered
 from ..projections import Delete, Projection, Upsert
 from ..records import Record, decode_record, record_from_encoded
+from .due_work_statements import apply_changes
+from .lease_statements import check_fence
 
 RECORD_COLUMNS = "id, stream, position, global_position, type, data, metadata, recorded_at"
 DEADLOCK_RETRIES = 5
@@ -159,6 +163,32 @@ async def append_with_retry(
     while True:
         try:
             return await append_writes(conn, writes, projections)
+        except asyncpg.DeadlockDetectedError:
+            if attempt >= DEADLOCK_RETRIES:
+                raise
+            attempt += 1
+
+
+async def append_guarded(
+    conn: Any,
+    writes: Sequence[EncodedWrite],
+    projections: Sequence[Projection],
+    changes: EncodedChanges,
+    fence: LeaseFence | None,
+) -> list[Record]:
+    """An append with due-work changes and a fence, in one transaction: the fence is checked (and the
+    lease row share-locked) first, then the records, projections and due-work rows are written. Run
+    again after a deadlock, like `append_with_retry`; the failed attempt wrote nothing."""
+    attempt = 1
+    while True:
+        try:
+            async with conn.transaction():
+                if fence is not None:
+                    await check_fence(conn, fence)
+                appended = await _call_append(conn, writes)
+                await apply_projections(conn, projections, appended)
+                await apply_changes(conn, changes)
+            return appended
         except asyncpg.DeadlockDetectedError:
             if attempt >= DEADLOCK_RETRIES:
                 raise
