@@ -36,7 +36,9 @@ ACME = PlaybookScope("acme", "finance")
 async def wait_until_lapsed(lease: Lease) -> None:
     """Wait until the store's clock says the lease has no live holder."""
     with trio.fail_after(30):
-        while (await lease.holder()).holder is not None:
+        while True:
+            if (await lease.holder()).holder is None:
+                return
             await trio.sleep(0.01)
 
 

@@ -31,6 +31,12 @@ TABLES = [
 
 _COLUMNS = "scope_key, run_id, key, due_us, payload"
 
+DUE_SQL = (
+    f"SELECT {_COLUMNS} FROM ledger_due_work WHERE state = 'armed' AND due_us <= $1 "
+    "ORDER BY due_us, scope_key, run_id, key LIMIT $2"
+)
+"""Armed entries due by a time, oldest first, read in the order of `ledger_due_work_armed`."""
+
 
 async def apply_changes(conn: Any, changes: EncodedChanges) -> None:
     """Arm (unless the key has a row) and cancel (tombstone when it has none), in the caller's transaction."""
@@ -95,12 +101,7 @@ async def forget_run(conn: Any, scope_key: str, run_id: str, fence: LeaseFence |
 
 
 async def due(conn: Any, now_us: int, limit: int) -> list[DueEntry]:
-    rows = await conn.fetch(
-        f"SELECT {_COLUMNS} FROM ledger_due_work WHERE state = 'armed' AND due_us <= $1 "
-        "ORDER BY due_us, scope_key, run_id, key LIMIT $2",
-        now_us,
-        limit,
-    )
+    rows = await conn.fetch(DUE_SQL, now_us, limit)
     return [decode_entry(r["scope_key"], r["run_id"], r["key"], int(r["due_us"]), r["payload"]) for r in rows]
 
 

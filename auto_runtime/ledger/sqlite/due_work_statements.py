@@ -27,6 +27,12 @@ TABLES = [
 
 _COLUMNS = "scope_key, run_id, key, due_us, payload"
 
+DUE_SQL = (
+    f"SELECT {_COLUMNS} FROM ledger_due_work INDEXED BY ledger_due_work_armed "
+    "WHERE state = 'armed' AND due_us <= ? ORDER BY due_us, scope_key, run_id, key LIMIT ?"
+)
+"""Armed entries due by a time, oldest first; `INDEXED BY` makes SQLite refuse any plan without the index."""
+
 
 def apply_changes(conn: sqlite3.Connection, changes: EncodedChanges) -> None:
     """Arm (unless the key has a row) and cancel (tombstone when it has none), in the caller's transaction."""
@@ -61,11 +67,7 @@ def forget_run(conn: sqlite3.Connection, scope_key: str, run_id: str) -> int:
 
 
 def due(conn: sqlite3.Connection, now_us: int, limit: int) -> list[DueEntry]:
-    rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM ledger_due_work INDEXED BY ledger_due_work_armed "
-        "WHERE state = 'armed' AND due_us <= ? ORDER BY due_us, scope_key, run_id, key LIMIT ?",
-        (now_us, limit),
-    ).fetchall()
+    rows = conn.execute(DUE_SQL, (now_us, limit)).fetchall()
     return [decode_entry(*row) for row in rows]
 
 
