@@ -152,11 +152,16 @@ def encode_key(key: DueKey) -> EncodedKey:
     return _encode_key(key.scope, key.run_id, key.key)
 
 
-def _encode_key(scope: Scope, run_id: str, key: str) -> EncodedKey:
+def encode_run(scope: Scope, run_id: str) -> tuple[str, str]:
+    """The scope key and run id of a run's entries, validated (a run id is a stream segment)."""
     if not isinstance(scope, OrgScope | PlaybookScope):
         raise TypeError("a due-work scope is an OrgScope or a PlaybookScope")
-    validate_segment(run_id)
-    return EncodedKey(scope.key, run_id, _check_text(key, "key"))
+    return scope.key, validate_segment(run_id)
+
+
+def _encode_key(scope: Scope, run_id: str, key: str) -> EncodedKey:
+    scope_key, run = encode_run(scope, run_id)
+    return EncodedKey(scope_key, run, _check_text(key, "key"))
 
 
 def encode_entry(entry: DueEntry) -> EncodedEntry:
@@ -278,13 +283,12 @@ class DueWork:
     async def entries_of_run(self, scope: Scope, run_id: str) -> list[DueRow]:
         """Every row of one run (any state), ordered by key: for the sweep's repairs and for tests."""
         self.ledger._check_open()
-        key = _encode_key(scope, run_id, "-")
-        return await self.ledger._due_rows_of_run(key.scope_key, key.run_id)
+        return await self.ledger._due_rows_of_run(*encode_run(scope, run_id))
 
     async def forget_run(self, scope: Scope, run_id: str, fence: LeaseFence | None = None) -> int:
         """Delete every row of one run, tombstones too; returns how many. Only once the run has ended."""
         self.ledger._check_open()
-        key = _encode_key(scope, run_id, "-")
+        scope_key, run = encode_run(scope, run_id)
         if fence is not None:
             validate_fence(fence)
-        return await self.ledger._forget_due_run(key.scope_key, key.run_id, fence)
+        return await self.ledger._forget_due_run(scope_key, run, fence)

@@ -90,6 +90,13 @@ async def test_a_standby_takes_a_lapsed_lease_and_the_old_holder_is_told(ledger:
     assert not told.held_by("host-a")
     assert (told.holder, told.fencing) == ("host-b", 2)
 
+    # host-b dies in turn: host-a takes the lease back, under a number that shows someone held it meanwhile.
+    await lease.claim("host-b", SHORT)
+    await wait_until_lapsed(lease)
+    back = await lease.claim("host-a", LONG)
+    assert back.held_by("host-a")
+    assert back.fencing == 3
+
 
 async def test_a_holder_that_lapsed_while_nobody_took_over_renews_with_the_same_number(ledger: Ledger) -> None:
     lease = ledger.lease()

@@ -37,6 +37,9 @@ DUE_SQL = (
 )
 """Armed entries due by a time, oldest first, read in the order of `ledger_due_work_armed`."""
 
+NEXT_DUE_SQL = "SELECT due_us FROM ledger_due_work WHERE state = 'armed' ORDER BY due_us LIMIT 1"
+"""The earliest armed due time, the first entry of the armed index."""
+
 
 async def apply_changes(conn: Any, changes: EncodedChanges) -> None:
     """Arm (unless the key has a row) and cancel (tombstone when it has none), in the caller's transaction."""
@@ -106,7 +109,7 @@ async def due(conn: Any, now_us: int, limit: int) -> list[DueEntry]:
 
 
 async def next_due(conn: Any) -> int | None:
-    found = await conn.fetchval("SELECT min(due_us) FROM ledger_due_work WHERE state = 'armed'")
+    found = await conn.fetchval(NEXT_DUE_SQL)
     return None if found is None else int(found)
 
 

@@ -33,6 +33,11 @@ DUE_SQL = (
 )
 """Armed entries due by a time, oldest first; `INDEXED BY` makes SQLite refuse any plan without the index."""
 
+NEXT_DUE_SQL = (
+    "SELECT due_us FROM ledger_due_work INDEXED BY ledger_due_work_armed WHERE state = 'armed' ORDER BY due_us LIMIT 1"
+)
+"""The earliest armed due time, the first entry of the armed index."""
+
 
 def apply_changes(conn: sqlite3.Connection, changes: EncodedChanges) -> None:
     """Arm (unless the key has a row) and cancel (tombstone when it has none), in the caller's transaction."""
@@ -72,10 +77,7 @@ def due(conn: sqlite3.Connection, now_us: int, limit: int) -> list[DueEntry]:
 
 
 def next_due(conn: sqlite3.Connection) -> int | None:
-    row = conn.execute(
-        "SELECT due_us FROM ledger_due_work INDEXED BY ledger_due_work_armed "
-        "WHERE state = 'armed' ORDER BY due_us LIMIT 1"
-    ).fetchone()
+    row = conn.execute(NEXT_DUE_SQL).fetchone()
     return None if row is None else int(row[0])
 
 
