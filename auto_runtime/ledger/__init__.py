@@ -15,6 +15,33 @@ Import from here; the modules below are the implementation. See `Ledger` for the
             except VersionConflict:
                 continue  # someone appended meanwhile: reload and decide again
         page = await ledger.read_playbook(scope, order="desc", correlation_id=run_id, limit=20)
+
+The workflow host claims the lease every sweep and fires due timers only while it holds it (see
+`lease` and `due_work` for the rules)::
+
+    lease = ledger.lease()  # "workflow-host"
+    lapse = max(3 * sweep, timedelta(seconds=3))
+    held_fencing = None
+    while not stopping:
+        asked_at = trio.current_time()
+        state = await lease.claim(server_id, lapse)
+        if not state.held_by(server_id):  # stand by: retry next sweep
+            held_fencing = None
+            await trio.sleep(sweep.total_seconds())
+            continue
+        if state.fencing != held_fencing:  # taken (again): reload runs from the tables
+            held_fencing = state.fencing
+        fence = state.fence()
+        # Stop before the claim lapses (a standby may take it from then on).
+        with trio.move_on_at(asked_at + state.remaining.total_seconds()):
+            for entry in await ledger.due_work.due(datetime.now(UTC), limit=100):
+                facts, changes = engine.apply(entry)  # the run's input: TimerFired(entry.key)
+                await ledger.append(facts, due_work=changes, fence=fence)  # LeaseLost: stand by
+                await ledger.due_work.mark_fired([entry.due_key], fence=fence)
+            next_due = await ledger.due_work.next_due()
+            pause = sweep if next_due is None else min(sweep, next_due - datetime.now(UTC))
+            await trio.sleep(max(pause.total_seconds(), 0))
+    await lease.release(server_id)  # a clean stop: a standby takes over at its next claim
 """
 
 from .content import ContentStore

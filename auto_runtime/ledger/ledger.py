@@ -49,7 +49,9 @@ class Ledger(abc.ABC):
 
     Concurrency: any number of tasks may call any method at once. Appends to one stream are
     serialised by the expected version: of two appends stating the same version, one commits and the
-    other raises `VersionConflict`. On PostgreSQL this also holds across processes.
+    other raises `VersionConflict`. On PostgreSQL this also holds across processes. Leases
+    (`lease`) and due work (`due_work`) follow the rules in their modules; an append may carry
+    due-work changes and a lease fence, all applied in its one transaction or not at all.
     """
 
     def __init__(self, projections: Sequence[Projection], content: ContentStore) -> None:
