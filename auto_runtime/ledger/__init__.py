@@ -20,7 +20,7 @@ The workflow host claims the lease every sweep and fires due timers only while i
 `lease` and `due_work` for the rules)::
 
     lease = ledger.lease()  # "workflow-host"
-    lapse = max(3 * sweep, timedelta(seconds=3))
+    lapse = workflow_lease_lapse(sweep)  # the longer of three sweeps and 3 s
     held_fencing = None
     while not stopping:
         asked_at = trio.current_time()
@@ -49,7 +49,7 @@ from .due_work import DueEntry, DueKey, DueRow, DueState, DueWork, DueWorkChange
 from .errors import DuplicateRecordIdError, InvalidCursor, LedgerClosedError, LedgerError, VersionConflict
 from .feed import AppendSignal, FeedPosition
 from .ids import uuid7
-from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseLost, LeaseState
+from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseLost, LeaseState, workflow_lease_lapse
 from .ledger import Ledger, SqlValue
 from .opening import open_ledger
 from .paging import DEFAULT_PAGE_LIMIT, MAX_LOOKED_AT, MAX_PAGE_BYTES, MAX_PAGE_LIMIT, Order, Page
@@ -102,4 +102,5 @@ __all__ = [
     "VersionConflict",
     "open_ledger",
     "uuid7",
+    "workflow_lease_lapse",
 ]

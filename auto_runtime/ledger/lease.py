@@ -49,6 +49,16 @@ if TYPE_CHECKING:
 WORKFLOW_HOST_LEASE: Final = "workflow-host"
 """The name of the lease whose holder runs the workflow host's due work."""
 
+MIN_WORKFLOW_LAPSE: Final = timedelta(seconds=3)
+
+
+def workflow_lease_lapse(sweep_interval: timedelta) -> timedelta:
+    """The workflow lease's lapse for `WORKFLOW_SWEEP_INTERVAL`: the longer of three sweeps and 3 s."""
+    if not isinstance(sweep_interval, timedelta) or sweep_interval <= timedelta(0):
+        raise ValueError("a sweep interval is a positive timedelta")
+    return max(3 * sweep_interval, MIN_WORKFLOW_LAPSE)
+
+
 _NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 HOLDER_MAX_LENGTH: Final = 200
 

@@ -4,6 +4,9 @@
 for each line `go <lease name>` read from stdin claim that lease for 60 s and print the answer as JSON
 (`{"name", "holder", "fencing"}`); end at `end` or at the end of stdin.
 
+`python -m tests.ledger.host_child hold <url-or-file> <holder>`: claim the workflow lease with a lapse
+of 300 ms every 50 ms without end, printing each answer as JSON.
+
 `python -m tests.ledger.host_child arm <url-or-file> <tasks>`: `tasks` Trio tasks apply inputs without
 end, each an append to its run's log carrying the arm of one timer; each prints `<run id> <key>` once
 its append returned (acknowledged), one per line.
@@ -35,6 +38,14 @@ async def claim(where: str, holder: str) -> None:
             print(json.dumps({"name": line[1], "holder": state.holder, "fencing": state.fencing}), flush=True)
 
 
+async def hold(where: str, holder: str) -> None:
+    async with open_target(where) as ledger:
+        while True:
+            state = await ledger.lease().claim(holder, timedelta(milliseconds=300))
+            print(json.dumps({"name": state.name, "holder": state.holder, "fencing": state.fencing}), flush=True)
+            await trio.sleep(0.05)
+
+
 async def arm(where: str, tasks: int) -> None:
     async with open_target(where) as ledger:
 
@@ -62,6 +73,8 @@ def main() -> None:
     command, where, argument = sys.argv[1:]
     if command == "claim":
         trio.run(claim, where, argument)
+    elif command == "hold":
+        trio.run(hold, where, argument)
     elif command == "arm":
         trio.run(arm, where, int(argument))
     else:

@@ -93,6 +93,29 @@ async def test_two_processes_racing_for_a_free_or_lapsed_lease_one_takes_it(post
                 await child.wait()
 
 
+async def test_a_standby_takes_over_once_a_killed_holders_claim_lapses(target: Target) -> None:
+    where = target.database_url or str(target.ledger_file)
+    command = [sys.executable, "-m", "tests.ledger.host_child", "hold", where, "doomed"]
+    process = await trio.lowlevel.open_process(command, cwd=ROOT, stdout=-1)
+    assert process.stdout is not None
+    reader = LineReader(process.stdout)
+    with trio.fail_after(60):
+        answers = [json.loads(await reader.line()) for _ in range(3)]
+    assert {(a["holder"], a["fencing"]) for a in answers} == {("doomed", 1)}
+    process.send_signal(signal.SIGKILL)
+    with trio.fail_after(30):
+        await process.wait()
+    await process.stdout.aclose()
+
+    async with target.open() as ledger:
+        lease = ledger.lease()
+        with trio.fail_after(30):
+            await wait_until_lapsed(lease)
+        taken = await lease.claim("standby", timedelta(seconds=60))
+        assert taken.held_by("standby")
+        assert taken.fencing == 2
+
+
 @pytest.mark.slow
 async def test_every_acknowledged_timer_survives_sigkill(target: Target) -> None:
     where = target.database_url or str(target.ledger_file)

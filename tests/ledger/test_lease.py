@@ -24,6 +24,7 @@ from auto_runtime.ledger import (
     NewRecord,
     PlaybookScope,
     StreamWrite,
+    workflow_lease_lapse,
 )
 
 from .conftest import Target
@@ -216,3 +217,12 @@ async def test_claims_and_fences_refuse_malformed_arguments(ledger: Ledger) -> N
     with pytest.raises(ValueError, match="fencing"):
         await ledger.due_work.arm([], fence=LeaseFence(WORKFLOW_HOST_LEASE, "host-a", 0))
     assert (await lease.holder()).fencing == 0
+
+
+def test_the_workflow_lapse_is_the_longer_of_three_sweeps_and_three_seconds() -> None:
+    assert workflow_lease_lapse(timedelta(milliseconds=10)) == timedelta(seconds=3)
+    assert workflow_lease_lapse(timedelta(seconds=1)) == timedelta(seconds=3)
+    assert workflow_lease_lapse(timedelta(seconds=2)) == timedelta(seconds=6)
+    assert workflow_lease_lapse(timedelta(minutes=1)) == timedelta(minutes=3)
+    with pytest.raises(ValueError, match="sweep"):
+        workflow_lease_lapse(timedelta(0))
