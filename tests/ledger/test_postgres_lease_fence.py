@@ -13,7 +13,7 @@ import trio
 from auto_runtime.ledger import DueEntry, DueWorkChanges, LeaseLost, NewRecord, PlaybookScope, StreamWrite
 from auto_runtime.ledger.due_work import encode_changes
 from auto_runtime.ledger.lease import LeaseState
-from auto_runtime.ledger.postgres import due_work_statements, lease_statements
+from auto_runtime.ledger.postgres import due_work_statements
 from auto_runtime.ledger.postgres.loop_thread import LoopThread
 
 from .conftest import Target
@@ -33,8 +33,7 @@ async def test_a_take_over_waits_for_the_old_holders_fenced_write(postgres_url: 
         transaction = conn.transaction()
         await transaction.start()
         held.update(conn=conn, transaction=transaction)
-        await lease_statements.check_fence(conn, state.fence())
-        await due_work_statements.apply_changes(conn, encode_changes(DueWorkChanges(arm=[TIMER])))
+        await due_work_statements.change(conn, encode_changes(DueWorkChanges(arm=[TIMER])), state.fence())
 
     async def commit() -> None:
         await held["transaction"].commit()

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import asyncpg
+
 from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey, decode_entry, decode_row
 from ..lease import LeaseFence
-from .lease_statements import check_fence
+from .lease_statements import check_fence, fence_arguments, lease_lost
 
 TABLES = [
     """CREATE TABLE IF NOT EXISTS ledger_due_work (
@@ -41,56 +43,94 @@ NEXT_DUE_SQL = "SELECT due_us FROM ledger_due_work WHERE state = 'armed' ORDER B
 """The earliest armed due time, the first entry of the armed index."""
 
 
-async def apply_changes(conn: Any, changes: EncodedChanges) -> None:
-    """Arm (unless the key has a row) and cancel (tombstone when it has none), in the caller's transaction."""
-    if changes.arm:
-        await conn.execute(
-            "INSERT INTO ledger_due_work (scope_key, run_id, key, due_us, payload, state) "
-            "SELECT s, r, k, d, p, 'armed' FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) "
-            "AS u(s, r, k, d, p) ON CONFLICT DO NOTHING",
-            [e.scope_key for e in changes.arm],
-            [e.run_id for e in changes.arm],
-            [e.key for e in changes.arm],
-            [e.due_us for e in changes.arm],
-            [e.payload for e in changes.arm],
-        )
-    if changes.cancel:
-        await conn.execute(
-            "INSERT INTO ledger_due_work AS d (scope_key, run_id, key, due_us, payload, state) "
-            "SELECT s, r, k, NULL, NULL, 'cancelled' FROM unnest($1::text[], $2::text[], $3::text[]) AS u(s, r, k) "
-            "ON CONFLICT (scope_key, run_id, key) DO UPDATE SET state = 'cancelled' WHERE d.state = 'armed'",
-            [k.scope_key for k in changes.cancel],
-            [k.run_id for k in changes.cancel],
-            [k.key for k in changes.cancel],
-        )
+CHANGE_FUNCTION = """CREATE OR REPLACE FUNCTION ledger_change_due_work(
+    p_fence_name text, p_fence_holder text, p_fence_number bigint,
+    p_arm_scopes text[], p_arm_runs text[], p_arm_keys text[], p_arm_due bigint[], p_arm_payloads text[],
+    p_cancel_scopes text[], p_cancel_runs text[], p_cancel_keys text[]
+) RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM ledger_check_fence(p_fence_name, p_fence_holder, p_fence_number);
+    INSERT INTO ledger_due_work (scope_key, run_id, key, due_us, payload, state)
+    SELECT u.s, u.r, u.k, u.d, u.p, 'armed'
+    FROM unnest(p_arm_scopes, p_arm_runs, p_arm_keys, p_arm_due, p_arm_payloads) AS u(s, r, k, d, p)
+    ON CONFLICT DO NOTHING;
+    INSERT INTO ledger_due_work AS d (scope_key, run_id, key, due_us, payload, state)
+    SELECT u.s, u.r, u.k, NULL, NULL, 'cancelled'
+    FROM unnest(p_cancel_scopes, p_cancel_runs, p_cancel_keys) AS u(s, r, k)
+    ON CONFLICT (scope_key, run_id, key) DO UPDATE SET state = 'cancelled' WHERE d.state = 'armed';
+END
+$fn$"""
+"""Check the fence (`ledger_check_fence`; none when its name is NULL), then arm (unless the key has a
+row) and cancel (a tombstone when it has none), all in the caller's transaction."""
+
+
+def change_arguments(changes: EncodedChanges, fence: LeaseFence | None) -> list[Any]:
+    """The eleven arguments of `ledger_change_due_work`."""
+    return [
+        *fence_arguments(fence),
+        [e.scope_key for e in changes.arm],
+        [e.run_id for e in changes.arm],
+        [e.key for e in changes.arm],
+        [e.due_us for e in changes.arm],
+        [e.payload for e in changes.arm],
+        [k.scope_key for k in changes.cancel],
+        [k.run_id for k in changes.cancel],
+        [k.key for k in changes.cancel],
+    ]
 
 
 async def change(conn: Any, changes: EncodedChanges, fence: LeaseFence | None) -> None:
-    async with conn.transaction():
-        if fence is not None:
-            await check_fence(conn, fence)
-        await apply_changes(conn, changes)
+    """Check the fence and apply the changes: one statement, so one transaction and one round trip."""
+    try:
+        await conn.execute(
+            "SELECT ledger_change_due_work($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            *change_arguments(changes, fence),
+        )
+    except asyncpg.PostgresError as error:
+        lost = lease_lost(error, fence)
+        if lost is None:
+            raise
+        raise lost from error
 
 
 def _count(status: Any) -> int:
     return int(str(status).rsplit(" ", 1)[-1])
 
 
+MARK_FIRED_FUNCTION = """CREATE OR REPLACE FUNCTION ledger_mark_fired(
+    p_fence_name text, p_fence_holder text, p_fence_number bigint,
+    p_scopes text[], p_runs text[], p_keys text[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    changed bigint;
+BEGIN
+    PERFORM ledger_check_fence(p_fence_name, p_fence_holder, p_fence_number);
+    UPDATE ledger_due_work AS d SET state = 'fired'
+    FROM unnest(p_scopes, p_runs, p_keys) AS u(s, r, k)
+    WHERE d.scope_key = u.s AND d.run_id = u.r AND d.key = u.k AND d.state = 'armed';
+    GET DIAGNOSTICS changed = ROW_COUNT;
+    RETURN changed;
+END
+$fn$"""
+"""Check the fence, then move the armed entries among the keys to `fired`; returns how many moved."""
+
+
 async def mark_fired(conn: Any, keys: Sequence[EncodedKey], fence: LeaseFence | None) -> int:
-    async with conn.transaction():
-        if fence is not None:
-            await check_fence(conn, fence)
-        if not keys:
-            return 0
-        status = await conn.execute(
-            "UPDATE ledger_due_work AS d SET state = 'fired' "
-            "FROM unnest($1::text[], $2::text[], $3::text[]) AS u(s, r, k) "
-            "WHERE d.scope_key = u.s AND d.run_id = u.r AND d.key = u.k AND d.state = 'armed'",
+    """`ledger_mark_fired`: one statement, so one transaction and one round trip."""
+    try:
+        changed = await conn.fetchval(
+            "SELECT ledger_mark_fired($1, $2, $3, $4, $5, $6)",
+            *fence_arguments(fence),
             [k.scope_key for k in keys],
             [k.run_id for k in keys],
             [k.key for k in keys],
         )
-    return _count(status)
+    except asyncpg.PostgresError as error:
+        lost = lease_lost(error, fence)
+        if lost is None:
+            raise
+        raise lost from error
+    return int(changed)
 
 
 async def forget_run(conn: Any, scope_key: str, run_id: str, fence: LeaseFence | None) -> int:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import asyncpg
+
 from ..lease import LeaseFence, LeaseLost, LeaseState
 
 TABLE = """CREATE TABLE IF NOT EXISTS ledger_leases (
@@ -48,6 +50,39 @@ END
 $fn$"""
 """Take, renew or leave a lease (see `lease`): the decision and the clock are the database's."""
 
+LEASE_LOST_SQLSTATE = "LV002"
+
+CHECK_FENCE_FUNCTION = f"""CREATE OR REPLACE FUNCTION ledger_check_fence(p_name text, p_holder text, p_fencing bigint)
+RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF p_name IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM 1 FROM ledger_leases AS l
+    WHERE l.name = p_name AND l.holder = p_holder AND l.fencing = p_fencing FOR SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = '{LEASE_LOST_SQLSTATE}', MESSAGE = p_name;
+    END IF;
+END
+$fn$"""
+"""Inside the caller's transaction: share-lock the lease row when it still has the fence's holder and
+fencing number (a claim taking the lease then waits for that transaction), else raise
+`LEASE_LOST_SQLSTATE`. A NULL name checks nothing (an unfenced write)."""
+
+
+def fence_arguments(fence: LeaseFence | None) -> list[Any]:
+    """The three arguments of `ledger_check_fence` (all NULL without a fence)."""
+    if fence is None:
+        return [None, None, None]
+    return [fence.name, fence.holder, fence.fencing]
+
+
+def lease_lost(error: Exception, fence: LeaseFence | None) -> LeaseLost | None:
+    """The `LeaseLost` a database error stands for, or None when it is another error."""
+    if fence is None or getattr(error, "sqlstate", None) != LEASE_LOST_SQLSTATE:
+        return None
+    return LeaseLost(fence.name, fence.holder, fence.fencing)
+
 
 def _state(name: str, holder: str | None, lapses_at: Any, fencing: int, now: Any) -> LeaseState:
     live = holder is not None and lapses_at is not None and lapses_at > now
@@ -83,13 +118,11 @@ async def read(conn: Any, name: str) -> LeaseState:
 
 
 async def check_fence(conn: Any, fence: LeaseFence) -> None:
-    """Inside the caller's transaction: share-lock the lease row when it still has the fence's holder
-    and number (a claim taking the lease then waits for this transaction), else raise `LeaseLost`."""
-    found = await conn.fetchval(
-        "SELECT 1 FROM ledger_leases WHERE name = $1 AND holder = $2 AND fencing = $3 FOR SHARE",
-        fence.name,
-        fence.holder,
-        fence.fencing,
-    )
-    if found is None:
-        raise LeaseLost(fence.name, fence.holder, fence.fencing)
+    """`ledger_check_fence` in the caller's transaction; `LeaseLost` when the fence no longer holds."""
+    try:
+        await conn.execute("SELECT ledger_check_fence($1, $2, $3)", *fence_arguments(fence))
+    except asyncpg.PostgresError as error:
+        lost = lease_lost(error, fence)
+        if lost is None:
+            raise
+        raise lost from error

@@ -176,7 +176,7 @@ class PostgresLedger(Ledger):
         projections = self.projections
 
         async def work(conn: Any) -> list[Record]:
-            appended = await statements.append_guarded(conn, writes, projections, changes, fence)
+            appended = await statements.append_with_retry(conn, writes, projections, changes, fence)
             self._notifier.request()
             return appended
 
