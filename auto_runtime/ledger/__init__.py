@@ -15,12 +15,41 @@ Import from here; the modules below are the implementation. See `Ledger` for the
             except VersionConflict:
                 continue  # someone appended meanwhile: reload and decide again
         page = await ledger.read_playbook(scope, order="desc", correlation_id=run_id, limit=20)
+
+The workflow host claims the lease every sweep and fires due timers only while it holds it (see
+`lease` and `due_work` for the rules)::
+
+    lease = ledger.lease()  # "workflow-host"
+    lapse = workflow_lease_lapse(sweep)  # the longer of three sweeps and 3 s
+    held_fencing = None
+    while not stopping:
+        asked_at = trio.current_time()
+        state = await lease.claim(server_id, lapse)
+        if not state.held_by(server_id):  # stand by: retry next sweep
+            held_fencing = None
+            await trio.sleep(sweep.total_seconds())
+            continue
+        if state.fencing != held_fencing:  # taken (again): reload runs from the tables
+            held_fencing = state.fencing
+        fence = state.fence()
+        # Stop before the claim lapses (a standby may take it from then on).
+        with trio.move_on_at(asked_at + state.remaining.total_seconds()):
+            for entry in await ledger.due_work.due(datetime.now(UTC), limit=100):
+                facts, changes = engine.apply(entry)  # the run's input: TimerFired(entry.key)
+                await ledger.append(facts, due_work=changes, fence=fence)  # LeaseLost: stand by
+                await ledger.due_work.mark_fired([entry.due_key], fence=fence)
+            next_due = await ledger.due_work.next_due()
+            pause = sweep if next_due is None else min(sweep, next_due - datetime.now(UTC))
+            await trio.sleep(max(pause.total_seconds(), 0))
+    await lease.release(server_id)  # a clean stop: a standby takes over at its next claim
 """
 
 from .content import ContentStore
+from .due_work import DueEntry, DueKey, DueRow, DueState, DueWork, DueWorkChanges
 from .errors import DuplicateRecordIdError, InvalidCursor, LedgerClosedError, LedgerError, VersionConflict
 from .feed import AppendSignal, FeedPosition
 from .ids import uuid7
+from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseLost, LeaseState, workflow_lease_lapse
 from .ledger import Ledger, SqlValue
 from .opening import open_ledger
 from .paging import DEFAULT_PAGE_LIMIT, MAX_LOOKED_AT, MAX_PAGE_BYTES, MAX_PAGE_LIMIT, Order, Page
@@ -35,13 +64,24 @@ __all__ = [
     "MAX_PAGE_BYTES",
     "MAX_PAGE_LIMIT",
     "MAX_RECORDS_PER_APPEND",
+    "WORKFLOW_HOST_LEASE",
     "AnyVersion",
     "AppendSignal",
     "ColumnType",
     "ContentStore",
+    "DueEntry",
+    "DueKey",
+    "DueRow",
+    "DueState",
+    "DueWork",
+    "DueWorkChanges",
     "DuplicateRecordIdError",
     "FeedPosition",
     "InvalidCursor",
+    "Lease",
+    "LeaseFence",
+    "LeaseLost",
+    "LeaseState",
     "Ledger",
     "LedgerClosedError",
     "LedgerError",
@@ -62,4 +102,5 @@ __all__ = [
     "VersionConflict",
     "open_ledger",
     "uuid7",
+    "workflow_lease_lapse",
 ]

@@ -10,13 +10,15 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from . import paging
 from .content import ContentStore, is_digest
+from .due_work import DueEntry, DueRow, DueWork, DueWorkChanges, EncodedChanges, EncodedKey, encode_changes
 from .errors import LedgerClosedError
 from .feed import AppendSignal, FeedPosition
+from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseState, validate_fence, validate_lease_name
 from .paging import Order, Page, ScanRow, SortKey
 from .projections import Projection
 from .records import (
@@ -47,7 +49,9 @@ class Ledger(abc.ABC):
 
     Concurrency: any number of tasks may call any method at once. Appends to one stream are
     serialised by the expected version: of two appends stating the same version, one commits and the
-    other raises `VersionConflict`. On PostgreSQL this also holds across processes.
+    other raises `VersionConflict`. On PostgreSQL this also holds across processes. Leases
+    (`lease`) and due work (`due_work`) follow the rules in their modules; an append may carry
+    due-work changes and a lease fence, all applied in its one transaction or not at all.
     """
 
     def __init__(self, projections: Sequence[Projection], content: ContentStore) -> None:
@@ -62,7 +66,12 @@ class Ledger(abc.ABC):
         if self._closed:
             raise LedgerClosedError("the ledger is closed")
 
-    async def append(self, writes: Sequence[StreamWrite]) -> list[Record]:
+    async def append(
+        self,
+        writes: Sequence[StreamWrite],
+        due_work: DueWorkChanges | None = None,
+        fence: LeaseFence | None = None,
+    ) -> list[Record]:
         """Append the records of every write in one transaction and return them as recorded.
 
         Atomic over all the streams of the call. Each write states the version it read
@@ -73,9 +82,17 @@ class Ledger(abc.ABC):
         are applied in the same transaction. Returns only after the commit is durable. An append
         whose task is cancelled while it waits may or may not have been committed: reload the
         stream to know.
+
+        `due_work` arms and cancels due-work entries in the same transaction (see `due_work`): an
+        applied workflow input appends its facts and changes its timers atomically, so a refused
+        append changes no entry. `fence` makes the append conditional on the lease: when its holder
+        or fencing number changed, `LeaseLost` is raised and nothing is written (see `lease`).
         """
         self._check_open()
         validate_writes(writes)
+        changes = encode_changes(due_work) if due_work is not None else None
+        if fence is not None:
+            validate_fence(fence)
         now = to_microseconds(datetime.now(UTC))
         encoded = [
             EncodedWrite(
@@ -85,7 +102,18 @@ class Ledger(abc.ABC):
             )
             for write in writes
         ]
-        return await self._append(encoded)
+        if (changes is None or not (changes.arm or changes.cancel)) and fence is None:
+            return await self._append(encoded)
+        return await self._append_guarded(encoded, changes or EncodedChanges(), fence)
+
+    def lease(self, name: str = WORKFLOW_HOST_LEASE) -> Lease:
+        """The lease called `name` (the workflow host's by default): `claim`, `release`, `holder`."""
+        return Lease(self, validate_lease_name(name))
+
+    @property
+    def due_work(self) -> DueWork:
+        """The due-work table (timers): `arm`, `cancel`, `due`, `next_due`, `mark_fired`, ..."""
+        return DueWork(self)
 
     async def read_stream(self, stream: StreamName, from_position: int = 1, limit: int | None = None) -> list[Record]:
         """The stream's records from `from_position` (counting from 1), at most `limit` of them."""
@@ -197,6 +225,39 @@ class Ledger(abc.ABC):
 
     @abc.abstractmethod
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]: ...
+
+    @abc.abstractmethod
+    async def _append_guarded(
+        self, writes: list[EncodedWrite], changes: EncodedChanges, fence: LeaseFence | None
+    ) -> list[Record]:
+        """`_append` with due-work changes and a fence check, all in the append's transaction."""
+
+    @abc.abstractmethod
+    async def _claim_lease(self, name: str, holder: str, lapse: timedelta) -> LeaseState: ...
+
+    @abc.abstractmethod
+    async def _release_lease(self, name: str, holder: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def _read_lease(self, name: str) -> LeaseState: ...
+
+    @abc.abstractmethod
+    async def _change_due_work(self, changes: EncodedChanges, fence: LeaseFence | None) -> None: ...
+
+    @abc.abstractmethod
+    async def _due(self, now_us: int, limit: int) -> list[DueEntry]: ...
+
+    @abc.abstractmethod
+    async def _next_due(self) -> int | None: ...
+
+    @abc.abstractmethod
+    async def _mark_fired(self, keys: list[EncodedKey], fence: LeaseFence | None) -> int: ...
+
+    @abc.abstractmethod
+    async def _due_rows_of_run(self, scope_key: str, run_id: str) -> list[DueRow]: ...
+
+    @abc.abstractmethod
+    async def _forget_due_run(self, scope_key: str, run_id: str, fence: LeaseFence | None) -> int: ...
 
     @abc.abstractmethod
     async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]: ...

@@ -16,7 +16,8 @@ from typing import Any
 from ..placeholders import to_numbered
 from ..projections import Projection
 from ..records import decode_record
-from .statements import APPEND_FUNCTION, RECORD_COLUMNS, apply_projections
+from . import due_work_statements, lease_statements
+from .statements import APPEND_FUNCTION, APPEND_GUARDED_FUNCTION, RECORD_COLUMNS, apply_projections
 
 LOCK_KEY = 0x6C6564676572  # "ledger"
 _REBUILD_BATCH = 1_000
@@ -57,9 +58,17 @@ async def migrate(conn: Any) -> None:
     """Create the ledger's own tables and indexes when they are missing."""
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
-        for statement in _TABLES:
+        for statement in (*_TABLES, lease_statements.TABLE, *due_work_statements.TABLES):
             await conn.execute(statement)
-        await conn.execute(APPEND_FUNCTION)
+        for function in (
+            APPEND_FUNCTION,
+            lease_statements.CLAIM_FUNCTION,
+            lease_statements.CHECK_FENCE_FUNCTION,
+            due_work_statements.CHANGE_FUNCTION,
+            due_work_statements.MARK_FIRED_FUNCTION,
+            APPEND_GUARDED_FUNCTION,
+        ):
+            await conn.execute(function)
 
 
 async def ensure_projections(conn: Any, projections: Sequence[Projection]) -> list[str]:

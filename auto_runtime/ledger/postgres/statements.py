@@ -20,12 +20,16 @@ from typing import Any
 import asyncpg
 
 from .. import json_text
+from ..due_work import EncodedChanges
 from ..errors import DuplicateRecordIdError, VersionConflict
+from ..lease import LeaseFence
 from ..ledger import EncodedWrite
 from ..paging import Order, ScanRow, SortKey
 from ..placeholders import to_numbered
 from ..projections import Delete, Projection, Upsert
 from ..records import Record, decode_record, record_from_encoded
+from .due_work_statements import change_arguments
+from .lease_statements import lease_lost
 
 RECORD_COLUMNS = "id, stream, position, global_position, type, data, metadata, recorded_at"
 DEADLOCK_RETRIES = 5
@@ -90,6 +94,33 @@ version differs, insert the records. It does not notify (see `notifier`)."""
 
 _CALL_APPEND = "SELECT * FROM ledger_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
 
+APPEND_GUARDED_FUNCTION = """CREATE OR REPLACE FUNCTION ledger_append_guarded(
+    p_fence_name text, p_fence_holder text, p_fence_number bigint,
+    p_streams text[], p_expected bigint[], p_counts bigint[],
+    p_stream_index integer[], p_offsets bigint[], p_ids text[], p_scope_keys text[], p_types text[],
+    p_data text[], p_metadata text[], p_correlation_ids text[], p_sizes bigint[], p_recorded_at bigint[],
+    p_arm_scopes text[], p_arm_runs text[], p_arm_keys text[], p_arm_due bigint[], p_arm_payloads text[],
+    p_cancel_scopes text[], p_cancel_runs text[], p_cancel_keys text[]
+) RETURNS TABLE (record_id text, record_position bigint, record_global_position bigint)
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM ledger_check_fence(p_fence_name, p_fence_holder, p_fence_number);
+    RETURN QUERY SELECT * FROM ledger_append(
+        p_streams, p_expected, p_counts, p_stream_index, p_offsets, p_ids, p_scope_keys, p_types,
+        p_data, p_metadata, p_correlation_ids, p_sizes, p_recorded_at);
+    PERFORM ledger_change_due_work(NULL, NULL, NULL, p_arm_scopes, p_arm_runs, p_arm_keys, p_arm_due,
+        p_arm_payloads, p_cancel_scopes, p_cancel_runs, p_cancel_keys);
+END
+$fn$"""
+"""`ledger_append` with a fence checked first (`ledger_check_fence`, which share-locks the lease row)
+and due-work changes applied after (`ledger_change_due_work`), in one statement: still one round
+trip without projections."""
+
+_CALL_APPEND_GUARDED = (
+    "SELECT * FROM ledger_append_guarded($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, "
+    "$17, $18, $19, $20, $21, $22, $23, $24)"
+)
+
 
 def _append_arguments(writes: Sequence[EncodedWrite]) -> list[list[Any]]:
     ordered = sorted(writes, key=_stream)
@@ -119,13 +150,23 @@ def _append_arguments(writes: Sequence[EncodedWrite]) -> list[list[Any]]:
     return arguments + columns
 
 
-async def _call_append(conn: Any, writes: Sequence[EncodedWrite]) -> list[Record]:
+async def _call_append(
+    conn: Any, writes: Sequence[EncodedWrite], changes: EncodedChanges | None, fence: LeaseFence | None
+) -> list[Record]:
+    if changes is None and fence is None:
+        sql, arguments = _CALL_APPEND, _append_arguments(writes)
+    else:
+        guard = change_arguments(changes or EncodedChanges(), fence)
+        sql, arguments = _CALL_APPEND_GUARDED, [*guard[:3], *_append_arguments(writes), *guard[3:]]
     try:
-        rows = await conn.fetch(_CALL_APPEND, *_append_arguments(writes))
+        rows = await conn.fetch(sql, *arguments)
     except asyncpg.UniqueViolationError as error:
         found = _DUPLICATE_ID.search(getattr(error, "detail", "") or "")
         raise DuplicateRecordIdError(found.group(1) if found else "") from error
     except asyncpg.PostgresError as error:
+        lost = lease_lost(error, fence)
+        if lost is not None:
+            raise lost from error
         if getattr(error, "sqlstate", None) != CONFLICT_SQLSTATE:
             raise
         stream = str(getattr(error, "message", ""))
@@ -135,13 +176,20 @@ async def _call_append(conn: Any, writes: Sequence[EncodedWrite]) -> list[Record
     return [record_from_encoded(record, *placed[record.id]) for write in writes for record in write.records]
 
 
-async def append_writes(conn: Any, writes: Sequence[EncodedWrite], projections: Sequence[Projection]) -> list[Record]:
-    """Append through `ledger_append`: alone (one round trip) without projections, else in a
-    transaction with the projections' row changes."""
+async def append_writes(
+    conn: Any,
+    writes: Sequence[EncodedWrite],
+    projections: Sequence[Projection],
+    changes: EncodedChanges | None = None,
+    fence: LeaseFence | None = None,
+) -> list[Record]:
+    """Append through `ledger_append` (or `ledger_append_guarded` with due-work changes or a fence):
+    alone (one round trip) without projections, else in a transaction with the projections' row
+    changes."""
     if not projections:
-        return await _call_append(conn, writes)
+        return await _call_append(conn, writes, changes, fence)
     async with conn.transaction():
-        appended = await _call_append(conn, writes)
+        appended = await _call_append(conn, writes, changes, fence)
         await apply_projections(conn, projections, appended)
     return appended
 
@@ -151,14 +199,18 @@ def _stream(write: EncodedWrite) -> str:
 
 
 async def append_with_retry(
-    conn: Any, writes: Sequence[EncodedWrite], projections: Sequence[Projection]
+    conn: Any,
+    writes: Sequence[EncodedWrite],
+    projections: Sequence[Projection],
+    changes: EncodedChanges | None = None,
+    fence: LeaseFence | None = None,
 ) -> list[Record]:
     """`append_writes`, run again when PostgreSQL ended it to break a deadlock (projection rows
     locked in different orders by concurrent appends); the failed attempt wrote nothing."""
     attempt = 1
     while True:
         try:
-            return await append_writes(conn, writes, projections)
+            return await append_writes(conn, writes, projections, changes, fence)
         except asyncpg.DeadlockDetectedError:
             if attempt >= DEADLOCK_RETRIES:
                 raise

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import asyncpg
 import trio
 
 from ..content import chunks_of, digest_of
+from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey
+from ..lease import LeaseFence, LeaseState
 from ..ledger import EncodedWrite, Ledger, SqlValue
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
 from ..records import Record
-from . import statements
+from . import due_work_statements, lease_statements, statements
 from .loop_thread import LoopThread
 from .notifier import Notifier
 from .schema import ensure_projections, migrate
@@ -166,3 +169,44 @@ class PostgresLedger(Ledger):
 
     async def _fetch(self, sql: str, params: tuple[SqlValue, ...]) -> list[dict[str, Any]]:
         return await self.with_connection(lambda conn: statements.fetch(conn, sql, params))
+
+    async def _append_guarded(
+        self, writes: list[EncodedWrite], changes: EncodedChanges, fence: LeaseFence | None
+    ) -> list[Record]:
+        projections = self.projections
+
+        async def work(conn: Any) -> list[Record]:
+            appended = await statements.append_with_retry(conn, writes, projections, changes, fence)
+            self._notifier.request()
+            return appended
+
+        records = await self.with_connection(work)
+        self.appended.notify()
+        return records
+
+    async def _claim_lease(self, name: str, holder: str, lapse: timedelta) -> LeaseState:
+        return await self.with_connection(lambda conn: lease_statements.claim(conn, name, holder, lapse))
+
+    async def _release_lease(self, name: str, holder: str) -> bool:
+        return await self.with_connection(lambda conn: lease_statements.release(conn, name, holder))
+
+    async def _read_lease(self, name: str) -> LeaseState:
+        return await self.with_connection(lambda conn: lease_statements.read(conn, name))
+
+    async def _change_due_work(self, changes: EncodedChanges, fence: LeaseFence | None) -> None:
+        await self.with_connection(lambda conn: due_work_statements.change(conn, changes, fence))
+
+    async def _due(self, now_us: int, limit: int) -> list[DueEntry]:
+        return await self.with_connection(lambda conn: due_work_statements.due(conn, now_us, limit))
+
+    async def _next_due(self) -> int | None:
+        return await self.with_connection(due_work_statements.next_due)
+
+    async def _mark_fired(self, keys: list[EncodedKey], fence: LeaseFence | None) -> int:
+        return await self.with_connection(lambda conn: due_work_statements.mark_fired(conn, keys, fence))
+
+    async def _due_rows_of_run(self, scope_key: str, run_id: str) -> list[DueRow]:
+        return await self.with_connection(lambda conn: due_work_statements.rows_of_run(conn, scope_key, run_id))
+
+    async def _forget_due_run(self, scope_key: str, run_id: str, fence: LeaseFence | None) -> int:
+        return await self.with_connection(lambda conn: due_work_statements.forget_run(conn, scope_key, run_id, fence))

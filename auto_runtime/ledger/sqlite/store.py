@@ -11,18 +11,21 @@ import contextlib
 import queue
 import sqlite3
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
 
 from ..content import chunks_of, digest_of
+from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey
+from ..lease import LeaseFence, LeaseState
 from ..ledger import EncodedWrite, Ledger, SqlValue
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
 from ..records import Record
 from ..trio_bridge import Completion
-from . import statements
+from . import due_work_statements, lease_statements, statements
 from .schema import connect_writer, ensure_projections, migrate
 from .writer import SqliteWriter
 
@@ -167,3 +170,59 @@ class SqliteLedger(Ledger):
 
     async def _fetch(self, sql: str, params: tuple[SqlValue, ...]) -> list[dict[str, Any]]:
         return await self.readers.run(lambda conn: statements.fetch(conn, sql, params))
+
+    async def _append_guarded(
+        self, writes: list[EncodedWrite], changes: EncodedChanges, fence: LeaseFence | None
+    ) -> list[Record]:
+        projections = self.projections
+
+        def work(conn: sqlite3.Connection) -> list[Record]:
+            if fence is not None:
+                lease_statements.check_fence(conn, fence)
+            appended = statements.append_writes(conn, writes, projections)
+            due_work_statements.apply_changes(conn, changes)
+            return appended
+
+        return await self.write(work)
+
+    async def _claim_lease(self, name: str, holder: str, lapse: timedelta) -> LeaseState:
+        return await self.write(lambda conn: lease_statements.claim(conn, name, holder, lapse))
+
+    async def _release_lease(self, name: str, holder: str) -> bool:
+        return await self.write(lambda conn: lease_statements.release(conn, name, holder))
+
+    async def _read_lease(self, name: str) -> LeaseState:
+        return await self.readers.run(lambda conn: lease_statements.read(conn, name))
+
+    async def _change_due_work(self, changes: EncodedChanges, fence: LeaseFence | None) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            if fence is not None:
+                lease_statements.check_fence(conn, fence)
+            due_work_statements.apply_changes(conn, changes)
+
+        await self.write(work)
+
+    async def _due(self, now_us: int, limit: int) -> list[DueEntry]:
+        return await self.readers.run(lambda conn: due_work_statements.due(conn, now_us, limit))
+
+    async def _next_due(self) -> int | None:
+        return await self.readers.run(due_work_statements.next_due)
+
+    async def _mark_fired(self, keys: list[EncodedKey], fence: LeaseFence | None) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            if fence is not None:
+                lease_statements.check_fence(conn, fence)
+            return due_work_statements.mark_fired(conn, keys)
+
+        return await self.write(work)
+
+    async def _due_rows_of_run(self, scope_key: str, run_id: str) -> list[DueRow]:
+        return await self.readers.run(lambda conn: due_work_statements.rows_of_run(conn, scope_key, run_id))
+
+    async def _forget_due_run(self, scope_key: str, run_id: str, fence: LeaseFence | None) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            if fence is not None:
+                lease_statements.check_fence(conn, fence)
+            return due_work_statements.forget_run(conn, scope_key, run_id)
+
+        return await self.write(work)

@@ -1,0 +1,182 @@
+"""Leases: one row per name saying which server process holds it and until when.
+
+The workflow host holds the lease named `WORKFLOW_HOST_LEASE`: due work (timers, sweeps, workflow
+inputs, deliveries) runs only on its holder. The host claims it when it opens and again every sweep,
+with a lapse of the longer of three sweeps and 3 s; a standby claims it every sweep too, and takes it
+once the holder's claim has lapsed. A clean stop releases it, so a standby takes over at its next
+sweep rather than after the lapse.
+
+Invariants (both stores):
+
+- At any instant at most one holder's claim is live: `claim` takes the lease only when it is free
+  (never claimed, or released) or the last claim has lapsed (`until <= now`), or renews it when the
+  caller is its holder. Concurrent claims on one name are serialised on the lease's row (PostgreSQL:
+  the row is locked `FOR UPDATE` before the clock is read and the decision made, so of several
+  processes racing to claim a lapsed lease exactly one takes it and the others are told who did;
+  SQLite: the one writer thread runs claims one after the other).
+- Time is the database's clock on PostgreSQL (`clock_timestamp()` read after the row lock), so
+  servers with skewed clocks agree; on SQLite it is the host's clock, read on the writer thread when
+  the claim runs (one process per file, so there is only one clock).
+- `fencing` counts changes of holder: it is 0 before the first claim and goes up by one each time a
+  claim takes the lease from nobody or from another holder (also when a holder takes back a lease it
+  released). A holder that renews, even after its own claim lapsed while nobody else took it, keeps
+  its number. So two claims answered with the same holder and the same fencing number saw no other
+  holder in between.
+- A holder that was paused past its lapse learns on its next claim that another process took the
+  lease (`LeaseState.holder` names the other); it must stop its due work at once. A holder that
+  cannot renew before `until` (measured on its own monotonic clock from before the claim call plus
+  `LeaseState.remaining`) must stop as well, since a standby may take the lease from then on.
+- `release` clears the holder only when the caller is the holder, and keeps the fencing number.
+- A write that must come from the holder carries a `LeaseFence` (see `Ledger.append` and
+  `DueWork`): inside its transaction the store checks that the lease still has that holder and that
+  fencing number, or raises `LeaseLost` and writes nothing. On PostgreSQL the check takes a share
+  lock on the lease row, so a claim that would take the lease waits for the fenced write to commit:
+  a new holder therefore sees every write its predecessor's fence let through.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Final
+
+from .errors import LedgerError
+
+if TYPE_CHECKING:
+    from .ledger import Ledger
+
+WORKFLOW_HOST_LEASE: Final = "workflow-host"
+"""The name of the lease whose holder runs the workflow host's due work."""
+
+MIN_WORKFLOW_LAPSE: Final = timedelta(seconds=3)
+
+
+def workflow_lease_lapse(sweep_interval: timedelta) -> timedelta:
+    """The workflow lease's lapse for `WORKFLOW_SWEEP_INTERVAL`: the longer of three sweeps and 3 s."""
+    if not isinstance(sweep_interval, timedelta) or sweep_interval <= timedelta(0):
+        raise ValueError("a sweep interval is a positive timedelta")
+    return max(3 * sweep_interval, MIN_WORKFLOW_LAPSE)
+
+
+_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+HOLDER_MAX_LENGTH: Final = 200
+
+
+class LeaseLost(LedgerError):
+    """A fenced write came from a process that no longer holds the lease; nothing was written.
+
+    The process stops its due work and goes back to standing by (claiming each sweep).
+    """
+
+    def __init__(self, name: str, holder: str, fencing: int) -> None:
+        super().__init__(f"{holder!r} no longer holds lease {name!r} with fencing number {fencing}")
+        self.name = name
+        self.holder = holder
+        self.fencing = fencing
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseFence:
+    """What a fenced write states: the lease, its holder and the fencing number the holder got."""
+
+    name: str
+    holder: str
+    fencing: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseState:
+    """A lease as judged at `now` (the judging clock: the database's on PostgreSQL, the host's on SQLite).
+
+    `holder` is the process whose claim is live at `now`, or None when the lease is free or its last
+    claim lapsed; `until` is when that claim lapses (None when there is no live holder). `fencing` is
+    the lease's fencing number (see the module docstring).
+    """
+
+    name: str
+    holder: str | None
+    until: datetime | None
+    fencing: int
+    now: datetime
+
+    def held_by(self, holder_id: str) -> bool:
+        """Whether `holder_id` held the lease at `now`."""
+        return self.holder == holder_id
+
+    @property
+    def remaining(self) -> timedelta:
+        """How long the live claim had left at `now` (zero when there is no live holder)."""
+        if self.until is None:
+            return timedelta(0)
+        return max(self.until - self.now, timedelta(0))
+
+    def fence(self) -> LeaseFence:
+        """The fence for writes of the live holder; `ValueError` when there is none."""
+        if self.holder is None:
+            raise ValueError(f"lease {self.name!r} has no live holder")
+        return LeaseFence(self.name, self.holder, self.fencing)
+
+
+def validate_lease_name(name: str) -> str:
+    """Return `name` when it is 1 to 64 of `A-Z a-z 0-9 _ . : -`, else raise `ValueError`."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"invalid lease name {name!r}")
+    return name
+
+
+def validate_holder(holder_id: str) -> str:
+    """Return `holder_id` when it is non-empty printable text of at most 200 characters."""
+    if not isinstance(holder_id, str) or not holder_id or len(holder_id) > HOLDER_MAX_LENGTH:
+        raise ValueError("a lease holder id is 1 to 200 characters")
+    if not holder_id.isprintable():
+        raise ValueError("a lease holder id is printable text")
+    return holder_id
+
+
+def validate_fence(fence: LeaseFence) -> LeaseFence:
+    """Return `fence` when its fields are well formed, else raise `ValueError` or `TypeError`."""
+    if not isinstance(fence, LeaseFence):
+        raise TypeError("a fence is a LeaseFence")
+    validate_lease_name(fence.name)
+    validate_holder(fence.holder)
+    if isinstance(fence.fencing, bool) or not isinstance(fence.fencing, int) or fence.fencing < 1:
+        raise ValueError("a fencing number is an int >= 1")
+    return fence
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """One named lease of a ledger (`Ledger.lease(name)`). Cheap to make; holds no state of its own."""
+
+    ledger: Ledger
+    name: str
+
+    async def claim(self, holder_id: str, lapse: timedelta) -> LeaseState:
+        """Take the lease when it is free or lapsed, or renew it when `holder_id` holds it.
+
+        Either way a successful claim's live holder is `holder_id` and its `until` is the judging
+        clock's now plus `lapse`. When another process's claim is live, nothing changes and the
+        answer names that holder. Check `state.held_by(holder_id)`, and compare `state.fencing`
+        with the number from your previous claim: a different number means another process held
+        the lease in between, so in-memory state about due work must be reloaded.
+        """
+        self.ledger._check_open()
+        validate_holder(holder_id)
+        if not isinstance(lapse, timedelta) or lapse <= timedelta(0):
+            raise ValueError("a lease lapse is a positive timedelta")
+        return await self.ledger._claim_lease(self.name, holder_id, lapse)
+
+    async def release(self, holder_id: str) -> bool:
+        """Free the lease when `holder_id` is its holder (live or lapsed); returns whether it did.
+
+        A clean stop releases, so a standby takes the lease at its next claim.
+        """
+        self.ledger._check_open()
+        validate_holder(holder_id)
+        return await self.ledger._release_lease(self.name, holder_id)
+
+    async def holder(self) -> LeaseState:
+        """The lease as it stands now (changes nothing)."""
+        self.ledger._check_open()
+        return await self.ledger._read_lease(self.name)

@@ -1,0 +1,162 @@
+"""The PostgreSQL store's due-work SQL, as coroutines over one asyncpg connection.
+
+`ledger_due_work` has one row per `(scope_key, run_id, key)`; its text columns use the "C" collation
+so ties order by bytes, as on SQLite. Armed rows are indexed by due time in a partial index
+(`ledger_due_work_armed`), which `due` and `next_due` read in order. Changes go in sorted key order
+(see `due_work.encode_changes`), so concurrent writers of overlapping keys lock rows in one order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey, decode_entry, decode_row
+from ..lease import LeaseFence
+from .lease_statements import check_fence, fence_arguments, lease_lost
+
+TABLES = [
+    """CREATE TABLE IF NOT EXISTS ledger_due_work (
+        scope_key text COLLATE "C" NOT NULL,
+        run_id text COLLATE "C" NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        due_us bigint,
+        payload text,
+        state text NOT NULL CHECK (state IN ('armed', 'fired', 'cancelled')),
+        PRIMARY KEY (scope_key, run_id, key)
+    )""",
+    "CREATE INDEX IF NOT EXISTS ledger_due_work_armed "
+    "ON ledger_due_work (due_us, scope_key, run_id, key) WHERE state = 'armed'",
+]
+
+_COLUMNS = "scope_key, run_id, key, due_us, payload"
+
+DUE_SQL = (
+    f"SELECT {_COLUMNS} FROM ledger_due_work WHERE state = 'armed' AND due_us <= $1 "
+    "ORDER BY due_us, scope_key, run_id, key LIMIT $2"
+)
+"""Armed entries due by a time, oldest first, read in the order of `ledger_due_work_armed`."""
+
+NEXT_DUE_SQL = "SELECT due_us FROM ledger_due_work WHERE state = 'armed' ORDER BY due_us LIMIT 1"
+"""The earliest armed due time, the first entry of the armed index."""
+
+
+CHANGE_FUNCTION = """CREATE OR REPLACE FUNCTION ledger_change_due_work(
+    p_fence_name text, p_fence_holder text, p_fence_number bigint,
+    p_arm_scopes text[], p_arm_runs text[], p_arm_keys text[], p_arm_due bigint[], p_arm_payloads text[],
+    p_cancel_scopes text[], p_cancel_runs text[], p_cancel_keys text[]
+) RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM ledger_check_fence(p_fence_name, p_fence_holder, p_fence_number);
+    INSERT INTO ledger_due_work (scope_key, run_id, key, due_us, payload, state)
+    SELECT u.s, u.r, u.k, u.d, u.p, 'armed'
+    FROM unnest(p_arm_scopes, p_arm_runs, p_arm_keys, p_arm_due, p_arm_payloads) AS u(s, r, k, d, p)
+    ON CONFLICT DO NOTHING;
+    INSERT INTO ledger_due_work AS d (scope_key, run_id, key, due_us, payload, state)
+    SELECT u.s, u.r, u.k, NULL, NULL, 'cancelled'
+    FROM unnest(p_cancel_scopes, p_cancel_runs, p_cancel_keys) AS u(s, r, k)
+    ON CONFLICT (scope_key, run_id, key) DO UPDATE SET state = 'cancelled' WHERE d.state = 'armed';
+END
+$fn$"""
+"""Check the fence (`ledger_check_fence`; none when its name is NULL), then arm (unless the key has a
+row) and cancel (a tombstone when it has none), all in the caller's transaction."""
+
+
+def change_arguments(changes: EncodedChanges, fence: LeaseFence | None) -> list[Any]:
+    """The eleven arguments of `ledger_change_due_work`."""
+    return [
+        *fence_arguments(fence),
+        [e.scope_key for e in changes.arm],
+        [e.run_id for e in changes.arm],
+        [e.key for e in changes.arm],
+        [e.due_us for e in changes.arm],
+        [e.payload for e in changes.arm],
+        [k.scope_key for k in changes.cancel],
+        [k.run_id for k in changes.cancel],
+        [k.key for k in changes.cancel],
+    ]
+
+
+async def change(conn: Any, changes: EncodedChanges, fence: LeaseFence | None) -> None:
+    """Check the fence and apply the changes: one statement, so one transaction and one round trip."""
+    try:
+        await conn.execute(
+            "SELECT ledger_change_due_work($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            *change_arguments(changes, fence),
+        )
+    except asyncpg.PostgresError as error:
+        lost = lease_lost(error, fence)
+        if lost is None:
+            raise
+        raise lost from error
+
+
+def _count(status: Any) -> int:
+    return int(str(status).rsplit(" ", 1)[-1])
+
+
+MARK_FIRED_FUNCTION = """CREATE OR REPLACE FUNCTION ledger_mark_fired(
+    p_fence_name text, p_fence_holder text, p_fence_number bigint,
+    p_scopes text[], p_runs text[], p_keys text[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    changed bigint;
+BEGIN
+    PERFORM ledger_check_fence(p_fence_name, p_fence_holder, p_fence_number);
+    UPDATE ledger_due_work AS d SET state = 'fired'
+    FROM unnest(p_scopes, p_runs, p_keys) AS u(s, r, k)
+    WHERE d.scope_key = u.s AND d.run_id = u.r AND d.key = u.k AND d.state = 'armed';
+    GET DIAGNOSTICS changed = ROW_COUNT;
+    RETURN changed;
+END
+$fn$"""
+"""Check the fence, then move the armed entries among the keys to `fired`; returns how many moved."""
+
+
+async def mark_fired(conn: Any, keys: Sequence[EncodedKey], fence: LeaseFence | None) -> int:
+    """`ledger_mark_fired`: one statement, so one transaction and one round trip."""
+    try:
+        changed = await conn.fetchval(
+            "SELECT ledger_mark_fired($1, $2, $3, $4, $5, $6)",
+            *fence_arguments(fence),
+            [k.scope_key for k in keys],
+            [k.run_id for k in keys],
+            [k.key for k in keys],
+        )
+    except asyncpg.PostgresError as error:
+        lost = lease_lost(error, fence)
+        if lost is None:
+            raise
+        raise lost from error
+    return int(changed)
+
+
+async def forget_run(conn: Any, scope_key: str, run_id: str, fence: LeaseFence | None) -> int:
+    async with conn.transaction():
+        if fence is not None:
+            await check_fence(conn, fence)
+        status = await conn.execute(
+            "DELETE FROM ledger_due_work WHERE scope_key = $1 AND run_id = $2", scope_key, run_id
+        )
+    return _count(status)
+
+
+async def due(conn: Any, now_us: int, limit: int) -> list[DueEntry]:
+    rows = await conn.fetch(DUE_SQL, now_us, limit)
+    return [decode_entry(r["scope_key"], r["run_id"], r["key"], int(r["due_us"]), r["payload"]) for r in rows]
+
+
+async def next_due(conn: Any) -> int | None:
+    found = await conn.fetchval(NEXT_DUE_SQL)
+    return None if found is None else int(found)
+
+
+async def rows_of_run(conn: Any, scope_key: str, run_id: str) -> list[DueRow]:
+    rows = await conn.fetch(
+        f"SELECT {_COLUMNS}, state FROM ledger_due_work WHERE scope_key = $1 AND run_id = $2 ORDER BY key",
+        scope_key,
+        run_id,
+    )
+    return [decode_row(r["scope_key"], r["run_id"], r["key"], r["due_us"], r["payload"], r["state"]) for r in rows]
