@@ -300,3 +300,23 @@ def test_the_program_sees_no_randomness_files_or_environment(client: httpx.Clien
     program = "def main(input):\n    return [hash('x'), hash(str(input)), [k for k in {'b': 1, 'a': 2}]]\n"
     saved(client, playbook, name, HEAD + program)
     assert output_of(run(client, playbook, name, 5)) == output_of(run(client, playbook, name, 5))
+
+
+def test_the_sandbox_is_micropython_not_cpython(client: httpx.Client, playbook: str) -> None:
+    """What a programmer used to CPython must know: ASCII-only case changes, code-point order, `pow` with a
+    negative exponent, and the format specifications that work."""
+    program = (
+        "def main(input):\n    return ['Straße'.upper(), 'ÄÖ'.lower(), sorted(['b', 'a', 'Z', 'é']), pow(3, -1, 7),\n"
+        "            f'{1234567:,}', f'{0.256:.1%}', 'abc' < 'abd']\n"
+    )
+    name = fresh_id("micropython")
+    saved(client, playbook, name, HEAD + program)
+    assert output_of(run(client, playbook, name)) == [
+        "STRAßE",
+        "ÄÖ",
+        ["Z", "a", "b", "é"],
+        0,
+        "1,234,567",
+        "25.6%",
+        True,
+    ]

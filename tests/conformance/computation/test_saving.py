@@ -450,3 +450,40 @@ def test_lines_count_from_the_opening_dashes(client: httpx.Client, playbook: str
     front = "description: Lines\ninput:\n  schema:\n    type: object\n"
     source = document("\n\n" + "def main(input):\n    return open(input)\n", front)
     assert refused(client, playbook, source) == [f"Line 11: open{NOT_AVAILABLE}"]
+
+
+def test_problems_on_one_line_are_listed_in_column_order(client: httpx.Client, playbook: str) -> None:
+    """Problems are listed in line order, then column order."""
+    program = "def main(value):\n    return [exec(value), eval(value), vars(value)]\n"
+    assert refused(client, playbook, HEAD + program) == [
+        f"Line 5: exec{NOT_AVAILABLE}",
+        f"Line 5: eval{NOT_AVAILABLE}",
+        f"Line 5: vars{NOT_AVAILABLE}",
+    ]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "def main[T](input):\n    return input\n",
+        "type Rows = list\ndef main(input):\n    return input\n",
+        'def main(input):\n    return f"{input["a"]}"\n',
+    ],
+)
+def test_what_is_accepted_never_depends_on_the_servers_python(
+    client: httpx.Client, playbook: str, program: str
+) -> None:
+    """The program is read as Python 3.11 (`feature_version=(3, 11)`): syntax of later versions does not parse."""
+    found = refused(client, playbook, HEAD + program)
+    assert len(found) == 1
+    assert found[0].split(": ", 1)[1].startswith(NOT_PARSE)
+
+
+def test_an_output_shape_names_a_known_shape(client: httpx.Client, playbook: str) -> None:
+    """`output.shape` names an output shape such as `series`; its schema becomes the `output_schema`, with
+    `details.shape`; a name that is no shape is refused at its line."""
+    body = saved(client, playbook, "chart", document(MAIN, "output:\n  shape: series\n"))
+    assert body["details"] == {"shape": "series"}
+    assert body["output_schema"]["required"] == ["period", "lines"]
+    found = refused(client, playbook, document(MAIN, "output:\n  shape: pie\n"))
+    assert len(found) == 1 and found[0].startswith("Line 4: ")

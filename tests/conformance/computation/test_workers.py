@@ -8,6 +8,7 @@ machine; and only outcomes are compared.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -209,3 +210,43 @@ def test_unavailable_runs_are_listed_without_a_kind(one_worker: ServerProcess, p
         holder = client.get(f"{playbook}/runs/{runs[-1]['run_id']}").json()
         assert holder["input"] == "holder"
         assert holder["rejection"] == {"reason": "unavailable", "detail": PAST_TIME}
+
+
+@pytest.mark.slow
+def test_a_worker_ends_after_its_1000th_run_and_runs_go_on(one_worker: ServerProcess, playbook: str) -> None:
+    """A worker is ended after its 1,000th run: 1,001 runs in a row on the one-worker server cross that
+    point, and each succeeds with the same output and the same work."""
+    run_ids: list[str] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+    remaining = iter(range(1001))
+
+    def send() -> None:
+        with one_worker.client() as client:
+            while True:
+                with lock:
+                    index = next(remaining, None)
+                if index is None:
+                    return
+                response = run(client, playbook, "invoice-aging", INVOICES)
+                with lock:
+                    if response.status_code == 200 and response.json()["status"] == "succeeded":
+                        run_ids.append(response.json()["run_id"])
+                    else:
+                        failures.append(response.text)
+
+    threads = [threading.Thread(target=send) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert len(run_ids) == 1001
+    with one_worker.client() as client:
+        sample = [client.get(f"{playbook}/runs/{run_id}").json() for run_id in run_ids[::50] + run_ids[-3:]]
+    assert len({compact_output(read["output"]) for read in sample}) == 1
+    assert len({read["record"]["work"] for read in sample}) == 1
+
+
+def compact_output(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
