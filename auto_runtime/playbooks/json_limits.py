@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 MAX_INPUT_BYTES = 256 * 1024
@@ -40,3 +41,22 @@ def depth_of(value: Any) -> int:
             deepest = max(deepest, level)
             stack.extend((child, level) for child in node)
     return deepest
+
+
+def non_finite_pointer(value: Any) -> str | None:
+    """The JSON Pointer of the first number too large for a double (read as an infinity), or None.
+
+    JSON has no such number, so it cannot be measured, recorded or handed on: it is refused at its place."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, pointer = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return pointer
+        if isinstance(node, dict):
+            stack.extend(
+                (child, f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}")
+                for key, child in reversed(node.items())
+            )
+        elif isinstance(node, list):
+            stack.extend((child, f"{pointer}/{index}") for index, child in reversed(list(enumerate(node))))
+    return None

@@ -25,6 +25,7 @@ from auto_runtime.playbooks.json_limits import (
     canonical_digest,
     depth_of,
     json_size,
+    non_finite_pointer,
 )
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.playbooks.run_view import RunState, fold_run
@@ -37,6 +38,9 @@ LIST_SCAN = 1000
 def check_input_limits(value: Any) -> None:
     if depth_of(value) > MAX_INPUT_DEPTH:
         raise invalid_input([InputIssue(f"input: expected at most {MAX_INPUT_DEPTH} levels of nesting.", "/input")])
+    not_finite = non_finite_pointer(value)
+    if not_finite is not None:
+        raise invalid_input([InputIssue("The input holds a number too large for a double.", "/input" + not_finite)])
     if json_size(value) > MAX_INPUT_BYTES:
         raise invalid_input([InputIssue(f"input: expected at most {MAX_INPUT_BYTES:,} bytes as JSON.", "/input")])
 

@@ -11,9 +11,12 @@ The checkers start with their `Checkers` and stay until closed. A check runs on 
 
 from __future__ import annotations
 
+import ctypes
 import re
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Generic, TypeVar
 
 from auto_runtime.sandbox.bridge import Bridge
@@ -43,6 +46,39 @@ class CheckTimedOut(Exception):
 
 class CheckBroken(Exception):
     """The sandbox broke while compiling: the runtime's own failure, not the program's."""
+
+
+def _raise_in(thread_id: int, error: type[BaseException] | None) -> None:
+    """Set (or, with None, withdraw) an exception that Python raises in that thread at its next instruction."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(error) if error else None)
+
+
+@contextmanager
+def stopped_at_deadline(control: RunControl) -> Iterator[None]:
+    """Stop the Python code of this block, on this thread, with `CheckTimedOut` once `control`'s deadline passes.
+
+    The epoch ticker stops only the sandbox; the first two passes are Python (YAML, JSON Schema, `ast`), and a
+    small document can keep them busy for minutes (a schema whose YAML aliases multiply its subschemas). A
+    stop that was set but not yet raised when the block ends is withdrawn, so it never lands outside it."""
+    thread_id = threading.get_ident()
+    lock = threading.Lock()
+    inside = [True]
+
+    def interrupt() -> None:
+        with lock:
+            if inside[0]:
+                _raise_in(thread_id, CheckTimedOut)
+
+    timer = threading.Timer(max(0.0, control.deadline - time.monotonic()), interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            inside[0] = False
+            _raise_in(thread_id, None)
 
 
 def compile_pass(engine: SandboxEngine, source: str, first_line: int, control: RunControl) -> Problem | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from auto_runtime.functions.computation.document import ComputationDocument, parse_document, problem_details
 from auto_runtime.problems import InputIssue as Issue
 from auto_runtime.problems import Rejection
-from auto_runtime.sandbox.checker import CHECK_TIMED_OUT, Checkers, CheckTimedOut, compile_pass
+from auto_runtime.sandbox.checker import CHECK_TIMED_OUT, Checkers, CheckTimedOut, compile_pass, stopped_at_deadline
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
 
@@ -22,7 +22,8 @@ def _refusal(details: list[str]) -> Rejection:
 
 def check_document_now(engine: SandboxEngine, source: str, control: RunControl) -> CheckResult:
     """All three passes on this thread, stopped by `control`; raises `CheckTimedOut` past its deadline."""
-    parsed = parse_document(source)
+    with stopped_at_deadline(control):
+        parsed = parse_document(source)
     if isinstance(parsed, list):
         return _refusal(problem_details(parsed))
     problem = compile_pass(engine, parsed.program, parsed.program_first_line, control)
