@@ -8,6 +8,7 @@ in flight finish within `GRACEFUL_STOP_SECONDS`; then the sandbox and the ledger
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import signal
@@ -208,4 +209,6 @@ def run_server(environ: Mapping[str, str], cwd: Path) -> int:
     except SecretsKeyError as error:
         print(str(error), file=sys.stderr)
         return 1
+    finally:
+        gc.collect()
     return 0

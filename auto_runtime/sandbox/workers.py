@@ -101,6 +101,7 @@ class WorkerPool(Generic[T]):
         self._waiters: list[tuple[trio.lowlevel.TrioToken, trio.Event]] = []
         self._numbers = itertools.count(1)
         self._closed = False
+        self._threads: list[threading.Thread] = []
         self.started = 0
         self.ended: list[str] = []
 
@@ -119,6 +120,8 @@ class WorkerPool(Generic[T]):
         worker = _Worker(next(self._numbers))
         thread = threading.Thread(target=self._serve, args=(worker,), name=f"{self.name}-{worker.number}", daemon=True)
         worker.thread = thread
+        self._threads = [alive for alive in self._threads if alive.is_alive()]
+        self._threads.append(thread)
         self._live.add(worker)
         self.started += 1
         with _stack_lock:
@@ -235,15 +238,17 @@ class WorkerPool(Generic[T]):
             with contextlib.suppress(trio.RunFinishedError):
                 token.run_sync_soon(event.set)
 
-    def close(self) -> None:
-        """Ask every worker to end once its job is done, and wait for the idle ones."""
+    def close(self, timeout: float = 30.0) -> None:
+        """Ask every worker to end once its job is done, and wait for every worker thread, busy or ending, so no
+        store outlives the engine (Wasmtime aborts the process at exit when one does). A job is bounded by its
+        deadline, so the wait is too; `timeout` bounds it all the same."""
         with self._lock:
             self._closed = True
             workers = list(self._live)
-            idle = list(self._idle)
             self._idle.clear()
+            threads = list(self._threads)
         for worker in workers:
             worker.inbox.put(None)
-        for worker in idle:
-            if worker.thread is not None:
-                worker.thread.join()
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
