@@ -1,0 +1,1 @@
+"""The workflow type: durable YAML workflows (spec/workflow-format.md)."""
