@@ -191,6 +191,8 @@ class WorkflowDocument:
     expressions: tuple[Expression, ...]
     steps: tuple[tuple[int, str, str], ...]
     """(nesting level, reference, kind) of every task, in document order."""
+    marks: dict[str, tuple[int, int]]
+    """Where the value at each pointer starts (line, column)."""
 
 
 @dataclass
@@ -357,6 +359,7 @@ def check_document(source: str, max_duration_ms: int) -> WorkflowDocument | list
         calls=tuple(walk.calls),
         expressions=tuple(walk.expressions),
         steps=tuple(walk.steps),
+        marks=read.marks,
     )
 
 

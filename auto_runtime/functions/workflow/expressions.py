@@ -167,7 +167,15 @@ def check_expression(text: str, place: Iterable[str]) -> list[ExpressionProblem]
     try:
         tree = parse_expression(text)
     except SyntaxError as error:
-        line = error.lineno or 1
+        lines = text.count("\n") + 1
+        if (error.lineno or 1) > lines:
+            try:
+                ast.parse(text, filename="expression", mode="eval", feature_version=(3, 11))
+            except SyntaxError as plain:
+                error = plain
+            except ValueError:
+                pass
+        line = min(error.lineno or 1, lines)
         if _DOLLAR_NAME.search(text):
             return [(line, DOLLAR)]
         return [(line, DOES_NOT_PARSE + (error.msg or "invalid syntax"))]
