@@ -113,6 +113,7 @@ MAPPING = "It is a mapping"
 SEQUENCE = "It is a sequence"
 INTEGER = "It is a whole number"
 BOOLEAN = "It is true or false"
+SET_VALUE = "set is a mapping or one expression written ${ … }"
 SWITCH_CASE_THEN = "A switch case needs then"
 CATCH_AS = "catch.as"
 BACKOFF = "backoff is one of constant, linear and exponential"
@@ -804,10 +805,8 @@ def _call(walk: _Walk, task: dict[str, Any], pointer: str, scope: _Scope, depth:
 
 def _set(walk: _Walk, task: dict[str, Any], pointer: str, scope: _Scope, depth: int, body: tuple[str, ...]) -> None:
     value = task["set"]
-    if isinstance(value, str):
-        walk.expression(condition_expression(value), f"{pointer}/set", body)
-    elif not isinstance(value, dict):
-        walk.add(f"{pointer}/set", "set is a mapping or one expression")
+    if not isinstance(value, dict) and wrapped_expression(value) is None:
+        walk.add(f"{pointer}/set", SET_VALUE)
     else:
         walk.template(value, f"{pointer}/set", body)
 

@@ -25,7 +25,7 @@ def one_task(body: str) -> str:
 
 
 def test_the_spec_example_shape_of_a_detail() -> None:
-    source = HEAD + "do:\n  - first: { set: {} }\n  - loop:\n      for: { each: x }\n      do: [ { s: { set: 1 } } ]\n"
+    source = HEAD + "do:\n  - first: { set: {} }\n  - loop:\n      for: { each: x }\n      do: [ { s: { set: {} } } ]\n"
     assert "Line 5, column 12: at /do/1/loop/for: It needs in" in details(source)
 
 

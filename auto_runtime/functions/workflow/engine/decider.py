@@ -153,7 +153,8 @@ class _Apply:
     def move(self, a: Activation, outcome: str, **details: Any) -> None:
         entry = self.entries.get(a.id)
         if entry is None:
-            entry = _Entry(a.id, a.name, a.reference, a.run, outcome, a.cause)
+            cause = a.cause if a.started_in == self.input.id else None
+            entry = _Entry(a.id, a.name, a.reference, a.run, outcome, cause)
             self.entries[a.id] = entry
         entry.outcome = outcome
         entry.waits_for = details.get("waits_for")
@@ -264,6 +265,7 @@ class _Apply:
             run=s.runs[reference],
             parent=parent.id,
             cause=cause,
+            started_in=self.input.id,
             raw_input=data,
             started_at=self.now,
             scope=dict(parent.scope),
@@ -439,13 +441,7 @@ class _Apply:
 
     # -- kinds --------------------------------------------------------------------------------------------
     def body_set(self, a: Activation, definition: dict[str, Any]) -> None:
-        value = definition["set"]
-        variables = self.body_vars(a)
-        result = (
-            evaluate_shaping(self.evaluator, value, variables)
-            if isinstance(value, str)
-            else evaluate_template(self.evaluator, value, variables)
-        )
+        result = evaluate_template(self.evaluator, definition["set"], self.body_vars(a))
         if isinstance(result, Failed):
             self.raise_error(a, self.failed(a, result))
             return
@@ -747,7 +743,6 @@ class _Apply:
 
     # -- resuming -----------------------------------------------------------------------------------------
     def on_timer(self, a: Activation, timer: TimerInfo) -> None:
-        a.cause = None
         if timer.purpose == "wait":
             a.timer = None
             self.finish(a, a.input)
@@ -775,7 +770,6 @@ class _Apply:
             a.call_key = None
 
     def on_answer(self, a: Activation, answer: CallAnswered) -> None:
-        a.cause = None
         info = self.state.calls.pop(answer.key)
         a.call_key = None
         if answer.status == "succeeded":

@@ -26,6 +26,8 @@ class Activation:
     run: int
     parent: int | None
     cause: int | None
+    started_in: str = ""
+    """The input that started this task run: `cause` counts only in that input (later, the input is the cause)."""
     raw_input: Any = None
     input: Any = None
     started_at: int = 0
