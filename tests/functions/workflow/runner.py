@@ -10,6 +10,8 @@ from auto_runtime.functions.workflow.engine.decider import apply, new_state
 from auto_runtime.functions.workflow.engine.model import (
     CallAnswered,
     CancelRequested,
+    EventOffered,
+    EventReceived,
     Fact,
     Input,
     Output,
@@ -73,6 +75,12 @@ class Run:
 
     def fire(self, timer_id: str, at: int) -> Transition:
         return self.apply(TimerFired(self.next_id(), at, timer_id))
+
+    def send(self, event: dict[str, Any], at: int) -> Transition:
+        return self.apply(EventReceived(self.next_id(), at, event))
+
+    def offer(self, record_id: str, event: dict[str, Any], at: int) -> Transition:
+        return self.apply(EventOffered(self.next_id(), at, record_id, event))
 
     def cancel(self, at: int, reason: str | None = None) -> Transition:
         return self.apply(CancelRequested(self.next_id(), at, "cancel-record", "caller-1", reason=reason))

@@ -36,12 +36,15 @@ from auto_runtime.functions.workflow.engine.evaluation import (
 from auto_runtime.functions.workflow.engine.model import (
     OUTPUT_KIND_ORDER,
     OUTPUT_KINDS,
+    ArmListener,
     ArmTimer,
     CallAnswered,
     CancelCall,
+    CancelListener,
     CancelRequested,
     CancelTimer,
     EmitEvent,
+    EventOffered,
     EventReceived,
     Fact,
     Input,
@@ -80,6 +83,12 @@ NOT_FINISHED = "The task did not finish within {ms} ms"
 INVALID_DURATION = "A duration of the task is not valid: {problem}"
 EMIT_REFUSED = "The event to emit is not one the playbook takes: {why}"
 TOO_MANY_TASKS = "The workflow ran 10000 tasks without waiting for anything; it would never end (at {reference})"
+INBOX_FULL = "The run's inbox holds more than 64 events or 1 MiB that no listen took"
+INBOX_LIFE = "The run received more than 1,024 events or 4 MiB over its life"
+EMIT_TOO_LARGE = "The event to emit takes {n} bytes as JSON, more than the 245760 an event takes"
+EMIT_BOUND = "The run emitted more than 1,024 events or 4 MiB"
+MAX_EVENT_BYTES = 240 * 1024
+ENVELOPE_FIELDS = ("specversion", "id", "type", "source", "time")
 OUTPUT_TOO_LARGE = "The output of the workflow takes {n} bytes as JSON, more than the 1048574 a run records"
 
 
@@ -134,6 +143,8 @@ class _Apply:
     entries: dict[int, _Entry] = field(default_factory=dict)
     outputs: list[Output] = field(default_factory=list)
     call_activations: dict[str, int] = field(default_factory=dict)
+    input_cause: str | None = None
+    stale: bool = False
     queue: deque[tuple[str, int, Any]] = field(default_factory=deque)
     begun: int = 0
 
@@ -157,6 +168,8 @@ class _Apply:
             entry = _Entry(a.id, a.name, a.reference, a.run, outcome, cause)
             self.entries[a.id] = entry
         entry.outcome = outcome
+        if outcome == "waiting":
+            a.waited_in = self.input.id
         entry.waits_for = details.get("waits_for")
         entry.callee = details.get("callee")
         entry.error = details.get("error")
@@ -338,6 +351,9 @@ class _Apply:
     def leave(self, a: Activation) -> None:
         self.disarm(a.timeout_timer)
         self.disarm(a.timer)
+        if a.listener is not None:
+            self.outputs.append(CancelListener(a.listener))
+            a.listener = None
         self.state.activations.pop(a.id, None)
 
     def finish(self, a: Activation, body_output: Any, then: Any = None) -> None:
@@ -597,6 +613,15 @@ class _Apply:
         }
         event["time"] = started_at(self.now)["iso8601"]
         event.update(attributes)
+        size = json_size(event)
+        if size > MAX_EVENT_BYTES:
+            self.raise_error(a, E.error("validation", 400, a.reference, EMIT_TOO_LARGE.format(n=size)))
+            return
+        self.state.emitted += 1
+        self.state.emitted_bytes += size
+        if self.state.emitted > 1024 or self.state.emitted_bytes > 4 * 1024 * 1024:
+            self.raise_error(a, E.error("runtime", 500, a.reference, EMIT_BOUND))
+            return
         self.outputs.append(EmitEvent(event))
         self.finish(a, a.input)
 
@@ -738,8 +763,86 @@ class _Apply:
         a.list_pointer = f"{a.reference}/try"
         self.start_in_list(a, 0, a.input, a.failed_child)
 
+    # -- listen -------------------------------------------------------------------------------------------
+    def listen_filters(self, a: Activation) -> tuple[str, list[Any]]:
+        to = self.definition(a)["listen"]["to"]
+        form = next(key for key in ("one", "any", "all") if key in to)
+        return form, [to["one"]] if form == "one" else list(to[form])
+
     def body_listen(self, a: Activation, definition: dict[str, Any]) -> None:
-        raise NotImplementedError("listen is not available in this engine yet")
+        a.phase = "listening"
+        inbox = self.state.inbox
+        index = 0
+        while index < len(inbox):
+            taken = self.take(a, inbox[index])
+            if taken is None:
+                return
+            if taken:
+                inbox.pop(index)
+                if self.listen_complete(a):
+                    self.finish_listen(a)
+                    return
+            else:
+                index += 1
+        _form, filters = self.listen_filters(a)
+        types = sorted({f["with"]["type"] for f in filters if _literal_type(f)})
+        if types:
+            a.listener = f"{self.state.run_id}{a.reference}#{a.run}:listen"
+            self.outputs.append(ArmListener(a.listener, tuple(types)))
+        self.state.tasks_since_wait = 0
+        self.move(a, "waiting", waits_for="event")
+
+    def matches(self, a: Activation, item: Any, event: Mapping[str, Any]) -> bool | None:
+        """Whether the event fits the filter; None when a filter expression raised (the listen raised)."""
+        if not isinstance(item, dict) or not isinstance(item.get("with"), dict):
+            return True
+        for attribute, wanted in item["with"].items():
+            actual = event.get(attribute)
+            if wrapped_expression(wanted) is not None:
+                holds = evaluate_condition(self.evaluator, wanted, {"data": actual})
+                if isinstance(holds, Failed):
+                    self.raise_error(a, self.failed(a, holds))
+                    return None
+                if not holds:
+                    return False
+            elif wanted != actual:
+                return False
+        return True
+
+    def take(self, a: Activation, event: Mapping[str, Any], offered: bool = False) -> bool | None:
+        """Give the event to the listen: True if taken, False if not, None if the listen raised."""
+        form, filters = self.listen_filters(a)
+        for index, item in enumerate(filters):
+            if index in a.taken or (offered and not _literal_type(item)):
+                continue
+            fits = self.matches(a, item, event)
+            if fits is None:
+                return None
+            if fits:
+                a.taken[0 if form != "all" else index] = dict(event)
+                return True
+            if form == "one":
+                break
+        return False
+
+    def listen_complete(self, a: Activation) -> bool:
+        form, filters = self.listen_filters(a)
+        return len(a.taken) == (len(filters) if form == "all" else 1)
+
+    def finish_listen(self, a: Activation) -> None:
+        read = self.definition(a)["listen"].get("read", "data")
+        events = [a.taken[index] for index in sorted(a.taken)]
+        if read == "data":
+            output: list[Any] = [event.get("data") for event in events]
+        else:
+            output = [_envelope(event) for event in events]
+        self.finish(a, output)
+
+    def on_event(self, a: Activation, event: Mapping[str, Any]) -> None:
+        if self.listen_complete(a):
+            self.finish_listen(a)
+        else:
+            self.move(a, "waiting", waits_for="event")
 
     # -- resuming -----------------------------------------------------------------------------------------
     def on_timer(self, a: Activation, timer: TimerInfo) -> None:
@@ -839,6 +942,9 @@ class _Apply:
         s.calls.clear()
         for timer_id in sorted(s.timers):
             self.outputs.append(CancelTimer(timer_id))
+        for activation in sorted(s.activations.values(), key=lambda a: a.id):
+            if activation.listener is not None:
+                self.outputs.append(CancelListener(activation.listener))
         s.timers.clear()
         s.activations.clear()
         s.pending = []
@@ -857,6 +963,8 @@ def _input_key(state: RunState, applied: Input) -> dict[str, Any]:
         return {"kind": "timer_fired", "key": applied.timer_id}
     if isinstance(applied, EventReceived):
         return {"kind": "event_received", "key": str(applied.event.get("id")), "event_type": applied.event.get("type")}
+    if isinstance(applied, EventOffered):
+        return {"kind": "event_offered", "key": applied.record_id, "event_type": applied.event.get("type")}
     shown: dict[str, Any] = {"kind": "call_answered", "key": applied.key, "status": applied.status}
     if applied.rejection is not None:
         shown["rejection"] = {k: applied.rejection[k] for k in ("kind", "because") if k in applied.rejection}
@@ -880,7 +988,11 @@ def apply(state: RunState, applied: Input, evaluator: Evaluator) -> Transition:
             return Transition(state, stale=True)
         cause = call.waited_in
     elif isinstance(applied, EventReceived):
-        return Transition(state, stale=True)
+        if str(applied.event.get("id")) in s.received:
+            return Transition(state, stale=True)
+    elif isinstance(applied, EventOffered):
+        if not any(a.listener is not None for a in s.activations.values()):
+            return Transition(state, stale=True)
     elif isinstance(applied, Started):
         cause = applied.run_started_id
     elif isinstance(applied, CancelRequested):
@@ -888,10 +1000,12 @@ def apply(state: RunState, applied: Input, evaluator: Evaluator) -> Transition:
     now = max(applied.at, s.last_at)
     s.last_at = now
     s.inputs += 1
-    work = _Apply(s, applied, evaluator, now)
+    work = _Apply(s, applied, evaluator, now, input_cause=cause)
     with contextlib.suppress(_Ended):
         _run_input(work, applied)
-    return _transition(work, applied, cause)
+    if work.stale:
+        return Transition(state, stale=True)
+    return _transition(work, applied, work.input_cause)
 
 
 def _run_input(work: _Apply, applied: Input) -> None:
@@ -929,6 +1043,8 @@ def _run_input(work: _Apply, applied: Input) -> None:
         work.disarm(s.activations[info.activation].timer)
         s.activations[info.activation].timer = None
         work.push("answer", info.activation, applied)
+    elif isinstance(applied, EventReceived | EventOffered):
+        _offer(work, applied)
     elif isinstance(applied, TimerFired):
         timer = s.timers.pop(applied.timer_id)
         if timer.purpose == "deadline":
@@ -952,6 +1068,54 @@ def _run_input(work: _Apply, applied: Input) -> None:
         assert timer.activation is not None
         work.push("timer", timer.activation, timer)
     work.drain()
+
+
+def _offer(work: _Apply, applied: EventReceived | EventOffered) -> None:
+    """Give an event to the earliest open listen that takes it; a sent event no listen takes waits in the inbox."""
+    s = work.state
+    offered = isinstance(applied, EventOffered)
+    event = dict(applied.event)
+    size = json_size(event)
+    if not offered:
+        s.received.append(str(event.get("id")))
+        s.received_bytes += size
+        if len(s.received) > 1024 or s.received_bytes > 4 * 1024 * 1024:
+            work.end_rejected(E.RunRejection("unavailable", INBOX_LIFE))
+    listens = sorted((a for a in s.activations.values() if a.phase == "listening"), key=lambda a: a.id)
+    for listen in listens:
+        if offered and listen.listener is None:
+            continue
+        waited_in = listen.waited_in
+        taken = work.take(listen, event, offered)
+        if taken is None:
+            work.input_cause = waited_in
+            return
+        if taken:
+            work.input_cause = waited_in
+            work.push("event", listen.id, event)
+            return
+    if offered:
+        work.stale = True
+        return
+    s.inbox.append(event)
+    if len(s.inbox) > 64 or sum(json_size(e) for e in s.inbox) > 1024 * 1024:
+        work.end_rejected(E.RunRejection("unavailable", INBOX_FULL))
+
+
+def _literal_type(item: Any) -> bool:
+    attributes = item.get("with") if isinstance(item, dict) else None
+    return (
+        isinstance(attributes, dict)
+        and isinstance(attributes.get("type"), str)
+        and wrapped_expression(attributes["type"]) is None
+    )
+
+
+def _envelope(event: Mapping[str, Any]) -> dict[str, Any]:
+    """A taken event as `envelope`/`raw` read it: the CloudEvent's attributes, those absent left out."""
+    shown = {key: event.get(key) for key in ENVELOPE_FIELDS}
+    shown.update({key: value for key, value in event.items() if key not in ENVELOPE_FIELDS})
+    return shown
 
 
 def _transition(work: _Apply, applied: Input, cause: str | None) -> Transition:

@@ -45,10 +45,26 @@ class TimerFired:
 
 @dataclass(frozen=True)
 class EventReceived:
-    """An event sent to the run (`send_run_event`) or a playbook event offered to an open listen."""
+    """An event sent to the run (`send_run_event`), with its id, source and time filled in.
+
+    An event no open listen takes waits in the run's inbox; an id the run received before is stale.
+    """
 
     id: str
     at: int
+    event: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class EventOffered:
+    """A playbook event (record `record_id`) offered to the listens that armed a listener for its type.
+
+    Taken by no open listen, it is stale: playbook events never wait in the inbox.
+    """
+
+    id: str
+    at: int
+    record_id: str
     event: Mapping[str, Any]
 
 
@@ -64,7 +80,7 @@ class CancelRequested:
     reason: str | None = None
 
 
-Input = Started | CallAnswered | TimerFired | EventReceived | CancelRequested
+Input = Started | CallAnswered | TimerFired | EventReceived | EventOffered | CancelRequested
 
 
 # -- outputs ------------------------------------------------------------------------------------------------
@@ -104,6 +120,19 @@ class CancelCall:
 
 
 @dataclass(frozen=True)
+class ArmListener:
+    """Offer the run the playbook events whose type is one of `types` while the listen is open."""
+
+    listener_id: str
+    types: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CancelListener:
+    listener_id: str
+
+
+@dataclass(frozen=True)
 class EmitEvent:
     event: Mapping[str, Any]
 
@@ -117,13 +146,15 @@ class Settle:
     rejection: Mapping[str, Any] | None = None
 
 
-Output = ArmTimer | CancelTimer | StartCall | CancelCall | EmitEvent | Settle
+Output = ArmTimer | CancelTimer | StartCall | CancelCall | ArmListener | CancelListener | EmitEvent | Settle
 
 OUTPUT_KINDS: Mapping[type, str] = {
     ArmTimer: "arm_timer",
     CancelTimer: "cancel_timer",
     StartCall: "start_call",
     CancelCall: "cancel_call",
+    ArmListener: "arm_listener",
+    CancelListener: "cancel_listener",
     EmitEvent: "emit_event",
     Settle: "settle",
 }

@@ -45,6 +45,11 @@ class Activation:
     results: dict[int, Any] = field(default_factory=dict)
     failures: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
     end_requested: bool = False
+    waited_in: str = ""
+    """The input in which this task run last recorded `waiting`."""
+    taken: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """A listen's events taken so far, by filter index."""
+    listener: str | None = None
     timer: str | None = None
     timeout_timer: str | None = None
     call_key: str | None = None
@@ -85,6 +90,12 @@ class RunState:
     timers: dict[str, TimerInfo] = field(default_factory=dict)
     calls: dict[str, CallInfo] = field(default_factory=dict)
     pending: list[tuple[str, int, Any]] = field(default_factory=list)
+    inbox: list[dict[str, Any]] = field(default_factory=list)
+    received: list[str] = field(default_factory=list)
+    """Ids of the events sent to the run, so an id sent again is stale."""
+    received_bytes: int = 0
+    emitted: int = 0
+    emitted_bytes: int = 0
     tasks_since_wait: int = 0
     inputs: int = 0
     started: bool = False
