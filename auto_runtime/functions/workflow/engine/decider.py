@@ -213,7 +213,7 @@ class _Apply:
 
     # -- outputs ------------------------------------------------------------------------------------------
     def arm(self, timer_id: str, due_at: int, purpose: str, activation: int | None) -> None:
-        self.state.timers[timer_id] = TimerInfo(activation, purpose, self.input.id, due_at)
+        self.state.timers[timer_id] = TimerInfo(activation, purpose, self.input.id, due_at, self.now)
         self.outputs.append(ArmTimer(timer_id, due_at, purpose))
 
     def disarm(self, timer_id: str | None) -> None:
@@ -351,6 +351,7 @@ class _Apply:
     def leave(self, a: Activation) -> None:
         self.disarm(a.timeout_timer)
         self.disarm(a.timer)
+        self.disarm(a.attempt_timer)
         if a.listener is not None:
             self.outputs.append(CancelListener(a.listener))
             a.listener = None
@@ -669,9 +670,34 @@ class _Apply:
         a.attempt = 0
         a.first_attempt_at = self.now
         a.list_pointer = f"{a.reference}/try"
-        self.start_in_list(a, 0, a.input, a.id)
+        if self.arm_attempt(a):
+            self.start_in_list(a, 0, a.input, a.id)
+
+    def retry_policy(self, a: Activation) -> dict[str, Any] | None:
+        policy = self.definition(a).get("catch", {}).get("retry")
+        if isinstance(policy, str):
+            policy = self.state.document.get("use", {}).get("retries", {}).get(policy)
+        return policy if isinstance(policy, dict) else None
+
+    def arm_attempt(self, a: Activation) -> bool:
+        """Arm `limit.attempt.duration` for the attempt starting now; False when the try raised instead."""
+        policy = self.retry_policy(a) or {}
+        limit = policy.get("limit")
+        attempt = limit.get("attempt") if isinstance(limit, dict) else None
+        if not isinstance(attempt, dict) or "duration" not in attempt:
+            return True
+        ms = self.duration_of(a, attempt["duration"], self.task_vars(a, a.input, input=a.input))
+        if isinstance(ms, dict):
+            self.raise_error(a, ms)
+            return False
+        if ms is not None:
+            a.attempt_timer = f"{self.timer_id(a, 'attempt')}:{a.attempt}"
+            self.arm(a.attempt_timer, self.now + ms, "attempt", a.id)
+        return True
 
     def catch(self, a: Activation, child: Activation, raised: dict[str, Any]) -> None:
+        self.disarm(a.attempt_timer)
+        a.attempt_timer = None
         catch = self.definition(a).get("catch", {})
         name = catch.get("as", "error")
         variables = self.task_vars(a, a.input, input=a.input, **{name: raised})
@@ -688,10 +714,8 @@ class _Apply:
         if not caught:
             self.raise_error(a, raised)
             return
-        policy = catch.get("retry")
-        if isinstance(policy, str):
-            policy = self.state.document.get("use", {}).get("retries", {}).get(policy)
-        if isinstance(policy, dict):
+        policy = self.retry_policy(a)
+        if policy is not None:
             delay = self.retry_delay(a, policy, variables)
             if isinstance(delay, dict):
                 self.raise_error(a, delay)
@@ -761,7 +785,8 @@ class _Apply:
         a.phase = "trying"
         a.timer = None
         a.list_pointer = f"{a.reference}/try"
-        self.start_in_list(a, 0, a.input, a.failed_child)
+        if self.arm_attempt(a):
+            self.start_in_list(a, 0, a.input, a.failed_child)
 
     # -- listen -------------------------------------------------------------------------------------------
     def listen_filters(self, a: Activation) -> tuple[str, list[Any]]:
@@ -853,15 +878,22 @@ class _Apply:
             self.start_attempt(a)
         elif timer.purpose == "timeout":
             a.timeout_timer = None
-            ms = timer.due_at - a.started_at
+            ms = timer.due_at - timer.armed_at
             self.cancel_children(a, "deadline")
             self.cancel_own_call(a, "deadline")
             self.raise_error(a, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)), "timed_out")
         elif timer.purpose == "call":
             a.timer = None
-            ms = timer.due_at - a.started_at
+            ms = timer.due_at - timer.armed_at
             self.cancel_own_call(a, "deadline")
             self.raise_error(a, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)))
+        elif timer.purpose == "attempt":
+            a.attempt_timer = None
+            running = sorted((c for c in self.state.activations.values() if c.parent == a.id), key=lambda c: c.id)
+            self.cancel_children(a, "deadline")
+            ms = timer.due_at - timer.armed_at
+            failed = running[-1] if running else a
+            self.catch(a, failed, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)))
         elif timer.purpose == "yield":
             self.queue.extend(self.state.pending)
             self.state.pending = []
@@ -1060,7 +1092,7 @@ def _run_input(work: _Apply, applied: Input) -> None:
                 "deadline",
             )
         if timer.purpose == "run_timeout":
-            ms = timer.due_at - s.started_at
+            ms = timer.due_at - timer.armed_at
             for a in sorted(s.activations.values(), key=lambda x: -x.id):
                 if a.kind != "root" and a.id in s.activations and a.parent == 0:
                     work.cancel(a, "deadline")

@@ -52,6 +52,7 @@ class Activation:
     listener: str | None = None
     timer: str | None = None
     timeout_timer: str | None = None
+    attempt_timer: str | None = None
     call_key: str | None = None
 
 
@@ -61,6 +62,7 @@ class TimerInfo:
     purpose: str
     armed_in: str
     due_at: int
+    armed_at: int = 0
 
 
 @dataclass
