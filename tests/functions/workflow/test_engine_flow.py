@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from auto_runtime.functions.workflow.engine.model import ArmTimer, CancelCall, Settle
+from auto_runtime.functions.workflow.engine.run_values import input_issues
 from auto_runtime.sandbox.engine import SandboxEngine
 from tests.functions.workflow.runner import T0, Run, calls, outputs_of, settled, steps
 
@@ -292,8 +293,7 @@ def test_an_output_that_misses_its_schema_ends_the_run_unworkable(engine: Sandbo
         "rejected",
         rejection={
             "reason": "conflict",
-            "detail": "The output of the workflow does not match its output schema at /: {'n': 1} is not of type "
-            "'string'",
+            "detail": "The output does not match the output schema: The output: expected a string.",
             "kind": "unworkable",
         },
     )
@@ -314,3 +314,11 @@ def test_an_input_yields_after_100_tasks(engine: SandboxEngine) -> None:
     assert resumed.facts[0].data["step_count"] == 52
     assert steps(resumed)[0] == ("I2_1", "step_finished", "/do/0/loop/do/0/n", "I2")
     assert settled(resumed) == Settle("succeeded", output={"n": 1})
+
+
+def test_a_run_input_is_checked_against_the_input_schema() -> None:
+    document = {"input": {"schema": {"document": {"type": "object", "required": ["month"]}}}}
+    (issue,) = input_issues(document, {})
+    assert issue.pointer == "/input"
+    assert input_issues(document, {"month": "2026-09"}) == []
+    assert input_issues({}, 3) == []

@@ -21,9 +21,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-from jsonschema import Draft202012Validator
-
-from auto_runtime.functions.computation.shapes import SHAPES
 from auto_runtime.functions.workflow.durations import duration_ms
 from auto_runtime.functions.workflow.engine import errors as E  # noqa: N812
 from auto_runtime.functions.workflow.engine.evaluation import (
@@ -55,6 +52,7 @@ from auto_runtime.functions.workflow.engine.model import (
     TimerFired,
     Transition,
 )
+from auto_runtime.functions.workflow.engine.run_values import output_mismatch
 from auto_runtime.functions.workflow.engine.state import Activation, CallInfo, RunState, TimerInfo
 from auto_runtime.functions.workflow.expressions import wrapped_expression
 from auto_runtime.functions.workflow.yaml_reader import escape
@@ -939,23 +937,8 @@ class _Apply:
         self.settle(Settle("succeeded", output=output))
 
     def output_mismatch(self, output: Any) -> str | None:
-        shaping = self.state.document.get("output")
-        if not isinstance(shaping, dict):
-            return None
-        schema: Any = None
-        if isinstance(shaping.get("schema"), dict):
-            schema = shaping["schema"].get("document")
-        elif isinstance(shaping.get("shape"), str) and shaping["shape"] in SHAPES:
-            schema = SHAPES[shaping["shape"]].schema
-        if not isinstance(schema, dict | bool):
-            return None
-        found = sorted(Draft202012Validator(schema).iter_errors(output), key=lambda e: list(e.absolute_path))
-        if found:
-            pointer = "".join(f"/{escape(str(p))}" for p in found[0].absolute_path)
-            return (
-                f"The output of the workflow does not match its output schema at {pointer or '/'}: {found[0].message}"
-            )
-        return None
+        """Why the run's output does not fit its `output.schema` or `output.shape`, else None."""
+        return output_mismatch(self.state.document, output)
 
     def end_rejected(self, rejection: E.RunRejection) -> NoReturn:
         shown: dict[str, Any] = {"reason": rejection.reason, "detail": rejection.detail}
