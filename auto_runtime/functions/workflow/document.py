@@ -668,6 +668,14 @@ def _trigger_filter(walk: _Walk, value: Any, pointer: str) -> dict[str, Any] | N
         elif wrapped_expression(attribute) is not None:
             walk.add(at, FILTER_ATTRIBUTE)
             ok = False
+        elif key in ("source", "subject", "caller", "triggerkind") and not isinstance(attribute, str):
+            walk.add(at, TEXT)
+            ok = False
+        elif key in ("depth", "calldepth", "definitionversion") and (
+            isinstance(attribute, bool) or not isinstance(attribute, int)
+        ):
+            walk.add(at, INTEGER)
+            ok = False
     return dict(attributes) if ok else None
 
 

@@ -129,3 +129,20 @@ def test_ten_thousand_tasks_without_waiting_end_the_run(engine: SandboxEngine) -
             "detail": "The workflow ran 10000 tasks without waiting for anything; it would never end (at /do/0/spin)",
         },
     )
+
+
+def test_an_input_past_half_its_work_yields_between_tasks(engine: SandboxEngine) -> None:
+    source = (
+        HEAD + "do:\n  - loop:\n      for: { in: '${ list(range(10)) }' }\n"
+        "      do:\n        - work: { set: '${ data + [sum(range(100000))] }' }\n"
+    )
+    run = Run(engine, source)
+    transition = run.start([])
+    moved = [len(transition.facts) - 1]
+    while settled(transition) is None:
+        transition = run.fire(timer(transition, "yield").timer_id, T0 + len(moved))
+        moved.append(len(transition.facts) - 1)
+    assert len(moved) > 1
+    assert 1 + 1 < moved[0] < 1 + 10
+    ending = settled(transition)
+    assert ending is not None and ending.output == [4999950000] * 10

@@ -61,6 +61,8 @@ from auto_runtime.playbooks.cloudevents import RESERVED_TYPES
 CALL_NAMESPACE = uuid.UUID("9b1f3a52-6c0d-4b8e-9f27-3e5d1c7a2b40")
 TASKS_PER_INPUT = 100
 TASKS_WITHOUT_WAITING = 10_000
+MAX_INPUTS = 100_000
+TOO_MANY_INPUTS = "The run took more than the 100,000 inputs a run may take"
 MAX_OUTPUT_BYTES = 1_048_574
 MAX_CALL_INPUT_BYTES = 262_144
 DEFAULT_CALL_BOUNDS_MS: Mapping[str, int] = {
@@ -230,7 +232,7 @@ class _Apply:
         while self.queue:
             message, activation, payload = self.queue[0]
             if message == "begin":
-                if self.begun >= TASKS_PER_INPUT:
+                if self.begun >= TASKS_PER_INPUT or (self.begun > 0 and self.evaluator.wants_yield()):
                     self.state.pending = list(self.queue)
                     self.queue.clear()
                     root = self.state.activations[0]
@@ -1017,6 +1019,8 @@ def apply(state: RunState, applied: Input, evaluator: Evaluator) -> Transition:
     s.inputs += 1
     work = _Apply(s, applied, evaluator, now, input_cause=cause)
     with contextlib.suppress(_Ended):
+        if s.inputs > MAX_INPUTS:
+            work.end_rejected(E.RunRejection("unavailable", TOO_MANY_INPUTS))
         _run_input(work, applied)
     if work.stale:
         return Transition(state, stale=True)

@@ -38,9 +38,15 @@ class Failed:
 
 
 class Evaluator(Protocol):
-    """Evaluates the places of one input, in the order asked; answers each expression's JSON value."""
+    """Evaluates the places of one input, in the order asked; answers each expression's JSON value.
+
+    `wants_yield` says the input passed its soft bounds (500,000,000 units of work or 4 MiB of values read):
+    the engine then yields between tasks, continuing in a new input with a fresh instance.
+    """
 
     def evaluate(self, place: Place) -> list[Any] | Failed: ...
+
+    def wants_yield(self) -> bool: ...
 
 
 def template_expressions(value: Any) -> list[str]:

@@ -13,6 +13,8 @@ An instance that passed a bound (work, memory, time) is over; the next place sta
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import json
 import queue
@@ -27,23 +29,28 @@ from auto_runtime.sandbox.bridge import Bridge
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.json_values import compact_json, pointer_of
-from auto_runtime.sandbox.limits import PRELUDE_FUEL
+from auto_runtime.sandbox.limits import PRELUDE_FUEL, WRITER_FUEL
 from auto_runtime.sandbox.prelude import EVALUATE_PRELUDE
 from auto_runtime.sandbox.store_run import StoreSession, run_store
 from auto_runtime.sandbox.wire import read_wire
 
 EXPRESSION_FUEL = 250_000_000
+READ_FUEL = 30_000_000_000
+"""Reading a request's values has an allowance of its own that no value within the run's bounds reaches."""
 INPUT_FUEL = 1_000_000_000
 INPUT_SECONDS = 5.0
 EXPRESSION_MEMORY = 80 * 1024 * 1024
 EXPRESSION_HEAP = "64M"
 VALUE_LIMIT = 4 * 1024 * 1024
+YIELD_FUEL = 500_000_000
+YIELD_BYTES = 4 * 1024 * 1024
 DETAIL_CHARACTERS = 1000
 
 MORE_WORK = "it used more than its 250,000,000 units of work"
 MORE_INPUT_WORK = "the input used more than its 1,000,000,000 units of work"
 MORE_MEMORY = "it used more than the input's 64 MiB of memory"
 MORE_TIME = "the input ran more than its 5 seconds in the sandbox"
+MORE_READING = "reading its values and writing its results used more than their own allowance of work"
 
 _HEAD = EVALUATE_PRELUDE[: EVALUATE_PRELUDE.index("def _run():")]
 EXPRESSION_PRELUDE = (
@@ -57,24 +64,32 @@ def _serve():
         request = _loads(_call("request", ""))
         if request is None:
             return
-        for key, text in request["values"].items():
-            _values[key] = _loads(text)
+        for key in request["values"]:
+            _values[key] = _loads(_call("value", ""))
         names = {}
         for name, key in request["names"].items():
             names[name] = _values[key]
         condition = request["condition"]
         for source in request["expressions"]:
             scope = dict(names)
+            code = _compile("__r = (" + source + "\n)", "expression", "exec")
+            _call("start", "")
             try:
-                _exec(_compile("__r = (" + source + "\n)", "expression", "exec"), scope)
+                _exec(code, scope)
                 value = scope["__r"]
                 if condition:
-                    answer = "T" if value else "F"
-                else:
-                    answer = _write(value, request["limit"])
+                    value = "T" if value else "F"
+                failure = None
             except _BaseException as error:
-                _call("answer", _report_raised(error))
+                failure = error
+            _call("end", "")
+            if failure is not None:
+                _call("answer", _report_raised(failure))
                 break
+            try:
+                answer = value if condition else _write(value, request["limit"])
+            except _MemoryError:
+                answer = "H"
             _call("answer", answer)
             if not condition and (_type(answer) is not bytes or answer[:1] != b"O"):
                 break
@@ -88,32 +103,59 @@ _serve()
 class _Conversation(Bridge):
     """A bridge whose answers come, one request at a time, from the thread applying the input."""
 
-    def __init__(self, clock_ns: int, session: StoreSession) -> None:
+    def __init__(self, clock_ns: int) -> None:
         super().__init__((), {}, clock_ns)
-        self.session = session
-        self.requests: queue.Queue[tuple[bytes, int, int]] = queue.Queue()
+        self.session: StoreSession | None = None
+        self.input_left = 0
+        """Fuel the input has left for its expressions; each expression may spend its bound of it."""
+        self.allowance = 0
+        self.in_expression = False
+        self.requests: queue.Queue[tuple[bytes, list[bytes], int, int]] = queue.Queue()
         self.replies: queue.Queue[bytes | None] = queue.Queue()
-        self._next: tuple[bytes, int, int] | None = None
+        self._next: tuple[bytes, list[bytes], int, int] | None = None
+        self.values: list[bytes] = []
+        """The JSON of the values the request the guest took sends, one `value` call each."""
         self.expected = 0
         """Answers the guest still owes for the request it took: its next calls are `answer` until then."""
 
-    def _take(self) -> tuple[bytes, int, int]:
+    def _fuel(self, fuel: int) -> None:
+        if self.session is not None:
+            self.session.set_fuel(fuel)
+
+    def _take(self) -> tuple[bytes, list[bytes], int, int]:
         if self._next is None:
             self._next = self.requests.get()
         return self._next
 
     def next_answer_size(self) -> int:
+        if self.values:
+            return len(self.values[0])
         if self.expected > 0:
             return 0
         return len(self._take()[0])
 
     def call(self, name: str, payload: bytes) -> bytes | None:
         if name == "request" and self.expected == 0:
-            request, expected, allowance = self._take()
+            request, values, expected, input_left = self._take()
             self._next = None
+            self.values = list(values)
             self.expected = expected
-            self.session.set_fuel(allowance)
+            self.input_left = input_left
+            self._fuel(READ_FUEL)
             return request
+        if name == "value" and self.values:
+            return self.values.pop(0)
+        if name == "start" and self.expected > 0 and not self.in_expression and not self.values:
+            self.in_expression = True
+            self.allowance = min(EXPRESSION_FUEL, self.input_left)
+            self._fuel(self.allowance)
+            return b""
+        if name == "end" and self.in_expression:
+            self.in_expression = False
+            if self.session is not None:
+                self.input_left -= self.allowance - self.session.fuel_left()
+            self._fuel(WRITER_FUEL)
+            return b""
         if name == "answer" and self.expected > 0:
             self.expected = 0 if payload[:1] not in (b"O", b"T", b"F") else self.expected - 1
             self.replies.put(payload)
@@ -126,26 +168,32 @@ class _Instance:
     """One live instance on its own thread."""
 
     def __init__(self, engine: SandboxEngine, clock_ms: int, deadline: float) -> None:
-        self.session = StoreSession(engine, PRELUDE_FUEL, EXPRESSION_MEMORY)
-        self.bridge = _Conversation(clock_ms * 1_000_000, self.session)
+        self.bridge = _Conversation(clock_ms * 1_000_000)
         self.control = RunControl(deadline)
         self.sent: set[str] = set()
         self.trap: str | None = None
+        self.stderr = ""
         self.alive = True
         self.thread = threading.Thread(target=self._run, args=(engine,), name="workflow-expressions", daemon=True)
         self.thread.start()
 
     def _run(self, engine: SandboxEngine) -> None:
+        """Run the instance on this thread; its store is made and dropped here, never on another thread."""
+        session = StoreSession(engine, PRELUDE_FUEL, EXPRESSION_MEMORY)
+        self.bridge.session = session
         try:
-            ending = run_store(engine, self.session, EXPRESSION_PRELUDE, self.bridge, self.control, EXPRESSION_HEAP)
+            ending = run_store(engine, session, EXPRESSION_PRELUDE, self.bridge, self.control, EXPRESSION_HEAP)
             self.trap = ending.trap or ending.error or (None if ending.clean else f"exit {ending.exit_code}")
+            self.stderr = ending.stderr[-2000:]
         finally:
+            self.bridge.session = None
+            del session
             self.alive = False
             self.bridge.replies.put(None)
 
     def stop(self) -> None:
         if self.alive:
-            self.bridge.requests.put((b"null", 0, 0))
+            self.bridge.requests.put((b"null", [], 0, 0))
         self.thread.join(timeout=INPUT_SECONDS + 1)
 
 
@@ -157,23 +205,28 @@ class SandboxEvaluator:
         self.clock_ms = clock_ms
         self.deadline = time.monotonic() + INPUT_SECONDS
         self.fuel_left = INPUT_FUEL
+        self.bytes_read = 0
         self.instance: _Instance | None = None
+
+    def wants_yield(self) -> bool:
+        return INPUT_FUEL - self.fuel_left > YIELD_FUEL or self.bytes_read > YIELD_BYTES
 
     def close(self) -> None:
         if self.instance is not None:
             self.instance.stop()
             self.instance = None
 
-    def _values(self, instance: _Instance, variables: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
-        values: dict[str, str] = {}
+    def _values(self, instance: _Instance, variables: Mapping[str, Any]) -> tuple[dict[str, bytes], dict[str, str]]:
+        values: dict[str, bytes] = {}
         names: dict[str, str] = {}
         for name, value in variables.items():
             text = compact_json(value)
             key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
             names[name] = key
             if key not in instance.sent:
-                values[key] = text
+                values[key] = text.encode("utf-8")
                 instance.sent.add(key)
+                self.bytes_read += len(values[key])
         return values, names
 
     def evaluate(self, place: Place) -> list[Any] | Failed:
@@ -182,10 +235,11 @@ class SandboxEvaluator:
         if self.instance is None or not self.instance.alive:
             self.instance = _Instance(self.engine, self.clock_ms, self.deadline)
         instance = self.instance
-        values, names = self._values(instance, place.variables)
+        read = set().union(*(names_read(source) for source in place.expressions))
+        values, names = self._values(instance, {k: v for k, v in place.variables.items() if k in read})
         request = json.dumps(
             {
-                "values": values,
+                "values": list(values),
                 "names": names,
                 "expressions": list(place.expressions),
                 "condition": place.condition,
@@ -193,36 +247,41 @@ class SandboxEvaluator:
             },
             ensure_ascii=False,
         ).encode("utf-8")
-        allowance = min(EXPRESSION_FUEL * len(place.expressions), self.fuel_left)
-        instance.bridge.requests.put((request, len(place.expressions), allowance))
+        bridge = instance.bridge
+        bridge.requests.put((request, list(values.values()), len(place.expressions), self.fuel_left))
         answers: list[Any] = []
         for source in place.expressions:
-            payload = instance.bridge.replies.get()
+            payload = bridge.replies.get()
             if payload is None:
                 self.instance = None
-                self.fuel_left = max(0, self.fuel_left - allowance)
+                self.fuel_left = max(0, bridge.input_left - (bridge.allowance if bridge.in_expression else 0))
                 return _bound(source, self._why_stopped(instance))
+            self.fuel_left = bridge.input_left
             answer = _read_answer(source, payload)
             if isinstance(answer, Failed):
-                self._spent(instance, allowance)
                 return answer
             answers.append(answer)
-        self._spent(instance, allowance)
         return answers
-
-    def _spent(self, instance: _Instance, allowance: int) -> None:
-        try:
-            self.fuel_left -= allowance - instance.session.fuel_left()
-        except Exception:
-            self.fuel_left -= allowance
 
     def _why_stopped(self, instance: _Instance) -> str:
         instance.thread.join(timeout=INPUT_SECONDS + 1)
         if instance.control.stopped == "deadline":
             return MORE_TIME
+        if instance.trap == "OUT_OF_FUEL" and instance.bridge.in_expression:
+            return MORE_WORK if instance.bridge.allowance == EXPRESSION_FUEL else MORE_INPUT_WORK
         if instance.trap == "OUT_OF_FUEL":
-            return MORE_WORK
+            return MORE_READING
         return MORE_MEMORY
+
+
+@functools.lru_cache(maxsize=4096)
+def names_read(source: str) -> frozenset[str]:
+    """The names an expression reads: only their values are sent to the instance."""
+    try:
+        tree = ast.parse("(" + source + "\n)", mode="eval")
+    except (SyntaxError, ValueError):
+        return frozenset()
+    return frozenset(node.id for node in ast.walk(tree) if isinstance(node, ast.Name))
 
 
 def _bound(source: str, words: str) -> Failed:
