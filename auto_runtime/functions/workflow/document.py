@@ -28,7 +28,7 @@ from auto_runtime.functions.workflow.expressions import (
 )
 from auto_runtime.functions.workflow.issues import Issue
 from auto_runtime.functions.workflow.yaml_reader import ReadDocument, escape, read_yaml
-from auto_runtime.playbooks.cloudevents import RESERVED_TYPES
+from auto_runtime.playbooks.cloudevents import RESERVED_ATTRIBUTES, RESERVED_TYPES
 
 TASK_KINDS = ("call", "do", "emit", "for", "fork", "listen", "raise", "set", "switch", "try", "wait")
 COMMON_TASK_FIELDS = ("if", "input", "output", "export", "timeout", "then", "metadata")
@@ -94,6 +94,7 @@ EMIT_RESERVED_TYPE = "The type {value} is reserved for what the runtime records 
 EMIT_RESERVED_SOURCE = (
     "Sources beginning /runs/, /definitions/ or /callers/ are reserved for what the runtime records itself"
 )
+EMIT_RESERVED_ATTRIBUTE = "The attribute {key} is reserved for what the runtime records itself"
 EMIT_SOURCE_URI = "A literal source is an absolute URI; write a relative one as an expression, '${ \"/billing\" }'"
 THEN_NO_TASK = "then: {name} names no task in the same list"
 BRANCH_THEN = "A fork branch's then is continue, exit or end"
@@ -1031,6 +1032,9 @@ def _emit(walk: _Walk, task: dict[str, Any], pointer: str, scope: _Scope, depth:
         walk.add(at, EMIT_NEEDS)
     if "id" in attributes:
         walk.add(f"{at}/id", EMIT_ID)
+    for key in attributes:
+        if key in RESERVED_ATTRIBUTES:
+            walk.add(f"{at}/{escape(str(key))}", EMIT_RESERVED_ATTRIBUTE.format(key=key))
     kind = attributes.get("type")
     if isinstance(kind, str) and wrapped_expression(kind) is None and kind in RESERVED_TYPES:
         walk.add(f"{at}/type", EMIT_RESERVED_TYPE.format(value=kind))

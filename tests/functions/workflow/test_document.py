@@ -306,3 +306,11 @@ def test_refusal_lists_at_most_twenty_then_a_count() -> None:
     assert len(rejection.errors) == 21
     assert rejection.errors[-1] == InputIssue("And 3 more problems", "/source")
     assert all(issue.pointer == "/source" for issue in rejection.errors)
+
+
+def test_an_emitted_event_claims_no_reserved_attribute() -> None:
+    source = one_task("emit: { event: { with: { type: a.b, source: 'https://x.example', depth: 1 } } }")
+    assert details(source) == [
+        "Line 4, column 79: at /do/0/t/emit/event/with/depth: The attribute depth is reserved for what the runtime "
+        "records itself"
+    ]

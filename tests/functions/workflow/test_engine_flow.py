@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from auto_runtime.functions.workflow.engine.model import ArmTimer, CancelCall, Settle
+import uuid
+
+from auto_runtime.functions.workflow.engine.decider import CALL_NAMESPACE
+from auto_runtime.functions.workflow.engine.model import ArmTimer, CancelCall, EmitEvent, Settle
 from auto_runtime.functions.workflow.engine.run_values import input_issues
 from auto_runtime.sandbox.engine import SandboxEngine
-from tests.functions.workflow.runner import T0, Run, calls, outputs_of, settled, steps
+from tests.functions.workflow.runner import RUN_ID, T0, Run, calls, outputs_of, settled, steps
 
 HEAD = "document: { dsl: '1.0.3', namespace: tests, name: flow, version: '1.0.0' }\n"
 STANDARD = "https://open-workflow-specification.org/spec/1.0.0/errors/"
@@ -322,3 +325,50 @@ def test_a_run_input_is_checked_against_the_input_schema() -> None:
     assert issue.pointer == "/input"
     assert input_issues(document, {"month": "2026-09"}) == []
     assert input_issues({}, 3) == []
+
+
+def test_a_branch_that_completes_at_once_wins_and_later_branches_never_start(engine: SandboxEngine) -> None:
+    source = (
+        HEAD
+        + "do:\n  - race:\n      fork:\n        compete: true\n        branches:\n"
+        + "          - quick: { set: { winner: quick } }\n"
+        + "          - slow: { call: run_definition, with: { type: computation, name: slow } }\n"
+    )
+    started = Run(engine, source).start({})
+    assert steps(started) == [
+        ("I1_1", "step_finished", "/do/0/race", "I1"),
+        ("I1_2", "step_finished", "/do/0/race/fork/branches/0/quick", "I1_1"),
+    ]
+    assert calls(started) == []
+    assert settled(started) == Settle("succeeded", output={"winner": "quick"})
+
+
+def test_emit_derives_its_id_and_refuses_a_computed_reserved_type(engine: SandboxEngine) -> None:
+    source = (
+        HEAD
+        + "do:\n  - tell:\n      emit:\n        event:\n          with:\n"
+        + "            type: '${ data[\"type\"] }'\n            source: '${ \"/billing\" }'\n"
+        + "            data: { n: 1 }\n            region: eu\n"
+    )
+    run = Run(engine, source)
+    started = run.start({"type": "com.acme.told"})
+    (emitted,) = [o for o in started.outputs if isinstance(o, EmitEvent)]
+    assert emitted.event == {
+        "specversion": "1.0",
+        "id": str(uuid.uuid5(CALL_NAMESPACE, f"{RUN_ID}/do/0/tell#1:emit")),
+        "time": "2026-09-21T14:13:20.000Z",
+        "type": "com.acme.told",
+        "source": "/billing",
+        "data": {"n": 1},
+        "region": "eu",
+    }
+    assert settled(started) == Settle("succeeded", output={"type": "com.acme.told"})
+    refused = settled(Run(engine, source).start({"type": "run_started"}))
+    assert refused == Settle(
+        "rejected",
+        rejection={
+            "reason": "invalid_input",
+            "detail": "The event to emit is not one the playbook takes: the type run_started is reserved "
+            "(at /do/0/tell)",
+        },
+    )

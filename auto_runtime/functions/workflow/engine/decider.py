@@ -56,7 +56,7 @@ from auto_runtime.functions.workflow.engine.run_values import output_mismatch
 from auto_runtime.functions.workflow.engine.state import Activation, CallInfo, RunState, TimerInfo
 from auto_runtime.functions.workflow.expressions import wrapped_expression
 from auto_runtime.functions.workflow.yaml_reader import escape
-from auto_runtime.playbooks.cloudevents import RESERVED_TYPES
+from auto_runtime.playbooks.cloudevents import RESERVED_ATTRIBUTES, RESERVED_TYPES
 
 CALL_NAMESPACE = uuid.UUID("9b1f3a52-6c0d-4b8e-9f27-3e5d1c7a2b40")
 TASKS_PER_INPUT = 100
@@ -269,13 +269,12 @@ class _Apply:
             ),
             "do",
         )
-        s.runs[reference] = s.runs.get(reference, 0) + 1
         a = Activation(
             id=s.next_id,
             reference=reference,
             name=name,
             kind=kind,
-            run=s.runs[reference],
+            run=0,
             parent=parent.id,
             cause=cause,
             started_in=self.input.id,
@@ -292,6 +291,9 @@ class _Apply:
         if self.state.tasks_since_wait > TASKS_WITHOUT_WAITING:
             self.end_rejected(E.RunRejection("unavailable", TOO_MANY_TASKS.format(reference=a.reference)))
         definition = self.definition(a)
+        s = self.state
+        s.runs[a.reference] = s.runs.get(a.reference, 0) + 1
+        a.run = s.runs[a.reference]
         self.move(a, "started")
         t = self.task_vars(a, a.raw_input)
         if "if" in definition:
@@ -393,7 +395,13 @@ class _Apply:
             self.child_raised(parent, a, raised)
 
     def cancel(self, a: Activation, kind: str) -> None:
-        """Cancel a task run and its work, inner tasks first (spec 12.2 `cancelled`)."""
+        """Cancel a task run and its work, inner tasks first (spec 12.2 `cancelled`).
+
+        A task that was to start in this input and has not (a later branch of a fork a first branch already
+        decided) is dropped without a step: it never ran."""
+        if a.run == 0:
+            self.state.activations.pop(a.id, None)
+            return
         self.cancel_children(a, kind)
         if a.call_key is not None and a.call_key in self.state.calls:
             info = self.state.calls.pop(a.call_key)
@@ -604,6 +612,9 @@ class _Apply:
             why = f"the type {attributes['type']} is reserved"
         elif attributes["source"].startswith(("/runs/", "/definitions/", "/callers/")):
             why = f"the source {attributes['source']} is reserved"
+        elif "id" in attributes or any(key in RESERVED_ATTRIBUTES for key in attributes):
+            taken = next(key for key in attributes if key == "id" or key in RESERVED_ATTRIBUTES)
+            why = f"the attribute {taken} is the runtime's own"
         if why is not None:
             self.raise_error(a, E.error("validation", 400, a.reference, EMIT_REFUSED.format(why=why)))
             return
