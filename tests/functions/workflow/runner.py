@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from auto_runtime.functions.workflow.engine.model import (
 )
 from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator
 from auto_runtime.functions.workflow.engine.state import RunState
+from auto_runtime.functions.workflow.engine.state_codec import dump_state, load_state
 from auto_runtime.sandbox.engine import SandboxEngine
 
 T0 = 1_790_000_000_000
@@ -62,7 +64,8 @@ class Run:
             transition = apply(self.state, applied, evaluator)
         finally:
             evaluator.close()
-        self.state = transition.state
+        # Every state goes through its stored form, as a run that survives a restart would.
+        self.state = load_state(json.loads(json.dumps(dump_state(transition.state))))
         self.history.extend(transition.facts)
         self.last = transition
         return transition
