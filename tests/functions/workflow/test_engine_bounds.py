@@ -146,3 +146,17 @@ def test_an_input_past_half_its_work_yields_between_tasks(engine: SandboxEngine)
     assert 1 + 1 < moved[0] < 1 + 10
     ending = settled(transition)
     assert ending is not None and ending.output == [4999950000] * 10
+
+
+def test_the_host_resolves_call_bounds_and_a_computed_callee_waits_the_longest(engine: SandboxEngine) -> None:
+    source = (
+        HEAD
+        + "do:\n  - ask: { call: run_definition, with: { type: interaction, name: approve } }\n"
+        + "  - any: { call: run_definition, with: { type: '${ \"computation\" }', name: sum } }\n"
+    )
+    run = Run(engine, source)
+    run.state.call_bounds_ms = {"interaction/approve": 3_600_000}
+    first = run.start({})
+    assert timer(first, "call").due_at == T0 + 3_600_000 + 60_000
+    second = run.answer(calls(first)[0].key, T0 + 1_000, output={})
+    assert timer(second, "call").due_at == T0 + 1_000 + 600_000 + 60_000

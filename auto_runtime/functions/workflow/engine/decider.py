@@ -92,9 +92,20 @@ ENVELOPE_FIELDS = ("specversion", "id", "type", "source", "time")
 OUTPUT_TOO_LARGE = "The output of the workflow takes {n} bytes as JSON, more than the 1048574 a run records"
 
 
-def new_state(run_id: str, document: dict[str, Any], *, runtime_version: str, max_duration_ms: int) -> RunState:
-    """The state of a run that has not taken its `started` input yet."""
-    return RunState(run_id, document, runtime_version, max_duration_ms)
+def new_state(
+    run_id: str,
+    document: dict[str, Any],
+    *,
+    runtime_version: str,
+    max_duration_ms: int,
+    call_bounds_ms: Mapping[str, int] | None = None,
+) -> RunState:
+    """The state of a run that has not taken its `started` input yet.
+
+    `call_bounds_ms` are the callees' longest runs the host resolved at the start, by `type/name` or by type
+    (an interaction request's `expires`, a reasoning function's model deadline); the defaults stand for the rest.
+    """
+    return RunState(run_id, document, runtime_version, max_duration_ms, call_bounds_ms=dict(call_bounds_ms or {}))
 
 
 def call_run_id(run_id: str, reference: str, run: int) -> str:
@@ -660,20 +671,32 @@ class _Apply:
         self.state.calls[key] = CallInfo(a.id, run_id, kind, name, self.input.id)
         self.outputs.append(StartCall(key, run_id, kind, name, call_input, a.reference, a.run, ""))
         self.call_activations[key] = a.id
-        bound = self.call_bound_ms(kind)
+        bound = self.call_bound_ms(a, kind, name)
         a.timer = self.timer_id(a, "call")
         self.arm(a.timer, self.now + bound, "call", a.id)
         a.phase = "waiting"
         self.state.tasks_since_wait = 0
         self.move(a, "waiting", waits_for="call", callee=run_id)
 
-    def call_bound_ms(self, kind: str) -> int:
+    def call_bound_ms(self, a: Activation, kind: str, name: str) -> int:
+        """The call's wait: the callee's longest run + 60 s, within the run's remaining duration (spec 6).
+
+        A literal type and name use the bounds the host resolved when the run started (`call_bounds_ms`, by
+        `type/name`, then by type); a computed one the longest non-workflow bound."""
         remaining = self.state.started_at + self.state.max_duration_ms - self.now
-        longest = (
-            self.state.max_duration_ms
-            if kind == "workflow"
-            else DEFAULT_CALL_BOUNDS_MS.get(kind, max(DEFAULT_CALL_BOUNDS_MS.values()))
+        bounds = {**DEFAULT_CALL_BOUNDS_MS, **self.state.call_bounds_ms}
+        arguments = self.definition(a).get("with")
+        literal = (
+            isinstance(arguments, dict)
+            and wrapped_expression(arguments.get("type")) is None
+            and wrapped_expression(arguments.get("name")) is None
         )
+        if not literal:
+            longest = max(v for k, v in bounds.items() if "/" not in k and k != "workflow")
+        elif kind == "workflow":
+            longest = self.state.max_duration_ms
+        else:
+            longest = bounds.get(f"{kind}/{name}", bounds.get(kind, max(DEFAULT_CALL_BOUNDS_MS.values())))
         return max(0, min(longest + CALL_GRACE_MS, remaining))
 
     def body_try(self, a: Activation, definition: dict[str, Any]) -> None:
@@ -735,6 +758,7 @@ class _Apply:
                 a.failed_child = child.id
                 a.attempt += 1
                 if delay > 0:
+                    self.state.tasks_since_wait = 0
                     a.phase = "delay"
                     a.timer = self.timer_id(a, "retry")
                     self.arm(a.timer, self.now + delay, "retry", a.id)

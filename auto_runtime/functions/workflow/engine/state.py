@@ -80,6 +80,7 @@ class RunState:
     document: dict[str, Any]
     runtime_version: str
     max_duration_ms: int
+    call_bounds_ms: dict[str, int] = field(default_factory=dict)
     started_at: int = 0
     last_at: int = 0
     seed: str = ""
