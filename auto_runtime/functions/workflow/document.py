@@ -325,26 +325,11 @@ class _Walk:
         return document if isinstance(document, dict) else None
 
 
-def _value_depth_ok(value: Any) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_VALUE_DEPTH:
-            return False
-        if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-    return True
-
-
 def check_document(source: str, max_duration_ms: int) -> WorkflowDocument | list[Issue]:
     """The checked document, or every issue found (unordered; see `issues.ordered`)."""
     read = read_yaml(source)
     if not isinstance(read, ReadDocument):
         return read
-    if not _value_depth_ok(read.value):
-        return [Issue(1, 1, "", VALUE_TOO_DEEP)]
     walk = _Walk(read, max_duration_ms)
     root: dict[str, Any] = read.value
     description, input_schema, output_schema, shape = _top_level(walk, root)

@@ -8,6 +8,7 @@ to the 1-based line and column where the value written at it starts.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -46,33 +47,13 @@ _Resolver.add_implicit_resolver(
 _Resolver.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""])
 
 
-class _Constructor(yaml.constructor.SafeConstructor):
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        text = str(self.construct_scalar(node))
-        if text.startswith("0o"):
-            return int(text[2:], 8)
-        if text.startswith("0x"):
-            return int(text[2:], 16)
-        return int(text)
+class _Loader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, _Resolver):
+    """The YAML parser's event stream (an explicit state machine, no recursion) and the resolver."""
 
-
-_Constructor.add_constructor("tag:yaml.org,2002:int", _Constructor.construct_yaml_int)  # type: ignore[type-var]
-
-
-class _Loader(
-    yaml.reader.Reader,
-    yaml.scanner.Scanner,
-    yaml.parser.Parser,
-    yaml.composer.Composer,
-    _Constructor,
-    _Resolver,
-):
     def __init__(self, stream: str) -> None:
         yaml.reader.Reader.__init__(self, stream)
         yaml.scanner.Scanner.__init__(self)
         yaml.parser.Parser.__init__(self)
-        yaml.composer.Composer.__init__(self)
-        _Constructor.__init__(self)
         _Resolver.__init__(self)
 
 
@@ -92,58 +73,119 @@ def escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def _mark(node: yaml.Node) -> Mark:
-    return (node.start_mark.line + 1, node.start_mark.column + 1)
+NOT_FINITE = "Numbers are finite: .inf and .nan have no JSON form"
+VALUE_TOO_DEEP = "Values are nested at most 512 deep"
+MAX_DEPTH = 512
 
 
-def _event_issues(source: str) -> list[Issue]:
+def _scalar(loader: _Loader, event: yaml.ScalarEvent) -> Any:
+    """The JSON value of a scalar, by the YAML 1.2 core schema (quoted scalars are always text)."""
+    tag = event.tag
+    if tag is None or tag == "!":
+        tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
+    text = event.value
+    if tag == _STANDARD_TAG + "null":
+        return None
+    if tag == _STANDARD_TAG + "bool":
+        return text.lower() == "true"
+    if tag == _STANDARD_TAG + "int":
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
+        return int(text)
+    if tag == _STANDARD_TAG + "float":
+        lowered = text.lower()
+        if lowered.endswith(".inf"):
+            return float("-inf") if lowered.startswith("-") else float("inf")
+        if lowered == ".nan":
+            return float("nan")
+        return float(text)
+    return text
+
+
+class _Frame:
+    """A mapping or sequence being read: its value, pointer, and (for a mapping) the key read last."""
+
+    def __init__(self, value: dict[str, Any] | list[Any], pointer: str) -> None:
+        self.value = value
+        self.pointer = pointer
+        self.key: str | None = None
+
+
+def _read(source: str) -> tuple[Any, dict[str, Mark]] | list[Issue]:
+    """Build the value from the parser's events, iteratively, with the mark of every pointer."""
+    loader = _Loader(source)
     issues: list[Issue] = []
-    for event in yaml.parse(source, Loader=_Loader):  # type: ignore[arg-type]
-        start = event.start_mark
-        mark = (start.line + 1, start.column + 1) if start is not None else (1, 1)
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            issues.append(Issue(mark[0], mark[1], "", NO_ANCHORS))
-        tag = getattr(event, "tag", None)
-        if tag is not None and not tag.startswith(_STANDARD_TAG):
-            issues.append(Issue(mark[0], mark[1], "", NO_TAGS))
-    return issues
-
-
-def _walk(node: yaml.Node, pointer: str, marks: dict[str, Mark], issues: list[Issue]) -> None:
-    marks[pointer] = _mark(node)
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key, value in node.value:
-            text = str(key.value) if isinstance(key, yaml.ScalarNode) else ""
-            child = f"{pointer}/{escape(text)}"
-            if text in seen:
-                line, column = _mark(key)
-                issues.append(Issue(line, column, child, DUPLICATE_KEY.format(key=text)))
-            seen.add(text)
-            _walk(value, child, marks, issues)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _walk(item, f"{pointer}/{index}", marks, issues)
+    marks: dict[str, Mark] = {}
+    stack: list[_Frame] = []
+    root: Any = None
+    try:
+        while loader.check_event():
+            event = loader.get_event()  # type: ignore[no-untyped-call]
+            start = event.start_mark
+            mark = (start.line + 1, start.column + 1) if start is not None else (1, 1)
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                issues.append(Issue(mark[0], mark[1], "", NO_ANCHORS))
+            tag = getattr(event, "tag", None)
+            if tag is not None and tag != "!" and not tag.startswith(_STANDARD_TAG):
+                issues.append(Issue(mark[0], mark[1], "", NO_TAGS))
+            if isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+                stack.pop()
+                continue
+            if not isinstance(
+                event, yaml.ScalarEvent | yaml.SequenceStartEvent | yaml.MappingStartEvent | yaml.AliasEvent
+            ):
+                continue
+            frame = stack[-1] if stack else None
+            if frame is not None and isinstance(frame.value, dict) and frame.key is None:
+                if not isinstance(event, yaml.ScalarEvent):
+                    return [Issue(mark[0], mark[1], frame.pointer, "A key is plain text")]
+                key = event.value
+                if key in frame.value:
+                    child = f"{frame.pointer}/{escape(key)}"
+                    issues.append(Issue(mark[0], mark[1], child, DUPLICATE_KEY.format(key=key)))
+                frame.key = key
+                continue
+            opens = isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent)
+            if len(stack) + (1 if opens else 0) > MAX_DEPTH:
+                return [Issue(mark[0], mark[1], "", VALUE_TOO_DEEP)]
+            value: Any
+            if isinstance(event, yaml.ScalarEvent):
+                value = _scalar(loader, event)
+                if isinstance(value, float) and not math.isfinite(value):
+                    issues.append(Issue(mark[0], mark[1], "", NOT_FINITE))
+            elif isinstance(event, yaml.SequenceStartEvent):
+                value = []
+            elif isinstance(event, yaml.MappingStartEvent):
+                value = {}
+            else:
+                value = None
+            if frame is None:
+                pointer = ""
+                root = value
+            elif isinstance(frame.value, dict):
+                assert frame.key is not None
+                pointer = f"{frame.pointer}/{escape(frame.key)}"
+                frame.value[frame.key] = value
+                frame.key = None
+            else:
+                pointer = f"{frame.pointer}/{len(frame.value)}"
+                frame.value.append(value)
+            marks[pointer] = mark
+            if isinstance(value, dict | list):
+                stack.append(_Frame(value, pointer))
+    finally:
+        loader.dispose()
+    if issues:
+        return issues
+    return root, marks
 
 
 def read_yaml(source: str) -> ReadDocument | list[Issue]:
     """The document, or the issues that keep it from being read (the pointer `""` is the whole document)."""
     try:
-        issues = _event_issues(source)
-        if issues:
-            return issues
-        loader = _Loader(source)
-        try:
-            node = loader.get_single_node()
-            if node is None:
-                return [Issue(1, 1, "", NOT_A_MAPPING)]
-            marks: dict[str, Mark] = {}
-            _walk(node, "", marks, issues)
-            if issues:
-                return issues
-            value = loader.construct_document(node)
-        finally:
-            loader.dispose()
+        read = _read(source)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
@@ -151,6 +193,9 @@ def read_yaml(source: str) -> ReadDocument | list[Issue]:
         return [Issue(line, column, "", DOES_NOT_PARSE + message)]
     except yaml.YAMLError as error:
         return [Issue(1, 1, "", DOES_NOT_PARSE + " ".join(str(error).split()))]
+    if isinstance(read, list):
+        return read
+    value, marks = read
     if not isinstance(value, dict):
         return [Issue(1, 1, "", NOT_A_MAPPING)]
     return ReadDocument(value, marks)

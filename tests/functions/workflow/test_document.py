@@ -314,3 +314,30 @@ def test_an_emitted_event_claims_no_reserved_attribute() -> None:
         "Line 4, column 79: at /do/0/t/emit/event/with/depth: The attribute depth is reserved for what the runtime "
         "records itself"
     ]
+
+
+def _nested_do(depth: int) -> str:
+    task = "{ leaf: { set: {} } }"
+    for level in range(depth - 1):
+        task = f"{{ d{level}: {{ do: [ {task} ] }} }}"
+    return HEAD + f"do: [ {task} ]\n"
+
+
+def test_task_lists_nest_at_most_64_deep() -> None:
+    assert isinstance(check_document(_nested_do(64), MAX), WorkflowDocument)
+    found = details(_nested_do(65))
+    assert len(found) == 1 and found[0].endswith(": Task lists are nested at most 64 deep")
+
+
+def test_values_nest_at_most_512_deep() -> None:
+    # The document, do, the task entry, the task and set hold the value: five levels before it.
+    deep = HEAD + "do: [ { a: { set: { v: " + "[" * 507 + "]" * 507 + " } } } ]\n"
+    assert isinstance(check_document(deep, MAX), WorkflowDocument)
+    deeper = HEAD + "do: [ { a: { set: { v: " + "[" * 508 + "]" * 508 + " } } } ]\n"
+    assert details(deeper) == ["Line 2, column 531: at /: Values are nested at most 512 deep"]
+
+
+def test_numbers_are_finite() -> None:
+    assert details(HEAD + "do: [ { a: { set: { v: .inf } } } ]\n") == [
+        "Line 2, column 24: at /: Numbers are finite: .inf and .nan have no JSON form"
+    ]
