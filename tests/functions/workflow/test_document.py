@@ -341,3 +341,136 @@ def test_numbers_are_finite() -> None:
     assert details(HEAD + "do: [ { a: { set: { v: .inf } } } ]\n") == [
         "Line 2, column 24: at /: Numbers are finite: .inf and .nan have no JSON form"
     ]
+
+
+MORE_CASES: list[tuple[str, str, list[str]]] = [
+    (
+        "schema invalid",
+        HEAD + "input: { schema: { document: { type: 12 } } }\ndo: [ { a: { set: {} } } ]\n",
+        [
+            "Line 2, column 30: at /input/schema/document: It is not a JSON Schema: 12 is not valid under "
+            "any of the given schemas",
+        ],
+    ),
+    (
+        "unknown shape",
+        HEAD + "output: { shape: chart }\ndo: [ { a: { set: {} } } ]\n",
+        [
+            "Line 2, column 18: at /output/shape: output.shape names no output shape the runtime knows; the "
+            "known shapes are series",
+        ],
+    ),
+    (
+        "schema and shape",
+        HEAD + "output: { shape: series, schema: { document: {} } }\ndo: [ { a: { set: {} } } ]\n",
+        [
+            "Line 2, column 9: at /output: output takes schema or shape, not both",
+        ],
+    ),
+    (
+        "no do, no document",
+        "input: {}\n",
+        [
+            "Line 1, column 1: at /: It needs document",
+            "Line 1, column 1: at /: It needs do",
+        ],
+    ),
+    (
+        "header fields missing",
+        "document: { dsl: '1.0.0' }\ndo: [ { a: { set: {} } } ]\n",
+        [
+            "Line 1, column 11: at /document: It needs namespace",
+            "Line 1, column 11: at /document: It needs name",
+            "Line 1, column 11: at /document: It needs version",
+        ],
+    ),
+    (
+        "call without with",
+        one_task("call: run_definition"),
+        [
+            "Line 4, column 7: at /do/0/t: It needs with",
+        ],
+    ),
+    (
+        "no kind",
+        one_task("then: end"),
+        [
+            "Line 4, column 7: at /do/0/t: A task needs one kind: call, do, emit, for, fork, listen, raise, "
+            "set, switch, try, wait",
+        ],
+    ),
+    (
+        "two kinds",
+        one_task("set: {}\nwait: PT1S"),
+        [
+            "Line 4, column 7: at /do/0/t: A task has one kind; this one has set and wait",
+        ],
+    ),
+    (
+        "entry not single",
+        HEAD + "do:\n  - a: { set: {} }\n    b: { set: {} }\n  - plain\n",
+        [
+            "Line 3, column 5: at /do/0: A task is a mapping of one name to its definition: - <name>: <definition>",
+            "Line 5, column 5: at /do/1: A task is a mapping of one name to its definition: - <name>: <definition>",
+        ],
+    ),
+    (
+        "backoff and jitter",
+        one_task("try: [ { a: { set: {} } } ]\ncatch: { retry: { backoff: random, jitter: { from: PT1S } } }"),
+        [
+            "Line 5, column 34: at /do/0/t/catch/retry/backoff: backoff is one of constant, linear and exponential",
+            "Line 5, column 50: at /do/0/t/catch/retry/jitter: It needs to",
+        ],
+    ),
+    (
+        "listen forms",
+        one_task("listen: { to: { one: {}, any: [] } }"),
+        [
+            "Line 4, column 21: at /do/0/t/listen/to: listen.to takes one of one, any or all",
+        ],
+    ),
+    (
+        "timeout needs after",
+        one_task("wait: PT1S\ntimeout: { before: PT1S }"),
+        [
+            "Line 5, column 16: at /do/0/t/timeout: It needs after",
+            "Line 5, column 26: at /do/0/t/timeout/before: before is not a field of a timeout",
+        ],
+    ),
+    (
+        "do not a list",
+        one_task("do: { a: 1 }"),
+        [
+            "Line 4, column 11: at /do/0/t/do: A task list is a sequence of tasks: - <name>: <definition>",
+        ],
+    ),
+    (
+        "switch case without then",
+        one_task("switch: [ { a: { when: 'True' } } ]"),
+        [
+            "Line 4, column 22: at /do/0/t/switch/0/a: It needs then",
+        ],
+    ),
+    (
+        "raise needs status",
+        one_task("raise: { error: { type: validation } }"),
+        [
+            "Line 4, column 23: at /do/0/t/raise/error: It needs status",
+        ],
+    ),
+    (
+        "use timeouts",
+        HEAD + "use: { timeouts: { slow: { after: P1Y } }, extensions: [] }\ndo: [ { a: { set: {} } } ]\n",
+        [
+            "Line 2, column 35: at /use/timeouts/slow/after: A duration cannot count years or months, whose "
+            "length varies; write days or weeks",
+            "Line 2, column 56: at /use/extensions: use.extensions is not available: a workflow reaches the "
+            "world only through the playbook's functions",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), [(c[1], c[2]) for c in MORE_CASES], ids=[c[0] for c in MORE_CASES])
+def test_more_refusals(source: str, expected: list[str]) -> None:
+    assert details(source) == expected
