@@ -87,6 +87,7 @@ FILTER_ATTRIBUTE = (
     "A trigger filter matches literal type, source and subject, data, and the extensions caller, triggerkind, depth, "
     "calldepth and definitionversion"
 )
+EVERY_LITERAL = "every is a literal duration, not an expression"
 EVERY_TOO_SHORT = "every is at least one minute (PT1M)"
 EMIT_NEEDS = "An emitted event needs a type and a source"
 EMIT_ID = "An emitted event takes no id: the runtime derives it, so a resumed run emits it once"
@@ -575,7 +576,7 @@ def _schedule(walk: _Walk, value: Any) -> None:
                 walk.triggers.append(Trigger("cron", "/schedule/cron", expression=str(schedule["cron"])))
         elif key == "every":
             if wrapped_expression(schedule["every"]) is not None:
-                walk.add("/schedule/every", EVERY_TOO_SHORT)
+                walk.add("/schedule/every", EVERY_LITERAL)
                 continue
             ms = duration_ms(schedule["every"])
             if isinstance(ms, str):
