@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ from auto_runtime.functions.workflow.engine.model import (
     TimerFired,
     Transition,
 )
-from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator
+from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator, launch_on_a_thread
 from auto_runtime.functions.workflow.engine.state import RunState
 from auto_runtime.functions.workflow.engine.state_codec import dump_state, load_state
 from auto_runtime.sandbox.engine import SandboxEngine
@@ -48,6 +49,8 @@ class Run:
     history: list[Fact] = field(default_factory=list)
     last: Transition | None = None
     count: int = 0
+    launches: list[int] = field(default_factory=list)
+    """Sandbox instances started, per input."""
 
     def __post_init__(self) -> None:
         self.state = new_state(
@@ -59,7 +62,13 @@ class Run:
         return f"I{self.count}"
 
     def apply(self, applied: Input) -> Transition:
-        evaluator = SandboxEvaluator(self.engine, applied.at)
+        started = [0]
+
+        def launch(job: Callable[[], None]) -> None:
+            started[0] += 1
+            launch_on_a_thread(job)
+
+        evaluator = SandboxEvaluator(self.engine, applied.at, launch)
         try:
             transition = apply(self.state, applied, evaluator)
         finally:
@@ -67,6 +76,7 @@ class Run:
         # Every state goes through its stored form, as a run that survives a restart would.
         self.state = load_state(json.loads(json.dumps(dump_state(transition.state))))
         self.history.extend(transition.facts)
+        self.launches.append(started[0])
         self.last = transition
         return transition
 

@@ -86,6 +86,9 @@ def test_expense_approval_asks_the_manager(engine: SandboxEngine) -> None:
         "succeeded", output={"approved": True, "by": "manager", "category": "travel", "claim_id": "C-7731"}
     )
     assert third.facts[0].data["output_kinds"] == ["cancel_timer", "settle"]
+    # I1 evaluated one place, I2 three (classify's output.as, route's when, ask-manager's with), I3 one:
+    # each input in one sandbox instance.
+    assert run.launches == [1, 1, 1]
 
 
 def test_expense_approval_small_claim_ends_by_policy(engine: SandboxEngine) -> None:

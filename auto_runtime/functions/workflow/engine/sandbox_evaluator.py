@@ -20,7 +20,7 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from auto_runtime.functions.workflow.engine.evaluation import EXPRESSION_FAILED, PASSED_A_BOUND, Failed, Place
@@ -33,6 +33,10 @@ from auto_runtime.sandbox.limits import PRELUDE_FUEL, WRITER_FUEL
 from auto_runtime.sandbox.prelude import EVALUATE_PRELUDE
 from auto_runtime.sandbox.store_run import StoreSession, run_store
 from auto_runtime.sandbox.wire import read_wire
+from auto_runtime.sandbox.workers import (
+    WORKER_STACK_BYTES,
+    _stack_lock,  # the lock every sandbox thread takes to set its stack size
+)
 
 EXPRESSION_FUEL = 250_000_000
 READ_FUEL = 30_000_000_000
@@ -164,18 +168,32 @@ class _Conversation(Bridge):
         return None
 
 
-class _Instance:
-    """One live instance on its own thread."""
+Launch = Callable[[Callable[[], None]], None]
+"""Runs a blocking callable to its end somewhere else: on a thread of its own, or on a worker of the pool."""
 
-    def __init__(self, engine: SandboxEngine, clock_ms: int, deadline: float) -> None:
+
+def launch_on_a_thread(run: Callable[[], None]) -> None:
+    """The default launch: a daemon thread with the sandbox workers' stack size."""
+    with _stack_lock:
+        previous = threading.stack_size(WORKER_STACK_BYTES)
+        try:
+            threading.Thread(target=run, name="workflow-expressions", daemon=True).start()
+        finally:
+            threading.stack_size(previous)
+
+
+class _Instance:
+    """One live instance, run to its end by `launch` while the input is applied."""
+
+    def __init__(self, engine: SandboxEngine, clock_ms: int, deadline: float, launch: Launch) -> None:
         self.bridge = _Conversation(clock_ms * 1_000_000)
         self.control = RunControl(deadline)
         self.sent: set[str] = set()
         self.trap: str | None = None
         self.stderr = ""
         self.alive = True
-        self.thread = threading.Thread(target=self._run, args=(engine,), name="workflow-expressions", daemon=True)
-        self.thread.start()
+        self.ended = threading.Event()
+        launch(lambda: self._run(engine))
 
     def _run(self, engine: SandboxEngine) -> None:
         """Run the instance on this thread; its store is made and dropped here, never on another thread."""
@@ -190,19 +208,21 @@ class _Instance:
             del session
             self.alive = False
             self.bridge.replies.put(None)
+            self.ended.set()
 
     def stop(self) -> None:
         if self.alive:
             self.bridge.requests.put((b"null", [], 0, 0))
-        self.thread.join(timeout=INPUT_SECONDS + 1)
+        self.ended.wait(timeout=INPUT_SECONDS + 1)
 
 
 class SandboxEvaluator:
     """An `Evaluator` for one input. No instance starts until the first place is evaluated."""
 
-    def __init__(self, engine: SandboxEngine, clock_ms: int) -> None:
+    def __init__(self, engine: SandboxEngine, clock_ms: int, launch: Launch = launch_on_a_thread) -> None:
         self.engine = engine
         self.clock_ms = clock_ms
+        self.launch = launch
         self.deadline = time.monotonic() + INPUT_SECONDS
         self.fuel_left = INPUT_FUEL
         self.bytes_read = 0
@@ -233,7 +253,7 @@ class SandboxEvaluator:
         if self.fuel_left <= 0:
             return _bound(place.expressions[0], MORE_INPUT_WORK)
         if self.instance is None or not self.instance.alive:
-            self.instance = _Instance(self.engine, self.clock_ms, self.deadline)
+            self.instance = _Instance(self.engine, self.clock_ms, self.deadline, self.launch)
         instance = self.instance
         read = set().union(*(names_read(source) for source in place.expressions))
         values, names = self._values(instance, {k: v for k, v in place.variables.items() if k in read})
@@ -259,12 +279,16 @@ class SandboxEvaluator:
             self.fuel_left = bridge.input_left
             answer = _read_answer(source, payload)
             if isinstance(answer, Failed):
+                if answer.short == "runtime":
+                    # Its heap is spent (nothing is ever collected): the instance serves no more places.
+                    instance.stop()
+                    self.instance = None
                 return answer
             answers.append(answer)
         return answers
 
     def _why_stopped(self, instance: _Instance) -> str:
-        instance.thread.join(timeout=INPUT_SECONDS + 1)
+        instance.ended.wait(timeout=INPUT_SECONDS + 1)
         if instance.control.stopped == "deadline":
             return MORE_TIME
         if instance.trap == "OUT_OF_FUEL" and instance.bridge.in_expression:
