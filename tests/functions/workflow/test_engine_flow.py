@@ -372,3 +372,39 @@ def test_emit_derives_its_id_and_refuses_a_computed_reserved_type(engine: Sandbo
             "(at /do/0/tell)",
         },
     )
+
+
+def test_exit_in_a_for_body_stops_the_loop(engine: SandboxEngine) -> None:
+    source = (
+        HEAD
+        + "do:\n  - loop:\n      for: { in: '${ [1, 2, 3] }' }\n      do:\n"
+        + "        - add: { set: '${ data + [item] }' }\n"
+        + "        - stop: { if: 'item == 2', set: '${ data }', then: exit }\n"
+        + "  - after: { set: '${ {\"seen\": data} }' }\n"
+    )
+    started = Run(engine, source).start([])
+    assert settled(started) == Settle("succeeded", output={"seen": [1, 2]})
+    assert [(f.type, f.data["reference"], f.data["run"]) for f in started.facts[1:]] == [
+        ("step_finished", "/do/0/loop", 1),
+        ("step_finished", "/do/0/loop/do/0/add", 1),
+        ("step_skipped", "/do/0/loop/do/1/stop", 1),
+        ("step_finished", "/do/0/loop/do/0/add", 2),
+        ("step_finished", "/do/0/loop/do/1/stop", 2),
+        ("step_finished", "/do/1/after", 1),
+    ]
+
+
+def test_end_in_a_plain_fork_branch_ends_the_run_when_the_fork_completes(engine: SandboxEngine) -> None:
+    source = (
+        HEAD
+        + "do:\n  - both:\n      fork:\n        branches:\n"
+        + "          - early: { set: { early: true }, then: end }\n"
+        + "          - late: { call: run_definition, with: { type: computation, name: late } }\n"
+        + "  - never: { set: { never: true } }\n"
+    )
+    run = Run(engine, source)
+    started = run.start({})
+    assert settled(started) is None
+    answered = run.answer(calls(started)[0].key, T0 + 10, output={"late": True})
+    assert settled(answered) == Settle("succeeded", output=[{"early": True}, {"late": True}])
+    assert [f.data["reference"] for f in answered.facts[1:]] == ["/do/0/both/fork/branches/1/late", "/do/0/both"]
