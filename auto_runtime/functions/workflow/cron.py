@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import calendar
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
 _DAYS = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
@@ -35,15 +35,36 @@ class Cron:
     days_restricted: bool
     weekdays_restricted: bool
 
+    def next_due(self, after: datetime) -> datetime:
+        """The first due minute strictly after `after` (UTC); a parsed expression is always due again."""
+        start = after.astimezone(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
+        hours = sorted(self.hours)
+        minutes = sorted(self.minutes)
+        day = start.date()
+        for _ in range(366 * 8):
+            moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            if self.due_on(moment):
+                for hour in hours:
+                    for minute in minutes:
+                        candidate = moment.replace(hour=hour, minute=minute)
+                        if candidate >= start:
+                            return candidate
+            day += timedelta(days=1)
+        raise ValueError("the cron expression is never due")
+
+    def due_on(self, day: datetime) -> bool:
+        """Whether the day (its month, day of month and day of week) is due."""
+        if day.month not in self.months:
+            return False
+        in_month = day.day in self.days
+        weekday = (day.isoweekday() % 7) in self.weekdays
+        if self.days_restricted and self.weekdays_restricted:
+            return in_month or weekday
+        return in_month and weekday
+
     def due(self, at: datetime) -> bool:
         """Whether the minute of `at` (UTC) is due."""
-        if at.minute not in self.minutes or at.hour not in self.hours or at.month not in self.months:
-            return False
-        day = at.day in self.days
-        weekday = (at.isoweekday() % 7) in self.weekdays
-        if self.days_restricted and self.weekdays_restricted:
-            return day or weekday
-        return day and weekday
+        return at.minute in self.minutes and at.hour in self.hours and self.due_on(at)
 
 
 def _value(text: str, low: int, high: int, names: dict[str, int]) -> int | None:
@@ -102,3 +123,10 @@ def parse_cron(expression: object) -> Cron | str:
     ):
         return NEVER_DUE
     return cron
+
+
+def every_next_due(anchor_ms: int, period_ms: int, after_ms: int) -> int:
+    """The first multiple of the period after the anchor (the save of the trigger's form) that is past `after`."""
+    if after_ms < anchor_ms:
+        return anchor_ms + period_ms
+    return anchor_ms + ((after_ms - anchor_ms) // period_ms + 1) * period_ms
