@@ -1,0 +1,1230 @@
+"""The decider: `apply(state, input, evaluator) -> Transition`, deterministic and free of effects.
+
+One input moves the run as far as it can go: tasks run until each running one waits (a timer, a call) or
+the run ends. The work is a queue of messages (`begin`, `done`, `raised`, `resume`, …) processed in order,
+so the same state, input and answers always give the same facts and outputs. Each task run the input moved
+gets one step entry with the outcome it had when the input ended (spec 12.2); entries are numbered
+`<input id>_<n>` in the order they first moved, and each names its cause (spec 12.2 "Causes").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import json
+import random
+import uuid
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, NoReturn
+
+from auto_runtime.functions.workflow.durations import duration_ms
+from auto_runtime.functions.workflow.engine import errors as E  # noqa: N812
+from auto_runtime.functions.workflow.engine.evaluation import (
+    Evaluator,
+    Failed,
+    evaluate_condition,
+    evaluate_shaping,
+    evaluate_template,
+)
+from auto_runtime.functions.workflow.engine.model import (
+    OUTPUT_KIND_ORDER,
+    OUTPUT_KINDS,
+    ArmListener,
+    ArmTimer,
+    CallAnswered,
+    CancelCall,
+    CancelListener,
+    CancelRequested,
+    CancelTimer,
+    EmitEvent,
+    EventOffered,
+    EventReceived,
+    Fact,
+    Input,
+    Output,
+    Settle,
+    StartCall,
+    Started,
+    TimerFired,
+    Transition,
+)
+from auto_runtime.functions.workflow.engine.run_values import output_mismatch
+from auto_runtime.functions.workflow.engine.state import Activation, CallInfo, RunState, TimerInfo
+from auto_runtime.functions.workflow.expressions import wrapped_expression
+from auto_runtime.functions.workflow.yaml_reader import escape
+from auto_runtime.playbooks.cloudevents import RESERVED_ATTRIBUTES, RESERVED_TYPES
+
+CALL_NAMESPACE = uuid.UUID("9b1f3a52-6c0d-4b8e-9f27-3e5d1c7a2b40")
+TASKS_PER_INPUT = 100
+TASKS_WITHOUT_WAITING = 10_000
+MAX_INPUTS = 100_000
+TOO_MANY_INPUTS = "The run took more than the 100,000 inputs a run may take"
+MAX_OUTPUT_BYTES = 1_048_574
+MAX_CALL_INPUT_BYTES = 262_144
+DEFAULT_CALL_BOUNDS_MS: Mapping[str, int] = {
+    "computation": 10_000,
+    "recall": 10_000,
+    "prediction": 20_000,
+    "interaction": 70_000,
+    "reasoning": 600_000,
+}
+CALL_GRACE_MS = 60_000
+
+FOR_IN_NOT_ARRAY = "for.in must give an array to iterate over"
+WITH_NOT_MAPPING = "run_definition takes with: { type, name, input }"
+WITH_NOT_STRINGS = "run_definition needs a string type and a string name"
+CALL_INPUT_TOO_LARGE = "The input of run_definition takes {n} bytes as JSON, more than the 262144 a run takes"
+RAISE_NO_ERROR = "raise names no error with a type and a status"
+NOT_FINISHED = "The task did not finish within {ms} ms"
+INVALID_DURATION = "A duration of the task is not valid: {problem}"
+EMIT_REFUSED = "The event to emit is not one the playbook takes: {why}"
+TOO_MANY_TASKS = "The workflow ran 10000 tasks without waiting for anything; it would never end (at {reference})"
+INBOX_FULL = "The run's inbox holds more than 64 events or 1 MiB that no listen took"
+INBOX_LIFE = "The run received more than 1,024 events or 4 MiB over its life"
+EMIT_TOO_LARGE = "The event to emit takes {n} bytes as JSON, more than the 245760 an event takes"
+EMIT_BOUND = "The run emitted more than 1,024 events or 4 MiB"
+MAX_EVENT_BYTES = 240 * 1024
+ENVELOPE_FIELDS = ("specversion", "id", "type", "source", "time")
+OUTPUT_TOO_LARGE = "The output of the workflow takes {n} bytes as JSON, more than the 1048574 a run records"
+
+
+def new_state(
+    run_id: str,
+    document: dict[str, Any],
+    *,
+    runtime_version: str,
+    max_duration_ms: int,
+    call_bounds_ms: Mapping[str, int] | None = None,
+) -> RunState:
+    """The state of a run that has not taken its `started` input yet.
+
+    `call_bounds_ms` are the callees' longest runs the host resolved at the start, by `type/name` or by type
+    (an interaction request's `expires`, a reasoning function's model deadline); the defaults stand for the rest.
+    """
+    return RunState(run_id, document, runtime_version, max_duration_ms, call_bounds_ms=dict(call_bounds_ms or {}))
+
+
+def call_run_id(run_id: str, reference: str, run: int) -> str:
+    """The callee's run id: `uuid5(NS, "<workflow run id><reference>#<run>")` (spec 6)."""
+    return str(uuid.uuid5(CALL_NAMESPACE, f"{run_id}{reference}#{run}"))
+
+
+def call_key(run_id: str, reference: str, run: int) -> str:
+    return json.dumps([run_id, reference, run], separators=(",", ":"), ensure_ascii=False)
+
+
+def started_at(ms: int) -> dict[str, Any]:
+    """`startedAt` as expressions read it (spec 4.4)."""
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    iso = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return {"iso8601": iso, "epoch": {"seconds": ms // 1000, "milliseconds": ms}}
+
+
+def json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+@dataclass
+class _Entry:
+    activation: int
+    name: str
+    reference: str
+    run: int
+    outcome: str
+    cause: int | None
+    waits_for: str | None = None
+    callee: str | None = None
+    error: dict[str, Any] | None = None
+
+
+class _Ended(Exception):
+    """Raised inside the queue when the run ended: nothing more moves."""
+
+
+@dataclass
+class _Apply:
+    state: RunState
+    input: Input
+    evaluator: Evaluator
+    now: int
+    entries: dict[int, _Entry] = field(default_factory=dict)
+    outputs: list[Output] = field(default_factory=list)
+    call_activations: dict[str, int] = field(default_factory=dict)
+    input_cause: str | None = None
+    stale: bool = False
+    queue: deque[tuple[str, int, Any]] = field(default_factory=deque)
+    begun: int = 0
+
+    # -- documents ----------------------------------------------------------------------------------------
+    def at(self, pointer: str) -> Any:
+        value: Any = self.state.document
+        for token in pointer.split("/")[1:]:
+            token = token.replace("~1", "/").replace("~0", "~")
+            value = value[int(token)] if isinstance(value, list) else value[token]
+        return value
+
+    def definition(self, a: Activation) -> dict[str, Any]:
+        value = self.at(a.reference)
+        return value if isinstance(value, dict) else {}
+
+    # -- entries ------------------------------------------------------------------------------------------
+    def move(self, a: Activation, outcome: str, **details: Any) -> None:
+        entry = self.entries.get(a.id)
+        if entry is None:
+            cause = a.cause if a.started_in == self.input.id else None
+            entry = _Entry(a.id, a.name, a.reference, a.run, outcome, cause)
+            self.entries[a.id] = entry
+        entry.outcome = outcome
+        if outcome == "waiting":
+            a.waited_in = self.input.id
+        entry.waits_for = details.get("waits_for")
+        entry.callee = details.get("callee")
+        entry.error = details.get("error")
+
+    # -- variables ----------------------------------------------------------------------------------------
+    def workflow_var(self) -> dict[str, Any]:
+        s = self.state
+        return {
+            "id": s.run_id,
+            "definition": s.document,
+            "input": s.run_input,
+            "startedAt": started_at(s.started_at),
+        }
+
+    def runtime_var(self) -> dict[str, Any]:
+        return {"name": "auto-runtime", "version": self.state.runtime_version, "metadata": {"type": "workflow"}}
+
+    def task_vars(self, a: Activation, data: Any, **extra: Any) -> dict[str, Any]:
+        task: dict[str, Any] = {
+            "name": a.name,
+            "reference": a.reference,
+            "definition": self.definition(a),
+            "input": a.raw_input,
+            "startedAt": started_at(a.started_at),
+        }
+        if "task_output" in extra:
+            task["output"] = extra.pop("task_output")
+        variables: dict[str, Any] = {
+            "data": data,
+            "context": self.state.context,
+            "workflow": self.workflow_var(),
+            "runtime": self.runtime_var(),
+            "task": task,
+        }
+        variables.update(a.scope)
+        variables.update(extra)
+        return variables
+
+    def failed(self, a: Activation, failure: Failed) -> dict[str, Any]:
+        return E.error(failure.short, failure.status, a.reference, failure.title, failure.detail)
+
+    # -- outputs ------------------------------------------------------------------------------------------
+    def arm(self, timer_id: str, due_at: int, purpose: str, activation: int | None) -> None:
+        self.state.timers[timer_id] = TimerInfo(activation, purpose, self.input.id, due_at, self.now)
+        self.outputs.append(ArmTimer(timer_id, due_at, purpose))
+
+    def disarm(self, timer_id: str | None) -> None:
+        if timer_id is not None and timer_id in self.state.timers:
+            del self.state.timers[timer_id]
+            self.outputs.append(CancelTimer(timer_id))
+
+    def timer_id(self, a: Activation, purpose: str) -> str:
+        return f"{self.state.run_id}{a.reference}#{a.run}:{purpose}" + (f":{a.attempt}" if purpose == "retry" else "")
+
+    # -- the queue ----------------------------------------------------------------------------------------
+    def push(self, message: str, activation: int, payload: Any = None) -> None:
+        self.queue.append((message, activation, payload))
+
+    def drain(self) -> None:
+        while self.queue:
+            message, activation, payload = self.queue[0]
+            if message == "begin":
+                if self.begun >= TASKS_PER_INPUT or (self.begun > 0 and self.evaluator.wants_yield()):
+                    self.state.pending = list(self.queue)
+                    self.queue.clear()
+                    root = self.state.activations[0]
+                    self.arm(f"{self.state.run_id}/#{self.state.inputs}:yield", self.now, "yield", root.id)
+                    return
+                self.begun += 1
+                self.state.tasks_since_wait += 1
+            self.queue.popleft()
+            a = self.state.activations.get(activation)
+            if a is None:
+                continue
+            getattr(self, "on_" + message)(a, payload)
+
+    # -- starting tasks -----------------------------------------------------------------------------------
+    def start_in_list(self, holder: Activation, index: int, data: Any, cause: int | None) -> None:
+        assert holder.list_pointer is not None
+        entries = self.at(holder.list_pointer)
+        if index >= len(entries):
+            self.list_done(holder, data, exited=False)
+            return
+        holder.index = index
+        holder.data = data
+        name, _definition = next(iter(entries[index].items()))
+        self.start_task(holder, f"{holder.list_pointer}/{index}/{escape(str(name))}", str(name), data, cause)
+
+    def start_task(self, parent: Activation, reference: str, name: str, data: Any, cause: int | None) -> Activation:
+        s = self.state
+        definition = self.at(reference)
+        kind = next(
+            (
+                k
+                for k in ("call", "emit", "for", "fork", "listen", "raise", "set", "switch", "try", "wait")
+                if k in definition
+            ),
+            "do",
+        )
+        a = Activation(
+            id=s.next_id,
+            reference=reference,
+            name=name,
+            kind=kind,
+            run=0,
+            parent=parent.id,
+            cause=cause,
+            started_in=self.input.id,
+            raw_input=data,
+            started_at=self.now,
+            scope=dict(parent.scope),
+        )
+        s.next_id += 1
+        s.activations[a.id] = a
+        self.push("begin", a.id)
+        return a
+
+    def on_begin(self, a: Activation, _payload: Any) -> None:
+        if self.state.tasks_since_wait > TASKS_WITHOUT_WAITING:
+            self.end_rejected(E.RunRejection("unavailable", TOO_MANY_TASKS.format(reference=a.reference)))
+        definition = self.definition(a)
+        s = self.state
+        s.runs[a.reference] = s.runs.get(a.reference, 0) + 1
+        a.run = s.runs[a.reference]
+        self.move(a, "started")
+        t = self.task_vars(a, a.raw_input)
+        if "if" in definition:
+            holds = evaluate_condition(self.evaluator, definition["if"], t)
+            if isinstance(holds, Failed):
+                self.raise_error(a, self.failed(a, holds))
+                return
+            if not holds:
+                self.move(a, "skipped")
+                self.leave(a)
+                self.child_done(a, a.raw_input, "continue", skipped=True)
+                return
+        if "timeout" in definition:
+            ms = self.duration_of(a, self.timeout_after(definition["timeout"]), t)
+            if isinstance(ms, dict):
+                self.raise_error(a, ms)
+                return
+            if ms is not None:
+                a.timeout_timer = self.timer_id(a, "timeout")
+                self.arm(a.timeout_timer, self.now + ms, "timeout", a.id)
+        a.input = a.raw_input
+        if "input" in definition and isinstance(definition["input"], dict) and "from" in definition["input"]:
+            shaped = evaluate_shaping(self.evaluator, definition["input"]["from"], t)
+            if isinstance(shaped, Failed):
+                self.raise_error(a, self.failed(a, shaped))
+                return
+            a.input = shaped
+        getattr(self, "body_" + a.kind)(a, definition)
+
+    def body_vars(self, a: Activation, data: Any | None = None) -> dict[str, Any]:
+        return self.task_vars(a, a.input if data is None else data, input=a.input)
+
+    def timeout_after(self, timeout: Any) -> Any:
+        if isinstance(timeout, str):
+            timeout = self.state.document.get("use", {}).get("timeouts", {}).get(timeout)
+        return timeout.get("after") if isinstance(timeout, dict) else None
+
+    def duration_of(self, a: Activation, value: Any, variables: Mapping[str, Any]) -> int | dict[str, Any] | None:
+        """Milliseconds of a duration (literal or computed), or the error it raises."""
+        if value is None:
+            return None
+        if wrapped_expression(value) is not None:
+            computed = evaluate_template(self.evaluator, value, variables)
+            if isinstance(computed, Failed):
+                return self.failed(a, computed)
+            value = computed
+        ms = duration_ms(value)
+        if isinstance(ms, str):
+            return E.error("configuration", 400, a.reference, INVALID_DURATION.format(problem=ms))
+        if ms > self.state.max_duration_ms:
+            return E.error(
+                "configuration", 400, a.reference, INVALID_DURATION.format(problem="longer than WORKFLOW_MAX_DURATION")
+            )
+        return ms
+
+    # -- finishing and raising ----------------------------------------------------------------------------
+    def leave(self, a: Activation) -> None:
+        self.disarm(a.timeout_timer)
+        self.disarm(a.timer)
+        self.disarm(a.attempt_timer)
+        if a.listener is not None:
+            self.outputs.append(CancelListener(a.listener))
+            a.listener = None
+        self.state.activations.pop(a.id, None)
+
+    def finish(self, a: Activation, body_output: Any, then: Any = None) -> None:
+        definition = self.definition(a)
+        output = body_output
+        shaping = definition.get("output")
+        if isinstance(shaping, dict) and "as" in shaping:
+            shaped = evaluate_shaping(
+                self.evaluator, shaping["as"], self.task_vars(a, body_output, input=a.input, task_output=body_output)
+            )
+            if isinstance(shaped, Failed):
+                self.raise_error(a, self.failed(a, shaped))
+                return
+            output = shaped
+        export = definition.get("export")
+        if isinstance(export, dict) and "as" in export:
+            exported = evaluate_shaping(
+                self.evaluator,
+                export["as"],
+                self.task_vars(a, output, input=a.input, output=output, task_output=body_output),
+            )
+            if isinstance(exported, Failed):
+                self.raise_error(a, self.failed(a, exported))
+                return
+            self.state.context = exported
+        self.move(a, "completed")
+        self.leave(a)
+        self.child_done(a, output, then if then is not None else definition.get("then", "continue"))
+
+    def raise_error(self, a: Activation, raised: dict[str, Any], outcome: str = "raised") -> None:
+        self.cancel_children(a, "parent_ended")
+        self.move(a, outcome, error=raised)
+        self.leave(a)
+        parent = self.state.activations.get(a.parent) if a.parent is not None else None
+        if parent is not None:
+            self.child_raised(parent, a, raised)
+
+    def cancel(self, a: Activation, kind: str) -> None:
+        """Cancel a task run and its work, inner tasks first (spec 12.2 `cancelled`).
+
+        A task that was to start in this input and has not (a later branch of a fork a first branch already
+        decided) is dropped without a step: it never ran."""
+        if a.run == 0:
+            self.state.activations.pop(a.id, None)
+            return
+        self.cancel_children(a, kind)
+        if a.call_key is not None and a.call_key in self.state.calls:
+            info = self.state.calls.pop(a.call_key)
+            self.outputs.append(CancelCall(a.call_key, info.run_id, kind))
+        self.move(a, "cancelled")
+        self.leave(a)
+
+    def cancel_children(self, a: Activation, kind: str) -> None:
+        for child in [c for c in self.state.activations.values() if c.parent == a.id]:
+            self.cancel(child, kind)
+
+    # -- children -----------------------------------------------------------------------------------------
+    def child_done(self, child: Activation, output: Any, then: Any, skipped: bool = False) -> None:
+        parent = self.state.activations.get(child.parent) if child.parent is not None else None
+        if parent is None:
+            return
+        if parent.kind == "fork":
+            self.branch_done(parent, child, output, then)
+            return
+        assert parent.list_pointer is not None
+        if skipped:
+            then = "continue"
+        parent.data = output
+        if then == "end":
+            self.end_run(output)
+        elif then == "exit":
+            self.list_done(parent, output, exited=True)
+        elif then == "continue" or not isinstance(then, str):
+            self.start_in_list(parent, parent.index + 1, output, child.id)
+        else:
+            names = [str(next(iter(entry))) for entry in self.at(parent.list_pointer)]
+            if then not in names:
+                self.raise_error(
+                    parent,
+                    E.error("configuration", 400, child.reference, f"then: {then} names no task in the same list"),
+                )
+                return
+            self.start_in_list(parent, names.index(then), output, child.id)
+
+    def child_raised(self, parent: Activation, child: Activation, raised: dict[str, Any]) -> None:
+        if parent.kind == "root":
+            self.end_rejected(E.uncaught(raised))
+        elif parent.kind == "try" and parent.phase == "trying":
+            self.catch(parent, child, raised)
+        elif parent.kind == "fork":
+            self.branch_raised(parent, child, raised)
+        else:
+            self.raise_error(parent, raised)
+
+    def list_done(self, holder: Activation, data: Any, *, exited: bool) -> None:
+        if holder.kind == "root":
+            self.end_run(data)
+        elif holder.kind == "for":
+            holder.data = data
+            holder.iteration += 1
+            if exited:
+                self.finish(holder, data)
+            else:
+                self.next_iteration(holder)
+        else:
+            self.finish(holder, data)
+
+    # -- kinds --------------------------------------------------------------------------------------------
+    def body_set(self, a: Activation, definition: dict[str, Any]) -> None:
+        result = evaluate_template(self.evaluator, definition["set"], self.body_vars(a))
+        if isinstance(result, Failed):
+            self.raise_error(a, self.failed(a, result))
+            return
+        self.finish(a, result)
+
+    def body_do(self, a: Activation, definition: dict[str, Any]) -> None:
+        a.list_pointer = f"{a.reference}/do"
+        self.start_in_list(a, 0, a.input, a.id)
+
+    def body_switch(self, a: Activation, definition: dict[str, Any]) -> None:
+        cases = [
+            next(iter(case.values())) for case in definition["switch"] if isinstance(case, dict) and len(case) == 1
+        ]
+        cases = [case for case in cases if isinstance(case, dict)]
+        variables = self.body_vars(a)
+        for case in cases:
+            if "when" in case:
+                holds = evaluate_condition(self.evaluator, case["when"], variables)
+                if isinstance(holds, Failed):
+                    self.raise_error(a, self.failed(a, holds))
+                    return
+                if holds:
+                    self.finish(a, a.input, case.get("then", "continue"))
+                    return
+        default = next((case for case in cases if "when" not in case), None)
+        self.finish(a, a.input, default.get("then", "continue") if default is not None else None)
+
+    def body_for(self, a: Activation, definition: dict[str, Any]) -> None:
+        loop = definition["for"]
+        items = evaluate_shaping(self.evaluator, loop["in"], self.body_vars(a))
+        if isinstance(items, Failed):
+            self.raise_error(a, self.failed(a, items))
+            return
+        if not isinstance(items, list):
+            self.raise_error(a, E.error("validation", 400, a.reference, FOR_IN_NOT_ARRAY))
+            return
+        a.items = items
+        a.iteration = 0
+        a.data = a.input
+        a.list_pointer = f"{a.reference}/do"
+        self.next_iteration(a)
+
+    def next_iteration(self, a: Activation) -> None:
+        definition = self.definition(a)
+        assert a.items is not None
+        if a.iteration >= len(a.items):
+            self.finish(a, a.data)
+            return
+        loop = definition["for"]
+        parent_scope = self.state.activations[a.parent].scope if a.parent in self.state.activations else {}
+        a.scope = dict(parent_scope)
+        a.scope[loop.get("each", "item")] = a.items[a.iteration]
+        a.scope[loop.get("at", "index")] = a.iteration
+        if "while" in definition:
+            holds = evaluate_condition(self.evaluator, definition["while"], self.task_vars(a, a.data, input=a.input))
+            if isinstance(holds, Failed):
+                self.raise_error(a, self.failed(a, holds))
+                return
+            if not holds:
+                self.finish(a, a.data)
+                return
+        self.start_in_list(a, 0, a.data, a.id)
+
+    def body_fork(self, a: Activation, definition: dict[str, Any]) -> None:
+        branches = definition["fork"].get("branches", [])
+        if not branches:
+            self.finish(a, None if definition["fork"].get("compete") else [])
+            return
+        for index, entry in enumerate(branches):
+            name = str(next(iter(entry)))
+            child = self.start_task(a, f"{a.reference}/fork/branches/{index}/{escape(name)}", name, a.input, a.id)
+            child.branch = index
+
+    def branch_done(self, fork: Activation, child: Activation, output: Any, then: Any) -> None:
+        assert child.branch is not None
+        compete = bool(self.definition(fork)["fork"].get("compete", False))
+        if then == "end":
+            fork.end_requested = True
+        if compete:
+            self.cancel_children(fork, "parent_ended")
+            self.finish_fork(fork, output)
+            return
+        fork.results[child.branch] = output
+        if len(fork.results) == len(self.definition(fork)["fork"]["branches"]):
+            self.finish_fork(fork, [fork.results[i] for i in sorted(fork.results)])
+
+    def finish_fork(self, fork: Activation, output: Any) -> None:
+        self.finish(fork, output, "end" if fork.end_requested else None)
+
+    def branch_raised(self, fork: Activation, child: Activation, raised: dict[str, Any]) -> None:
+        assert child.branch is not None
+        if not self.definition(fork)["fork"].get("compete", False):
+            self.raise_error(fork, raised)
+            return
+        fork.failures.append((self.now, child.branch, raised))
+        if len(fork.failures) == len(self.definition(fork)["fork"]["branches"]):
+            earliest = sorted(fork.failures, key=lambda failure: (failure[0], failure[1]))[0]
+            self.raise_error(fork, earliest[2])
+
+    def body_raise(self, a: Activation, definition: dict[str, Any]) -> None:
+        template = definition["raise"]["error"]
+        if isinstance(template, str) and wrapped_expression(template) is None:
+            template = self.state.document.get("use", {}).get("errors", {}).get(template)
+        value = evaluate_template(self.evaluator, template, self.body_vars(a)) if template is not None else None
+        if isinstance(value, Failed):
+            self.raise_error(a, self.failed(a, value))
+            return
+        if (
+            not isinstance(value, dict)
+            or not isinstance(value.get("type"), str)
+            or isinstance(value.get("status"), bool)
+            or not isinstance(value.get("status"), int)
+        ):
+            self.raise_error(a, E.error("configuration", 400, a.reference, RAISE_NO_ERROR))
+            return
+        raised = {"instance": a.reference} | {k: v for k, v in value.items() if v is not None}
+        self.raise_error(a, raised)
+
+    def body_wait(self, a: Activation, definition: dict[str, Any]) -> None:
+        ms = self.duration_of(a, definition["wait"], self.body_vars(a))
+        if isinstance(ms, dict):
+            self.raise_error(a, ms)
+            return
+        a.timer = self.timer_id(a, "wait")
+        self.arm(a.timer, self.now + (ms or 0), "wait", a.id)
+        a.phase = "waiting"
+        self.state.tasks_since_wait = 0
+        self.move(a, "waiting", waits_for="timer")
+
+    def body_emit(self, a: Activation, definition: dict[str, Any]) -> None:
+        attributes = evaluate_template(self.evaluator, definition["emit"]["event"]["with"], self.body_vars(a))
+        if isinstance(attributes, Failed):
+            self.raise_error(a, self.failed(a, attributes))
+            return
+        why = None
+        if (
+            not isinstance(attributes, dict)
+            or not isinstance(attributes.get("type"), str)
+            or not isinstance(attributes.get("source"), str)
+        ):
+            why = "it needs a type and a source"
+        elif attributes["type"] in RESERVED_TYPES:
+            why = f"the type {attributes['type']} is reserved"
+        elif attributes["source"].startswith(("/runs/", "/definitions/", "/callers/")):
+            why = f"the source {attributes['source']} is reserved"
+        elif "id" in attributes or any(key in RESERVED_ATTRIBUTES for key in attributes):
+            taken = next(key for key in attributes if key == "id" or key in RESERVED_ATTRIBUTES)
+            why = f"the attribute {taken} is the runtime's own"
+        if why is not None:
+            self.raise_error(a, E.error("validation", 400, a.reference, EMIT_REFUSED.format(why=why)))
+            return
+        assert isinstance(attributes, dict)
+        event = {
+            "specversion": "1.0",
+            "id": str(uuid.uuid5(CALL_NAMESPACE, f"{self.state.run_id}{a.reference}#{a.run}:emit")),
+        }
+        event["time"] = started_at(self.now)["iso8601"]
+        event.update(attributes)
+        size = json_size(event)
+        if size > MAX_EVENT_BYTES:
+            self.raise_error(a, E.error("validation", 400, a.reference, EMIT_TOO_LARGE.format(n=size)))
+            return
+        self.state.emitted += 1
+        self.state.emitted_bytes += size
+        if self.state.emitted > 1024 or self.state.emitted_bytes > 4 * 1024 * 1024:
+            self.raise_error(a, E.error("runtime", 500, a.reference, EMIT_BOUND))
+            return
+        self.outputs.append(EmitEvent(event))
+        self.finish(a, a.input)
+
+    def body_call(self, a: Activation, definition: dict[str, Any]) -> None:
+        arguments = evaluate_template(self.evaluator, definition.get("with"), self.body_vars(a))
+        if isinstance(arguments, Failed):
+            self.raise_error(a, self.failed(a, arguments))
+            return
+        if not isinstance(arguments, dict):
+            self.raise_error(a, E.error("validation", 400, a.reference, WITH_NOT_MAPPING))
+            return
+        kind, name = arguments.get("type"), arguments.get("name")
+        if not isinstance(kind, str) or not isinstance(name, str):
+            self.raise_error(a, E.error("validation", 400, a.reference, WITH_NOT_STRINGS))
+            return
+        call_input = arguments.get("input", {})
+        size = json_size(call_input)
+        if size > MAX_CALL_INPUT_BYTES:
+            self.raise_error(a, E.error("validation", 400, a.reference, CALL_INPUT_TOO_LARGE.format(n=size)))
+            return
+        key = call_key(self.state.run_id, a.reference, a.run)
+        run_id = call_run_id(self.state.run_id, a.reference, a.run)
+        a.call_key = key
+        self.state.calls[key] = CallInfo(a.id, run_id, kind, name, self.input.id)
+        self.outputs.append(StartCall(key, run_id, kind, name, call_input, a.reference, a.run, ""))
+        self.call_activations[key] = a.id
+        bound = self.call_bound_ms(a, kind, name)
+        a.timer = self.timer_id(a, "call")
+        self.arm(a.timer, self.now + bound, "call", a.id)
+        a.phase = "waiting"
+        self.state.tasks_since_wait = 0
+        self.move(a, "waiting", waits_for="call", callee=run_id)
+
+    def call_bound_ms(self, a: Activation, kind: str, name: str) -> int:
+        """The call's wait: the callee's longest run + 60 s, within the run's remaining duration (spec 6).
+
+        A literal type and name use the bounds the host resolved when the run started (`call_bounds_ms`, by
+        `type/name`, then by type); a computed one the longest non-workflow bound."""
+        remaining = self.state.started_at + self.state.max_duration_ms - self.now
+        bounds = {**DEFAULT_CALL_BOUNDS_MS, **self.state.call_bounds_ms}
+        arguments = self.definition(a).get("with")
+        literal = (
+            isinstance(arguments, dict)
+            and wrapped_expression(arguments.get("type")) is None
+            and wrapped_expression(arguments.get("name")) is None
+        )
+        if not literal:
+            longest = max(v for k, v in bounds.items() if "/" not in k and k != "workflow")
+        elif kind == "workflow":
+            longest = self.state.max_duration_ms
+        else:
+            longest = bounds.get(f"{kind}/{name}", bounds.get(kind, max(DEFAULT_CALL_BOUNDS_MS.values())))
+        return max(0, min(longest + CALL_GRACE_MS, remaining))
+
+    def body_try(self, a: Activation, definition: dict[str, Any]) -> None:
+        a.phase = "trying"
+        a.attempt = 0
+        a.first_attempt_at = self.now
+        a.list_pointer = f"{a.reference}/try"
+        if self.arm_attempt(a):
+            self.start_in_list(a, 0, a.input, a.id)
+
+    def retry_policy(self, a: Activation) -> dict[str, Any] | None:
+        policy = self.definition(a).get("catch", {}).get("retry")
+        if isinstance(policy, str):
+            policy = self.state.document.get("use", {}).get("retries", {}).get(policy)
+        return policy if isinstance(policy, dict) else None
+
+    def arm_attempt(self, a: Activation) -> bool:
+        """Arm `limit.attempt.duration` for the attempt starting now; False when the try raised instead."""
+        policy = self.retry_policy(a) or {}
+        limit = policy.get("limit")
+        attempt = limit.get("attempt") if isinstance(limit, dict) else None
+        if not isinstance(attempt, dict) or "duration" not in attempt:
+            return True
+        ms = self.duration_of(a, attempt["duration"], self.task_vars(a, a.input, input=a.input))
+        if isinstance(ms, dict):
+            self.raise_error(a, ms)
+            return False
+        if ms is not None:
+            a.attempt_timer = f"{self.timer_id(a, 'attempt')}:{a.attempt}"
+            self.arm(a.attempt_timer, self.now + ms, "attempt", a.id)
+        return True
+
+    def catch(self, a: Activation, child: Activation, raised: dict[str, Any]) -> None:
+        self.disarm(a.attempt_timer)
+        a.attempt_timer = None
+        catch = self.definition(a).get("catch", {})
+        name = catch.get("as", "error")
+        variables = self.task_vars(a, a.input, input=a.input, **{name: raised})
+        errors = catch.get("errors")
+        pattern = errors.get("with") if isinstance(errors, dict) else None
+        caught = E.matches(pattern, raised)
+        for key, wanted in (("when", True), ("exceptWhen", False)):
+            if caught and key in catch:
+                holds = evaluate_condition(self.evaluator, catch[key], variables)
+                if isinstance(holds, Failed):
+                    self.raise_error(a, self.failed(a, holds))
+                    return
+                caught = holds == wanted
+        if not caught:
+            self.raise_error(a, raised)
+            return
+        policy = self.retry_policy(a)
+        if policy is not None:
+            delay = self.retry_delay(a, policy, variables)
+            if isinstance(delay, dict):
+                self.raise_error(a, delay)
+                return
+            if delay is not None:
+                a.failed_child = child.id
+                a.attempt += 1
+                if delay > 0:
+                    self.state.tasks_since_wait = 0
+                    a.phase = "delay"
+                    a.timer = self.timer_id(a, "retry")
+                    self.arm(a.timer, self.now + delay, "retry", a.id)
+                else:
+                    self.start_attempt(a)
+                return
+        if "do" in catch:
+            a.phase = "catching"
+            a.scope[name] = raised
+            a.list_pointer = f"{a.reference}/catch/do"
+            self.start_in_list(a, 0, a.input, child.id)
+            return
+        self.finish(a, a.input)
+
+    def retry_delay(
+        self, a: Activation, policy: dict[str, Any], variables: dict[str, Any]
+    ) -> int | dict[str, Any] | None:
+        """The delay before the next attempt (spec 7.4), None when no retry is allowed, or an error."""
+        attempt = a.attempt
+        for key, wanted in (("when", True), ("exceptWhen", False)):
+            if key in policy:
+                holds = evaluate_condition(self.evaluator, policy[key], variables)
+                if isinstance(holds, Failed):
+                    return self.failed(a, holds)
+                if holds != wanted:
+                    return None
+        limit = policy.get("limit", {})
+        count = limit.get("attempt", {}).get("count") if isinstance(limit.get("attempt"), dict) else None
+        if isinstance(count, int) and attempt >= count:
+            return None
+        if "duration" in limit:
+            ms = self.duration_of(a, limit["duration"], variables)
+            if isinstance(ms, dict):
+                return ms
+            if ms is not None and self.now - a.first_attempt_at >= ms:
+                return None
+        base = self.duration_of(a, policy.get("delay"), variables) if "delay" in policy else 0
+        if isinstance(base, dict):
+            return base
+        base = base or 0
+        backoff = policy.get("backoff", "constant")
+        if isinstance(backoff, dict):
+            backoff = next(iter(backoff), "constant")
+        factor = attempt + 1 if backoff == "linear" else 2**attempt if backoff == "exponential" else 1
+        delay = base * factor
+        jitter = policy.get("jitter")
+        if isinstance(jitter, dict):
+            low = self.duration_of(a, jitter.get("from"), variables)
+            high = self.duration_of(a, jitter.get("to"), variables)
+            if isinstance(low, dict):
+                return low
+            if isinstance(high, dict):
+                return high
+            r = random.Random(f"{self.state.seed}:{a.reference}:{a.run}:{attempt}").random()
+            delay += round((low or 0) + r * ((high or 0) - (low or 0)))
+        return delay
+
+    def start_attempt(self, a: Activation) -> None:
+        a.phase = "trying"
+        a.timer = None
+        a.list_pointer = f"{a.reference}/try"
+        if self.arm_attempt(a):
+            self.start_in_list(a, 0, a.input, a.failed_child)
+
+    # -- listen -------------------------------------------------------------------------------------------
+    def listen_filters(self, a: Activation) -> tuple[str, list[Any]]:
+        to = self.definition(a)["listen"]["to"]
+        form = next(key for key in ("one", "any", "all") if key in to)
+        return form, [to["one"]] if form == "one" else list(to[form])
+
+    def body_listen(self, a: Activation, definition: dict[str, Any]) -> None:
+        a.phase = "listening"
+        inbox = self.state.inbox
+        index = 0
+        while index < len(inbox):
+            taken = self.take(a, inbox[index])
+            if taken is None:
+                return
+            if taken:
+                inbox.pop(index)
+                if self.listen_complete(a):
+                    self.finish_listen(a)
+                    return
+            else:
+                index += 1
+        _form, filters = self.listen_filters(a)
+        types = sorted({f["with"]["type"] for f in filters if _literal_type(f)})
+        if types:
+            a.listener = f"{self.state.run_id}{a.reference}#{a.run}:listen"
+            self.outputs.append(ArmListener(a.listener, tuple(types)))
+        self.state.tasks_since_wait = 0
+        self.move(a, "waiting", waits_for="event")
+
+    def matches(self, a: Activation, item: Any, event: Mapping[str, Any]) -> bool | None:
+        """Whether the event fits the filter; None when a filter expression raised (the listen raised)."""
+        if not isinstance(item, dict) or not isinstance(item.get("with"), dict):
+            return True
+        for attribute, wanted in item["with"].items():
+            actual = event.get(attribute)
+            if wrapped_expression(wanted) is not None:
+                holds = evaluate_condition(self.evaluator, wanted, {"data": actual})
+                if isinstance(holds, Failed):
+                    self.raise_error(a, self.failed(a, holds))
+                    return None
+                if not holds:
+                    return False
+            elif wanted != actual:
+                return False
+        return True
+
+    def take(self, a: Activation, event: Mapping[str, Any], offered: bool = False) -> bool | None:
+        """Give the event to the listen: True if taken, False if not, None if the listen raised."""
+        form, filters = self.listen_filters(a)
+        for index, item in enumerate(filters):
+            if index in a.taken or (offered and not _literal_type(item)):
+                continue
+            fits = self.matches(a, item, event)
+            if fits is None:
+                return None
+            if fits:
+                a.taken[0 if form != "all" else index] = dict(event)
+                return True
+            if form == "one":
+                break
+        return False
+
+    def listen_complete(self, a: Activation) -> bool:
+        form, filters = self.listen_filters(a)
+        return len(a.taken) == (len(filters) if form == "all" else 1)
+
+    def finish_listen(self, a: Activation) -> None:
+        read = self.definition(a)["listen"].get("read", "data")
+        events = [a.taken[index] for index in sorted(a.taken)]
+        if read == "data":
+            output: list[Any] = [event.get("data") for event in events]
+        else:
+            output = [_envelope(event) for event in events]
+        self.finish(a, output)
+
+    def on_event(self, a: Activation, event: Mapping[str, Any]) -> None:
+        if self.listen_complete(a):
+            self.finish_listen(a)
+        else:
+            self.move(a, "waiting", waits_for="event")
+
+    # -- resuming -----------------------------------------------------------------------------------------
+    def on_timer(self, a: Activation, timer: TimerInfo) -> None:
+        if timer.purpose == "wait":
+            a.timer = None
+            self.finish(a, a.input)
+        elif timer.purpose == "retry":
+            self.start_attempt(a)
+        elif timer.purpose == "timeout":
+            a.timeout_timer = None
+            ms = timer.due_at - timer.armed_at
+            self.cancel_children(a, "deadline")
+            self.cancel_own_call(a, "deadline")
+            self.raise_error(a, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)), "timed_out")
+        elif timer.purpose == "call":
+            a.timer = None
+            ms = timer.due_at - timer.armed_at
+            self.cancel_own_call(a, "deadline")
+            self.raise_error(a, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)))
+        elif timer.purpose == "attempt":
+            a.attempt_timer = None
+            running = sorted((c for c in self.state.activations.values() if c.parent == a.id), key=lambda c: c.id)
+            self.cancel_children(a, "deadline")
+            ms = timer.due_at - timer.armed_at
+            failed = running[-1] if running else a
+            self.catch(a, failed, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)))
+        elif timer.purpose == "yield":
+            self.queue.extend(self.state.pending)
+            self.state.pending = []
+
+    def cancel_own_call(self, a: Activation, kind: str) -> None:
+        if a.call_key is not None and a.call_key in self.state.calls:
+            info = self.state.calls.pop(a.call_key)
+            self.outputs.append(CancelCall(a.call_key, info.run_id, kind))
+            a.call_key = None
+
+    def on_answer(self, a: Activation, answer: CallAnswered) -> None:
+        info = self.state.calls.pop(answer.key)
+        a.call_key = None
+        if answer.status == "succeeded":
+            self.finish(a, answer.output)
+            return
+        raised = E.callee_error(
+            a.reference, info.definition_type, info.name, answer.status, answer.rejection, answer.incident
+        )
+        self.raise_error(a, raised)
+
+    # -- ending -------------------------------------------------------------------------------------------
+    def end_run(self, data: Any) -> NoReturn:
+        output = data
+        shaping = self.state.document.get("output")
+        if isinstance(shaping, dict) and "as" in shaping:
+            variables = {
+                "data": data,
+                "workflow": self.workflow_var(),
+                "runtime": self.runtime_var(),
+                "context": self.state.context,
+            }
+            shaped = evaluate_shaping(self.evaluator, shaping["as"], variables)
+            if isinstance(shaped, Failed):
+                self.end_rejected(E.uncaught(E.error(shaped.short, shaped.status, "/", shaped.title, shaped.detail)))
+            output = shaped
+        mismatch = self.output_mismatch(output)
+        if mismatch is not None:
+            self.end_rejected(E.RunRejection("conflict", mismatch, "unworkable"))
+        size = json_size(output)
+        if size > MAX_OUTPUT_BYTES:
+            self.end_rejected(E.RunRejection("conflict", OUTPUT_TOO_LARGE.format(n=size), "oversized"))
+        self.settle(Settle("succeeded", output=output))
+
+    def output_mismatch(self, output: Any) -> str | None:
+        """Why the run's output does not fit its `output.schema` or `output.shape`, else None."""
+        return output_mismatch(self.state.document, output)
+
+    def end_rejected(self, rejection: E.RunRejection) -> NoReturn:
+        shown: dict[str, Any] = {"reason": rejection.reason, "detail": rejection.detail}
+        if rejection.kind is not None:
+            shown["kind"] = rejection.kind
+        if rejection.because is not None:
+            shown["because"] = rejection.because
+        if rejection.errors:
+            shown["errors"] = [dict(issue) for issue in rejection.errors]
+        self.settle(Settle("rejected", rejection=shown))
+
+    def settle(self, settle: Settle, cancel_kind: str = "parent_ended") -> NoReturn:
+        s = self.state
+        for key, info in sorted(s.calls.items()):
+            self.outputs.append(CancelCall(key, info.run_id, cancel_kind))
+        s.calls.clear()
+        for timer_id in sorted(s.timers):
+            self.outputs.append(CancelTimer(timer_id))
+        for activation in sorted(s.activations.values(), key=lambda a: a.id):
+            if activation.listener is not None:
+                self.outputs.append(CancelListener(activation.listener))
+        s.timers.clear()
+        s.activations.clear()
+        s.pending = []
+        s.ended = True
+        self.outputs.append(settle)
+        self.queue.clear()
+        raise _Ended()
+
+
+def _input_key(state: RunState, applied: Input) -> dict[str, Any]:
+    if isinstance(applied, Started):
+        return {"kind": "started", "key": state.run_id}
+    if isinstance(applied, CancelRequested):
+        return {"kind": "cancel_requested", "key": state.run_id, "cancel": {"by": applied.by, "kind": applied.kind}}
+    if isinstance(applied, TimerFired):
+        return {"kind": "timer_fired", "key": applied.timer_id}
+    if isinstance(applied, EventReceived):
+        return {"kind": "event_received", "key": str(applied.event.get("id")), "event_type": applied.event.get("type")}
+    if isinstance(applied, EventOffered):
+        return {"kind": "event_offered", "key": applied.record_id, "event_type": applied.event.get("type")}
+    shown: dict[str, Any] = {"kind": "call_answered", "key": applied.key, "status": applied.status}
+    if applied.rejection is not None:
+        shown["rejection"] = {k: applied.rejection[k] for k in ("kind", "because") if k in applied.rejection}
+    return shown
+
+
+def apply(state: RunState, applied: Input, evaluator: Evaluator) -> Transition:
+    """Apply one input to a copy of `state`; a stale input (ended run, unknown timer or call) changes nothing."""
+    s = copy.deepcopy(state)
+    if s.ended or (isinstance(applied, Started) and s.started) or (not isinstance(applied, Started) and not s.started):
+        return Transition(state, stale=True)
+    cause: str | None = None
+    if isinstance(applied, TimerFired):
+        timer = s.timers.get(applied.timer_id)
+        if timer is None:
+            return Transition(state, stale=True)
+        cause = timer.armed_in
+    elif isinstance(applied, CallAnswered):
+        call = s.calls.get(applied.key)
+        if call is None:
+            return Transition(state, stale=True)
+        cause = call.waited_in
+    elif isinstance(applied, EventReceived):
+        if str(applied.event.get("id")) in s.received:
+            return Transition(state, stale=True)
+    elif isinstance(applied, EventOffered):
+        if not any(a.listener is not None for a in s.activations.values()):
+            return Transition(state, stale=True)
+    elif isinstance(applied, Started):
+        cause = applied.run_started_id
+    elif isinstance(applied, CancelRequested):
+        cause = applied.cancel_record_id
+    now = max(applied.at, s.last_at)
+    s.last_at = now
+    s.inputs += 1
+    work = _Apply(s, applied, evaluator, now, input_cause=cause)
+    with contextlib.suppress(_Ended):
+        if s.inputs > MAX_INPUTS:
+            work.end_rejected(E.RunRejection("unavailable", TOO_MANY_INPUTS))
+        _run_input(work, applied)
+    if work.stale:
+        return Transition(state, stale=True)
+    return _transition(work, applied, work.input_cause)
+
+
+def _run_input(work: _Apply, applied: Input) -> None:
+    s = work.state
+    if isinstance(applied, Started):
+        s.started = True
+        s.started_at = work.now
+        s.seed = applied.seed
+        s.run_input = applied.run_input
+        root = Activation(0, "/", "", "root", 1, None, None, raw_input=applied.run_input, started_at=work.now)
+        root.list_pointer = "/do"
+        s.activations[0] = root
+        work.arm(f"{s.run_id}/#1:deadline", work.now + s.max_duration_ms, "deadline", None)
+        data = applied.run_input
+        shaping = s.document.get("input")
+        variables = {"data": data, "workflow": work.workflow_var(), "runtime": work.runtime_var()}
+        if isinstance(shaping, dict) and "from" in shaping:
+            shaped = evaluate_shaping(work.evaluator, shaping["from"], variables)
+            if isinstance(shaped, Failed):
+                work.end_rejected(E.uncaught(E.error(shaped.short, shaped.status, "/", shaped.title, shaped.detail)))
+            data = shaped
+        timeout = s.document.get("timeout")
+        if timeout is not None:
+            ms = work.duration_of(root, work.timeout_after(timeout), variables)
+            if isinstance(ms, dict):
+                work.end_rejected(E.uncaught(ms))
+            if ms is not None:
+                work.arm(f"{s.run_id}/#1:timeout", work.now + ms, "run_timeout", None)
+        work.start_in_list(root, 0, data, None)
+    elif isinstance(applied, CancelRequested):
+        detail = applied.reason or f"The run was cancelled by {applied.by}."
+        work.settle(Settle("rejected", rejection={"reason": "cancelled", "detail": detail, "kind": applied.kind}))
+    elif isinstance(applied, CallAnswered):
+        info = s.calls[applied.key]
+        work.disarm(s.activations[info.activation].timer)
+        s.activations[info.activation].timer = None
+        work.push("answer", info.activation, applied)
+    elif isinstance(applied, EventReceived | EventOffered):
+        _offer(work, applied)
+    elif isinstance(applied, TimerFired):
+        timer = s.timers.pop(applied.timer_id)
+        if timer.purpose == "deadline":
+            work.settle(
+                Settle(
+                    "rejected",
+                    rejection={
+                        "reason": "cancelled",
+                        "detail": "The run passed WORKFLOW_MAX_DURATION.",
+                        "kind": "overrun",
+                    },
+                ),
+                "deadline",
+            )
+        if timer.purpose == "run_timeout":
+            ms = timer.due_at - timer.armed_at
+            for a in sorted(s.activations.values(), key=lambda x: -x.id):
+                if a.kind != "root" and a.id in s.activations and a.parent == 0:
+                    work.cancel(a, "deadline")
+            work.end_rejected(E.uncaught(E.error("timeout", 408, "/", NOT_FINISHED.format(ms=ms))))
+        assert timer.activation is not None
+        work.push("timer", timer.activation, timer)
+    work.drain()
+
+
+def _offer(work: _Apply, applied: EventReceived | EventOffered) -> None:
+    """Give an event to the earliest open listen that takes it; a sent event no listen takes waits in the inbox."""
+    s = work.state
+    offered = isinstance(applied, EventOffered)
+    event = dict(applied.event)
+    size = json_size(event)
+    if not offered:
+        s.received.append(str(event.get("id")))
+        s.received_bytes += size
+        if len(s.received) > 1024 or s.received_bytes > 4 * 1024 * 1024:
+            work.end_rejected(E.RunRejection("unavailable", INBOX_LIFE))
+    listens = sorted((a for a in s.activations.values() if a.phase == "listening"), key=lambda a: a.id)
+    for listen in listens:
+        if offered and listen.listener is None:
+            continue
+        waited_in = listen.waited_in
+        taken = work.take(listen, event, offered)
+        if taken is None:
+            work.input_cause = waited_in
+            return
+        if taken:
+            work.input_cause = waited_in
+            work.push("event", listen.id, event)
+            return
+    if offered:
+        work.stale = True
+        return
+    s.inbox.append(event)
+    if len(s.inbox) > 64 or sum(json_size(e) for e in s.inbox) > 1024 * 1024:
+        work.end_rejected(E.RunRejection("unavailable", INBOX_FULL))
+
+
+def _literal_type(item: Any) -> bool:
+    attributes = item.get("with") if isinstance(item, dict) else None
+    return (
+        isinstance(attributes, dict)
+        and isinstance(attributes.get("type"), str)
+        and wrapped_expression(attributes["type"]) is None
+    )
+
+
+def _envelope(event: Mapping[str, Any]) -> dict[str, Any]:
+    """A taken event as `envelope`/`raw` read it: the CloudEvent's attributes, those absent left out."""
+    shown = {key: event.get(key) for key in ENVELOPE_FIELDS}
+    shown.update({key: value for key, value in event.items() if key not in ENVELOPE_FIELDS})
+    return shown
+
+
+def _transition(work: _Apply, applied: Input, cause: str | None) -> Transition:
+    s = work.state
+    facts: list[Fact] = []
+    entries = list(work.entries.values())
+    event_ids = {entry.activation: f"{applied.id}_{n}" for n, entry in enumerate(entries, start=1)}
+    steps: list[Fact] = []
+    for entry in entries:
+        key = f"{entry.reference}#{entry.run}#{entry.outcome}"
+        s.times[key] = s.times.get(key, 0) + 1
+        data: dict[str, Any] = {
+            "name": entry.name,
+            "reference": entry.reference,
+            "run": entry.run,
+            "times": s.times[key],
+        }
+        if entry.outcome == "waiting":
+            data["waits_for"] = entry.waits_for
+            if entry.callee is not None:
+                data["run_id"] = entry.callee
+        if entry.outcome in ("raised", "timed_out", "cancelled"):
+            data["outcome"] = entry.outcome
+            if entry.outcome != "cancelled" and entry.error is not None:
+                shown = {"type": entry.error.get("type")}
+                if entry.error.get("title") is not None:
+                    shown["title"] = entry.error["title"]
+                data["error"] = shown
+        causation = event_ids.get(entry.cause) if entry.cause is not None else None
+        steps.append(Fact(event_ids[entry.activation], STEP_EVENTS[entry.outcome], data, causation or applied.id))
+    fixed: list[Output] = []
+    for output in work.outputs:
+        if isinstance(output, StartCall):
+            step = event_ids.get(work.call_activations[output.key], applied.id)
+            output = dataclasses.replace(output, cause_id=step)
+        fixed.append(output)
+    kinds = {OUTPUT_KINDS[type(output)] for output in fixed}
+    applied_data: dict[str, Any] = {
+        "run_id": s.run_id,
+        "input": _input_key(s, applied),
+        "step_count": len(entries),
+        "steps": [{"task": e.reference, "run": e.run, "outcome": e.outcome} for e in entries[:5]],
+        "output_kinds": [kind for kind in OUTPUT_KIND_ORDER if kind in kinds],
+    }
+    facts.append(Fact(applied.id, "workflow_input_applied", applied_data, cause))
+    facts.extend(steps)
+    return Transition(s, tuple(facts), tuple(fixed))
+
+
+STEP_EVENTS = {
+    "started": "step_started",
+    "waiting": "step_waiting",
+    "completed": "step_finished",
+    "raised": "step_failed",
+    "timed_out": "step_failed",
+    "cancelled": "step_failed",
+    "skipped": "step_skipped",
+}

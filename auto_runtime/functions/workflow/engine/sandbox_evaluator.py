@@ -1,0 +1,344 @@
+"""Expressions on the sandbox: one MicroPython instance serves every expression of one input (spec 4.5).
+
+The instance runs the computation prelude's guards and writer, then a loop that asks the host for the next
+request through the bridge (`request`), evaluates each expression of it in its own namespace, and sends one
+`answer` per expression (the writer's wire form, a truth value, or the exception), stopping at the first
+that raises. The host side is a conversation between two threads: the thread that applies the input calls
+`evaluate`, which hands the request to the instance's thread and waits for its answers. A value is sent
+once per instance (by the digest of its JSON) and shared, since no expression changes what it reads.
+
+An instance that passed a bound (work, memory, time) is over; the next place starts a fresh one. Call
+`close()` when the input is applied, so the instance ends.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from auto_runtime.functions.workflow.engine.evaluation import EXPRESSION_FAILED, PASSED_A_BOUND, Failed, Place
+from auto_runtime.problems import cut_text
+from auto_runtime.sandbox.bridge import Bridge
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.interruption import RunControl
+from auto_runtime.sandbox.json_values import compact_json, pointer_of
+from auto_runtime.sandbox.limits import PRELUDE_FUEL, WRITER_FUEL
+from auto_runtime.sandbox.prelude import EVALUATE_PRELUDE
+from auto_runtime.sandbox.store_run import StoreSession, run_store
+from auto_runtime.sandbox.wire import read_wire
+from auto_runtime.sandbox.workers import (
+    WORKER_STACK_BYTES,
+    _stack_lock,  # the lock every sandbox thread takes to set its stack size
+)
+
+EXPRESSION_FUEL = 250_000_000
+READ_FUEL = 30_000_000_000
+"""Reading a request's values has an allowance of its own that no value within the run's bounds reaches."""
+INPUT_FUEL = 1_000_000_000
+INPUT_SECONDS = 5.0
+EXPRESSION_MEMORY = 80 * 1024 * 1024
+EXPRESSION_HEAP = "64M"
+VALUE_LIMIT = 4 * 1024 * 1024
+YIELD_FUEL = 500_000_000
+YIELD_BYTES = 4 * 1024 * 1024
+DETAIL_CHARACTERS = 1000
+
+MORE_WORK = "it used more than its 250,000,000 units of work"
+MORE_INPUT_WORK = "the input used more than its 1,000,000,000 units of work"
+MORE_MEMORY = "it used more than the input's 64 MiB of memory"
+MORE_TIME = "the input ran more than its 5 seconds in the sandbox"
+MORE_READING = "reading its values and writing its results used more than their own allowance of work"
+
+_HEAD = EVALUATE_PRELUDE[: EVALUATE_PRELUDE.index("def _run():")]
+EXPRESSION_PRELUDE = (
+    _HEAD
+    + r"""
+_values = {}
+
+
+def _serve():
+    while True:
+        request = _loads(_call("request", ""))
+        if request is None:
+            return
+        for key in request["values"]:
+            _values[key] = _loads(_call("value", ""))
+        names = {}
+        for name, key in request["names"].items():
+            names[name] = _values[key]
+        condition = request["condition"]
+        for source in request["expressions"]:
+            scope = dict(names)
+            code = _compile("__r = (" + source + "\n)", "expression", "exec")
+            _call("start", "")
+            try:
+                _exec(code, scope)
+                value = scope["__r"]
+                if condition:
+                    value = "T" if value else "F"
+                failure = None
+            except _BaseException as error:
+                failure = error
+            _call("end", "")
+            if failure is not None:
+                _call("answer", _report_raised(failure))
+                break
+            try:
+                answer = value if condition else _write(value, request["limit"])
+            except _MemoryError:
+                answer = "H"
+            _call("answer", answer)
+            if not condition and (_type(answer) is not bytes or answer[:1] != b"O"):
+                break
+
+
+_serve()
+"""
+)
+
+
+class _Conversation(Bridge):
+    """A bridge whose answers come, one request at a time, from the thread applying the input."""
+
+    def __init__(self, clock_ns: int) -> None:
+        super().__init__((), {}, clock_ns)
+        self.session: StoreSession | None = None
+        self.input_left = 0
+        """Fuel the input has left for its expressions; each expression may spend its bound of it."""
+        self.allowance = 0
+        self.in_expression = False
+        self.requests: queue.Queue[tuple[bytes, list[bytes], int, int]] = queue.Queue()
+        self.replies: queue.Queue[bytes | None] = queue.Queue()
+        self._next: tuple[bytes, list[bytes], int, int] | None = None
+        self.values: list[bytes] = []
+        """The JSON of the values the request the guest took sends, one `value` call each."""
+        self.expected = 0
+        """Answers the guest still owes for the request it took: its next calls are `answer` until then."""
+
+    def _fuel(self, fuel: int) -> None:
+        if self.session is not None:
+            self.session.set_fuel(fuel)
+
+    def _take(self) -> tuple[bytes, list[bytes], int, int]:
+        if self._next is None:
+            self._next = self.requests.get()
+        return self._next
+
+    def next_answer_size(self) -> int:
+        if self.values:
+            return len(self.values[0])
+        if self.expected > 0:
+            return 0
+        return len(self._take()[0])
+
+    def call(self, name: str, payload: bytes) -> bytes | None:
+        if name == "request" and self.expected == 0:
+            request, values, expected, input_left = self._take()
+            self._next = None
+            self.values = list(values)
+            self.expected = expected
+            self.input_left = input_left
+            self._fuel(READ_FUEL)
+            return request
+        if name == "value" and self.values:
+            return self.values.pop(0)
+        if name == "start" and self.expected > 0 and not self.in_expression and not self.values:
+            self.in_expression = True
+            self.allowance = min(EXPRESSION_FUEL, self.input_left)
+            self._fuel(self.allowance)
+            return b""
+        if name == "end" and self.in_expression:
+            self.in_expression = False
+            if self.session is not None:
+                self.input_left -= self.allowance - self.session.fuel_left()
+            self._fuel(WRITER_FUEL)
+            return b""
+        if name == "answer" and self.expected > 0:
+            self.expected = 0 if payload[:1] not in (b"O", b"T", b"F") else self.expected - 1
+            self.replies.put(payload)
+            return b""
+        self.refused = self.refused or f"bridge call {name!r} is not part of the conversation"
+        return None
+
+
+Launch = Callable[[Callable[[], None]], None]
+"""Runs a blocking callable to its end somewhere else: on a thread of its own, or on a worker of the pool."""
+
+
+def launch_on_a_thread(run: Callable[[], None]) -> None:
+    """The default launch: a daemon thread with the sandbox workers' stack size."""
+    with _stack_lock:
+        previous = threading.stack_size(WORKER_STACK_BYTES)
+        try:
+            threading.Thread(target=run, name="workflow-expressions", daemon=True).start()
+        finally:
+            threading.stack_size(previous)
+
+
+class _Instance:
+    """One live instance, run to its end by `launch` while the input is applied."""
+
+    def __init__(self, engine: SandboxEngine, clock_ms: int, deadline: float, launch: Launch) -> None:
+        self.bridge = _Conversation(clock_ms * 1_000_000)
+        self.control = RunControl(deadline)
+        self.sent: set[str] = set()
+        self.trap: str | None = None
+        self.stderr = ""
+        self.alive = True
+        self.ended = threading.Event()
+        launch(lambda: self._run(engine))
+
+    def _run(self, engine: SandboxEngine) -> None:
+        """Run the instance on this thread; its store is made and dropped here, never on another thread."""
+        session = StoreSession(engine, PRELUDE_FUEL, EXPRESSION_MEMORY)
+        self.bridge.session = session
+        try:
+            ending = run_store(engine, session, EXPRESSION_PRELUDE, self.bridge, self.control, EXPRESSION_HEAP)
+            self.trap = ending.trap or ending.error or (None if ending.clean else f"exit {ending.exit_code}")
+            self.stderr = ending.stderr[-2000:]
+        finally:
+            self.bridge.session = None
+            del session
+            self.alive = False
+            self.bridge.replies.put(None)
+            self.ended.set()
+
+    def stop(self) -> None:
+        if self.alive:
+            self.bridge.requests.put((b"null", [], 0, 0))
+        self.ended.wait(timeout=INPUT_SECONDS + 1)
+
+
+class SandboxEvaluator:
+    """An `Evaluator` for one input. No instance starts until the first place is evaluated."""
+
+    def __init__(self, engine: SandboxEngine, clock_ms: int, launch: Launch = launch_on_a_thread) -> None:
+        self.engine = engine
+        self.clock_ms = clock_ms
+        self.launch = launch
+        self.deadline = time.monotonic() + INPUT_SECONDS
+        self.fuel_left = INPUT_FUEL
+        self.bytes_read = 0
+        self.instance: _Instance | None = None
+
+    def wants_yield(self) -> bool:
+        return INPUT_FUEL - self.fuel_left > YIELD_FUEL or self.bytes_read > YIELD_BYTES
+
+    def close(self) -> None:
+        if self.instance is not None:
+            self.instance.stop()
+            self.instance = None
+
+    def _values(self, instance: _Instance, variables: Mapping[str, Any]) -> tuple[dict[str, bytes], dict[str, str]]:
+        values: dict[str, bytes] = {}
+        names: dict[str, str] = {}
+        for name, value in variables.items():
+            text = compact_json(value)
+            key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+            names[name] = key
+            if key not in instance.sent:
+                values[key] = text.encode("utf-8")
+                instance.sent.add(key)
+                self.bytes_read += len(values[key])
+        return values, names
+
+    def evaluate(self, place: Place) -> list[Any] | Failed:
+        if self.fuel_left <= 0:
+            return _bound(place.expressions[0], MORE_INPUT_WORK)
+        if self.instance is None or not self.instance.alive:
+            self.instance = _Instance(self.engine, self.clock_ms, self.deadline, self.launch)
+        instance = self.instance
+        read = set().union(*(names_read(source) for source in place.expressions))
+        values, names = self._values(instance, {k: v for k, v in place.variables.items() if k in read})
+        request = json.dumps(
+            {
+                "values": list(values),
+                "names": names,
+                "expressions": list(place.expressions),
+                "condition": place.condition,
+                "limit": VALUE_LIMIT,
+            },
+            ensure_ascii=False,
+        ).encode("utf-8")
+        bridge = instance.bridge
+        bridge.requests.put((request, list(values.values()), len(place.expressions), self.fuel_left))
+        answers: list[Any] = []
+        for source in place.expressions:
+            payload = bridge.replies.get()
+            if payload is None:
+                self.instance = None
+                self.fuel_left = max(0, bridge.input_left - (bridge.allowance if bridge.in_expression else 0))
+                return _bound(source, self._why_stopped(instance))
+            self.fuel_left = bridge.input_left
+            answer = _read_answer(source, payload)
+            if isinstance(answer, Failed):
+                if answer.short == "runtime":
+                    # Its heap is spent (nothing is ever collected): the instance serves no more places.
+                    instance.stop()
+                    self.instance = None
+                return answer
+            answers.append(answer)
+        return answers
+
+    def _why_stopped(self, instance: _Instance) -> str:
+        instance.ended.wait(timeout=INPUT_SECONDS + 1)
+        if instance.control.stopped == "deadline":
+            return MORE_TIME
+        if instance.trap == "OUT_OF_FUEL" and instance.bridge.in_expression:
+            return MORE_WORK if instance.bridge.allowance == EXPRESSION_FUEL else MORE_INPUT_WORK
+        if instance.trap == "OUT_OF_FUEL":
+            return MORE_READING
+        return MORE_MEMORY
+
+
+@functools.lru_cache(maxsize=4096)
+def names_read(source: str) -> frozenset[str]:
+    """The names an expression reads: only their values are sent to the instance."""
+    try:
+        tree = ast.parse("(" + source + "\n)", mode="eval")
+    except (SyntaxError, ValueError):
+        return frozenset()
+    return frozenset(node.id for node in ast.walk(tree) if isinstance(node, ast.Name))
+
+
+def _bound(source: str, words: str) -> Failed:
+    return Failed("runtime", 500, PASSED_A_BOUND, cut_text(f"{source}: {words}")[:DETAIL_CHARACTERS])
+
+
+def _failed(source: str, words: str) -> Failed:
+    return Failed("expression", 400, EXPRESSION_FAILED, f"{source}: {words}"[:DETAIL_CHARACTERS])
+
+
+def _read_answer(source: str, payload: bytes) -> Any | Failed:
+    tag = payload[:1]
+    body = payload[1:]
+    if tag == b"T":
+        return True
+    if tag == b"F":
+        return False
+    if tag == b"O":
+        return read_wire(body)
+    if tag == b"R":
+        type_name, _trace, text = json.loads(body.decode("utf-8", "replace"))
+        return _failed(source, f"{type_name}: {text}")
+    if tag == b"M":
+        return _bound(source, MORE_MEMORY)
+    if tag in (b"W", b"D"):
+        header = body.partition(b"\n")[0]
+        if tag == b"D":
+            return _failed(
+                source,
+                f"The value cannot be written as JSON: it nests deeper than 512 at {pointer_of(json.loads(header))}",
+            )
+        what, tokens = json.loads(header)
+        return _failed(source, f"The value cannot be written as JSON: {what} at {pointer_of(tokens) or '/'}")
+    if tag in (b"L", b"H"):
+        return _bound(source, MORE_MEMORY)
+    return _bound(source, f"an answer the host cannot read ({tag!r})")

@@ -1,0 +1,57 @@
+"""The workflow type as the generic layer will see it: documents checked at save.
+
+Runs are not part of this type yet (they go live once runs are durable end to end), so the registry keeps
+the type "not available" and this class only checks.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from auto_runtime.functions.function_type import CheckedDocument, Use
+from auto_runtime.functions.workflow.check import check_workflow
+from auto_runtime.functions.workflow.overview import workflow_overview
+from auto_runtime.problems import Rejection, unavailable
+from auto_runtime.sandbox import Checkers, CheckerUnavailable, SandboxEngine
+
+MEDIA_TYPE = "application/yaml"
+
+
+class WorkflowType:
+    """Checks workflow documents on the save-time checkers."""
+
+    name = "workflow"
+
+    def __init__(
+        self, engine: SandboxEngine, checkers: Checkers[Any], max_duration: timedelta = timedelta(days=30)
+    ) -> None:
+        self.engine = engine
+        self.checkers = checkers
+        self.max_duration_ms = int(max_duration.total_seconds() * 1000)
+
+    async def check(self, source: str) -> CheckedDocument:
+        try:
+            checked = await check_workflow(self.checkers, self.engine, source, self.max_duration_ms)
+        except CheckerUnavailable:
+            raise unavailable(
+                "No checker is ready to check the workflow; send the same request again.", retry_after=1
+            ) from None
+        if isinstance(checked, Rejection):
+            raise checked
+        extra: dict[str, Any] = {}
+        if checked.triggers:
+            extra["triggers"] = [trigger.as_json() for trigger in checked.triggers]
+        return CheckedDocument(
+            media_type=MEDIA_TYPE,
+            description=checked.description,
+            input_schema=checked.input_schema,
+            output_schema=checked.output_schema,
+            shape=checked.shape,
+            overview=workflow_overview(checked),
+            uses=tuple(
+                Use(call.type, call.name, f"calls it in its step `{call.reference.rsplit('/', 1)[1]}`")
+                for call in checked.calls
+            ),
+            extra=extra,
+        )

@@ -1,0 +1,89 @@
+"""The sandbox evaluator: one instance per input, values as JSON both ways, errors and bounds (spec 4.3-4.6)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from auto_runtime.functions.workflow.engine.evaluation import Failed, Place
+from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator, launch_on_a_thread
+from auto_runtime.sandbox.engine import SandboxEngine
+
+
+@pytest.fixture
+def counted(engine: SandboxEngine) -> Iterator[tuple[SandboxEvaluator, list[int]]]:
+    launches = [0]
+
+    def launch(job: Callable[[], None]) -> None:
+        launches[0] += 1
+        launch_on_a_thread(job)
+
+    evaluator = SandboxEvaluator(engine, 1_790_000_000_000, launch)
+    yield evaluator, launches
+    evaluator.close()
+
+
+def test_one_instance_serves_every_place_of_an_input(counted: tuple[SandboxEvaluator, list[int]]) -> None:
+    evaluator, launches = counted
+    assert launches == [0]
+    assert evaluator.evaluate(Place(('data["a"] + 1', '{"z": 1, "a": [1, 2.5]}'), {"data": {"a": 41}})) == [
+        42,
+        {"a": [1, 2.5], "z": 1},
+    ]
+    assert evaluator.evaluate(Place(("data",), {"data": [None, True, "é"]}, condition=True)) == [True]
+    assert evaluator.evaluate(Place(("10 / 2", "7 // 2", "{}"), {})) == [5.0, 3, {}]
+    assert evaluator.evaluate(Place(("[]",), {}, condition=True)) == [False]
+    assert launches == [1]
+
+
+def test_an_exception_is_an_expression_error(counted: tuple[SandboxEvaluator, list[int]]) -> None:
+    evaluator, launches = counted
+    assert evaluator.evaluate(Place(('data["lines"]', "1"), {"data": {}})) == Failed(
+        "expression", 400, "An expression failed", 'data["lines"]: KeyError: lines'
+    )
+    assert evaluator.evaluate(Place(("{1, 2}",), {})) == Failed(
+        "expression",
+        400,
+        "An expression failed",
+        "{1, 2}: The value cannot be written as JSON: a value of type set at /",
+    )
+    recursion = "(f := lambda n: 0 if n == 0 else 1 + f(n - 1))(100000)"
+    assert evaluator.evaluate(Place((recursion,), {})) == Failed(
+        "expression", 400, "An expression failed", f"{recursion}: RuntimeError: maximum recursion depth exceeded"
+    )
+    assert evaluator.evaluate(Place(("2 ** 60",), {})) == Failed(
+        "expression",
+        400,
+        "An expression failed",
+        "2 ** 60: The value cannot be written as JSON: an integer outside ±9,007,199,254,740,991 at /",
+    )
+    assert launches == [1]
+
+
+def test_a_bound_stops_the_instance_and_the_next_place_starts_another(
+    counted: tuple[SandboxEvaluator, list[int]],
+) -> None:
+    evaluator, launches = counted
+    assert evaluator.evaluate(Place(("sum(range(10**9))",), {})) == Failed(
+        "runtime",
+        500,
+        "An expression passed a bound of the sandbox",
+        "sum(range(10**9)): it used more than its 250,000,000 units of work",
+    )
+    assert evaluator.evaluate(Place(("[1] * 100000000",), {})) == Failed(
+        "runtime",
+        500,
+        "An expression passed a bound of the sandbox",
+        "[1] * 100000000: it used more than the input's 64 MiB of memory",
+    )
+    assert evaluator.evaluate(Place(("1 + 1",), {})) == [2]
+    assert launches == [3]
+
+
+def test_the_clock_is_the_input_time_and_nothing_else_is_reachable(
+    counted: tuple[SandboxEvaluator, list[int]],
+) -> None:
+    evaluator, _launches = counted
+    failed = evaluator.evaluate(Place(("open('x')",), {}))
+    assert isinstance(failed, Failed) and failed.detail.startswith("open('x'): NameError")
