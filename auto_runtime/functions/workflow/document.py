@@ -15,7 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from auto_runtime.functions.computation.shapes import SHAPES
+from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.functions.workflow import places
 from auto_runtime.functions.workflow.cron import parse_cron
 from auto_runtime.functions.workflow.durations import duration_ms

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auto_runtime.functions.computation.shapes import SHAPES
+from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.problems import InputIssue
 from auto_runtime.schema_issues import check_against_schema
 
