@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from auto_runtime import __version__
 from auto_runtime.auth.api_keys import issue_api_key
@@ -74,7 +76,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check_config(os.environ, Path.cwd(), sys.stdout, sys.stderr)
     from auto_runtime.server import run_server
 
-    return run_server(os.environ, Path.cwd())
+    exit_without_finalizing(run_server(os.environ, Path.cwd()))
+
+
+def exit_without_finalizing(code: int) -> NoReturn:
+    """Ends a server that has stopped: everything it keeps is closed and durable by now.
+
+    The interpreter's finalization is skipped on purpose: Wasmtime's own runtime threads may still hold a
+    callback into Python from a sandbox run that trapped, and calling it while the interpreter finalizes makes
+    Wasmtime abort the process, turning a clean stop into a crash.
+    """
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
