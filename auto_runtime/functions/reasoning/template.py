@@ -19,6 +19,8 @@ from typing import Any, TextIO
 
 from liquid import BlockNode, BoundTemplate, Environment, FalsyStrictUndefined, Node, RenderContext, Tag, Undefined
 from liquid.builtin.content import ContentNode
+from liquid.builtin.tags.for_tag import BreakNode, ContinueNode, ForNode
+from liquid.builtin.tags.tablerow_tag import TablerowNode
 from liquid.exceptions import (
     BlockNestingError,
     FilterArgumentError,
@@ -40,9 +42,10 @@ from auto_runtime.functions.reasoning.liquid_filters import FILTERS
 
 MAX_TEMPLATE_CHARS = 65_536
 MAX_NAMES = 1000
-# The deepest tag nesting python-liquid reads and renders within Python's default recursion limit (§3.4 says
-# "about 2,000" for the predecessor's parser; python-liquid's recursive parser and renderer stop far sooner).
-MAX_NESTING = 100
+# Tag nesting python-liquid reads and renders well within Python's default recursion limit, whatever the stack
+# the render starts from: its parser and renderer recurse, about eight frames for each nested `case`, so §3.4's
+# "about 2,000" of the predecessor's parser is out of reach; deeper templates are refused with the same words.
+MAX_NESTING = 64
 RENDER_SECONDS = 0.2
 MAX_CHARGE = 5_000_000
 MAX_RENDERED = 200_000
@@ -65,6 +68,7 @@ UNAVAILABLE_TAGS = frozenset({*REMOVED_TAGS, "layout", "block"})
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _NAME = re.compile(r"[A-Za-z_][\w-]*\??")
+_PROPERTY = re.compile(r"[A-Za-z_][\w-]*")
 _UNEXPECTED_TAG = re.compile(r"^unexpected tag '([^']*)'$")
 _UNCLOSED = re.compile(r"^expected tag (end\w+)")
 
@@ -133,8 +137,8 @@ _ABSENT = object()
 class _PromptContext(RenderContext):
     """python-liquid's render context, counting §3.4's time and memory and naming what the template misses."""
 
-    def __init__(self, template: BoundTemplate, *, globals: Mapping[str, object]) -> None:
-        super().__init__(template, globals=globals)
+    def __init__(self, template: BoundTemplate, **options: Any) -> None:
+        super().__init__(template, **options)
         self.deadline = time.monotonic() + RENDER_SECONDS
         self.charge = 0
         self.pointers: dict[str, str] = {}
@@ -174,7 +178,9 @@ class _PromptContext(RenderContext):
                     value = self.get_item(value, segment)
                 except (KeyError, TypeError, IndexError):
                     break
-        dotted = str(root) + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in shown[1:])
+        dotted = str(root) + "".join(
+            f".{s}" if isinstance(s, str) and _PROPERTY.fullmatch(s) else f"[{s!r}]" for s in shown[1:]
+        )
         if root == "input":
             words = f"The template reads {dotted}, which the input does not have"
             self.pointers[words] = "/input" + "".join(f"/{escape(str(s))}" for s in shown[1:])
@@ -278,6 +284,7 @@ class SystemTag(Tag):
 
 class PromptEnvironment(Environment):
     block_nesting_limit = MAX_NESTING
+    context_depth_limit = MAX_NESTING + 30
     template_class = _PromptTemplate
 
 
@@ -322,6 +329,8 @@ def _syntax_problem(error: LiquidError, source: str, first_line: int) -> Templat
     unexpected = _UNEXPECTED_TAG.match(message)
     if unexpected:
         name = unexpected.group(1)
+        if name == "raw":
+            return TemplateProblem(line, "The raw tag is never closed with endraw")
         if name in UNAVAILABLE_TAGS:
             return TemplateProblem(line, f"The {name} tag is not available in a prompt template")
         if name.startswith("end") and name != "end":
@@ -334,6 +343,8 @@ def _syntax_problem(error: LiquidError, source: str, first_line: int) -> Templat
         if spans:
             line = _line(source, spans[-1].index, first_line)
         return TemplateProblem(line, f"The {opening} block opened here is never closed with end{opening}")
+    if message == "comment tag was never closed":
+        return TemplateProblem(line, "The comment tag is never closed with endcomment")
     return TemplateProblem(line, f"The template cannot be read: {message}")
 
 
@@ -351,6 +362,15 @@ def _walk(nodes: Iterable[Node], static: RenderContext) -> Iterator[Node]:
     for node in nodes:
         yield node
         yield from _walk(node.children(static, include_partials=False), static)
+
+
+def _loose_interrupts(nodes: Iterable[Node], static: RenderContext) -> Iterator[Node]:
+    """The `break` and `continue` tags outside every loop."""
+    for node in nodes:
+        if isinstance(node, BreakNode | ContinueNode):
+            yield node
+        elif not isinstance(node, ForNode | TablerowNode):
+            yield from _loose_interrupts(node.children(static, include_partials=False), static)
 
 
 def _writes_outside_system(nodes: Iterable[Node], static: RenderContext) -> bool:
@@ -419,6 +439,13 @@ def parse_template(
             problems.extend(
                 TemplateProblem(_line(source, s.index, first_line), f"There is no filter named {name}") for s in spans
             )
+    problems.extend(
+        TemplateProblem(
+            _line(source, node.token.start_index, first_line),
+            f"The {node.token.value} tag is only available inside a for or tablerow loop",
+        )
+        for node in _loose_interrupts(bound.nodes, static)
+    )
     systems = [node for node in bound.nodes if isinstance(node, SystemNode)]
     if len(systems) > 1:
         problems.append(
