@@ -36,6 +36,7 @@ from liquid.exceptions import (
 from liquid.parser import get_parser
 from liquid.stream import TokenStream
 from liquid.token import TOKEN_EXPRESSION, TOKEN_TAG, Token
+from liquid.undefined import UNDEFINED
 
 from auto_runtime.functions.reasoning.front_matter import escape
 from auto_runtime.functions.reasoning.liquid_filters import FILTERS
@@ -156,12 +157,12 @@ class _PromptContext(RenderContext):
                     "The template's filters and ranges used more than 5,000,000 characters or items", token=None
                 )
 
-    def get(self, path: list[object], *, token: Token | None, default: object = _ABSENT) -> object:
+    def get(self, path: list[object], *, token: Token | None, default: object = UNDEFINED) -> object:
         self.tick()
         found = super().get(path, token=token, default=_ABSENT)
         if found is not _ABSENT:
             return found
-        if default is not _ABSENT:
+        if default is not UNDEFINED:
             return default
         return self._missing(path, token)
 
