@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from auto_runtime.functions.reasoning.template import Rendered, RenderProblem, Template, parse_template, render
+from auto_runtime.functions.reasoning.template import (
+    ENVIRONMENT,
+    MAX_NESTING,
+    Rendered,
+    RenderProblem,
+    Template,
+    parse_template,
+    render,
+)
 
 
 def template(source: str, closed: frozenset[str] | None = None) -> Template:
@@ -144,3 +152,127 @@ def test_tablerow_writes_rows_of_cells() -> None:
         '<tr class="row2"><td class="col1">31</td></tr>\n'
     )
     assert message(source) == expected
+
+
+SPEC_FILTERS = [
+    "abs",
+    "append",
+    "array_to_sentence_string",
+    "at_least",
+    "at_most",
+    "base64_decode",
+    "base64_encode",
+    "capitalize",
+    "ceil",
+    "compact",
+    "concat",
+    "default",
+    "divided_by",
+    "downcase",
+    "escape",
+    "escape_once",
+    "find",
+    "find_index",
+    "first",
+    "floor",
+    "group_by",
+    "has",
+    "join",
+    "json",
+    "last",
+    "lstrip",
+    "map",
+    "minus",
+    "modulo",
+    "newline_to_br",
+    "normalize_whitespace",
+    "number_of_words",
+    "plus",
+    "pop",
+    "prepend",
+    "push",
+    "raw",
+    "reject",
+    "remove",
+    "remove_first",
+    "remove_last",
+    "replace",
+    "replace_first",
+    "replace_last",
+    "reverse",
+    "round",
+    "rstrip",
+    "shift",
+    "size",
+    "slice",
+    "slugify",
+    "sort",
+    "sort_natural",
+    "split",
+    "squish",
+    "strip",
+    "strip_newlines",
+    "sum",
+    "times",
+    "to_integer",
+    "truncate",
+    "truncatewords",
+    "uniq",
+    "unshift",
+    "upcase",
+    "where",
+    "xml_escape",
+    "money",
+    "clip",
+    "words",
+]
+SPEC_TAGS = "assign if unless case for break continue cycle increment decrement echo liquid comment # tablerow system"
+
+
+def test_the_environment_offers_the_tags_and_filters_of_the_spec_only() -> None:
+    assert sorted(ENVIRONMENT.filters) == sorted(SPEC_FILTERS)
+    # content, output and illegal are python-liquid's pseudo-tags for text, {{ }} and unknown tags; raw is lexical
+    assert set(ENVIRONMENT.tags) - {"content", "output", "illegal"} == set(SPEC_TAGS.split())
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("Hi {{ 'a b' | url_encode }}", "There is no filter named url_encode"),
+        ("Hi {{ 'x' | date: '%Y' }}", "There is no filter named date"),
+        ("Hi {% ifchanged %}x{% endifchanged %}", "The ifchanged tag is not available in a prompt template"),
+        ("Hi {% render 'x' %}", "The render tag is not available in a prompt template"),
+        ("Hi\n{% break %}", "The break tag is only available inside a for or tablerow loop"),
+        ("Hi {% raw %}", "The raw tag is never closed with endraw"),
+    ],
+)
+def test_what_the_spec_leaves_out_is_refused_at_parse(source: str, expected: str) -> None:
+    problems = parse_template(source, 1, None)
+    assert isinstance(problems, list)
+    assert [p.words for p in problems] == [expected]
+
+
+def test_nesting_is_read_up_to_its_limit() -> None:
+    deep = "{% case 1 %}{% when 1 %}" * MAX_NESTING + "x" + "{% endcase %}" * MAX_NESTING
+    assert message(deep) == "x"
+    deeper = "{% if true %}" * (MAX_NESTING + 1) + "x" + "{% endif %}" * (MAX_NESTING + 1)
+    problems = parse_template(deeper, 1, None)
+    assert isinstance(problems, list)
+    assert [p.words for p in problems] == ["The tags or parentheses of the template nest too deeply to be read"]
+
+
+def test_a_missing_item_or_property_names_its_pointer() -> None:
+    with pytest.raises(RenderProblem) as raised:
+        message("{{ input.list[3] }}", {"list": [1]})
+    assert raised.value.pointer == "/input/list/3"
+    with pytest.raises(RenderProblem) as raised:
+        message("x{% for item in input.rows %}{{ item.name }}{% endfor %}", {"rows": [{}]})
+    assert "item.name" in raised.value.words
+
+
+def test_a_slow_render_stops_the_run() -> None:
+    source = (
+        "{% for a in (1..1000) %}{% for b in (1..1000) %}{% for c in (1..4) %}{% endfor %}{% endfor %}{% endfor %}."
+    )
+    with pytest.raises(RenderProblem, match="200 ms"):
+        message(source)
