@@ -3,9 +3,9 @@
 In order: the key file ``GOOGLE_APPLICATION_CREDENTIALS`` names, else gcloud's
 ``~/.config/gcloud/application_default_credentials.json``; then the metadata server of the Google Cloud
 machine the server runs on. A key file of type ``authorized_user`` is exchanged for an access token
-with its refresh token. A ``service_account`` key file needs an RS256 signature, which needs a signing
-library this build does not declare: such a file obtains nothing, and the log says so. Tokens are kept
-until a minute before they expire.
+with its refresh token; one of type ``service_account`` with an assertion signed by its private key
+(RS256, the JWT bearer grant of RFC 7523), for the ``cloud-platform`` scope. Tokens are kept until a
+minute before they expire.
 """
 
 from __future__ import annotations
@@ -18,12 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 import trio
 
 log = logging.getLogger("auto_runtime.models")
 
 TOKEN_URI = "https://oauth2.googleapis.com/token"
 METADATA_TOKEN_URL = "http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token"
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+ASSERTION_SECONDS = 3600
 REFRESH_BEFORE_SECONDS = 60.0
 ENDPOINT_SECONDS = 5.0
 
@@ -45,6 +49,28 @@ def _token_of(response: httpx.Response) -> tuple[str, float] | None:
     expires_in = document.get("expires_in")
     lifetime = float(expires_in) if isinstance(expires_in, int | float) else 3600.0
     return token, _now() + lifetime
+
+
+def _signed_assertion(document: Mapping[str, Any]) -> str | None:
+    """The JWT a service account signs to ask its token endpoint for an access token; None when the key
+    file lacks what it takes, or its key cannot sign."""
+    email, key = document.get("client_email"), document.get("private_key")
+    if not isinstance(email, str) or not isinstance(key, str):
+        return None
+    issued = int(_now())
+    claims = {
+        "iss": email,
+        "scope": CLOUD_PLATFORM_SCOPE,
+        "aud": str(document.get("token_uri") or TOKEN_URI),
+        "iat": issued,
+        "exp": issued + ASSERTION_SECONDS,
+    }
+    key_id = document.get("private_key_id")
+    headers = {"kid": key_id} if isinstance(key_id, str) else None
+    try:
+        return jwt.encode(claims, key, algorithm="RS256", headers=headers)
+    except (ValueError, TypeError, jwt.PyJWTError):
+        return None
 
 
 class ApplicationDefaultCredentials:
@@ -91,20 +117,22 @@ class ApplicationDefaultCredentials:
             log.warning("the Google credentials file %s cannot be read", path)
             return None
         kind = document.get("type") if isinstance(document, dict) else None
-        if kind != "authorized_user":
-            log.warning(
-                "the Google credentials file %s is of type %s; this server exchanges only authorized_user "
-                "files (service-account keys need a signing library it does not include)",
-                path,
-                kind,
-            )
+        if kind == "authorized_user":
+            form = {
+                "grant_type": "refresh_token",
+                "client_id": str(document.get("client_id", "")),
+                "client_secret": str(document.get("client_secret", "")),
+                "refresh_token": str(document.get("refresh_token", "")),
+            }
+        elif kind == "service_account":
+            assertion = _signed_assertion(document)
+            if assertion is None:
+                log.warning("the Google service account key file %s cannot sign a token request", path)
+                return None
+            form = {"grant_type": JWT_BEARER_GRANT, "assertion": assertion}
+        else:
+            log.warning("the Google credentials file %s is of a type this server does not read", path)
             return None
-        form = {
-            "grant_type": "refresh_token",
-            "client_id": str(document.get("client_id", "")),
-            "client_secret": str(document.get("client_secret", "")),
-            "refresh_token": str(document.get("refresh_token", "")),
-        }
         try:
             response = await self._client.post(
                 str(document.get("token_uri") or TOKEN_URI), data=form, timeout=ENDPOINT_SECONDS

@@ -6,9 +6,13 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import httpx
+import jwt
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from auto_runtime.models.auth import AwsCredentials
 from auto_runtime.models.aws_credentials import AwsDefaultChain
@@ -104,7 +108,43 @@ async def test_google_gcloud_well_known_file(
     assert await ApplicationDefaultCredentials(client, {"HOME": str(tmp_path)}).access_token() == "ya29.gcloud"
 
 
-async def test_google_service_account_files_are_not_exchanged(tmp_path: Path, client: httpx.AsyncClient) -> None:
+async def test_google_service_account_file_signs_a_jwt_bearer_assertion(
+    tmp_path: Path, gateway: FakeGatewayProcess, client: httpx.AsyncClient
+) -> None:
+    private_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    script = gateway.script(fresh(), {"body": {"access_token": "ya29.service", "expires_in": 3599}})
+    token_uri = f"{gateway.origin}/token?fake_script={script}"
+    key_file = tmp_path / "sa.json"
+    key_file.write_text(
+        json.dumps(
+            {
+                "type": "service_account",
+                "client_email": "runtime@project.iam.gserviceaccount.com",
+                "private_key_id": "key-1",
+                "private_key": pem,
+                "token_uri": token_uri,
+            }
+        )
+    )
+    source = ApplicationDefaultCredentials(client, {"GOOGLE_APPLICATION_CREDENTIALS": str(key_file)})
+    assert await source.access_token() == "ya29.service"
+    [received] = gateway.requests(script)
+    form = parse_qs(received["body"])
+    assert form["grant_type"] == ["urn:ietf:params:oauth:grant-type:jwt-bearer"]
+    assertion = form["assertion"][0]
+    assert jwt.get_unverified_header(assertion)["kid"] == "key-1"
+    claims = jwt.decode(assertion, private_key.public_key(), algorithms=["RS256"], audience=token_uri)
+    assert claims["iss"] == "runtime@project.iam.gserviceaccount.com"
+    assert claims["scope"] == "https://www.googleapis.com/auth/cloud-platform"
+    assert claims["exp"] - claims["iat"] == 3600
+
+
+async def test_google_service_account_file_that_cannot_sign_obtains_nothing(
+    tmp_path: Path, client: httpx.AsyncClient
+) -> None:
     key_file = tmp_path / "sa.json"
     key_file.write_text(json.dumps({"type": "service_account", "client_email": "x@y", "private_key": "..."}))
     source = ApplicationDefaultCredentials(client, {"GOOGLE_APPLICATION_CREDENTIALS": str(key_file)})
