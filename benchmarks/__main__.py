@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 FOLDER = Path(__file__).parent
-BENCHMARKS = ("ledger_appends", "actors", "computation")
+BENCHMARKS = ("ledger_appends", "actors", "computation", "reasoning_overhead")
 
 
 def main(names: list[str]) -> int:
@@ -25,7 +25,7 @@ def main(names: list[str]) -> int:
     for name in chosen:
         print(f"== {name}", flush=True)
         started = time.monotonic()
-        code = subprocess.call([sys.executable, str(FOLDER / f"{name}.py")])
+        code = subprocess.call([sys.executable, "-m", f"benchmarks.{name}"], cwd=FOLDER.parent)
         print(f"== {name}: exit {code} after {time.monotonic() - started:.0f} s\n", flush=True)
         if code != 0:
             failed.append(name)
