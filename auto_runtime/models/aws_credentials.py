@@ -4,7 +4,7 @@ In order: the environment (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``A
 the shared credentials file (``AWS_SHARED_CREDENTIALS_FILE``, else ``~/.aws/credentials``) under
 ``AWS_PROFILE`` or ``default``; the container endpoint (``AWS_CONTAINER_CREDENTIALS_FULL_URI`` or
 ``..._RELATIVE_URI``, with ``AWS_CONTAINER_AUTHORIZATION_TOKEN``); the EC2 instance metadata service
-(IMDSv2) unless ``AWS_EC2_METADATA_DISABLED`` is true. Web identity (``AWS_WEB_IDENTITY_TOKEN_FILE``),
+(IMDSv2, at ``AWS_EC2_METADATA_SERVICE_ENDPOINT`` when set) unless ``AWS_EC2_METADATA_DISABLED`` is true. Web identity (``AWS_WEB_IDENTITY_TOKEN_FILE``),
 SSO and ``credential_process`` are not followed. Temporary credentials are kept until five minutes
 before they expire.
 """
@@ -133,16 +133,17 @@ class AwsDefaultChain:
     async def _instance(self) -> tuple[AwsCredentials, float | None] | None:
         if self._environ.get("AWS_EC2_METADATA_DISABLED", "").lower() == "true":
             return None
+        service = self._environ.get("AWS_EC2_METADATA_SERVICE_ENDPOINT", IMDS).rstrip("/")
         try:
             token = await self._client.put(
-                f"{IMDS}/latest/api/token",
+                f"{service}/latest/api/token",
                 headers={"X-aws-ec2-metadata-token-ttl-seconds": "21600"},
                 timeout=ENDPOINT_SECONDS,
             )
             if token.status_code != 200:
                 return None
             headers = {"X-aws-ec2-metadata-token": token.text}
-            base = f"{IMDS}/latest/meta-data/iam/security-credentials/"
+            base = f"{service}/latest/meta-data/iam/security-credentials/"
             roles = await self._client.get(base, headers=headers, timeout=ENDPOINT_SECONDS)
             role = roles.text.strip().splitlines()[0] if roles.status_code == 200 and roles.text.strip() else None
             if role is None:

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from auto_runtime.models.auth import AwsCredentials
 from auto_runtime.models.aws_credentials import AwsDefaultChain
 from auto_runtime.models.google_credentials import ApplicationDefaultCredentials
-from tests.fakes.gateway_process import FakeGatewayProcess
+from tests.fakes.gateway_process import FakeGatewayProcess, start_fake_gateway
 
 
 @pytest.fixture
@@ -70,6 +70,34 @@ async def test_aws_container_credentials_are_kept_until_they_expire(
     assert first == again == AwsCredentials("ASIATEMP", "temp-secret", "session-token")
     [received] = gateway.requests(script)
     assert (received["method"], received["headers"]["authorization"]) == ("GET", "container-auth")
+
+
+async def test_aws_instance_metadata_service_v2(client: httpx.AsyncClient) -> None:
+    """IMDSv2: a session token first, then the role, then its credentials, each read with the token. A
+    gateway process of its own plays the service, so its default script is this test's alone."""
+    metadata = start_fake_gateway()
+    try:
+        metadata.script(
+            "default",
+            {"raw": "imds-session-token"},
+            {"raw": "runtime-role\n"},
+            {
+                "body": {
+                    "AccessKeyId": "ASIAINSTANCE",
+                    "SecretAccessKey": "instance-secret",
+                    "Token": "instance-token",
+                    "Expiration": "2099-01-01T00:00:00Z",
+                }
+            },
+        )
+        chain = AwsDefaultChain(client, {"AWS_EC2_METADATA_SERVICE_ENDPOINT": metadata.origin})
+        assert await chain.credentials() == AwsCredentials("ASIAINSTANCE", "instance-secret", "instance-token")
+        token, roles, role = metadata.requests("default")
+        assert (token["method"], token["headers"]["x-aws-ec2-metadata-token-ttl-seconds"]) == ("PUT", "21600")
+        assert roles["headers"]["x-aws-ec2-metadata-token"] == "imds-session-token"
+        assert role["path"].endswith("/latest/meta-data/iam/security-credentials/runtime-role")
+    finally:
+        metadata.stop()
 
 
 async def test_google_authorized_user_file(
