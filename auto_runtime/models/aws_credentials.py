@@ -4,9 +4,9 @@ In order: the environment (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``A
 the shared credentials file (``AWS_SHARED_CREDENTIALS_FILE``, else ``~/.aws/credentials``) under
 ``AWS_PROFILE`` or ``default``; the container endpoint (``AWS_CONTAINER_CREDENTIALS_FULL_URI`` or
 ``..._RELATIVE_URI``, with ``AWS_CONTAINER_AUTHORIZATION_TOKEN``); the EC2 instance metadata service
-(IMDSv2, at ``AWS_EC2_METADATA_SERVICE_ENDPOINT`` when set) unless ``AWS_EC2_METADATA_DISABLED`` is true. Web identity (``AWS_WEB_IDENTITY_TOKEN_FILE``),
-SSO and ``credential_process`` are not followed. Temporary credentials are kept until five minutes
-before they expire.
+(IMDSv2, at ``AWS_EC2_METADATA_SERVICE_ENDPOINT`` when set) unless ``AWS_EC2_METADATA_DISABLED`` is
+true. Web identity (``AWS_WEB_IDENTITY_TOKEN_FILE``), SSO and ``credential_process`` are not followed.
+Temporary credentials are kept until five minutes before they expire.
 """
 
 from __future__ import annotations
