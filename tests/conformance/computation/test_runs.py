@@ -12,10 +12,7 @@ import httpx
 import pytest
 
 from tests.conformance.computation.documents import (
-    EXAMPLE,
-    EXAMPLE_OUTPUT,
     HEAD,
-    INVOICES,
     SANDBOX,
     compact,
     output_of,
@@ -23,6 +20,7 @@ from tests.conformance.computation.documents import (
     run_raw,
     saved,
 )
+from tests.conformance.computation.example import EXAMPLE, EXAMPLE_OUTPUT, INVOICES
 from tests.conformance.helpers import fresh_id, new_playbook, pointers, problem
 from tests.e2e.server_process import ServerProcess
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.conformance.computation.documents import EXAMPLE, HEAD, document, save, saved
+from tests.conformance.computation.documents import HEAD, document, save, saved
 from tests.conformance.computation.documents import details as source_details
+from tests.conformance.computation.example import EXAMPLE
 from tests.conformance.helpers import fresh_id, new_playbook, problem
 from tests.e2e.server_process import ServerProcess
 
