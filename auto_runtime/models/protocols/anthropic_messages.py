@@ -12,21 +12,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning, ToolCall
+from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning
 from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
 from auto_runtime.models.protocols.common import (
     JsonObject,
     MergedTurns,
     UnreadableAnswer,
     arguments_object,
-    compact,
     dropped,
     finish_of,
     read_answer,
     replay_of,
     text_or_none,
 )
-from auto_runtime.models.protocols.json_tool import JSON_TOOL, JSON_TOOL_DESCRIPTION, json_tool_answer
+from auto_runtime.models.protocols.json_tool import JSON_TOOL, JSON_TOOL_DESCRIPTION, ToolUseAnswer
 from auto_runtime.models.protocols.usage import cache_apart_usage
 from auto_runtime.models.provider_options import anthropic_thinking, first_option
 from auto_runtime.models.provider_words import Scrubber
@@ -150,20 +149,14 @@ class AnthropicMessages:
         content = document.get("content")
         if not isinstance(content, list):
             raise UnreadableAnswer("the answer has no content list")
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        json_answer: str | None = None
+        read = ToolUseAnswer(wants_json=request.output is not None)
         for block in content:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text":
-                texts.append(str(block.get("text", "")))
+                read.text(str(block.get("text", "")))
             elif block.get("type") == "tool_use":
-                if request.output is not None and block.get("name") == JSON_TOOL and json_answer is None:
-                    json_answer = compact(block.get("input", {}))
-                else:
-                    arguments = compact(block.get("input", {}))
-                    calls.append(ToolCall(id=str(block["id"]), name=str(block["name"]), arguments=arguments))
+                read.tool_use(block, "id")
         # input_tokens is the uncached part; the total adds the cache reads and writes (§5.3).
         usage = cache_apart_usage(
             document.get("usage"),
@@ -174,14 +167,14 @@ class AnthropicMessages:
             total=None,
         )
         finish, raw_reason = finish_of(document.get("stop_reason"), STOP_REASONS, provider, usage)
-        text, finish = json_tool_answer(json_answer, texts, calls, finish)
+        text, finish = read.text_and_finish(finish)
         return ModelAnswer(
             text=text,
-            tool_calls=tuple(calls),
+            tool_calls=tuple(read.calls),
             finish_reason=finish,
             raw_finish_reason=raw_reason,
             usage=usage,
             response_id=text_or_none(document.get("id")),
             answered_model=text_or_none(document.get("model")),
-            replay=replay_of(REPLAY, content, calls),
+            replay=replay_of(REPLAY, content, read.calls),
         )

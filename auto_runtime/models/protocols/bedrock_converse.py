@@ -9,21 +9,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning, ToolCall
+from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning
 from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
 from auto_runtime.models.protocols.common import (
     JsonObject,
     MergedTurns,
     UnreadableAnswer,
     arguments_object,
-    compact,
     dig,
     dropped,
     finish_of,
     read_answer,
     replay_of,
 )
-from auto_runtime.models.protocols.json_tool import JSON_TOOL, JSON_TOOL_DESCRIPTION, json_tool_answer
+from auto_runtime.models.protocols.json_tool import JSON_TOOL, JSON_TOOL_DESCRIPTION, ToolUseAnswer
 from auto_runtime.models.protocols.usage import cache_apart_usage
 from auto_runtime.models.provider_options import first_option
 from auto_runtime.models.provider_words import Scrubber
@@ -126,21 +125,14 @@ class BedrockConverse:
         content = dig(document, "output", "message", "content")
         if not isinstance(content, list):
             raise UnreadableAnswer("the answer has no output.message.content list")
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        json_answer: str | None = None
+        read = ToolUseAnswer(wants_json=request.output is not None)
         for block in content:
             if not isinstance(block, dict):
                 continue
             if isinstance(block.get("text"), str):
-                texts.append(block["text"])
+                read.text(block["text"])
             elif isinstance(block.get("toolUse"), dict):
-                use = block["toolUse"]
-                if request.output is not None and use.get("name") == JSON_TOOL and json_answer is None:
-                    json_answer = compact(use.get("input", {}))
-                else:
-                    arguments = compact(use.get("input", {}))
-                    calls.append(ToolCall(id=str(use["toolUseId"]), name=str(use["name"]), arguments=arguments))
+                read.tool_use(block["toolUse"], "toolUseId")
         # inputTokens counts what was read afresh; cache reads and writes are counted apart.
         usage = cache_apart_usage(
             document.get("usage"),
@@ -151,12 +143,12 @@ class BedrockConverse:
             total="totalTokens",
         )
         finish, raw_reason = finish_of(document.get("stopReason"), STOP_REASONS, provider, usage)
-        text, finish = json_tool_answer(json_answer, texts, calls, finish)
+        text, finish = read.text_and_finish(finish)
         return ModelAnswer(
             text=text,
-            tool_calls=tuple(calls),
+            tool_calls=tuple(read.calls),
             finish_reason=finish,
             raw_finish_reason=raw_reason,
             usage=usage,
-            replay=replay_of(REPLAY, content, calls),
+            replay=replay_of(REPLAY, content, read.calls),
         )
