@@ -22,14 +22,8 @@ from tests.conformance.computation.documents import (
 )
 from tests.conformance.computation.example import EXAMPLE, EXAMPLE_OUTPUT, INVOICES
 from tests.conformance.helpers import fresh_id, new_playbook, pointers, problem
-from tests.e2e.server_process import ServerProcess
 
 ECHO = HEAD + "def main(input):\n    return input\n"
-
-
-@pytest.fixture(scope="module")
-def client(local_server: ServerProcess) -> httpx.Client:
-    return local_server.client()
 
 
 @pytest.fixture(scope="module")
