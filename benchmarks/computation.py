@@ -10,7 +10,8 @@ Runs a second and p50/p99 latency of a trivial program and of the spec's example
   SQLite ledger (`run_started`, then its ending), as in production.
 
 Each case runs in 3 rounds; the rate printed is the median of the rounds (the machine may be shared). The
-ratios printed compare rates measured in the same run. Run as `python benchmarks/computation.py` (about 60 s).
+ratios printed compare rates measured in the same run. Run from the repository root as
+`python -m benchmarks.computation` (about 60 s).
 """
 
 from __future__ import annotations
@@ -37,75 +38,15 @@ from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.evaluate import Evaluation
 from auto_runtime.sandbox.limits import HEAP_SIZE, MEMORY_BYTES
 from auto_runtime.sandbox.pool import SandboxPool
+from tests.conformance.computation.example import EXAMPLE_FRONT_MATTER, EXAMPLE_PROGRAM, INVOICES
 
 ROUNDS = 3
 SECONDS_PER_ROUND = 1.5
 TRIVIAL = "def main(input):\n    return input\n"
-EXAMPLE = """BUCKETS = (30, 60, 90)
-
-def bucket_of(days):
-    for index, limit in enumerate(BUCKETS):
-        if days <= limit:
-            return index
-    return len(BUCKETS)
-
-def main(input):
-    by_customer = {}
-    for invoice in input["invoices"]:
-        sums = by_customer.setdefault(invoice["customer"], [0, 0, 0, 0])
-        sums[bucket_of(invoice["days_overdue"])] += invoice["amount_cents"]
-    customers = []
-    for name in sorted(by_customer):
-        sums = by_customer[name]
-        total = sum(sums)
-        customers.append({
-            "customer": name,
-            "buckets_cents": sums,
-            "total_cents": total,
-            "late_permille": None if total == 0 else (total - sums[0]) * 1000 // total,
-        })
-    return {"customers": customers, "total_cents": sum(c["total_cents"] for c in customers)}
-"""
-INVOICES = {
-    "invoices": [
-        {"customer": "northwind", "amount_cents": 129900, "days_overdue": 12},
-        {"customer": "northwind", "amount_cents": 45050, "days_overdue": 75},
-        {"customer": "blue-harbor", "amount_cents": 980000, "days_overdue": 0},
-        {"customer": "northwind", "amount_cents": 7300, "days_overdue": 120},
-    ]
-}
-CASES = {"trivial": (TRIVIAL, 1), "example": (EXAMPLE, INVOICES)}
+CASES = {"trivial": (TRIVIAL, 1), "example": (EXAMPLE_PROGRAM, INVOICES)}
 HTTP_CLIENTS = 4
 HTTP_SECONDS_PER_ROUND = 1.0
-FRONT_MATTER = {
-    "trivial": "---\nlanguage: python\n---\n",
-    "example": """---
-description: Overdue amounts per customer in aging buckets, in cents
-language: python
-input:
-  schema:
-    type: object
-    required: [invoices]
-    properties:
-      invoices:
-        type: array
-        items:
-          type: object
-          required: [customer, amount_cents, days_overdue]
-          properties:
-            customer: { type: string }
-            amount_cents: { type: integer, minimum: 0 }
-            days_overdue: { type: integer, minimum: 0 }
-output:
-  schema:
-    type: object
-    required: [customers, total_cents]
-    properties:
-      customers: { type: array, items: { type: object } }
-      total_cents: { type: integer }
----
-""",
-}
+FRONT_MATTER = {"trivial": "---\nlanguage: python\n---\n", "example": EXAMPLE_FRONT_MATTER}
 
 
 def floor(engine: SandboxEngine, program: str, value: object) -> list[float]:

@@ -41,6 +41,17 @@ def _scalar(text: str, index: int) -> tuple[Any, int]:
     return json.loads(match.group()), match.end()
 
 
+def _object_key(text: str, index: int) -> tuple[str, int]:
+    """An object's key and its colon; the index after them and the white space that follows."""
+    key, index = _scalar(text, index)
+    if not isinstance(key, str):
+        raise DeepJsonError(f"an object key that is not a string at {index}")
+    index = _skip(text, index)
+    if not text.startswith(":", index):
+        raise DeepJsonError(f"a missing colon at {index}")
+    return key, _skip(text, index + 1)
+
+
 def loads_deep(text: str) -> Any:
     """The value of a JSON text, however deep, as `json.loads` would give it."""
     stack: list[tuple[list[Any] | dict[str, Any], str | None]] = []
@@ -59,13 +70,7 @@ def loads_deep(text: str) -> Any:
             else:
                 key = None
                 if isinstance(container, dict):
-                    key, index = _scalar(text, index)
-                    if not isinstance(key, str):
-                        raise DeepJsonError(f"an object key that is not a string at {index}")
-                    index = _skip(text, index)
-                    if not text.startswith(":", index):
-                        raise DeepJsonError(f"a missing colon at {index}")
-                    index = _skip(text, index + 1)
+                    key, index = _object_key(text, index)
                 stack.append((container, key))
                 continue
         else:
@@ -91,12 +96,6 @@ def loads_deep(text: str) -> Any:
             index = _skip(text, index + 1)
             next_key = None
             if isinstance(container, dict):
-                next_key, index = _scalar(text, index)
-                if not isinstance(next_key, str):
-                    raise DeepJsonError(f"an object key that is not a string at {index}")
-                index = _skip(text, index)
-                if not text.startswith(":", index):
-                    raise DeepJsonError(f"a missing colon at {index}")
-                index = _skip(text, index + 1)
+                next_key, index = _object_key(text, index)
             stack.append((container, next_key))
             break

@@ -4,7 +4,7 @@ times and token limits are kept; never an owner, price or anything else the prov
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -13,7 +13,7 @@ import httpx
 
 from auto_runtime.models.auth import RequestAuth
 from auto_runtime.models.listed import ListedModel
-from auto_runtime.models.protocols.common import number
+from auto_runtime.models.protocols.common import number, text_or_none
 
 MOST_PAGES = 20
 
@@ -53,6 +53,34 @@ async def _get_json(
         raise ListingFailed("the list is not JSON") from error
 
 
+async def _pages(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    auth: RequestAuth | None,
+    params: Mapping[str, str],
+    following: Callable[[Any], Mapping[str, str] | None],
+) -> AsyncIterator[Any]:
+    """Each page of a paged list, at most :data:`MOST_PAGES`; ``following`` gives the next page's
+    parameters from the page just read, or None when it was the last."""
+    next_params: Mapping[str, str] | None = params
+    for _ in range(MOST_PAGES):
+        if next_params is None:
+            return
+        document = await _get_json(client, url, headers=headers, params=next_params, auth=auth)
+        yield document
+        next_params = following(document)
+
+
+def _entries(document: Any, member: str) -> list[Any]:
+    """The list's array of entries, ``document[member]``."""
+    entries = document.get(member) if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise ListingFailed(f"the list has no {member} array")
+    return entries
+
+
 def _created(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
@@ -76,22 +104,18 @@ class OpenAIModelsList:
 
     async def fetch(self, client: httpx.AsyncClient) -> list[ListedModel]:
         document = await _get_json(client, self.url, headers=self.headers, params=self.params, auth=self.auth)
-        data = document.get("data") if isinstance(document, dict) else None
-        if not isinstance(data, list):
-            raise ListingFailed("the list has no data array")
         models: list[ListedModel] = []
-        for item in data:
+        for item in _entries(document, "data"):
             if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
                 continue
             if "type" in item and item["type"] != "language":
                 continue
-            name = item.get("name")
             models.append(
                 ListedModel(
                     id=f"{self.prefix}/{item['id']}",
                     owned_by=self.prefix,
                     created=_created(item.get("created")),
-                    name=name if isinstance(name, str) else None,
+                    name=text_or_none(item.get("name")),
                     context_window=number(item.get("context_window")),
                     max_tokens=number(item.get("max_tokens")),
                 )
@@ -110,28 +134,28 @@ class AnthropicModelsList:
 
     async def fetch(self, client: httpx.AsyncClient) -> list[ListedModel]:
         models: list[ListedModel] = []
-        params = {"limit": "1000"}
-        for _ in range(MOST_PAGES):
-            document = await _get_json(client, self.url, headers=self.headers, params=params, auth=self.auth)
-            data = document.get("data") if isinstance(document, dict) else None
-            if not isinstance(data, list):
-                raise ListingFailed("the list has no data array")
-            for item in data:
-                if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"]:
-                    name = item.get("display_name")
-                    models.append(
-                        ListedModel(
-                            id=f"{self.prefix}/{item['id']}",
-                            owned_by=self.prefix,
-                            created=_created(item.get("created_at")),
-                            name=name if isinstance(name, str) else None,
-                        )
-                    )
-            last = document.get("last_id")
-            if document.get("has_more") is not True or not isinstance(last, str):
-                break
-            params = {"limit": "1000", "after_id": last}
+        pages = _pages(
+            client, self.url, headers=self.headers, auth=self.auth, params={"limit": "1000"}, following=_after_last
+        )
+        async for document in pages:
+            models.extend(
+                ListedModel(
+                    id=f"{self.prefix}/{item['id']}",
+                    owned_by=self.prefix,
+                    created=_created(item.get("created_at")),
+                    name=text_or_none(item.get("display_name")),
+                )
+                for item in _entries(document, "data")
+                if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"]
+            )
         return models
+
+
+def _after_last(document: Any) -> Mapping[str, str] | None:
+    last = document.get("last_id")
+    if document.get("has_more") is not True or not isinstance(last, str):
+        return None
+    return {"limit": "1000", "after_id": last}
 
 
 @dataclass(frozen=True)
@@ -146,31 +170,31 @@ class GeminiModelsList:
 
     async def fetch(self, client: httpx.AsyncClient) -> list[ListedModel]:
         models: list[ListedModel] = []
-        params = {"pageSize": "1000"}
-        for _ in range(MOST_PAGES):
-            document = await _get_json(client, self.url, headers=self.headers, params=params, auth=self.auth)
-            items = document.get("models") if isinstance(document, dict) else None
-            if not isinstance(items, list):
-                raise ListingFailed("the list has no models array")
-            for item in items:
+        pages = _pages(
+            client, self.url, headers=self.headers, auth=self.auth, params={"pageSize": "1000"}, following=_next_page
+        )
+        async for document in pages:
+            for item in _entries(document, "models"):
                 if not isinstance(item, dict) or not isinstance(item.get("name"), str):
                     continue
                 methods = item.get("supportedGenerationMethods")
                 if isinstance(methods, list) and "generateContent" not in methods:
                     continue
                 model_id = item["name"].removeprefix("models/")
-                name = item.get("displayName")
                 models.append(
                     ListedModel(
                         id=f"{self.prefix}/{model_id}",
                         owned_by=self.prefix,
-                        name=name if isinstance(name, str) else None,
+                        name=text_or_none(item.get("displayName")),
                         context_window=number(item.get("inputTokenLimit")),
                         max_tokens=number(item.get("outputTokenLimit")),
                     )
                 )
-            token = document.get("nextPageToken")
-            if not isinstance(token, str) or not token:
-                break
-            params = {"pageSize": "1000", "pageToken": token}
         return models
+
+
+def _next_page(document: Any) -> Mapping[str, str] | None:
+    token = document.get("nextPageToken")
+    if not isinstance(token, str) or not token:
+        return None
+    return {"pageSize": "1000", "pageToken": token}

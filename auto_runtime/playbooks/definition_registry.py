@@ -130,6 +130,19 @@ def _document_of(checked: CheckedDocument, name: str, definition_type: str) -> d
     return document
 
 
+def _definition_record(
+    kind: str, data: dict[str, Any], by: str, definition_type: str, name: str, version: int
+) -> NewRecord:
+    """A change of a definition: ``by`` made it, to version ``version`` of ``definition_type`` ``name``."""
+    metadata = {
+        "correlation_id": None,
+        "causation_id": None,
+        "by": by,
+        "definition": {"type": definition_type, "name": name, "version": version},
+    }
+    return NewRecord(kind, data, metadata)
+
+
 def _version_of(row: Mapping[str, Any]) -> DefinitionVersion:
     return DefinitionVersion(
         type=row["type"],
@@ -173,6 +186,14 @@ class DefinitionRegistry:
             raise not_found(f"The playbook {scope.playbook} has no {definition_type} definition {name}.")
         return row
 
+    async def _appended(self, stream: Any, expected: int, record: NewRecord) -> bool:
+        """Append ``record`` if the stream is still at ``expected``; False when another change came first."""
+        try:
+            await self.ledger.append([StreamWrite(stream, expected, [record])])
+        except VersionConflict:
+            return False
+        return True
+
     async def _save(
         self, scope: PlaybookScope, definition_type: str, name: str, source: str, by: str, *, creating: bool
     ) -> DefinitionVersion:
@@ -195,18 +216,10 @@ class DefinitionRegistry:
                     return current
             version = 1 if current is None else current.version + 1
             data = {"name": name, "version": version, "source": source, **_document_of(checked, name, definition_type)}
-            metadata = {
-                "correlation_id": None,
-                "causation_id": None,
-                "by": by,
-                "definition": {"type": definition_type, "name": name, "version": version},
-            }
-            record = NewRecord(DEFINITION_CREATED if creating else DEFINITION_UPDATED, data, metadata)
-            try:
-                await self.ledger.append([StreamWrite(stream, expected, [record])])
-            except VersionConflict:
-                continue
-            return await self.latest(scope, definition_type, name)
+            kind = DEFINITION_CREATED if creating else DEFINITION_UPDATED
+            record = _definition_record(kind, data, by, definition_type, name, version)
+            if await self._appended(stream, expected, record):
+                return await self.latest(scope, definition_type, name)
         raise conflict("Another change was made at the same moment; send the request again.")
 
     async def create(
@@ -226,18 +239,10 @@ class DefinitionRegistry:
             current = await self.latest(scope, definition_type, name)
             if current.status == "retired":
                 return current
-            metadata = {
-                "correlation_id": None,
-                "causation_id": None,
-                "by": by,
-                "definition": {"type": definition_type, "name": name, "version": current.version},
-            }
-            record = NewRecord(DEFINITION_RETIRED, {"name": name, "version": current.version}, metadata)
-            try:
-                await self.ledger.append([StreamWrite(stream, expected, [record])])
-            except VersionConflict:
-                continue
-            return await self.latest(scope, definition_type, name)
+            data = {"name": name, "version": current.version}
+            record = _definition_record(DEFINITION_RETIRED, data, by, definition_type, name, current.version)
+            if await self._appended(stream, expected, record):
+                return await self.latest(scope, definition_type, name)
         raise conflict("Another change was made at the same moment; send the request again.")
 
     async def listed(

@@ -32,6 +32,14 @@ def _number_end(data: bytes, at: int) -> int:
     return end
 
 
+def _text_span(data: bytes, at: int) -> tuple[int, int]:
+    """Where the text tagged at `at` starts, after its length and colon, and that length in bytes."""
+    colon = data.find(b":", at)
+    if colon < 0:
+        raise WireError(f"an unterminated text length at {at}")
+    return colon + 1, int(data[at + 1 : colon])
+
+
 def read_wire(data: bytes) -> JsonValue:
     """Read one value from `data`, which must hold exactly that value."""
     stack: list[tuple[list[JsonValue] | dict[str, JsonValue], list[str | None]]] = []
@@ -62,11 +70,7 @@ def read_wire(data: bytes) -> JsonValue:
                 raise WireError(f"a float that is not finite at {at}")
             value, at = number, end + 1
         elif tag == b"s":
-            colon = data.find(b":", at)
-            if colon < 0:
-                raise WireError(f"an unterminated text length at {at}")
-            length = int(data[at + 1 : colon])
-            start = colon + 1
+            start, length = _text_span(data, at)
             if length < 0 or start + length > len(data):
                 raise WireError(f"a text longer than the result at {at}")
             value, at = data[start : start + length].decode("utf-8"), start + length
@@ -143,11 +147,7 @@ def wire_prefix_size(data: bytes) -> int:
             size += len(text) if tag == b"i" else len(repr(_float_of(text)))
             at = end + 1
         elif tag == b"s":
-            colon = data.find(b":", at)
-            if colon < 0:
-                raise WireError(f"an unterminated text length at {at}")
-            length = int(data[at + 1 : colon])
-            start = colon + 1
+            start, length = _text_span(data, at)
             size += utf8_size(compact_json(data[start : start + length].decode("utf-8")))
             at = start + length
         else:

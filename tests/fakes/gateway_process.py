@@ -18,6 +18,28 @@ ROOT = Path(__file__).resolve().parents[2]
 START_LINE_TIMEOUT_SECONDS = 30.0
 
 
+def _started(command: list[str], what: str) -> tuple[subprocess.Popen[str], str]:
+    """Start ``command`` from the repository root and wait for its ``listening on <url>`` line."""
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.startswith("listening on "):
+        process.kill()
+        raise AssertionError(f"{what} did not start: {line!r}")
+    return process, line.removeprefix("listening on ").strip()
+
+
+def _interrupt(process: subprocess.Popen[str]) -> None:
+    """SIGINT, then SIGKILL if it has not ended within 10 seconds."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 @dataclass
 class FakeGatewayProcess:
     process: subprocess.Popen[str]
@@ -56,13 +78,7 @@ class FakeGatewayProcess:
         return received
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        _interrupt(self.process)
 
 
 def start_fake_gateway(
@@ -77,14 +93,9 @@ def start_fake_gateway(
         path = folder / "gateway-script.json"
         path.write_text(json.dumps(script))
         command += ["--script", str(path)]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("listening on "):
-        process.kill()
-        raise AssertionError(f"the fake gateway did not start: {line!r}")
+    process, origin = _started(command, "the fake gateway")
     verify = ssl.create_default_context(cafile=str(tls[0])) if tls is not None else True
-    return FakeGatewayProcess(process, line.removeprefix("listening on ").strip(), verify)
+    return FakeGatewayProcess(process, origin, verify)
 
 
 @dataclass
@@ -99,23 +110,12 @@ class McpToolServerProcess:
         return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        _interrupt(self.process)
 
 
 def start_mcp_tool_server(folder: Path) -> McpToolServerProcess:
     """``python -m tests.fakes.mcp_tool_server --port 0``; waits for its ``listening on`` line."""
     log = folder / "mcp-calls.jsonl"
     command = [sys.executable, "-m", "tests.fakes.mcp_tool_server", "--port", "0", "--log", str(log)]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("listening on "):
-        process.kill()
-        raise AssertionError(f"the MCP tool server did not start: {line!r}")
-    return McpToolServerProcess(process, line.removeprefix("listening on ").strip(), log)
+    process, url = _started(command, "the MCP tool server")
+    return McpToolServerProcess(process, url, log)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import trio
@@ -12,10 +10,10 @@ import trio
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict
 
 from .appender import SHARED, append_with_retry
+from .children import ROOT, child_command
 from .conftest import Target
 
 ACME = PlaybookScope("acme", "finance")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 async def assert_counted(ledger: Ledger, expected: dict[str, int]) -> None:
@@ -67,7 +65,7 @@ async def test_appenders_on_several_threads_each_land_once(ledger: Ledger) -> No
 @pytest.mark.postgres
 async def test_two_processes_appending_to_one_stream_each_land_once(postgres_url: str) -> None:
     target = Target("postgres", None, postgres_url)
-    command = [sys.executable, "-m", "tests.ledger.appender", "contend", postgres_url, "other", "150"]
+    command = child_command("appender", "contend", postgres_url, "other", "150")
     async with target.open() as ledger:
         finished: list[subprocess.CompletedProcess[bytes]] = []
 

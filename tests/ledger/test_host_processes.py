@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,10 +13,10 @@ import trio
 
 from auto_runtime.ledger import Lease
 
+from .children import ROOT, acknowledged_before_sigkill, child_command, where
 from .conftest import Target
 from .host_child import SCOPE
 
-ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 20
 ACKS_BEFORE_KILL = 300
 
@@ -52,7 +50,7 @@ async def test_two_processes_racing_for_a_free_or_lapsed_lease_one_takes_it(post
     holders = ["server-1", "server-2"]
     children = [
         await trio.lowlevel.open_process(
-            [sys.executable, "-m", "tests.ledger.host_child", "claim", postgres_url, holder],
+            child_command("host_child", "claim", postgres_url, holder),
             cwd=ROOT,
             stdin=-1,
             stdout=-1,
@@ -94,8 +92,7 @@ async def test_two_processes_racing_for_a_free_or_lapsed_lease_one_takes_it(post
 
 
 async def test_a_standby_takes_over_once_a_killed_holders_claim_lapses(target: Target) -> None:
-    where = target.database_url or str(target.ledger_file)
-    command = [sys.executable, "-m", "tests.ledger.host_child", "hold", where, "doomed"]
+    command = child_command("host_child", "hold", where(target), "doomed")
     process = await trio.lowlevel.open_process(command, cwd=ROOT, stdout=-1)
     assert process.stdout is not None
     reader = LineReader(process.stdout)
@@ -118,22 +115,9 @@ async def test_a_standby_takes_over_once_a_killed_holders_claim_lapses(target: T
 
 @pytest.mark.slow
 async def test_every_acknowledged_timer_survives_sigkill(target: Target) -> None:
-    where = target.database_url or str(target.ledger_file)
-    command = [sys.executable, "-m", "tests.ledger.host_child", "arm", where, "6"]
-    process = await trio.lowlevel.open_process(command, cwd=ROOT, stdout=-1)
-    assert process.stdout is not None
-    received = b""
-    with trio.fail_after(120):
-        while received.count(b"\n") < ACKS_BEFORE_KILL:
-            chunk = await process.stdout.receive_some()
-            assert chunk, "the child ended before it was killed"
-            received += chunk
-    process.send_signal(signal.SIGKILL)
-    with trio.fail_after(30):
-        await process.wait()
-    assert process.returncode == -signal.SIGKILL
-    await process.stdout.aclose()
-    acknowledged = [line.decode().split() for line in received.split(b"\n")[:-1]]
+    command = child_command("host_child", "arm", where(target), "6")
+    lines = await acknowledged_before_sigkill(command, ACKS_BEFORE_KILL)
+    acknowledged = [line.decode().split() for line in lines]
     assert len(acknowledged) >= ACKS_BEFORE_KILL
 
     async with target.open() as ledger:

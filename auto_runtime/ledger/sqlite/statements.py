@@ -13,9 +13,25 @@ from ..errors import DuplicateRecordIdError, VersionConflict
 from ..ledger import EncodedWrite
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Delete, Projection, Upsert
-from ..records import Record, decode_record, record_from_encoded
+from ..records import EncodedRecord, Record, decode_record, record_from_encoded
 
 RECORD_COLUMNS = "id, stream, position, global_position, type, data, metadata, recorded_at"
+
+
+def _record_values(record: EncodedRecord, position: int) -> tuple[Any, ...]:
+    """A record's columns after `global_position`, in the order the INSERT statements name them."""
+    return (
+        record.id,
+        record.stream,
+        position,
+        record.scope_key,
+        record.type,
+        record.data,
+        record.metadata,
+        record.correlation_id,
+        record.size,
+        record.recorded_at_us,
+    )
 
 
 def append_writes(
@@ -46,18 +62,7 @@ def append_writes(
                 cursor = conn.execute(
                     "INSERT INTO ledger_records (id, stream, position, scope_key, type, data, metadata, "
                     "correlation_id, size, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        record.id,
-                        record.stream,
-                        position,
-                        record.scope_key,
-                        record.type,
-                        record.data,
-                        record.metadata,
-                        record.correlation_id,
-                        record.size,
-                        record.recorded_at_us,
-                    ),
+                    _record_values(record, position),
                 )
             except sqlite3.IntegrityError as error:
                 raise DuplicateRecordIdError(record.id) from error
@@ -112,21 +117,7 @@ def append_batch(
         for write in writes:
             current = versions.get(write.stream, 0)
             for position, record in enumerate(write.records, start=current + 1):
-                rows.append(
-                    (
-                        next_global,
-                        record.id,
-                        record.stream,
-                        position,
-                        record.scope_key,
-                        record.type,
-                        record.data,
-                        record.metadata,
-                        record.correlation_id,
-                        record.size,
-                        record.recorded_at_us,
-                    )
-                )
+                rows.append((next_global, *_record_values(record, position)))
                 appended.append(record_from_encoded(record, position, next_global))
                 next_global += 1
             versions[write.stream] = changed[write.stream] = current + len(write.records)

@@ -10,24 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from auto_runtime.models.answers import FinishReason, ModelAnswer, Replay, SettingWarning, TokenUsage, ToolCall
+from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning
 from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
-from auto_runtime.models.failures import content_filtered
 from auto_runtime.models.protocols.common import (
     JsonObject,
+    MergedTurns,
     UnreadableAnswer,
     arguments_object,
-    compact,
     dropped,
-    number,
+    finish_of,
     read_answer,
+    replay_of,
+    text_or_none,
 )
+from auto_runtime.models.protocols.json_tool import JSON_TOOL, JSON_TOOL_DESCRIPTION, ToolUseAnswer
+from auto_runtime.models.protocols.usage import cache_apart_usage
 from auto_runtime.models.provider_options import anthropic_thinking, first_option
 from auto_runtime.models.provider_words import Scrubber
 
-JSON_TOOL = "json"
 REPLAY = "anthropic_messages"
 ANTHROPIC_VERSION = "2023-06-01"
 BODY_VERSIONS: Mapping[str, str] = {"bedrock": "bedrock-2023-05-31", "vertex": "vertex-2023-10-16"}
@@ -45,28 +47,21 @@ STOP_REASONS: Mapping[str, FinishReason] = {
 
 def anthropic_messages(request: ModelRequest) -> list[JsonObject]:
     """The turns as Anthropic messages, consecutive turns of one role merged into one message."""
-    messages: list[JsonObject] = []
-
-    def add(role: str, blocks: list[JsonObject]) -> None:
-        if messages and messages[-1]["role"] == role:
-            messages[-1]["content"].extend(blocks)
-        else:
-            messages.append({"role": role, "content": blocks})
-
+    merged = MergedTurns("content", keep_empty=True)
     for turn in request.turns:
         if isinstance(turn, UserTurn):
-            add("user", [{"type": "text", "text": turn.text}])
+            merged.add("user", [{"type": "text", "text": turn.text}])
         elif isinstance(turn, AssistantTurn) and turn.replay is not None and turn.replay.protocol == REPLAY:
-            add("assistant", [dict(block) for block in turn.replay.items])
+            merged.add("assistant", [dict(block) for block in turn.replay.items])
         elif isinstance(turn, AssistantTurn):
             blocks: list[JsonObject] = [{"type": "text", "text": turn.text}] if turn.text else []
             blocks += [
                 {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments_object(call.arguments)}
                 for call in turn.tool_calls
             ]
-            add("assistant", blocks)
+            merged.add("assistant", blocks)
         elif isinstance(turn, ToolResultsTurn):
-            add(
+            merged.add(
                 "user",
                 [
                     {
@@ -78,6 +73,7 @@ def anthropic_messages(request: ModelRequest) -> list[JsonObject]:
                     for result in turn.results
                 ],
             )
+    messages = merged.messages
     # A single text block is sent as plain content, as most examples write it.
     for message in messages:
         blocks = message["content"]
@@ -126,7 +122,7 @@ class AnthropicMessages:
             tools.append(
                 {
                     "name": JSON_TOOL,
-                    "description": "Give your answer as this tool's input; it is the whole answer.",
+                    "description": JSON_TOOL_DESCRIPTION,
                     "input_schema": request.output.schema,
                 }
             )
@@ -153,60 +149,32 @@ class AnthropicMessages:
         content = document.get("content")
         if not isinstance(content, list):
             raise UnreadableAnswer("the answer has no content list")
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        json_answer: str | None = None
+        read = ToolUseAnswer(wants_json=request.output is not None)
         for block in content:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text":
-                texts.append(str(block.get("text", "")))
+                read.text(str(block.get("text", "")))
             elif block.get("type") == "tool_use":
-                if request.output is not None and block.get("name") == JSON_TOOL and json_answer is None:
-                    json_answer = compact(block.get("input", {}))
-                else:
-                    arguments = compact(block.get("input", {}))
-                    calls.append(ToolCall(id=str(block["id"]), name=str(block["name"]), arguments=arguments))
-        raw = document.get("stop_reason")
-        raw_reason = raw if isinstance(raw, str) else None
-        usage = anthropic_usage(document.get("usage"))
-        finish: FinishReason = STOP_REASONS.get(raw_reason or "", "other")
-        if finish == "content_filter":
-            raise content_filtered(provider, raw_reason, usage)
-        if json_answer is not None:
-            text: str | None = json_answer
-            if finish == "tool_calls" and not calls:
-                finish = "stop"
-        else:
-            text = "".join(texts) if texts else None
+                read.tool_use(block, "id")
+        # input_tokens is the uncached part; the total adds the cache reads and writes (§5.3).
+        usage = cache_apart_usage(
+            document.get("usage"),
+            uncached="input_tokens",
+            read="cache_read_input_tokens",
+            written="cache_creation_input_tokens",
+            produced="output_tokens",
+            total=None,
+        )
+        finish, raw_reason = finish_of(document.get("stop_reason"), STOP_REASONS, provider, usage)
+        text, finish = read.text_and_finish(finish)
         return ModelAnswer(
             text=text,
-            tool_calls=tuple(calls),
+            tool_calls=tuple(read.calls),
             finish_reason=finish,
             raw_finish_reason=raw_reason,
             usage=usage,
-            response_id=document.get("id") if isinstance(document.get("id"), str) else None,
-            answered_model=document.get("model") if isinstance(document.get("model"), str) else None,
-            replay=Replay(REPLAY, tuple(block for block in content if isinstance(block, dict))) if calls else None,
+            response_id=text_or_none(document.get("id")),
+            answered_model=text_or_none(document.get("model")),
+            replay=replay_of(REPLAY, content, read.calls),
         )
-
-
-def anthropic_usage(usage: Any) -> TokenUsage:
-    """``input_tokens`` is the uncached part; the total adds the cache reads and writes (§5.3)."""
-    if not isinstance(usage, dict):
-        return TokenUsage()
-    uncached = number(usage.get("input_tokens"))
-    read = number(usage.get("cache_read_input_tokens"))
-    written = number(usage.get("cache_creation_input_tokens"))
-    produced = number(usage.get("output_tokens"))
-    given = None if uncached is None else uncached + (read or 0) + (written or 0)
-    return TokenUsage(
-        input_total=given,
-        input_uncached=uncached,
-        input_cache_read=read,
-        input_cache_write=written,
-        output_total=produced,
-        output_text=None,
-        output_reasoning=None,
-        total=None if given is None or produced is None else given + produced,
-    )

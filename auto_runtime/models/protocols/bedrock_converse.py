@@ -8,25 +8,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from auto_runtime.models.answers import FinishReason, ModelAnswer, Replay, SettingWarning, TokenUsage, ToolCall
+from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning
 from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
-from auto_runtime.models.failures import content_filtered
 from auto_runtime.models.protocols.common import (
     JsonObject,
+    MergedTurns,
     UnreadableAnswer,
     arguments_object,
-    compact,
     dig,
     dropped,
-    number,
+    finish_of,
     read_answer,
+    replay_of,
 )
+from auto_runtime.models.protocols.json_tool import JSON_TOOL, JSON_TOOL_DESCRIPTION, ToolUseAnswer
+from auto_runtime.models.protocols.usage import cache_apart_usage
 from auto_runtime.models.provider_options import first_option
 from auto_runtime.models.provider_words import Scrubber
 
-JSON_TOOL = "json"
 REPLAY = "bedrock_converse"
 STOP_REASONS: Mapping[str, FinishReason] = {
     "end_turn": "stop",
@@ -40,30 +40,21 @@ STOP_REASONS: Mapping[str, FinishReason] = {
 
 
 def converse_messages(request: ModelRequest) -> list[JsonObject]:
-    messages: list[JsonObject] = []
-
-    def add(role: str, blocks: list[JsonObject]) -> None:
-        if not blocks:
-            return
-        if messages and messages[-1]["role"] == role:
-            messages[-1]["content"].extend(blocks)
-        else:
-            messages.append({"role": role, "content": blocks})
-
+    merged = MergedTurns("content")
     for turn in request.turns:
         if isinstance(turn, UserTurn):
-            add("user", [{"text": turn.text}])
+            merged.add("user", [{"text": turn.text}])
         elif isinstance(turn, AssistantTurn) and turn.replay is not None and turn.replay.protocol == REPLAY:
-            add("assistant", [dict(block) for block in turn.replay.items])
+            merged.add("assistant", [dict(block) for block in turn.replay.items])
         elif isinstance(turn, AssistantTurn):
             blocks: list[JsonObject] = [{"text": turn.text}] if turn.text else []
             blocks += [
                 {"toolUse": {"toolUseId": call.id, "name": call.name, "input": arguments_object(call.arguments)}}
                 for call in turn.tool_calls
             ]
-            add("assistant", blocks)
+            merged.add("assistant", blocks)
         elif isinstance(turn, ToolResultsTurn):
-            add(
+            merged.add(
                 "user",
                 [
                     {
@@ -76,7 +67,7 @@ def converse_messages(request: ModelRequest) -> list[JsonObject]:
                     for result in turn.results
                 ],
             )
-    return messages
+    return merged.messages
 
 
 @dataclass(frozen=True)
@@ -112,7 +103,7 @@ class BedrockConverse:
                 {
                     "toolSpec": {
                         "name": JSON_TOOL,
-                        "description": "Give your answer as this tool's input; it is the whole answer.",
+                        "description": JSON_TOOL_DESCRIPTION,
                         "inputSchema": {"json": request.output.schema},
                     }
                 }
@@ -134,53 +125,30 @@ class BedrockConverse:
         content = dig(document, "output", "message", "content")
         if not isinstance(content, list):
             raise UnreadableAnswer("the answer has no output.message.content list")
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        json_answer: str | None = None
+        read = ToolUseAnswer(wants_json=request.output is not None)
         for block in content:
             if not isinstance(block, dict):
                 continue
             if isinstance(block.get("text"), str):
-                texts.append(block["text"])
+                read.text(block["text"])
             elif isinstance(block.get("toolUse"), dict):
-                use = block["toolUse"]
-                if request.output is not None and use.get("name") == JSON_TOOL and json_answer is None:
-                    json_answer = compact(use.get("input", {}))
-                else:
-                    arguments = compact(use.get("input", {}))
-                    calls.append(ToolCall(id=str(use["toolUseId"]), name=str(use["name"]), arguments=arguments))
-        raw = document.get("stopReason")
-        raw_reason = raw if isinstance(raw, str) else None
-        usage = converse_usage(document.get("usage"))
-        finish: FinishReason = STOP_REASONS.get(raw_reason or "", "other")
-        if finish == "content_filter":
-            raise content_filtered(provider, raw_reason, usage)
-        if json_answer is not None and finish == "tool_calls" and not calls:
-            finish = "stop"
+                read.tool_use(block["toolUse"], "toolUseId")
+        # inputTokens counts what was read afresh; cache reads and writes are counted apart.
+        usage = cache_apart_usage(
+            document.get("usage"),
+            uncached="inputTokens",
+            read="cacheReadInputTokens",
+            written="cacheWriteInputTokens",
+            produced="outputTokens",
+            total="totalTokens",
+        )
+        finish, raw_reason = finish_of(document.get("stopReason"), STOP_REASONS, provider, usage)
+        text, finish = read.text_and_finish(finish)
         return ModelAnswer(
-            text=json_answer if json_answer is not None else ("".join(texts) if texts else None),
-            tool_calls=tuple(calls),
+            text=text,
+            tool_calls=tuple(read.calls),
             finish_reason=finish,
             raw_finish_reason=raw_reason,
             usage=usage,
-            replay=Replay(REPLAY, tuple(block for block in content if isinstance(block, dict))) if calls else None,
+            replay=replay_of(REPLAY, content, read.calls),
         )
-
-
-def converse_usage(usage: Any) -> TokenUsage:
-    """``inputTokens`` counts what was read afresh; cache reads and writes are counted apart."""
-    uncached = number(dig(usage, "inputTokens"))
-    read = number(dig(usage, "cacheReadInputTokens"))
-    written = number(dig(usage, "cacheWriteInputTokens"))
-    produced = number(dig(usage, "outputTokens"))
-    given = None if uncached is None else uncached + (read or 0) + (written or 0)
-    return TokenUsage(
-        input_total=given,
-        input_uncached=uncached,
-        input_cache_read=read,
-        input_cache_write=written,
-        output_total=produced,
-        output_text=None,
-        output_reasoning=None,
-        total=number(dig(usage, "totalTokens")),
-    )

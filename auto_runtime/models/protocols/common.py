@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from auto_runtime.models.answers import ModelAnswer, SettingWarning
+from auto_runtime.models.answers import FinishReason, ModelAnswer, Replay, SettingWarning, TokenUsage, ToolCall
 from auto_runtime.models.conversation import ModelRequest
-from auto_runtime.models.failures import ModelCallFailure, unreadable_answer
+from auto_runtime.models.failures import ModelCallFailure, content_filtered, unreadable_answer
 from auto_runtime.models.provider_words import Scrubber
 
 JsonObject = dict[str, Any]
@@ -47,6 +47,48 @@ def read_answer(parse: Any, body: bytes, provider: str, scrub: Scrubber, request
     except (UnreadableAnswer, KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
         raise unreadable_answer(provider, str(error) or type(error).__name__, body, scrub) from error
     return result
+
+
+def text_or_none(value: Any) -> str | None:
+    """A member the answer may give as text (an id, a model name), or None when it is anything else."""
+    return value if isinstance(value, str) else None
+
+
+def finish_of(
+    raw: Any, reasons: Mapping[str, FinishReason], provider: str, usage: TokenUsage
+) -> tuple[FinishReason, str | None]:
+    """The finish reason ``reasons`` maps the provider's own to (``other`` when unknown), and that own reason
+    when it is text. Raises :class:`ModelCallFailure` for a content-filter finish."""
+    raw_reason = text_or_none(raw)
+    finish = reasons.get(raw_reason or "", "other")
+    if finish == "content_filter":
+        raise content_filtered(provider, raw_reason, usage)
+    return finish, raw_reason
+
+
+def replay_of(protocol: str, blocks: Iterable[Any], calls: Sequence[ToolCall]) -> Replay | None:
+    """The answer's blocks, kept to send back as they were when the answer called tools; else None."""
+    return Replay(protocol, tuple(block for block in blocks if isinstance(block, dict))) if calls else None
+
+
+class MergedTurns:
+    """Messages for protocols whose roles alternate: a turn of the last message's role joins that message.
+
+    ``blocks`` names the member holding a message's blocks; ``keep_empty`` still adds a turn with none.
+    """
+
+    def __init__(self, blocks: str = "content", *, keep_empty: bool = False) -> None:
+        self.messages: list[JsonObject] = []
+        self._blocks = blocks
+        self._keep_empty = keep_empty
+
+    def add(self, role: str, blocks: list[JsonObject]) -> None:
+        if not blocks and not self._keep_empty:
+            return
+        if self.messages and self.messages[-1]["role"] == role:
+            self.messages[-1][self._blocks].extend(blocks)
+        else:
+            self.messages.append({"role": role, self._blocks: blocks})
 
 
 def number(value: Any) -> int | None:

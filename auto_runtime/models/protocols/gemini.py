@@ -6,26 +6,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from auto_runtime.models.answers import (
-    FinishReason,
-    ModelAnswer,
-    Replay,
-    SettingWarning,
-    TokenUsage,
-    ToolCall,
-    difference,
-)
+from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning, TokenUsage, ToolCall, difference
 from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
 from auto_runtime.models.failures import content_filtered
 from auto_runtime.models.protocols.common import (
     JsonObject,
+    MergedTurns,
     UnreadableAnswer,
     arguments_object,
     compact,
     dig,
     dropped,
+    finish_of,
     number,
     read_answer,
+    replay_of,
+    text_or_none,
 )
 from auto_runtime.models.provider_options import first_option
 from auto_runtime.models.provider_words import Scrubber
@@ -46,30 +42,21 @@ FINISH_REASONS: Mapping[str, FinishReason] = {
 
 def gemini_contents(request: ModelRequest) -> list[JsonObject]:
     """The turns as contents of roles ``user`` and ``model``, consecutive turns of one role merged."""
-    contents: list[JsonObject] = []
-
-    def add(role: str, parts: list[JsonObject]) -> None:
-        if not parts:
-            return
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
-
+    merged = MergedTurns("parts")
     for turn in request.turns:
         if isinstance(turn, UserTurn):
-            add("user", [{"text": turn.text}])
+            merged.add("user", [{"text": turn.text}])
         elif isinstance(turn, AssistantTurn) and turn.replay is not None and turn.replay.protocol == REPLAY:
-            add("model", [dict(part) for part in turn.replay.items])
+            merged.add("model", [dict(part) for part in turn.replay.items])
         elif isinstance(turn, AssistantTurn):
             parts: list[JsonObject] = [{"text": turn.text}] if turn.text else []
             parts += [
                 {"functionCall": {"name": call.name, "args": arguments_object(call.arguments)}}
                 for call in turn.tool_calls
             ]
-            add("model", parts)
+            merged.add("model", parts)
         elif isinstance(turn, ToolResultsTurn):
-            add(
+            merged.add(
                 "user",
                 [
                     {
@@ -81,7 +68,7 @@ def gemini_contents(request: ModelRequest) -> list[JsonObject]:
                     for result in turn.results
                 ],
             )
-    return contents
+    return merged.messages
 
 
 @dataclass(frozen=True)
@@ -145,11 +132,7 @@ class Gemini:
                 raise content_filtered(provider, blocked, usage)
             raise UnreadableAnswer("the answer has no candidates")
         candidate = candidates[0]
-        raw = candidate.get("finishReason")
-        raw_reason = raw if isinstance(raw, str) else None
-        finish: FinishReason = FINISH_REASONS.get(raw_reason or "", "other")
-        if finish == "content_filter":
-            raise content_filtered(provider, raw_reason, usage)
+        finish, raw_reason = finish_of(candidate.get("finishReason"), FINISH_REASONS, provider, usage)
         texts: list[str] = []
         calls: list[ToolCall] = []
         for part in dig(candidate, "content", "parts") or ():
@@ -169,18 +152,15 @@ class Gemini:
                 )
         if calls and finish == "stop":
             finish = "tool_calls"
-        response_id = document.get("responseId")
-        version = document.get("modelVersion")
-        all_parts = tuple(part for part in dig(candidate, "content", "parts") or () if isinstance(part, dict))
         return ModelAnswer(
             text="".join(texts) if texts else None,
             tool_calls=tuple(calls),
             finish_reason=finish,
             raw_finish_reason=raw_reason,
             usage=usage,
-            response_id=response_id if isinstance(response_id, str) else None,
-            answered_model=version if isinstance(version, str) else None,
-            replay=Replay(REPLAY, all_parts) if calls else None,
+            response_id=text_or_none(document.get("responseId")),
+            answered_model=text_or_none(document.get("modelVersion")),
+            replay=replay_of(REPLAY, dig(candidate, "content", "parts") or (), calls),
         )
 
 

@@ -9,25 +9,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from auto_runtime.models.answers import (
-    FinishReason,
-    ModelAnswer,
-    SettingWarning,
-    TokenUsage,
-    ToolCall,
-    difference,
-)
+from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning, ToolCall
 from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
-from auto_runtime.models.failures import content_filtered
 from auto_runtime.models.protocols.common import (
     JsonObject,
     UnreadableAnswer,
     compact,
-    dig,
     dropped,
-    number,
+    finish_of,
     read_answer,
+    text_or_none,
 )
+from auto_runtime.models.protocols.usage import openai_usage
 from auto_runtime.models.provider_options import first_option, gateway_fields
 from auto_runtime.models.provider_words import Scrubber
 from auto_runtime.settings import ModelGateway
@@ -132,12 +125,9 @@ class OpenAIChat:
         message = choice.get("message")
         if not isinstance(message, dict):
             raise UnreadableAnswer("the first choice has no message")
-        raw = choice.get("finish_reason")
-        raw_reason = raw if isinstance(raw, str) else None
-        usage = chat_usage(document.get("usage"))
-        finish: FinishReason = FINISH_REASONS.get(raw_reason or "", "other")
-        if finish == "content_filter":
-            raise content_filtered(provider, raw_reason, usage)
+        # prompt_tokens and completion_tokens, with their cached and reasoning details (§5.1)
+        usage = openai_usage(document.get("usage"), "prompt_tokens", "completion_tokens")
+        finish, raw_reason = finish_of(choice.get("finish_reason"), FINISH_REASONS, provider, usage)
         calls = tuple(_tool_call(item, index) for index, item in enumerate(message.get("tool_calls") or (), start=1))
         if calls and finish == "stop":
             finish = "tool_calls"
@@ -147,8 +137,8 @@ class OpenAIChat:
             finish_reason=finish,
             raw_finish_reason=raw_reason,
             usage=usage,
-            response_id=document.get("id") if isinstance(document.get("id"), str) else None,
-            answered_model=document.get("model") if isinstance(document.get("model"), str) else None,
+            response_id=text_or_none(document.get("id")),
+            answered_model=text_or_none(document.get("model")),
         )
 
 
@@ -174,22 +164,4 @@ def _tool_call(item: Any, number: int) -> ToolCall:
         id=call_id if isinstance(call_id, str) and call_id else f"call-{number}",
         name=function["name"],
         arguments=arguments if isinstance(arguments, str) else "",
-    )
-
-
-def chat_usage(usage: Any) -> TokenUsage:
-    """``prompt_tokens``, ``completion_tokens``, ``total_tokens``, cached and reasoning details (§5.1)."""
-    prompt = number(dig(usage, "prompt_tokens"))
-    completion = number(dig(usage, "completion_tokens"))
-    cached = number(dig(usage, "prompt_tokens_details", "cached_tokens"))
-    reasoning = number(dig(usage, "completion_tokens_details", "reasoning_tokens"))
-    return TokenUsage(
-        input_total=prompt,
-        input_uncached=difference(prompt, cached),
-        input_cache_read=cached,
-        input_cache_write=None,
-        output_total=completion,
-        output_text=difference(completion, reasoning),
-        output_reasoning=reasoning,
-        total=number(dig(usage, "total_tokens")),
     )

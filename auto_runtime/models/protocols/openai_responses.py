@@ -6,9 +6,8 @@ Nothing is stored on the provider (``store: false``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning, TokenUsage, ToolCall, difference
+from auto_runtime.models.answers import FinishReason, ModelAnswer, SettingWarning, ToolCall
 from auto_runtime.models.conversation import AssistantTurn, ModelRequest, ToolResultsTurn, UserTurn
 from auto_runtime.models.failures import content_filtered
 from auto_runtime.models.protocols.common import (
@@ -17,9 +16,10 @@ from auto_runtime.models.protocols.common import (
     compact,
     dig,
     dropped,
-    number,
     read_answer,
+    text_or_none,
 )
+from auto_runtime.models.protocols.usage import openai_usage
 from auto_runtime.models.provider_options import first_option
 from auto_runtime.models.provider_words import Scrubber
 
@@ -129,7 +129,8 @@ class OpenAIResponses:
                         arguments=arguments if isinstance(arguments, str) else compact(arguments or {}),
                     )
                 )
-        usage = responses_usage(document.get("usage"))
+        # input_tokens and output_tokens, with their cached and reasoning details (§5.2)
+        usage = openai_usage(document.get("usage"), "input_tokens", "output_tokens")
         status = document.get("status")
         reason = dig(document, "incomplete_details", "reason")
         raw = status if isinstance(status, str) else None
@@ -152,24 +153,6 @@ class OpenAIResponses:
             finish_reason=finish,
             raw_finish_reason=raw,
             usage=usage,
-            response_id=document.get("id") if isinstance(document.get("id"), str) else None,
-            answered_model=document.get("model") if isinstance(document.get("model"), str) else None,
+            response_id=text_or_none(document.get("id")),
+            answered_model=text_or_none(document.get("model")),
         )
-
-
-def responses_usage(usage: Any) -> TokenUsage:
-    """``input_tokens`` (with cached), ``output_tokens`` (with reasoning), their details, ``total_tokens``."""
-    given = number(dig(usage, "input_tokens"))
-    produced = number(dig(usage, "output_tokens"))
-    cached = number(dig(usage, "input_tokens_details", "cached_tokens"))
-    reasoning = number(dig(usage, "output_tokens_details", "reasoning_tokens"))
-    return TokenUsage(
-        input_total=given,
-        input_uncached=difference(given, cached),
-        input_cache_read=cached,
-        input_cache_write=None,
-        output_total=produced,
-        output_text=difference(produced, reasoning),
-        output_reasoning=reasoning,
-        total=number(dig(usage, "total_tokens")),
-    )

@@ -13,20 +13,9 @@ import pytest
 
 from tests.conformance.computation.documents import HEAD, RUNS_FOREVER, document, output_of, run, saved
 from tests.conformance.helpers import fresh_id, new_playbook, problem
-from tests.e2e.server_process import ServerProcess
 
 NOT_JSON = "The output cannot be written as JSON: "
 TOO_LARGE = "The output is larger than the 1,048,320 bytes of JSON a run may return"
-
-
-@pytest.fixture(scope="module")
-def client(local_server: ServerProcess) -> httpx.Client:
-    return local_server.client()
-
-
-@pytest.fixture(scope="module")
-def playbook(client: httpx.Client) -> str:
-    return new_playbook(client)
 
 
 def run_program(

@@ -12,10 +12,7 @@ import httpx
 import pytest
 
 from tests.conformance.computation.documents import (
-    EXAMPLE,
-    EXAMPLE_OUTPUT,
     HEAD,
-    INVOICES,
     SANDBOX,
     compact,
     output_of,
@@ -23,15 +20,10 @@ from tests.conformance.computation.documents import (
     run_raw,
     saved,
 )
+from tests.conformance.computation.example import EXAMPLE, EXAMPLE_OUTPUT, INVOICES
 from tests.conformance.helpers import fresh_id, new_playbook, pointers, problem
-from tests.e2e.server_process import ServerProcess
 
 ECHO = HEAD + "def main(input):\n    return input\n"
-
-
-@pytest.fixture(scope="module")
-def client(local_server: ServerProcess) -> httpx.Client:
-    return local_server.client()
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.conformance.computation.documents import EXAMPLE, HEAD, document, save, saved
+from tests.conformance.computation.documents import HEAD, document, save, saved
 from tests.conformance.computation.documents import details as source_details
-from tests.conformance.helpers import fresh_id, new_playbook, problem
-from tests.e2e.server_process import ServerProcess
+from tests.conformance.computation.example import EXAMPLE
+from tests.conformance.helpers import fresh_id, problem
 
 MAIN = "def main(input):\n    return input\n"
 
@@ -45,16 +45,6 @@ REFUSED_NAMES = (
     "eval", "exec", "execfile", "compile", "open", "input", "print", "help", "globals", "locals", "vars",
     "getattr", "setattr", "delattr", "id", "breakpoint", "exit", "quit",
 )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def client(local_server: ServerProcess) -> httpx.Client:
-    return local_server.client()
-
-
-@pytest.fixture(scope="module")
-def playbook(client: httpx.Client) -> str:
-    return new_playbook(client)
 
 
 def refused(client: httpx.Client, playbook: str, source: str) -> list[str]:

@@ -20,15 +20,14 @@ import httpx
 import pytest
 
 from tests.conformance.computation.documents import (
-    EXAMPLE,
     HEAD,
-    INVOICES,
     RUNS_FOREVER,
     WAITS_FOREVER,
     output_of,
     run,
     saved,
 )
+from tests.conformance.computation.example import EXAMPLE, INVOICES
 from tests.conformance.helpers import new_playbook, problem
 from tests.e2e.server_process import ServerProcess, start_server
 

@@ -16,70 +16,8 @@ from auto_runtime.problems import InputIssue as Issue
 from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.pool import SandboxPool
+from tests.conformance.computation.example import EXAMPLE, EXAMPLE_OUTPUT, INVOICES
 
-EXAMPLE = """---
-description: Overdue amounts per customer in aging buckets, in cents
-language: python
-input:
-  schema:
-    type: object
-    required: [invoices]
-    properties:
-      invoices:
-        type: array
-        items:
-          type: object
-          required: [customer, amount_cents, days_overdue]
-          properties:
-            customer: { type: string }
-            amount_cents: { type: integer, minimum: 0 }
-            days_overdue: { type: integer, minimum: 0 }
-output:
-  schema:
-    type: object
-    required: [customers, total_cents]
-    properties:
-      customers: { type: array, items: { type: object } }
-      total_cents: { type: integer }
----
-BUCKETS = (30, 60, 90)
-
-def bucket_of(days):
-    for index, limit in enumerate(BUCKETS):
-        if days <= limit:
-            return index
-    return len(BUCKETS)
-
-def main(input):
-    by_customer = {}
-    for invoice in input["invoices"]:
-        sums = by_customer.setdefault(invoice["customer"], [0, 0, 0, 0])
-        sums[bucket_of(invoice["days_overdue"])] += invoice["amount_cents"]
-    customers = []
-    for name in sorted(by_customer):
-        sums = by_customer[name]
-        total = sum(sums)
-        customers.append({
-            "customer": name,
-            "buckets_cents": sums,
-            "total_cents": total,
-            "late_permille": None if total == 0 else (total - sums[0]) * 1000 // total,
-        })
-    return {"customers": customers, "total_cents": sum(c["total_cents"] for c in customers)}
-"""
-INVOICES = {
-    "invoices": [
-        {"customer": "northwind", "amount_cents": 129900, "days_overdue": 12},
-        {"customer": "northwind", "amount_cents": 45050, "days_overdue": 75},
-        {"customer": "blue-harbor", "amount_cents": 980000, "days_overdue": 0},
-        {"customer": "northwind", "amount_cents": 7300, "days_overdue": 120},
-    ]
-}
-EXPECTED = (
-    '{"customers":[{"buckets_cents":[980000,0,0,0],"customer":"blue-harbor","late_permille":0,'
-    '"total_cents":980000},{"buckets_cents":[129900,0,45050,7300],"customer":"northwind",'
-    '"late_permille":287,"total_cents":182250}],"total_cents":1162250}'
-)
 START_MS = 1_767_225_600_000
 
 
@@ -110,14 +48,14 @@ async def test_the_example_and_its_record(pool: SandboxPool) -> None:
     first = await run_computation(pool, parsed, INVOICES, started_at_ms=START_MS)  # type: ignore[arg-type]
     second = await run_computation(pool, parsed, INVOICES, started_at_ms=START_MS)  # type: ignore[arg-type]
     assert isinstance(first, Succeeded) and isinstance(second, Succeeded)
-    assert json.dumps(first.output, separators=(",", ":"), ensure_ascii=False) == EXPECTED
+    assert json.dumps(first.output, separators=(",", ":"), ensure_ascii=False) == EXAMPLE_OUTPUT
     assert first.output == second.output
     assert first.record["work"] == second.record["work"] > 0
     record = first.record
     assert record["language"] == "python"
     assert record["sandbox"] == "1c054a4d21d4/wasmtime-50.0.1"
     assert record["input_bytes"] == len(json.dumps(INVOICES, separators=(",", ":")))
-    assert record["output_bytes"] == len(EXPECTED)
+    assert record["output_bytes"] == len(EXAMPLE_OUTPUT)
     assert isinstance(record["duration_ms"], int)
     assert len(json.dumps(record, separators=(",", ":"))) < 256
 
