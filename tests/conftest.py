@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import base64
+import os
 import secrets
+import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -25,3 +27,20 @@ def local_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         server = start_server(folder, settings)
         yield server
         assert server.stop() == 0, server.log()
+
+
+_exit_status: list[int] = []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _exit_status.append(int(exitstatus))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Ends the test process the way the server ends (`auto_runtime.cli.exit_without_finalizing`), once pytest
+    has reported everything: after sandbox runs, Wasmtime's runtime threads can abort an interpreter that
+    finalizes, which would turn a passing run into a crash."""
+    if _exit_status:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_status[-1])
