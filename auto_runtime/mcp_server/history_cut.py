@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auto_runtime.playbooks.json_limits import json_size
+from auto_runtime.json_limits import json_size
 
 MAX_FIELD_BYTES = 65_536
 LARGE_FIELDS = frozenset(

@@ -11,10 +11,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from auto_runtime.events.cloudevents import ATTRIBUTES, EXTENSION_DESCRIPTION, SPEC_VERSION
 from auto_runtime.operations.definition_operations import PLAYBOOK_WRITE
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
-from auto_runtime.playbooks.cloudevents import ATTRIBUTES, EXTENSION_DESCRIPTION, SPEC_VERSION
 
 
 def _attribute_schema(name: str) -> dict[str, Any]:

@@ -16,10 +16,7 @@ from typing import Any
 import trio
 
 from auto_runtime.functions.function_type import FunctionType, Rejected, RunRequest, Succeeded
-from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict, uuid7
-from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
-from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.playbooks.json_limits import (
+from auto_runtime.json_limits import (
     MAX_INPUT_BYTES,
     MAX_INPUT_DEPTH,
     canonical_digest,
@@ -27,6 +24,9 @@ from auto_runtime.playbooks.json_limits import (
     json_size,
     non_finite_pointer,
 )
+from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict, uuid7
+from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.playbooks.run_view import RunState, fold_run
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found

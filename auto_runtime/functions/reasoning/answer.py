@@ -9,7 +9,7 @@ from typing import Any
 from auto_runtime.functions.reasoning.document import ReasoningDocument
 from auto_runtime.functions.reasoning.json_schemas import validator_class
 from auto_runtime.functions.shapes import SHAPES
-from auto_runtime.playbooks.json_limits import depth_of
+from auto_runtime.json_limits import depth_of
 from auto_runtime.schema_issues import issues_from_errors
 
 MAX_ANSWER_DEPTH = 128

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from auto_runtime.json_limits import MAX_OUTPUT_AND_RECORD_BYTES, json_size
 from auto_runtime.models import ModelAnswer, ResolvedModel, TokenUsage
-from auto_runtime.playbooks.json_limits import MAX_OUTPUT_AND_RECORD_BYTES, json_size
 
 MAX_RECORD_WARNINGS = 20
 PROMPT_SLACK = 128

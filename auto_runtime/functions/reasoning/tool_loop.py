@@ -37,6 +37,7 @@ from auto_runtime.functions.reasoning.tool_results import (
     result_text,
     shown_to_model,
 )
+from auto_runtime.json_limits import compact_json
 from auto_runtime.models import (
     AssistantTurn,
     ModelAnswer,
@@ -52,7 +53,6 @@ from auto_runtime.models import (
     assistant_turn,
     call_deadline_seconds,
 )
-from auto_runtime.playbooks.json_limits import compact_json
 from auto_runtime.problems import Rejection
 from auto_runtime.tools import OfferedTool, ToolCallFailed, ToolCallResult, ToolServers
 

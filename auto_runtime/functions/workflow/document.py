@@ -15,6 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from auto_runtime.events.cloudevents import RESERVED_ATTRIBUTES, RESERVED_TYPES
 from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.functions.workflow import places
 from auto_runtime.functions.workflow.cron import parse_cron
@@ -28,7 +29,6 @@ from auto_runtime.functions.workflow.expressions import (
 )
 from auto_runtime.functions.workflow.issues import Issue
 from auto_runtime.functions.workflow.yaml_reader import ReadDocument, escape, read_yaml
-from auto_runtime.playbooks.cloudevents import RESERVED_ATTRIBUTES, RESERVED_TYPES
 
 TASK_KINDS = ("call", "do", "emit", "for", "fork", "listen", "raise", "set", "switch", "try", "wait")
 COMMON_TASK_FIELDS = ("if", "input", "output", "export", "timeout", "then", "metadata")

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from auto_runtime.playbooks.cloudevent_syntax import (
+from auto_runtime.events.cloudevent_syntax import (
     has_forbidden_character,
     has_non_space,
     is_absolute_uri,
     is_media_type,
     is_uri_reference,
 )
-from auto_runtime.playbooks.cloudevent_time import EventTimeError, parse_event_time
+from auto_runtime.events.cloudevent_time import EventTimeError, parse_event_time
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from auto_runtime.functions.reasoning.record import fit_prompt
-from auto_runtime.playbooks.json_limits import json_size
+from auto_runtime.json_limits import json_size
 
 
 def test_a_prompt_that_fits_is_kept_whole() -> None:

@@ -10,10 +10,10 @@ import pytest
 
 from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.registry import function_types
+from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, open_ledger
 from auto_runtime.models import ModelDirectory
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.playbooks.json_limits import canonical_digest
 from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_STARTED, run_stream
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection

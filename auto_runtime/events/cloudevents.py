@@ -13,15 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from auto_runtime.playbooks.cloudevent_syntax import (
+from auto_runtime.events.cloudevent_syntax import (
     has_forbidden_character,
     has_non_space,
     is_absolute_uri,
     is_media_type,
     is_uri_reference,
 )
-from auto_runtime.playbooks.cloudevent_time import EventTime, EventTimeError, parse_event_time
-from auto_runtime.playbooks.json_limits import json_size
+from auto_runtime.events.cloudevent_time import EventTime, EventTimeError, parse_event_time
+from auto_runtime.json_limits import json_size
 from auto_runtime.problems import InputIssue, invalid_input
 
 SPEC_VERSION: Final = "1.0"
