@@ -1,0 +1,8 @@
+"""The durable host core of workflow runs: engine transitions turned into ledger facts and side effects.
+
+- `run_state`: the `workflow_runs` projection that keeps each run's engine state and stream version.
+- `run_store`: `RunStore.start_run` and `RunStore.apply_input`, one append per applied input.
+- `timer_loop`: `TimerLoop`, which fires due timers while it holds the workflow lease.
+
+Not wired into the server yet: the workflow type stays "not available".
+"""

@@ -1,0 +1,290 @@
+"""Applying inputs to workflow runs durably: one input, one append.
+
+`RunStore.start_run` and `RunStore.apply_input` load the run's state from the `workflow_runs` projection,
+call the engine (`decider.apply`) with a `SandboxEvaluator` on a worker thread, and append in ONE append,
+stating the run stream's version they read:
+
+- `run_started` (on start only, `data.waits: true`), then `workflow_input_applied` (id = the input's id,
+  carrying the new state in its `state` metadata) and the step events `<input id>_<n>` with the
+  causation the engine gives them, then `run_succeeded` / `run_rejected` when the engine settles the run;
+- with the due-work changes of the transition's `ArmTimer` / `CancelTimer` outputs, in the same
+  transaction (`Ledger.append(..., due_work=...)`), and under the lease's `fence` when one is given.
+
+Concurrency: appliers of one run race on the stream's version. A `VersionConflict` means another applier
+won: the store reloads and applies again, and an input the state has already taken is stale and appends
+nothing. A failing append (`LeaseLost`, a projection error, …) changes nothing, neither facts nor timers;
+the caller sees the exception. Outputs other than timers and `Settle` are returned for the caller to
+dispatch after the append, each idempotent by its key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import trio
+
+from auto_runtime.functions.workflow.engine.decider import apply, new_state
+from auto_runtime.functions.workflow.engine.model import (
+    ArmTimer,
+    CancelTimer,
+    Input,
+    Output,
+    Settle,
+    Started,
+    Transition,
+)
+from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator
+from auto_runtime.functions.workflow.engine.state import RunState
+from auto_runtime.functions.workflow.engine.state_codec import dump_state, load_state
+from auto_runtime.functions.workflow.host.run_state import (
+    STATE_METADATA,
+    WORKFLOW_INPUT_APPLIED,
+    WORKFLOW_RUNS_PROJECTION,
+)
+from auto_runtime.json_limits import canonical_digest
+from auto_runtime.ledger import (
+    DueEntry,
+    DueKey,
+    DueWorkChanges,
+    LeaseFence,
+    Ledger,
+    NewRecord,
+    PlaybookScope,
+    Record,
+    StreamWrite,
+    VersionConflict,
+    uuid7,
+)
+from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
+from auto_runtime.sandbox.engine import SandboxEngine
+
+MAX_ATTEMPTS = 16
+"""Version conflicts one input survives before `RunStoreConflict` (each means another applier won)."""
+
+
+class RunStoreConflict(Exception):
+    """Other appliers kept winning the run's stream; nothing of this input was appended."""
+
+
+class UnknownRun(LookupError):
+    """The playbook has no workflow run under this id."""
+
+
+@dataclass(frozen=True)
+class Definition:
+    """The workflow definition a run runs: its name and version, and the checked document."""
+
+    name: str
+    version: int
+    document: dict[str, Any]
+
+    @property
+    def reference(self) -> dict[str, Any]:
+        return {"type": "workflow", "name": self.name, "version": self.version}
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one `start_run` / `apply_input` did. `stale`: the state had taken it (or the run had ended or
+    started already), and nothing was appended. `outputs` are the transition's outputs other than timers
+    and `Settle`, to dispatch now that the facts are appended."""
+
+    stale: bool
+    records: list[Record] = field(default_factory=list)
+    outputs: tuple[Output, ...] = ()
+    status: str | None = None
+    """`succeeded` or `rejected` when this input ended the run."""
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    state: RunState
+    definition: dict[str, Any]
+    started_by: str
+    version: int
+
+
+def now_ms() -> int:
+    return int(datetime.now(UTC).timestamp() * 1000)
+
+
+def _moment(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def _evaluate(engine: SandboxEngine, state: RunState, applied: Input) -> Transition:
+    evaluator = SandboxEvaluator(engine, applied.at)
+    try:
+        return apply(state, applied, evaluator)
+    finally:
+        evaluator.close()
+
+
+def _ending(settle: Settle, metadata: Mapping[str, Any]) -> NewRecord:
+    if settle.status == "succeeded":
+        return NewRecord(RUN_SUCCEEDED, {"output": settle.output, "record": {}}, dict(metadata))
+    rejection = settle.rejection or {}
+    data = {key: value for key, value in rejection.items() if value not in (None, [], ())}
+    data["record"] = {}
+    return NewRecord(RUN_REJECTED, data, dict(metadata))
+
+
+class RunStore:
+    """Starts workflow runs and applies their inputs, one append per input (see the module's rules).
+
+    The ledger must have been opened with `WORKFLOW_RUNS_PROJECTION` (and, for `get_run`, the `runs`
+    projection). `clock` gives the time of `Started` inputs in milliseconds since 1970 UTC.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        engine: SandboxEngine,
+        *,
+        runtime_version: str,
+        max_duration_ms: int,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.ledger = ledger
+        self.engine = engine
+        self.runtime_version = runtime_version
+        self.max_duration_ms = max_duration_ms
+        self.clock = clock
+
+    async def load(self, scope: PlaybookScope, run_id: str) -> RunState | None:
+        """The run's state as its last applied input left it, or None when it has none."""
+        loaded = await self._load(scope, run_id)
+        return None if loaded is None else loaded.state
+
+    async def _load(self, scope: PlaybookScope, run_id: str) -> _Loaded | None:
+        rows = await self.ledger.fetch(
+            "SELECT * FROM workflow_runs WHERE org = ? AND playbook = ? AND run_id = ?",
+            [scope.org, scope.playbook, run_id],
+        )
+        if not rows:
+            return None
+        row = WORKFLOW_RUNS_PROJECTION.decode_row(rows[0])
+        return _Loaded(load_state(row["state"]), row["definition"], row["started_by"], int(row["version"]))
+
+    async def start_run(
+        self,
+        scope: PlaybookScope,
+        run_id: str,
+        definition: Definition,
+        run_input: Any,
+        caller_id: str,
+        *,
+        call_bounds_ms: Mapping[str, int] | None = None,
+        causation_id: str | None = None,
+        extra_metadata: Mapping[str, Any] | None = None,
+        fence: LeaseFence | None = None,
+    ) -> Applied:
+        """Record `run_started` and apply the `Started` input in one append (stream version 0).
+
+        A run id whose stream exists already is stale: nothing is appended (a second start of one run
+        changes nothing, whoever asked first).
+        """
+        stream = run_stream(scope, run_id)
+        metadata: dict[str, Any] = {
+            **(extra_metadata or {}),
+            "correlation_id": run_id,
+            "causation_id": causation_id,
+            "by": caller_id,
+            "run_id": run_id,
+            "definition": definition.reference,
+        }
+        started = NewRecord(
+            RUN_STARTED,
+            {"input": run_input, "input_digest": canonical_digest(run_input), "waits": True},
+            metadata,
+        )
+        state = new_state(
+            run_id,
+            definition.document,
+            runtime_version=self.runtime_version,
+            max_duration_ms=self.max_duration_ms,
+            call_bounds_ms=call_bounds_ms,
+        )
+        applied = Started(uuid7(), self.clock(), run_input, started.id, seed=run_id)
+        transition = await trio.to_thread.run_sync(_evaluate, self.engine, state, applied)
+        if transition.stale:
+            return Applied(stale=True)
+        records = [started, *self._records(transition, metadata, scope, run_id)]
+        try:
+            appended = await self.ledger.append(
+                [StreamWrite(stream, 0, records)], due_work=self._timers(transition, scope, run_id), fence=fence
+            )
+        except VersionConflict:
+            return Applied(stale=True)
+        return self._applied(transition, appended)
+
+    async def apply_input(
+        self, scope: PlaybookScope, run_id: str, applied: Input, fence: LeaseFence | None = None
+    ) -> Applied:
+        """Apply one input to the run: the facts, the ending and the timer changes in one append.
+
+        `UnknownRun` when the playbook has no workflow run `run_id`; stale (nothing appended) when the
+        state has taken the input already or ignores it (an ended run, a timer or call it no longer has).
+        """
+        if isinstance(applied, Started):
+            raise TypeError("start a run with start_run")
+        stream = run_stream(scope, run_id)
+        for _ in range(MAX_ATTEMPTS):
+            loaded = await self._load(scope, run_id)
+            if loaded is None:
+                raise UnknownRun(f"the playbook {scope.playbook} has no workflow run {run_id}")
+            transition = await trio.to_thread.run_sync(_evaluate, self.engine, loaded.state, applied)
+            if transition.stale:
+                return Applied(stale=True)
+            metadata: dict[str, Any] = {
+                "correlation_id": run_id,
+                "causation_id": None,
+                "by": loaded.started_by,
+                "run_id": run_id,
+                "definition": loaded.definition,
+            }
+            records = self._records(transition, metadata, scope, run_id)
+            try:
+                appended = await self.ledger.append(
+                    [StreamWrite(stream, loaded.version, records)],
+                    due_work=self._timers(transition, scope, run_id),
+                    fence=fence,
+                )
+            except VersionConflict:
+                continue
+            return self._applied(transition, appended)
+        raise RunStoreConflict(f"other appliers kept winning the run {run_id}; try the input again")
+
+    def _records(
+        self, transition: Transition, metadata: Mapping[str, Any], scope: PlaybookScope, run_id: str
+    ) -> list[NewRecord]:
+        state = json.loads(json.dumps(dump_state(transition.state)))
+        records: list[NewRecord] = []
+        for fact in transition.facts:
+            shown = {**metadata, "causation_id": fact.causation_id}
+            if fact.type == WORKFLOW_INPUT_APPLIED:
+                shown[STATE_METADATA] = state
+            records.append(NewRecord(fact.type, dict(fact.data), shown, id=fact.id))
+        for output in transition.outputs:
+            if isinstance(output, Settle):
+                applied_id = transition.facts[0].id
+                records.append(_ending(output, {**metadata, "causation_id": applied_id}))
+        return records
+
+    def _timers(self, transition: Transition, scope: PlaybookScope, run_id: str) -> DueWorkChanges:
+        arm = [
+            DueEntry(scope, run_id, o.timer_id, _moment(o.due_at), {"purpose": o.purpose})
+            for o in transition.outputs
+            if isinstance(o, ArmTimer)
+        ]
+        cancel = [DueKey(scope, run_id, o.timer_id) for o in transition.outputs if isinstance(o, CancelTimer)]
+        return DueWorkChanges(arm=arm, cancel=cancel)
+
+    def _applied(self, transition: Transition, appended: list[Record]) -> Applied:
+        settle = next((o for o in transition.outputs if isinstance(o, Settle)), None)
+        rest = tuple(o for o in transition.outputs if not isinstance(o, ArmTimer | CancelTimer | Settle))
+        return Applied(False, appended, rest, None if settle is None else settle.status)

@@ -1,0 +1,46 @@
+"""The host tests run against each ledger store (SQLite, and the real PostgreSQL) with the real sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
+from auto_runtime.functions.workflow.host.run_state import WORKFLOW_RUNS_PROJECTION
+from auto_runtime.functions.workflow.host.run_store import Definition, RunStore
+from auto_runtime.ledger import Ledger, PlaybookScope
+from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
+from auto_runtime.sandbox.engine import SandboxEngine
+from tests.ledger.conftest import Target, postgres_database, postgres_url
+
+__all__ = ["postgres_database", "postgres_url"]
+
+MAX_DURATION_MS = 30 * 86_400_000
+SCOPE = PlaybookScope("acme", "finance")
+HEAD = "document: { dsl: '1.0.3', namespace: tests, name: host, version: '1.0.0' }\n"
+
+
+def definition(source: str, name: str = "flow", version: int = 1) -> Definition:
+    document = check_document(HEAD + source, MAX_DURATION_MS)
+    assert isinstance(document, WorkflowDocument), document
+    return Definition(name, version, document.value)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    if request.param == "postgres":
+        return Target("postgres", None, request.getfixturevalue("postgres_url"))
+    return Target("sqlite", tmp_path / "folder" / "ledger.db", None)
+
+
+@pytest.fixture
+async def ledger(target: Target) -> AsyncIterator[Ledger]:
+    async with target.open([RUNS_PROJECTION, WORKFLOW_RUNS_PROJECTION]) as opened:
+        yield opened
+
+
+@pytest.fixture
+def store(ledger: Ledger, engine: SandboxEngine) -> RunStore:
+    return RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS)

@@ -1,0 +1,138 @@
+"""Applying inputs durably: one append per input, facts exactly once, timers changed with their facts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import trio
+
+from auto_runtime.functions.workflow.engine.model import TimerFired
+from auto_runtime.functions.workflow.host.run_store import RunStore, UnknownRun, now_ms
+from auto_runtime.ledger import LeaseFence, LeaseLost, Ledger, Record, uuid7
+from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.playbooks.run_view import fold_run
+from tests.functions.workflow.host.conftest import SCOPE, definition
+
+WAIT_THEN_SET = "do:\n  - pause: { wait: { seconds: 60 } }\n  - done: { set: { done: true } }\n"
+SET_ONLY = "do:\n  - first: { set: { a: 1 } }\n"
+
+
+async def history(ledger: Ledger, run_id: str) -> list[Record]:
+    return await ledger.read_stream(run_stream(SCOPE, run_id))
+
+
+async def armed(ledger: Ledger, run_id: str) -> dict[str, tuple[str, object]]:
+    rows = await ledger.due_work.entries_of_run(SCOPE, run_id)
+    return {row.key: (row.state, row.payload) for row in rows}
+
+
+async def test_a_start_appends_run_started_the_applied_input_and_its_steps_with_its_timers(
+    ledger: Ledger, store: RunStore
+) -> None:
+    run_id = str(uuid7())
+    started = await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {"n": 1}, "caller-1")
+    assert not started.stale and started.status is None
+    records = await history(ledger, run_id)
+    assert [r.type for r in records] == ["run_started", "workflow_input_applied", "step_waiting"]
+    run_started, applied, waiting = records
+    assert run_started.data["waits"] is True
+    assert run_started.metadata["definition"] == {"type": "workflow", "name": "flow", "version": 1}
+    assert applied.metadata["causation_id"] == run_started.id
+    assert applied.metadata["state"]["started"] is True
+    assert waiting.id == f"{applied.id}_1"
+    assert waiting.metadata["causation_id"] == applied.id
+    assert {r.metadata["correlation_id"] for r in records} == {run_id}
+    timers = await armed(ledger, run_id)
+    assert timers == {
+        f"{run_id}/#1:deadline": ("armed", {"purpose": "deadline"}),
+        **{key: ("armed", {"purpose": "wait"}) for key in timers if key != f"{run_id}/#1:deadline"},
+    }
+    assert len(timers) == 2
+    shown = fold_run(run_id, records)
+    assert shown is not None and shown.status == "started" and shown.waits
+    rows = await ledger.fetch("SELECT status, waits FROM runs WHERE run_id = ?", [run_id])
+    assert rows == [{"status": "started", "waits": 1}]
+
+
+async def test_a_fired_timer_ends_the_run_once_and_cancels_the_deadline_in_the_same_append(
+    ledger: Ledger, store: RunStore
+) -> None:
+    run_id = str(uuid7())
+    await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
+    (wait_key,) = [key for key, (_, payload) in (await armed(ledger, run_id)).items() if payload == {"purpose": "wait"}]
+    fire = TimerFired(str(uuid7()), now_ms() + 60_000, wait_key)
+    fired = await store.apply_input(SCOPE, run_id, fire)
+    assert fired.status == "succeeded"
+    records = await history(ledger, run_id)
+    tail = records[3:]
+    assert [r.type for r in tail] == ["workflow_input_applied", "step_finished", "step_finished", "run_succeeded"]
+    assert [r.id for r in tail[:3]] == [fire.id, f"{fire.id}_1", f"{fire.id}_2"]
+    assert tail[0].metadata["causation_id"] == records[1].id  # the input that armed the timer
+    assert tail[1].metadata["causation_id"] == fire.id
+    assert tail[2].metadata["causation_id"] == f"{fire.id}_1"
+    assert tail[3].metadata["causation_id"] == fire.id
+    assert tail[3].data["output"] == {"done": True}
+    assert len({r.global_position for r in tail}) == 4
+    assert (await armed(ledger, run_id))[f"{run_id}/#1:deadline"][0] == "cancelled"
+    rows = await ledger.fetch("SELECT status, waits FROM runs WHERE run_id = ?", [run_id])
+    assert rows == [{"status": "succeeded", "waits": 0}]
+
+    again = await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms() + 61_000, wait_key))
+    assert again.stale and again.records == []
+    assert len(await history(ledger, run_id)) == len(records)
+
+
+async def test_a_run_that_ends_at_once_records_its_ending_with_the_start(ledger: Ledger, store: RunStore) -> None:
+    run_id = str(uuid7())
+    started = await store.start_run(SCOPE, run_id, definition(SET_ONLY), {}, "caller-1")
+    assert started.status == "succeeded"
+    types = [r.type for r in await history(ledger, run_id)]
+    assert types == ["run_started", "workflow_input_applied", "step_finished", "run_succeeded"]
+    assert {row.state for row in await ledger.due_work.entries_of_run(SCOPE, run_id)} == {"cancelled"}
+
+
+async def test_a_second_start_of_one_run_appends_nothing(ledger: Ledger, store: RunStore) -> None:
+    run_id = str(uuid7())
+    await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
+    again = await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-2")
+    assert again.stale
+    assert len(await history(ledger, run_id)) == 3
+
+
+async def test_an_input_for_an_unknown_run_is_refused(store: RunStore) -> None:
+    with pytest.raises(UnknownRun):
+        await store.apply_input(SCOPE, str(uuid7()), TimerFired(str(uuid7()), now_ms(), "nothing"))
+
+
+async def test_a_refused_append_changes_neither_facts_nor_timers(ledger: Ledger, store: RunStore) -> None:
+    run_id = str(uuid7())
+    await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
+    before = await armed(ledger, run_id)
+    (wait_key,) = [key for key, (_, payload) in before.items() if payload == {"purpose": "wait"}]
+    state = await ledger.lease().claim("server-a", timedelta(seconds=30))
+    stale_fence = LeaseFence(state.name, "server-b", state.fencing)
+    with pytest.raises(LeaseLost):
+        await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms(), wait_key), fence=stale_fence)
+    assert len(await history(ledger, run_id)) == 3
+    assert await armed(ledger, run_id) == before
+    fired = await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms(), wait_key), fence=state.fence())
+    assert fired.status == "succeeded"
+
+
+async def test_racing_appliers_of_one_timer_record_it_once(ledger: Ledger, store: RunStore) -> None:
+    run_id = str(uuid7())
+    await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
+    (wait_key,) = [k for k, (_, payload) in (await armed(ledger, run_id)).items() if payload == {"purpose": "wait"}]
+    results = []
+
+    async def fire() -> None:
+        results.append(await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms(), wait_key)))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(3):
+            nursery.start_soon(fire)
+    assert sorted(r.stale for r in results) == [False, True, True]
+    types = [r.type for r in await history(ledger, run_id)]
+    assert types.count("workflow_input_applied") == 2
+    assert types.count("run_succeeded") == 1
