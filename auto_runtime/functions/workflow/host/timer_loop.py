@@ -1,0 +1,89 @@
+"""The host loop for timers: fire due-work entries as `TimerFired` inputs while holding the workflow lease.
+
+Each sweep claims the lease (`workflow_lease_lapse(sweep)`). A standby (the lease is another server's)
+sleeps a sweep and claims again. The holder reads the due entries and, for each, applies
+`TimerFired(entry.key)` to its run through `RunStore.apply_input` under the lease's fence, then marks the
+entry fired under the same fence. It stops working before its claim lapses, and sleeps until the next due
+entry or the next sweep, whichever comes first.
+
+Rules:
+
+- An entry is marked fired only after its input was applied (or found stale): a crash in between delivers
+  it again at the next sweep, and the run's state, which took it already, makes it stale (nothing appended).
+- `LeaseLost` (another server took the lease) ends the sweep: nothing of that input was appended, and the
+  loop stands by.
+- An entry whose run is not a workflow run here (`UnknownRun`) is marked fired: nothing can take it.
+- Only one server fires timers at a time; within it, entries are applied one after another.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import trio
+
+from auto_runtime.functions.workflow.engine.model import TimerFired
+from auto_runtime.functions.workflow.host.run_store import Applied, RunStore, UnknownRun, now_ms
+from auto_runtime.ledger import DueEntry, LeaseFence, LeaseLost, PlaybookScope, uuid7, workflow_lease_lapse
+
+DUE_BATCH = 100
+
+
+class TimerLoop:
+    """Fires due timers of every playbook's workflow runs while `server_id` holds the workflow lease."""
+
+    def __init__(self, store: RunStore, server_id: str, sweep: timedelta) -> None:
+        self.store = store
+        self.ledger = store.ledger
+        self.server_id = server_id
+        self.sweep = sweep
+        self.lapse = workflow_lease_lapse(sweep)
+        self._wake = trio.Event()
+
+    def wake(self) -> None:
+        """Sweep now rather than at the next due time (after a run armed a timer sooner than it)."""
+        self._wake.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Sweep until cancelled; a cancelled loop releases the lease so a standby takes over at once."""
+        task_status.started()
+        try:
+            while True:
+                pause = await self.sweep_once()
+                with trio.move_on_after(pause.total_seconds()):
+                    await self._wake.wait()
+                self._wake = trio.Event()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.ledger.lease().release(self.server_id)
+
+    async def sweep_once(self) -> timedelta:
+        """One sweep: claim, fire what is due while the claim lasts; answers how long to sleep."""
+        asked_at = trio.current_time()
+        state = await self.ledger.lease().claim(self.server_id, self.lapse)
+        if not state.held_by(self.server_id):
+            return self.sweep
+        fence = state.fence()
+        with trio.move_on_at(asked_at + state.remaining.total_seconds()):
+            try:
+                for entry in await self.ledger.due_work.due(datetime.now(UTC), limit=DUE_BATCH):
+                    await self.fire(entry, fence)
+            except LeaseLost:
+                return self.sweep
+            next_due = await self.ledger.due_work.next_due()
+            if next_due is None:
+                return self.sweep
+            return max(min(self.sweep, next_due - datetime.now(UTC)), timedelta(0))
+        return timedelta(0)
+
+    async def fire(self, entry: DueEntry, fence: LeaseFence) -> Applied | None:
+        """Apply one due entry to its run, then mark it fired; None when the run is not a workflow run."""
+        applied: Applied | None = None
+        if isinstance(entry.scope, PlaybookScope):
+            timer = TimerFired(str(uuid7()), max(now_ms(), int(entry.due_at.timestamp() * 1000)), entry.key)
+            try:
+                applied = await self.store.apply_input(entry.scope, entry.run_id, timer, fence=fence)
+            except UnknownRun:
+                applied = None
+        await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+        return applied

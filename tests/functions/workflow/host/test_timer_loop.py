@@ -1,0 +1,80 @@
+"""The timer loop end to end: a run that waits `PT0.1S` is woken by the loop and ends, on real time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import trio
+
+from auto_runtime.functions.workflow.host.run_store import RunStore
+from auto_runtime.functions.workflow.host.timer_loop import TimerLoop
+from auto_runtime.ledger import DueEntry, Ledger, uuid7
+from auto_runtime.playbooks.run_facts import run_stream
+from tests.functions.workflow.host.conftest import SCOPE, definition
+
+WAIT_THEN_SET = "do:\n  - pause: { wait: PT0.1S }\n  - done: { set: { done: true } }\n"
+SWEEP = timedelta(milliseconds=50)
+BOUND_SECONDS = 60
+
+
+async def status_of(ledger: Ledger, run_id: str) -> str:
+    rows = await ledger.fetch("SELECT status FROM runs WHERE run_id = ?", [run_id])
+    return str(rows[0]["status"])
+
+
+async def ended(ledger: Ledger, run_id: str) -> str:
+    """The run's ending once it has one; the bound only keeps a broken loop from hanging the suite."""
+    with trio.fail_after(BOUND_SECONDS):
+        while True:
+            seen = ledger.appended.generation
+            if (status := await status_of(ledger, run_id)) != "started":
+                break
+            await ledger.appended.wait_beyond(seen)
+    return status
+
+
+async def test_the_loop_fires_a_due_wait_and_the_run_succeeds(ledger: Ledger, store: RunStore) -> None:
+    run_id = str(uuid7())
+    async with trio.open_nursery() as nursery:
+        loop = TimerLoop(store, "server-a", SWEEP)
+        await nursery.start(loop.run)
+        await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
+        loop.wake()
+        assert await ended(ledger, run_id) == "succeeded"
+        nursery.cancel_scope.cancel()
+    records = await ledger.read_stream(run_stream(SCOPE, run_id))
+    assert [r.type for r in records] == [
+        "run_started",
+        "workflow_input_applied",
+        "step_waiting",
+        "workflow_input_applied",
+        "step_finished",
+        "step_finished",
+        "run_succeeded",
+    ]
+    assert records[-1].data["output"] == {"done": True}
+    rows = {row.key: row.state for row in await ledger.due_work.entries_of_run(SCOPE, run_id)}
+    assert sorted(rows.values()) == ["cancelled", "fired"]
+    assert (await ledger.lease().holder()).holder is None  # released when the loop stopped
+
+
+async def test_only_the_lease_holder_fires_and_a_second_fire_is_stale(ledger: Ledger, store: RunStore) -> None:
+    run_id = str(uuid7())
+    await ledger.lease().claim("server-a", timedelta(minutes=5))
+    standby = TimerLoop(store, "server-b", SWEEP)
+    await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
+    (wait,) = [row for row in await ledger.due_work.entries_of_run(SCOPE, run_id) if row.payload == {"purpose": "wait"}]
+    assert wait.due_at is not None
+    await trio.sleep((wait.due_at - datetime.now(UTC)).total_seconds() + 0.01)  # until it is due
+    assert await ledger.due_work.due(datetime.now(UTC), limit=10)
+    assert await standby.sweep_once() == SWEEP
+    assert await status_of(ledger, run_id) == "started"
+
+    holder = TimerLoop(store, "server-a", SWEEP)
+    await holder.sweep_once()
+    assert await status_of(ledger, run_id) == "succeeded"
+    length = len(await ledger.read_stream(run_stream(SCOPE, run_id)))
+    fence = (await ledger.lease().claim("server-a", timedelta(minutes=5))).fence()
+    again = await holder.fire(DueEntry(SCOPE, run_id, wait.key, wait.due_at, wait.payload), fence)
+    assert again is not None and again.stale
+    assert len(await ledger.read_stream(run_stream(SCOPE, run_id))) == length
