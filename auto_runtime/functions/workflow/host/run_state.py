@@ -2,8 +2,9 @@
 
 The state lives in the `state` metadata of each `workflow_input_applied` record (as `state_codec.dump_state`
 writes it), so the history alone rebuilds the table. The projection keeps the latest one with the run's
-`definition` and `by` (from the same record) and `version`, the position of the last record of the run's
-stream: the version the next applied input states when it appends. A run stream without a
+`metadata` (that record's other metadata but `causation_id`: `correlation_id`, `by`, `run_id`, `definition`
+and, on a callee, `called_by` and `call_depth`), which every later record of the run repeats, and `version`,
+the position of the last record of the run's stream: the version the next applied input states. A run stream without a
 `workflow_input_applied` record (another type's run) has no row.
 """
 
@@ -29,8 +30,9 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
         return {
             **(row or {}),
             "state": record.metadata[STATE_METADATA],
-            "definition": record.metadata.get("definition"),
-            "started_by": str(record.metadata.get("by", "")),
+            "metadata": {
+                key: value for key, value in record.metadata.items() if key not in (STATE_METADATA, "causation_id")
+            },
             "version": record.position,
         }
     if row is None:
@@ -48,8 +50,7 @@ WORKFLOW_RUNS_PROJECTION = Projection(
             "playbook": "text",
             "run_id": "text",
             "state": "json",
-            "definition": "json",
-            "started_by": "text",
+            "metadata": "json",
             "version": "integer",
         },
         primary_key=("org", "playbook", "run_id"),

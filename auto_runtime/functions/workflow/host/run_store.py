@@ -101,11 +101,17 @@ class Applied:
 
 
 @dataclass(frozen=True)
-class _Loaded:
+class LoadedRun:
+    """A run as its last applied input left it: its state, the metadata its records repeat, its stream version."""
+
     state: RunState
-    definition: dict[str, Any]
-    started_by: str
+    metadata: dict[str, Any]
     version: int
+
+    @property
+    def call_depth(self) -> int:
+        depth = self.metadata.get("call_depth", 0)
+        return depth if isinstance(depth, int) else 0
 
 
 def now_ms() -> int:
@@ -155,12 +161,8 @@ class RunStore:
         self.max_duration_ms = max_duration_ms
         self.clock = clock
 
-    async def load(self, scope: PlaybookScope, run_id: str) -> RunState | None:
-        """The run's state as its last applied input left it, or None when it has none."""
-        loaded = await self._load(scope, run_id)
-        return None if loaded is None else loaded.state
-
-    async def _load(self, scope: PlaybookScope, run_id: str) -> _Loaded | None:
+    async def load(self, scope: PlaybookScope, run_id: str) -> LoadedRun | None:
+        """The run as its last applied input left it, or None when it is no workflow run of the playbook."""
         rows = await self.ledger.fetch(
             "SELECT * FROM workflow_runs WHERE org = ? AND playbook = ? AND run_id = ?",
             [scope.org, scope.playbook, run_id],
@@ -168,7 +170,7 @@ class RunStore:
         if not rows:
             return None
         row = WORKFLOW_RUNS_PROJECTION.decode_row(rows[0])
-        return _Loaded(load_state(row["state"]), row["definition"], row["started_by"], int(row["version"]))
+        return LoadedRun(load_state(row["state"]), dict(row["metadata"]), int(row["version"]))
 
     async def start_run(
         self,
@@ -185,14 +187,16 @@ class RunStore:
     ) -> Applied:
         """Record `run_started` and apply the `Started` input in one append (stream version 0).
 
+        `causation_id` is the cause of `run_started` (a caller's `step_waiting`); `extra_metadata` adds to
+        (or, for `correlation_id`, replaces) the metadata every record of the run carries: a callee's
+        `called_by`, `call_depth` and its tree's top run as `correlation_id`.
         A run id whose stream exists already is stale: nothing is appended (a second start of one run
         changes nothing, whoever asked first).
         """
         stream = run_stream(scope, run_id)
         metadata: dict[str, Any] = {
-            **(extra_metadata or {}),
             "correlation_id": run_id,
-            "causation_id": causation_id,
+            **(extra_metadata or {}),
             "by": caller_id,
             "run_id": run_id,
             "definition": definition.reference,
@@ -200,7 +204,7 @@ class RunStore:
         started = NewRecord(
             RUN_STARTED,
             {"input": run_input, "input_digest": canonical_digest(run_input), "waits": True},
-            metadata,
+            {**metadata, "causation_id": causation_id},
         )
         state = new_state(
             run_id,
@@ -234,20 +238,13 @@ class RunStore:
             raise TypeError("start a run with start_run")
         stream = run_stream(scope, run_id)
         for _ in range(MAX_ATTEMPTS):
-            loaded = await self._load(scope, run_id)
+            loaded = await self.load(scope, run_id)
             if loaded is None:
                 raise UnknownRun(f"the playbook {scope.playbook} has no workflow run {run_id}")
             transition = await trio.to_thread.run_sync(_evaluate, self.engine, loaded.state, applied)
             if transition.stale:
                 return Applied(stale=True)
-            metadata: dict[str, Any] = {
-                "correlation_id": run_id,
-                "causation_id": None,
-                "by": loaded.started_by,
-                "run_id": run_id,
-                "definition": loaded.definition,
-            }
-            records = self._records(transition, metadata, scope, run_id)
+            records = self._records(transition, loaded.metadata, scope, run_id)
             try:
                 appended = await self.ledger.append(
                     [StreamWrite(stream, loaded.version, records)],

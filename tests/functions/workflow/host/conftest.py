@@ -11,8 +11,8 @@ from auto_runtime.functions.workflow.document import WorkflowDocument, check_doc
 from auto_runtime.functions.workflow.host.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.functions.workflow.host.run_store import Definition, RunStore
 from auto_runtime.ledger import Ledger, PlaybookScope
-from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.server import RUNTIME_PROJECTIONS
 from tests.ledger.conftest import Target, postgres_database, postgres_url
 
 __all__ = ["postgres_database", "postgres_url"]
@@ -37,7 +37,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
 
 @pytest.fixture
 async def ledger(target: Target) -> AsyncIterator[Ledger]:
-    async with target.open([RUNS_PROJECTION, WORKFLOW_RUNS_PROJECTION]) as opened:
+    async with target.open([*RUNTIME_PROJECTIONS, WORKFLOW_RUNS_PROJECTION]) as opened:
         yield opened
 
 
