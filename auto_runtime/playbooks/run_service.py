@@ -73,8 +73,18 @@ class RunService:
         return state.shown(with_record=True)
 
     async def run_definition(
-        self, scope: PlaybookScope, definition_type: str, name: str, value: Any, run_id: str | None, caller_id: str
+        self,
+        scope: PlaybookScope,
+        definition_type: str,
+        name: str,
+        value: Any,
+        run_id: str | None,
+        caller_id: str,
+        metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """Run the latest version of a definition under `run_id`. `metadata` adds to (or replaces
+        `correlation_id` and `causation_id` of) the metadata of the run's records: a workflow's callee
+        carries its caller's tree (`correlation_id`), `called_by`, `call_depth` and its cause."""
         check_input_limits(value)
         definition = await self.definitions.latest(scope, definition_type, name)
         if definition.status == "retired":
@@ -101,7 +111,7 @@ class RunService:
                     if answered is not None:
                         return answered
                 return await self._attempt(
-                    scope, definition_type, name, value, digest, run_id, caller_id, len(history), definition
+                    scope, definition_type, name, value, digest, run_id, caller_id, len(history), definition, metadata
                 )
             except VersionConflict:
                 continue
@@ -156,11 +166,13 @@ class RunService:
         caller_id: str,
         expected: int,
         definition: Any,
+        extra_metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         definition_ref = {"type": definition_type, "name": name, "version": definition.version}
         metadata = {
             "correlation_id": run_id,
             "causation_id": None,
+            **(extra_metadata or {}),
             "by": caller_id,
             "run_id": run_id,
             "definition": definition_ref,

@@ -1,0 +1,94 @@
+"""Dispatching `StartCall` outputs to functions that finish within their request.
+
+A `StartCall` is dispatched after the input that made it was appended. `CallDispatcher.dispatch` runs the
+callee through `RunService.run_definition` under the callee's run id (`StartCall.run_id`, a uuid5 of the
+call), as the caller who started the workflow, with the metadata spec 12.2 asks of a callee: the tree's
+top run as `correlation_id`, the caller's `step_waiting` as `causation_id`, `called_by` and `call_depth`.
+It turns the ending into a `CallAnswered` input applied to the caller through `RunStore.apply_input`.
+
+Idempotent by the callee's run id: dispatching the same call again (after a crash between the caller's
+append and the answer, or by two dispatchers) runs nothing twice — `run_definition` answers a run that
+ended under that id again ("Retrying under a run id") — and the caller's state, which took the first
+answer, makes any later one stale.
+
+Calls to workflows (runs that finish later) are not dispatched here (`dispatches` is False): their answer
+comes from the callee's own ending, which a later layer wires. A dispatch that raises anything but a
+`Rejection` leaves the call waiting; the call's wait bound (a timer) then ends the wait.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from auto_runtime.functions.workflow.engine.model import CallAnswered, StartCall
+from auto_runtime.functions.workflow.host.run_store import Applied, RunStore, UnknownRun, now_ms
+from auto_runtime.ledger import LeaseFence, PlaybookScope, uuid7
+from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.problems import Rejection
+
+MAX_CALL_DEPTH = 8
+"""The deepest `call_depth` a call may start (top run 0); a start at depth 9 is refused as `conflict`."""
+TOO_DEEP = "The call would start a run at depth {depth}; calls nest at most 8 deep."
+LATER_TYPES = frozenset({"workflow"})
+"""Definition types whose runs finish after their request; their calls are not dispatched here."""
+
+
+def _rejection(rejection: Rejection) -> dict[str, Any]:
+    shown: dict[str, Any] = {"reason": rejection.reason, "detail": rejection.detail}
+    if rejection.kind is not None:
+        shown["kind"] = rejection.kind
+    if rejection.because is not None:
+        shown["because"] = rejection.because
+    if rejection.errors:
+        shown["errors"] = [issue.as_json() for issue in rejection.errors]
+    return shown
+
+
+class CallDispatcher:
+    """Runs the callees of a workflow's calls that finish within their request and answers the caller."""
+
+    def __init__(self, store: RunStore, runs: RunService) -> None:
+        self.store = store
+        self.runs = runs
+
+    @staticmethod
+    def dispatches(call: StartCall) -> bool:
+        return call.definition_type not in LATER_TYPES
+
+    async def dispatch(
+        self, scope: PlaybookScope, run_id: str, call: StartCall, fence: LeaseFence | None = None
+    ) -> Applied:
+        """Run the callee of `call` (made by the run `run_id`) and apply its ending to the caller.
+
+        `UnknownRun` when `run_id` is no workflow run of the playbook; `ValueError` for a call to a workflow.
+        """
+        if not self.dispatches(call):
+            raise ValueError(f"a call to a {call.definition_type} finishes later and is not dispatched here")
+        caller = await self.store.load(scope, run_id)
+        if caller is None:
+            raise UnknownRun(f"the playbook {scope.playbook} has no workflow run {run_id}")
+        depth = caller.call_depth + 1
+        answer: CallAnswered
+        if depth > MAX_CALL_DEPTH:
+            rejection = {"reason": "conflict", "detail": TOO_DEEP.format(depth=depth)}
+            answer = CallAnswered(str(uuid7()), now_ms(), call.key, "rejected", rejection=rejection)
+            return await self.store.apply_input(scope, run_id, answer, fence=fence)
+        metadata = {
+            "correlation_id": caller.metadata.get("correlation_id", run_id),
+            "causation_id": call.cause_id,
+            "called_by": {"run_id": run_id, "reference": call.reference, "run": call.run},
+            "call_depth": depth,
+        }
+        caller_id = str(caller.metadata.get("by", ""))
+        try:
+            shown = await self.runs.run_definition(
+                scope, call.definition_type, call.name, call.input, call.run_id, caller_id, metadata
+            )
+        except Rejection as rejected:
+            if rejected.reason == "internal":
+                answer = CallAnswered(str(uuid7()), now_ms(), call.key, "failed", incident=rejected.instance)
+            else:
+                answer = CallAnswered(str(uuid7()), now_ms(), call.key, "rejected", rejection=_rejection(rejected))
+        else:
+            answer = CallAnswered(str(uuid7()), now_ms(), call.key, "succeeded", output=shown.get("output"))
+        return await self.store.apply_input(scope, run_id, answer, fence=fence)

@@ -1,0 +1,89 @@
+"""Dispatching calls to functions that finish within their request: the callee runs once under its run id,
+with the caller's tree in its metadata, and its ending answers the caller."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from auto_runtime.functions.computation.computation_type import ComputationType
+from auto_runtime.functions.registry import function_types
+from auto_runtime.functions.workflow.engine.model import StartCall
+from auto_runtime.functions.workflow.host.calls import CallDispatcher
+from auto_runtime.functions.workflow.host.run_store import RunStore
+from auto_runtime.ledger import Ledger, Record, uuid7
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.sandbox.checker import Checkers
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.pool import SandboxPool
+from tests.functions.workflow.host.conftest import SCOPE, definition
+
+CALLING = "do:\n  - double: { call: run_definition, with: { type: computation, name: double, input: { n: 2 } } }\n"
+DOUBLE = "---\nlanguage: python\n---\ndef main(input):\n    return {'n': input['n'] * 2}\n"
+RAISING = "---\nlanguage: python\n---\ndef main(input):\n    raise ValueError('no')\n"
+
+
+@pytest.fixture
+async def dispatcher(ledger: Ledger, store: RunStore, engine: SandboxEngine) -> AsyncIterator[CallDispatcher]:
+    pool = SandboxPool(engine, 1)
+    checkers: Checkers[object] = Checkers()
+    try:
+        types = function_types(ComputationType(engine, pool, checkers))
+        definitions = DefinitionRegistry(ledger, types)
+        await definitions.create(SCOPE, "computation", "double", DOUBLE, "tester")
+        await definitions.create(SCOPE, "computation", "raising", RAISING, "tester")
+        yield CallDispatcher(store, RunService(ledger, definitions, types))
+    finally:
+        pool.close()
+        checkers.close()
+
+
+async def history(ledger: Ledger, run_id: str) -> list[Record]:
+    return await ledger.read_stream(run_stream(SCOPE, run_id))
+
+
+async def test_a_call_runs_its_callee_once_and_its_answer_ends_the_caller(
+    ledger: Ledger, store: RunStore, dispatcher: CallDispatcher
+) -> None:
+    run_id = str(uuid7())
+    started = await store.start_run(SCOPE, run_id, definition(CALLING), {}, "caller-1")
+    (call,) = [o for o in started.outputs if isinstance(o, StartCall)]
+    assert dispatcher.dispatches(call)
+    answered = await dispatcher.dispatch(SCOPE, run_id, call)
+    assert answered.status == "succeeded"
+
+    callee = await history(ledger, call.run_id)
+    assert [r.type for r in callee] == ["run_started", "run_succeeded"]
+    waiting = next(r for r in await history(ledger, run_id) if r.type == "step_waiting")
+    assert waiting.data["run_id"] == call.run_id
+    assert callee[0].metadata["causation_id"] == waiting.id
+    assert callee[0].metadata["correlation_id"] == run_id
+    assert callee[0].metadata["called_by"] == {"run_id": run_id, "reference": "/do/0/double", "run": 1}
+    assert callee[0].metadata["call_depth"] == 1
+    assert callee[0].metadata["by"] == "caller-1"
+    caller = await history(ledger, run_id)
+    assert caller[-1].type == "run_succeeded"
+    assert caller[-1].data["output"] == {"n": 4}
+
+    again = await dispatcher.dispatch(SCOPE, run_id, call)
+    assert again.stale
+    assert len(await history(ledger, call.run_id)) == 2
+    assert len(await history(ledger, run_id)) == len(caller)
+
+
+async def test_a_rejected_callee_raises_in_the_caller(
+    ledger: Ledger, store: RunStore, dispatcher: CallDispatcher
+) -> None:
+    run_id = str(uuid7())
+    started = await store.start_run(SCOPE, run_id, definition(CALLING.replace("double", "raising")), {}, "c")
+    (call,) = [o for o in started.outputs if isinstance(o, StartCall)]
+    answered = await dispatcher.dispatch(SCOPE, run_id, call)
+    assert answered.status == "rejected"
+    assert [r.type for r in await history(ledger, call.run_id)] == ["run_started", "run_rejected"]
+    caller = await history(ledger, run_id)
+    failed = next(r for r in caller if r.type == "step_failed")
+    assert failed.data["error"]["title"] == "The computation function raising rejected the run with conflict"
+    assert caller[-1].type == "run_rejected"
