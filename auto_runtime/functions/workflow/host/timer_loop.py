@@ -14,6 +14,9 @@ Rules:
   loop stands by.
 - An entry whose run is not a workflow run here (`UnknownRun`) is marked fired: nothing can take it.
 - Only one server fires timers at a time; within it, entries are applied one after another.
+- Any other error (a state this server cannot read, a store that fails) ends the loop with that error,
+  leaving the entry armed: the loop's owner decides whether to restart it. Outputs other than timers
+  (calls, listeners, emitted events) are in the `Applied` that `fire` answers; `run` does not dispatch them.
 """
 
 from __future__ import annotations

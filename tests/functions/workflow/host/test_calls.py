@@ -87,3 +87,20 @@ async def test_a_rejected_callee_raises_in_the_caller(
     failed = next(r for r in caller if r.type == "step_failed")
     assert failed.data["error"]["title"] == "The computation function raising rejected the run with conflict"
     assert caller[-1].type == "run_rejected"
+
+
+async def test_a_call_at_depth_nine_is_refused_without_starting_its_callee(
+    ledger: Ledger, store: RunStore, dispatcher: CallDispatcher
+) -> None:
+    top, run_id = str(uuid7()), str(uuid7())
+    tree = {"correlation_id": top, "call_depth": 8, "called_by": {"run_id": top, "reference": "/do/0/x", "run": 1}}
+    started = await store.start_run(SCOPE, run_id, definition(CALLING), {}, "c", extra_metadata=tree)
+    (call,) = [o for o in started.outputs if isinstance(o, StartCall)]
+    answered = await dispatcher.dispatch(SCOPE, run_id, call)
+    assert answered.status == "rejected"
+    assert await history(ledger, call.run_id) == []
+    caller = await history(ledger, run_id)
+    assert {r.metadata["correlation_id"] for r in caller} == {top}
+    assert {r.metadata["call_depth"] for r in caller} == {8}
+    failed = next(r for r in caller if r.type == "step_failed")
+    assert failed.data["error"]["title"] == "The computation function double rejected the run with conflict"
