@@ -11,9 +11,11 @@ append and the answer, or by two dispatchers) runs nothing twice — `run_defini
 ended under that id again ("Retrying under a run id") — and the caller's state, which took the first
 answer, makes any later one stale.
 
-Calls to workflows (runs that finish later) are not dispatched here (`dispatches` is False): their answer
-comes from the callee's own ending, which a later layer wires. A dispatch that raises anything but a
-`Rejection` leaves the call waiting; the call's wait bound (a timer) then ends the wait.
+The timer loop dispatches the calls kept in the outbox (`outbox`); a caller may also dispatch the
+`StartCall` outputs it got at once. Calls to workflows (runs that finish later) are not dispatched here
+(`dispatches` is False): their answer comes from the callee's own ending, which a later layer wires. A
+dispatch that raises anything but a `Rejection` leaves the call waiting; the call's wait bound (a timer)
+then ends the wait.
 """
 
 from __future__ import annotations
@@ -21,16 +23,15 @@ from __future__ import annotations
 from typing import Any
 
 from auto_runtime.functions.workflow.engine.model import CallAnswered, StartCall
+from auto_runtime.functions.workflow.host.outbox import call_key, in_request
 from auto_runtime.functions.workflow.host.run_store import Applied, RunStore, UnknownRun, now_ms
-from auto_runtime.ledger import LeaseFence, PlaybookScope, uuid7
+from auto_runtime.ledger import DueKey, LeaseFence, PlaybookScope, uuid7
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
 
 MAX_CALL_DEPTH = 8
 """The deepest `call_depth` a call may start (top run 0); a start at depth 9 is refused as `conflict`."""
 TOO_DEEP = "The call would start a run at depth {depth}; calls nest at most 8 deep."
-LATER_TYPES = frozenset({"workflow"})
-"""Definition types whose runs finish after their request; their calls are not dispatched here."""
 
 
 def _rejection(rejection: Rejection) -> dict[str, Any]:
@@ -53,7 +54,7 @@ class CallDispatcher:
 
     @staticmethod
     def dispatches(call: StartCall) -> bool:
-        return call.definition_type not in LATER_TYPES
+        return in_request(call.definition_type)
 
     async def dispatch(
         self, scope: PlaybookScope, run_id: str, call: StartCall, fence: LeaseFence | None = None
@@ -72,7 +73,7 @@ class CallDispatcher:
         if depth > MAX_CALL_DEPTH:
             rejection = {"reason": "conflict", "detail": TOO_DEEP.format(depth=depth)}
             answer = CallAnswered(str(uuid7()), now_ms(), call.key, "rejected", rejection=rejection)
-            return await self.store.apply_input(scope, run_id, answer, fence=fence)
+            return await self._answer(scope, run_id, call, answer, fence)
         metadata = {
             "correlation_id": caller.metadata.get("correlation_id", run_id),
             "causation_id": call.cause_id,
@@ -91,4 +92,12 @@ class CallDispatcher:
                 answer = CallAnswered(str(uuid7()), now_ms(), call.key, "rejected", rejection=_rejection(rejected))
         else:
             answer = CallAnswered(str(uuid7()), now_ms(), call.key, "succeeded", output=shown.get("output"))
-        return await self.store.apply_input(scope, run_id, answer, fence=fence)
+        return await self._answer(scope, run_id, call, answer, fence)
+
+    async def _answer(
+        self, scope: PlaybookScope, run_id: str, call: StartCall, answer: CallAnswered, fence: LeaseFence | None
+    ) -> Applied:
+        """Apply the answer, then take the call out of the outbox (a crash in between dispatches it again)."""
+        applied = await self.store.apply_input(scope, run_id, answer, fence=fence)
+        await self.store.ledger.due_work.mark_fired([DueKey(scope, run_id, call_key(call.run_id))])
+        return applied

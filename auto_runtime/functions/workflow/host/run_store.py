@@ -7,8 +7,10 @@ stating the run stream's version they read:
 - `run_started` (on start only, `data.waits: true`), then `workflow_input_applied` (id = the input's id,
   carrying the new state in its `state` metadata) and the step events `<input id>_<n>` with the
   causation the engine gives them, then `run_succeeded` / `run_rejected` when the engine settles the run;
-- with the due-work changes of the transition's `ArmTimer` / `CancelTimer` outputs, in the same
-  transaction (`Ledger.append(..., due_work=...)`), and under the lease's `fence` when one is given.
+- with the due-work changes of the transition's `ArmTimer` / `CancelTimer` outputs, and its calls to
+  functions that finish within their request kept in the outbox (`outbox`: `StartCall` arms, `CancelCall`
+  cancels), in the same transaction (`Ledger.append(..., due_work=...)`), and under the lease's `fence`
+  when one is given.
 
 Concurrency: appliers of one run race on the stream's version. A `VersionConflict` means another applier
 won: the store reloads and applies again, and an input the state has already taken is stale and appends
@@ -30,16 +32,19 @@ import trio
 from auto_runtime.functions.workflow.engine.decider import apply, new_state
 from auto_runtime.functions.workflow.engine.model import (
     ArmTimer,
+    CancelCall,
     CancelTimer,
     Input,
     Output,
     Settle,
+    StartCall,
     Started,
     Transition,
 )
 from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator
 from auto_runtime.functions.workflow.engine.state import RunState
 from auto_runtime.functions.workflow.engine.state_codec import dump_state, load_state
+from auto_runtime.functions.workflow.host.outbox import call_key, call_payload, in_request
 from auto_runtime.functions.workflow.host.run_state import (
     STATE_METADATA,
     WORKFLOW_INPUT_APPLIED,
@@ -220,7 +225,9 @@ class RunStore:
         records = [started, *self._records(transition, metadata, scope, run_id)]
         try:
             appended = await self.ledger.append(
-                [StreamWrite(stream, 0, records)], due_work=self._timers(transition, scope, run_id), fence=fence
+                [StreamWrite(stream, 0, records)],
+                due_work=self._timers(transition, scope, run_id, applied.at),
+                fence=fence,
             )
         except VersionConflict:
             return Applied(stale=True)
@@ -248,7 +255,7 @@ class RunStore:
             try:
                 appended = await self.ledger.append(
                     [StreamWrite(stream, loaded.version, records)],
-                    due_work=self._timers(transition, scope, run_id),
+                    due_work=self._timers(transition, scope, run_id, applied.at),
                     fence=fence,
                 )
             except VersionConflict:
@@ -272,13 +279,19 @@ class RunStore:
                 records.append(_ending(output, {**metadata, "causation_id": applied_id}))
         return records
 
-    def _timers(self, transition: Transition, scope: PlaybookScope, run_id: str) -> DueWorkChanges:
-        arm = [
-            DueEntry(scope, run_id, o.timer_id, _moment(o.due_at), {"purpose": o.purpose})
-            for o in transition.outputs
-            if isinstance(o, ArmTimer)
-        ]
-        cancel = [DueKey(scope, run_id, o.timer_id) for o in transition.outputs if isinstance(o, CancelTimer)]
+    def _timers(self, transition: Transition, scope: PlaybookScope, run_id: str, at: int) -> DueWorkChanges:
+        """The due-work changes of a transition: its timers, and its calls kept in the outbox (see `outbox`)."""
+        arm: list[DueEntry] = []
+        cancel: list[DueKey] = []
+        for o in transition.outputs:
+            if isinstance(o, ArmTimer):
+                arm.append(DueEntry(scope, run_id, o.timer_id, _moment(o.due_at), {"purpose": o.purpose}))
+            elif isinstance(o, CancelTimer):
+                cancel.append(DueKey(scope, run_id, o.timer_id))
+            elif isinstance(o, StartCall) and in_request(o.definition_type):
+                arm.append(DueEntry(scope, run_id, call_key(o.run_id), _moment(at), call_payload(o)))
+            elif isinstance(o, CancelCall):
+                cancel.append(DueKey(scope, run_id, call_key(o.run_id)))
         return DueWorkChanges(arm=arm, cancel=cancel)
 
     def _applied(self, transition: Transition, appended: list[Record]) -> Applied:

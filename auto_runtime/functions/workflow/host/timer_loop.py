@@ -1,7 +1,8 @@
-"""The host loop for timers: fire due-work entries as `TimerFired` inputs while holding the workflow lease.
+"""The host loop for due work: fire timers as `TimerFired` inputs and dispatch the outbox's calls, while
+holding the workflow lease.
 
 Each sweep claims the lease (`workflow_lease_lapse(sweep)`). A standby (the lease is another server's)
-sleeps a sweep and claims again. The holder reads the due entries and, for each, applies
+sleeps a sweep and claims again. The holder reads the due entries and, for each timer, applies
 `TimerFired(entry.key)` to its run through `RunStore.apply_input` under the lease's fence, then marks the
 entry fired under the same fence. It stops working before its claim lapses, and sleeps until the next due
 entry or the next sweep, whichever comes first.
@@ -13,10 +14,14 @@ Rules:
 - `LeaseLost` (another server took the lease) ends the sweep: nothing of that input was appended, and the
   loop stands by.
 - An entry whose run is not a workflow run here (`UnknownRun`) is marked fired: nothing can take it.
-- Only one server fires timers at a time; within it, entries are applied one after another.
+- Only one server fires timers at a time; within it, timers are applied one after another.
+- Calls kept in the outbox (`outbox`) are dispatched by the loop's `CallDispatcher` in tasks of their own,
+  outside the claim's time (a call may outlast it): one task per entry at a time, the entry marked fired
+  once the caller took the answer. A call's answer needs no fence: the caller's stream version guards it,
+  and a second dispatch runs nothing twice. A loop without a dispatcher leaves calls for one that has one.
 - Any other error (a state this server cannot read, a store that fails) ends the loop with that error,
-  leaving the entry armed: the loop's owner decides whether to restart it. Outputs other than timers
-  (calls, listeners, emitted events) are in the `Applied` that `fire` answers; `run` does not dispatch them.
+  leaving the entry armed: the loop's owner decides whether to restart it. Outputs other than timers and
+  calls (listeners, emitted events) are in the `Applied` that `fire` answers; the loop does not act on them.
 """
 
 from __future__ import annotations
@@ -26,22 +31,38 @@ from datetime import UTC, datetime, timedelta
 import trio
 
 from auto_runtime.functions.workflow.engine.model import TimerFired
+from auto_runtime.functions.workflow.host.calls import CallDispatcher
+from auto_runtime.functions.workflow.host.outbox import call_of, is_call_key
 from auto_runtime.functions.workflow.host.run_store import Applied, RunStore, UnknownRun, now_ms
-from auto_runtime.ledger import DueEntry, LeaseFence, LeaseLost, PlaybookScope, uuid7, workflow_lease_lapse
+from auto_runtime.ledger import (
+    DueEntry,
+    DueKey,
+    LeaseFence,
+    LeaseLost,
+    PlaybookScope,
+    uuid7,
+    workflow_lease_lapse,
+)
 
 DUE_BATCH = 100
 
 
 class TimerLoop:
-    """Fires due timers of every playbook's workflow runs while `server_id` holds the workflow lease."""
+    """Fires due timers (and dispatches due calls) of every playbook's workflow runs while `server_id`
+    holds the workflow lease."""
 
-    def __init__(self, store: RunStore, server_id: str, sweep: timedelta) -> None:
+    def __init__(
+        self, store: RunStore, server_id: str, sweep: timedelta, dispatcher: CallDispatcher | None = None
+    ) -> None:
         self.store = store
         self.ledger = store.ledger
         self.server_id = server_id
         self.sweep = sweep
+        self.dispatcher = dispatcher
         self.lapse = workflow_lease_lapse(sweep)
         self._wake = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._in_flight: set[DueKey] = set()
 
     def wake(self) -> None:
         """Sweep now rather than at the next due time (after a run armed a timer sooner than it)."""
@@ -49,38 +70,59 @@ class TimerLoop:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Sweep until cancelled; a cancelled loop releases the lease so a standby takes over at once."""
-        task_status.started()
         try:
-            while True:
-                pause = await self.sweep_once()
-                with trio.move_on_after(pause.total_seconds()):
-                    await self._wake.wait()
-                self._wake = trio.Event()
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started()
+                while True:
+                    pause = await self.sweep_once()
+                    with trio.move_on_after(pause.total_seconds()):
+                        await self._wake.wait()
+                    self._wake = trio.Event()
         finally:
+            self._nursery = None
             with trio.CancelScope(shield=True):
                 await self.ledger.lease().release(self.server_id)
 
     async def sweep_once(self) -> timedelta:
-        """One sweep: claim, fire what is due while the claim lasts; answers how long to sleep."""
+        """One sweep: claim, fire what is due while the claim lasts; answers how long to sleep.
+
+        Outside `run`, due calls are dispatched before it returns."""
         asked_at = trio.current_time()
         state = await self.ledger.lease().claim(self.server_id, self.lapse)
         if not state.held_by(self.server_id):
             return self.sweep
         fence = state.fence()
+        calls: list[DueEntry] = []
+        pause = timedelta(0)
         with trio.move_on_at(asked_at + state.remaining.total_seconds()):
+            taken = 0
             try:
                 for entry in await self.ledger.due_work.due(datetime.now(UTC), limit=DUE_BATCH):
+                    if is_call_key(entry.key):
+                        if self.dispatcher is not None and entry.due_key not in self._in_flight:
+                            self._in_flight.add(entry.due_key)
+                            calls.append(entry)
+                            taken += 1
+                        continue
                     await self.fire(entry, fence)
+                    taken += 1
             except LeaseLost:
-                return self.sweep
+                taken = 0
             next_due = await self.ledger.due_work.next_due()
-            if next_due is None:
-                return self.sweep
-            return max(min(self.sweep, next_due - datetime.now(UTC)), timedelta(0))
-        return timedelta(0)
+            if taken == 0 or next_due is None:
+                pause = self.sweep
+            else:
+                pause = max(min(self.sweep, next_due - datetime.now(UTC)), timedelta(0))
+        for entry in calls:
+            if self._nursery is not None:
+                self._nursery.start_soon(self.dispatch, entry)
+            else:
+                await self.dispatch(entry)
+        return pause
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> Applied | None:
-        """Apply one due entry to its run, then mark it fired; None when the run is not a workflow run."""
+        """Apply one due timer to its run, then mark it fired; None when the run is not a workflow run."""
         applied: Applied | None = None
         if isinstance(entry.scope, PlaybookScope):
             timer = TimerFired(str(uuid7()), max(now_ms(), int(entry.due_at.timestamp() * 1000)), entry.key)
@@ -89,4 +131,20 @@ class TimerLoop:
             except UnknownRun:
                 applied = None
         await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+        return applied
+
+    async def dispatch(self, entry: DueEntry) -> Applied | None:
+        """Dispatch one due call and apply its answer, then mark it fired; None when the caller is unknown."""
+        assert self.dispatcher is not None
+        applied: Applied | None = None
+        try:
+            if isinstance(entry.scope, PlaybookScope):
+                try:
+                    applied = await self.dispatcher.dispatch(entry.scope, entry.run_id, call_of(entry.payload))
+                except UnknownRun:
+                    applied = None
+            await self.ledger.due_work.mark_fired([entry.due_key])
+        finally:
+            self._in_flight.discard(entry.due_key)
+        self.wake()
         return applied

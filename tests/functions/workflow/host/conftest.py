@@ -7,11 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from auto_runtime.functions.computation.computation_type import ComputationType
+from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
+from auto_runtime.functions.workflow.host.calls import CallDispatcher
 from auto_runtime.functions.workflow.host.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.functions.workflow.host.run_store import Definition, RunStore
 from auto_runtime.ledger import Ledger, PlaybookScope
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from tests.ledger.conftest import Target, postgres_database, postgres_url
 
@@ -19,6 +26,8 @@ __all__ = ["postgres_database", "postgres_url"]
 
 MAX_DURATION_MS = 30 * 86_400_000
 SCOPE = PlaybookScope("acme", "finance")
+DOUBLE = "---\nlanguage: python\n---\ndef main(input):\n    return {'n': input['n'] * 2}\n"
+RAISING = "---\nlanguage: python\n---\ndef main(input):\n    raise ValueError('no')\n"
 HEAD = "document: { dsl: '1.0.3', namespace: tests, name: host, version: '1.0.0' }\n"
 
 
@@ -44,3 +53,18 @@ async def ledger(target: Target) -> AsyncIterator[Ledger]:
 @pytest.fixture
 def store(ledger: Ledger, engine: SandboxEngine) -> RunStore:
     return RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS)
+
+
+@pytest.fixture
+async def dispatcher(ledger: Ledger, store: RunStore, engine: SandboxEngine) -> AsyncIterator[CallDispatcher]:
+    pool = SandboxPool(engine, 1)
+    checkers: Checkers[object] = Checkers()
+    try:
+        types = function_types(ComputationType(engine, pool, checkers))
+        definitions = DefinitionRegistry(ledger, types)
+        await definitions.create(SCOPE, "computation", "double", DOUBLE, "tester")
+        await definitions.create(SCOPE, "computation", "raising", RAISING, "tester")
+        yield CallDispatcher(store, RunService(ledger, definitions, types))
+    finally:
+        pool.close()
+        checkers.close()

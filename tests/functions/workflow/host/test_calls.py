@@ -3,42 +3,20 @@ with the caller's tree in its metadata, and its ending answers the caller."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
-from auto_runtime.functions.computation.computation_type import ComputationType
-from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.engine.model import StartCall
 from auto_runtime.functions.workflow.host.calls import CallDispatcher
+from auto_runtime.functions.workflow.host.outbox import call_of
 from auto_runtime.functions.workflow.host.run_store import RunStore
 from auto_runtime.ledger import Ledger, Record, uuid7
-from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_facts import run_stream
-from auto_runtime.playbooks.run_service import RunService
-from auto_runtime.sandbox.checker import Checkers
-from auto_runtime.sandbox.engine import SandboxEngine
-from auto_runtime.sandbox.pool import SandboxPool
 from tests.functions.workflow.host.conftest import SCOPE, definition
 
 CALLING = "do:\n  - double: { call: run_definition, with: { type: computation, name: double, input: { n: 2 } } }\n"
-DOUBLE = "---\nlanguage: python\n---\ndef main(input):\n    return {'n': input['n'] * 2}\n"
-RAISING = "---\nlanguage: python\n---\ndef main(input):\n    raise ValueError('no')\n"
 
 
-@pytest.fixture
-async def dispatcher(ledger: Ledger, store: RunStore, engine: SandboxEngine) -> AsyncIterator[CallDispatcher]:
-    pool = SandboxPool(engine, 1)
-    checkers: Checkers[object] = Checkers()
-    try:
-        types = function_types(ComputationType(engine, pool, checkers))
-        definitions = DefinitionRegistry(ledger, types)
-        await definitions.create(SCOPE, "computation", "double", DOUBLE, "tester")
-        await definitions.create(SCOPE, "computation", "raising", RAISING, "tester")
-        yield CallDispatcher(store, RunService(ledger, definitions, types))
-    finally:
-        pool.close()
-        checkers.close()
+async def outbox_of(ledger: Ledger, run_id: str) -> dict[str, tuple[str, object]]:
+    rows = await ledger.due_work.entries_of_run(SCOPE, run_id)
+    return {row.key: (row.state, row.payload) for row in rows if row.key.startswith("call:")}
 
 
 async def history(ledger: Ledger, run_id: str) -> list[Record]:
@@ -52,7 +30,12 @@ async def test_a_call_runs_its_callee_once_and_its_answer_ends_the_caller(
     started = await store.start_run(SCOPE, run_id, definition(CALLING), {}, "caller-1")
     (call,) = [o for o in started.outputs if isinstance(o, StartCall)]
     assert dispatcher.dispatches(call)
+    outbox = await outbox_of(ledger, run_id)
+    assert list(outbox) == [f"call:{call.run_id}"]
+    assert outbox[f"call:{call.run_id}"][0] == "armed"
+    assert call_of(outbox[f"call:{call.run_id}"][1]) == call
     answered = await dispatcher.dispatch(SCOPE, run_id, call)
+    assert (await outbox_of(ledger, run_id))[f"call:{call.run_id}"][0] == "fired"
     assert answered.status == "succeeded"
 
     callee = await history(ledger, call.run_id)

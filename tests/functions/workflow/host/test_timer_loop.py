@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import trio
 
+from auto_runtime.functions.workflow.host.calls import CallDispatcher
 from auto_runtime.functions.workflow.host.run_store import RunStore
 from auto_runtime.functions.workflow.host.timer_loop import TimerLoop
 from auto_runtime.ledger import DueEntry, Ledger, uuid7
@@ -13,6 +14,10 @@ from auto_runtime.playbooks.run_facts import run_stream
 from tests.functions.workflow.host.conftest import SCOPE, definition
 
 WAIT_THEN_SET = "do:\n  - pause: { wait: PT0.1S }\n  - done: { set: { done: true } }\n"
+WAIT_THEN_CALL = (
+    "do:\n  - pause: { wait: PT0.1S }\n"
+    "  - double: { call: run_definition, with: { type: computation, name: double, input: { n: 21 } } }\n"
+)
 SWEEP = timedelta(milliseconds=50)
 BOUND_SECONDS = 60
 
@@ -78,3 +83,33 @@ async def test_only_the_lease_holder_fires_and_a_second_fire_is_stale(ledger: Le
     again = await holder.fire(DueEntry(SCOPE, run_id, wait.key, wait.due_at, wait.payload), fence)
     assert again is not None and again.stale
     assert len(await ledger.read_stream(run_stream(SCOPE, run_id))) == length
+
+
+async def test_the_loop_dispatches_a_call_a_fired_timer_made_and_the_run_succeeds(
+    ledger: Ledger, store: RunStore, dispatcher: CallDispatcher
+) -> None:
+    run_id = str(uuid7())
+    async with trio.open_nursery() as nursery:
+        loop = TimerLoop(store, "server-a", SWEEP, dispatcher)
+        await nursery.start(loop.run)
+        await store.start_run(SCOPE, run_id, definition(WAIT_THEN_CALL), {}, "caller-1")
+        loop.wake()
+        assert await ended(ledger, run_id) == "succeeded"
+        nursery.cancel_scope.cancel()
+    records = await ledger.read_stream(run_stream(SCOPE, run_id))
+    assert records[-1].data["output"] == {"n": 42}
+    assert [r.type for r in records].count("workflow_input_applied") == 3
+    rows = {row.key: row.state for row in await ledger.due_work.entries_of_run(SCOPE, run_id)}
+    assert [state for key, state in rows.items() if key.startswith("call:")] == ["fired"]
+
+
+async def test_a_call_left_in_the_outbox_is_dispatched_by_the_next_sweep(
+    ledger: Ledger, store: RunStore, dispatcher: CallDispatcher
+) -> None:
+    run_id = str(uuid7())
+    source = "do:\n  - double: { call: run_definition, with: { type: computation, name: double, input: { n: 1 } } }\n"
+    await store.start_run(SCOPE, run_id, definition(source), {}, "caller-1")  # its dispatch never came
+    await TimerLoop(store, "server-a", SWEEP, dispatcher).sweep_once()
+    assert await status_of(ledger, run_id) == "succeeded"
+    records = await ledger.read_stream(run_stream(SCOPE, run_id))
+    assert records[-1].data["output"] == {"n": 2}
