@@ -15,8 +15,9 @@ stating the run stream's version they read:
 Concurrency: appliers of one run race on the stream's version. A `VersionConflict` means another applier
 won: the store reloads and applies again, and an input the state has already taken is stale and appends
 nothing. A failing append (`LeaseLost`, a projection error, …) changes nothing, neither facts nor timers;
-the caller sees the exception. Outputs other than timers and `Settle` are returned for the caller to
-dispatch after the append, each idempotent by its key.
+the caller sees the exception (`TransitionTooLarge` when the input records more than one append takes).
+Outputs other than timers and `Settle` are returned for the caller to dispatch after the append, each
+idempotent by its key.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from auto_runtime.functions.workflow.host.run_state import (
 )
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import (
+    MAX_RECORDS_PER_APPEND,
     DueEntry,
     DueKey,
     DueWorkChanges,
@@ -73,6 +75,14 @@ MAX_ATTEMPTS = 16
 
 class RunStoreConflict(Exception):
     """Other appliers kept winning the run's stream; nothing of this input was appended."""
+
+
+class TransitionTooLarge(ValueError):
+    """The input recorded more facts than one append takes (`MAX_RECORDS_PER_APPEND`); nothing was appended.
+
+    The engine moves up to `TASKS_PER_INPUT` (100) tasks per input, each with a step event, while an append
+    takes at most 64 records: until the two limits agree, an input that moves more than about 60 tasks
+    cannot be recorded, and the run stays where it was."""
 
 
 class UnknownRun(LookupError):
@@ -222,7 +232,7 @@ class RunStore:
         transition = await trio.to_thread.run_sync(_evaluate, self.engine, state, applied)
         if transition.stale:
             return Applied(stale=True)
-        records = [started, *self._records(transition, metadata, scope, run_id)]
+        records = [started, *self._records(transition, metadata, run_id, started=1)]
         try:
             appended = await self.ledger.append(
                 [StreamWrite(stream, 0, records)],
@@ -251,7 +261,7 @@ class RunStore:
             transition = await trio.to_thread.run_sync(_evaluate, self.engine, loaded.state, applied)
             if transition.stale:
                 return Applied(stale=True)
-            records = self._records(transition, loaded.metadata, scope, run_id)
+            records = self._records(transition, loaded.metadata, run_id)
             try:
                 appended = await self.ledger.append(
                     [StreamWrite(stream, loaded.version, records)],
@@ -264,8 +274,9 @@ class RunStore:
         raise RunStoreConflict(f"other appliers kept winning the run {run_id}; try the input again")
 
     def _records(
-        self, transition: Transition, metadata: Mapping[str, Any], scope: PlaybookScope, run_id: str
+        self, transition: Transition, metadata: Mapping[str, Any], run_id: str, started: int = 0
     ) -> list[NewRecord]:
+        """The records of a transition (`started`: how many records go before them in the append)."""
         state = json.loads(json.dumps(dump_state(transition.state)))
         records: list[NewRecord] = []
         for fact in transition.facts:
@@ -277,6 +288,11 @@ class RunStore:
             if isinstance(output, Settle):
                 applied_id = transition.facts[0].id
                 records.append(_ending(output, {**metadata, "causation_id": applied_id}))
+        if len(records) + started > MAX_RECORDS_PER_APPEND:
+            raise TransitionTooLarge(
+                f"the input {transition.facts[0].id} of the run {run_id} records {len(records) + started} facts, "
+                f"more than the {MAX_RECORDS_PER_APPEND} one append takes"
+            )
         return records
 
     def _timers(self, transition: Transition, scope: PlaybookScope, run_id: str, at: int) -> DueWorkChanges:

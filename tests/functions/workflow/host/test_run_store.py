@@ -8,7 +8,7 @@ import pytest
 import trio
 
 from auto_runtime.functions.workflow.engine.model import TimerFired
-from auto_runtime.functions.workflow.host.run_store import RunStore, UnknownRun, now_ms
+from auto_runtime.functions.workflow.host.run_store import RunStore, TransitionTooLarge, UnknownRun, now_ms
 from auto_runtime.ledger import LeaseFence, LeaseLost, Ledger, Record, uuid7
 from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.playbooks.run_view import fold_run
@@ -136,3 +136,14 @@ async def test_racing_appliers_of_one_timer_record_it_once(ledger: Ledger, store
     types = [r.type for r in await history(ledger, run_id)]
     assert types.count("workflow_input_applied") == 2
     assert types.count("run_succeeded") == 1
+
+
+async def test_an_input_that_records_more_than_one_append_takes_appends_nothing(
+    ledger: Ledger, store: RunStore
+) -> None:
+    run_id = str(uuid7())
+    many = "do:\n" + "".join(f"  - s{i}: {{ set: {{ a: {i} }} }}\n" for i in range(70))
+    with pytest.raises(TransitionTooLarge):
+        await store.start_run(SCOPE, run_id, definition(many), {}, "caller-1")
+    assert await history(ledger, run_id) == []
+    assert await ledger.due_work.entries_of_run(SCOPE, run_id) == []
