@@ -1,17 +1,5 @@
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from pathlib import Path
+from tests.sandbox_engine import engine
 
-import pytest
-
-from auto_runtime.sandbox.engine import SandboxEngine
-
-
-@pytest.fixture(scope="session")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxEngine]:
-    sandbox = SandboxEngine(Path(tmp_path_factory.mktemp("cwasm")))
-    yield sandbox
-    sandbox.close()
-    gc.collect()
+__all__ = ["engine"]

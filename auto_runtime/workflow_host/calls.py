@@ -23,11 +23,11 @@ from __future__ import annotations
 from typing import Any
 
 from auto_runtime.functions.workflow.engine.model import CallAnswered, StartCall
-from auto_runtime.functions.workflow.host.outbox import call_key, in_request
-from auto_runtime.functions.workflow.host.run_store import Applied, RunStore, UnknownRun, now_ms
 from auto_runtime.ledger import DueKey, LeaseFence, PlaybookScope, uuid7
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
+from auto_runtime.workflow_host.outbox import call_key, in_request
+from auto_runtime.workflow_host.run_store import Applied, RunStore, UnknownRun, now_ms
 
 MAX_CALL_DEPTH = 8
 """The deepest `call_depth` a call may start (top run 0); a start at depth 9 is refused as `conflict`."""

@@ -8,11 +8,11 @@ import pytest
 import trio
 
 from auto_runtime.functions.workflow.engine.model import TimerFired
-from auto_runtime.functions.workflow.host.run_store import RunStore, TransitionTooLarge, UnknownRun, now_ms
 from auto_runtime.ledger import LeaseFence, LeaseLost, Ledger, Record, uuid7
 from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.playbooks.run_view import fold_run
-from tests.functions.workflow.host.conftest import SCOPE, definition
+from auto_runtime.workflow_host.run_store import RunStore, TransitionTooLarge, UnknownRun, now_ms
+from tests.workflow_host.conftest import SCOPE, definition
 
 WAIT_THEN_SET = "do:\n  - pause: { wait: { seconds: 60 } }\n  - done: { set: { done: true } }\n"
 SET_ONLY = "do:\n  - first: { set: { a: 1 } }\n"

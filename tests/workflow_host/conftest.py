@@ -10,9 +10,6 @@ import pytest
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
-from auto_runtime.functions.workflow.host.calls import CallDispatcher
-from auto_runtime.functions.workflow.host.run_state import WORKFLOW_RUNS_PROJECTION
-from auto_runtime.functions.workflow.host.run_store import Definition, RunStore
 from auto_runtime.ledger import Ledger, PlaybookScope
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_service import RunService
@@ -20,9 +17,13 @@ from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.server import RUNTIME_PROJECTIONS
+from auto_runtime.workflow_host.calls import CallDispatcher
+from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
+from auto_runtime.workflow_host.run_store import Definition, RunStore
 from tests.ledger.conftest import Target, postgres_database, postgres_url
+from tests.sandbox_engine import engine
 
-__all__ = ["postgres_database", "postgres_url"]
+__all__ = ["engine", "postgres_database", "postgres_url"]
 
 MAX_DURATION_MS = 30 * 86_400_000
 SCOPE = PlaybookScope("acme", "finance")

@@ -45,12 +45,6 @@ from auto_runtime.functions.workflow.engine.model import (
 from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator
 from auto_runtime.functions.workflow.engine.state import RunState
 from auto_runtime.functions.workflow.engine.state_codec import dump_state, load_state
-from auto_runtime.functions.workflow.host.outbox import call_key, call_payload, in_request
-from auto_runtime.functions.workflow.host.run_state import (
-    STATE_METADATA,
-    WORKFLOW_INPUT_APPLIED,
-    WORKFLOW_RUNS_PROJECTION,
-)
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import (
     MAX_RECORDS_PER_APPEND,
@@ -68,6 +62,12 @@ from auto_runtime.ledger import (
 )
 from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.workflow_host.outbox import call_key, call_payload, in_request
+from auto_runtime.workflow_host.run_state import (
+    STATE_METADATA,
+    WORKFLOW_INPUT_APPLIED,
+    WORKFLOW_RUNS_PROJECTION,
+)
 
 MAX_ATTEMPTS = 16
 """Version conflicts one input survives before `RunStoreConflict` (each means another applier won)."""

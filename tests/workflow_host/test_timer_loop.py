@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import trio
 
-from auto_runtime.functions.workflow.host.calls import CallDispatcher
-from auto_runtime.functions.workflow.host.run_store import RunStore
-from auto_runtime.functions.workflow.host.timer_loop import TimerLoop
 from auto_runtime.ledger import DueEntry, Ledger, uuid7
 from auto_runtime.playbooks.run_facts import run_stream
-from tests.functions.workflow.host.conftest import SCOPE, definition
+from auto_runtime.workflow_host.calls import CallDispatcher
+from auto_runtime.workflow_host.run_store import RunStore
+from auto_runtime.workflow_host.timer_loop import TimerLoop
+from tests.workflow_host.conftest import SCOPE, definition
 
 WAIT_THEN_SET = "do:\n  - pause: { wait: PT0.1S }\n  - done: { set: { done: true } }\n"
 WAIT_THEN_CALL = (

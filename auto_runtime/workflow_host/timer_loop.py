@@ -31,9 +31,6 @@ from datetime import UTC, datetime, timedelta
 import trio
 
 from auto_runtime.functions.workflow.engine.model import TimerFired
-from auto_runtime.functions.workflow.host.calls import CallDispatcher
-from auto_runtime.functions.workflow.host.outbox import call_of, is_call_key
-from auto_runtime.functions.workflow.host.run_store import Applied, RunStore, UnknownRun, now_ms
 from auto_runtime.ledger import (
     DueEntry,
     DueKey,
@@ -43,6 +40,9 @@ from auto_runtime.ledger import (
     uuid7,
     workflow_lease_lapse,
 )
+from auto_runtime.workflow_host.calls import CallDispatcher
+from auto_runtime.workflow_host.outbox import call_of, is_call_key
+from auto_runtime.workflow_host.run_store import Applied, RunStore, UnknownRun, now_ms
 
 DUE_BATCH = 100
 
