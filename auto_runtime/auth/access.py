@@ -79,9 +79,3 @@ class AccessGate:
         if caller is None:
             raise unauthenticated("The credential is not one this server accepts.", invalid=True)
         return caller
-
-    def try_authenticate(self, authorization: Sequence[str]) -> Caller | None:
-        try:
-            return self.authenticate(authorization)
-        except Rejection:
-            return None

@@ -120,12 +120,11 @@ def create_app(
         return response
 
     def unserved_path() -> Response:
-        caller = gate.try_authenticate(request.headers.getlist("Authorization"))
-        if caller is None:
-            try:
-                gate.authenticate(request.headers.getlist("Authorization"))
-            except Rejection as rejection:
-                return problem_response(rejection, _request_id())
+        """A caller without a valid credential learns nothing of the routes: `401`; any other gets `404`."""
+        try:
+            gate.authenticate(request.headers.getlist("Authorization"))
+        except Rejection as rejection:
+            return problem_response(rejection, _request_id())
         return problem_response(Rejection("not_found", "This server serves nothing at that path."), _request_id())
 
     @app.errorhandler(404)
