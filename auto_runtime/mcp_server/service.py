@@ -8,7 +8,6 @@ against their bounds here, so the server refuses to start when one breaks a boun
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -64,7 +63,7 @@ class McpService:
 
     `outside_effects` is the † condition of spec §4.2, read once at start: a tool server is configured, or people
     may add connections on a runtime where a person can. `secrets_keys` are `SECRETS_KEY` and, while set,
-    `SECRETS_KEY_PREVIOUS`; without any, request state is sealed under a key of this process only.
+    `SECRETS_KEY_PREVIOUS` (the first seals; a SQLite ledger without `SECRETS_KEY` gives its `secrets.key`).
     """
 
     def __init__(
@@ -75,7 +74,7 @@ class McpService:
         guides: Mapping[str, Guide],
         definition_types: Iterable[str],
         outside_effects: bool,
-        secrets_keys: Sequence[bytes] = (),
+        secrets_keys: Sequence[bytes],
     ) -> None:
         self.tools = ToolSet(catalog, outside_effects=outside_effects)
         self.calls = ToolCalls(self.tools, dispatcher)
@@ -87,7 +86,9 @@ class McpService:
             raise ValueError("the MCP endpoints need the terminology guide")
         self.instructions = Instructions(terminology.text, definition_types)
         self._check_bounds(guides)
-        keys = [request_state_key(key) for key in secrets_keys] or [os.urandom(32)]
+        if not secrets_keys:
+            raise ValueError("the MCP request state needs the secrets key")
+        keys = [request_state_key(key) for key in secrets_keys]
         self.request_state = RequestStateSecurity(keys=keys, bind_principal=_bound_principal, audience=SERVER_NAME)
 
     def _check_bounds(self, guides: Mapping[str, Guide]) -> None:
