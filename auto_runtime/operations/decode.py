@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
+from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
 
 from auto_runtime.operations.operation import Operation
 from auto_runtime.operations.schemas import input_schema_of
 from auto_runtime.problems import InputIssue, invalid_input
-from auto_runtime.schema_issues import check_against_schema, pointer_of
+from auto_runtime.schema_issues import issues_from_errors, pointer_of
 
 ROOT_NAME = "The request"
 
@@ -25,10 +27,16 @@ def _issues_from_pydantic(error: ValidationError) -> list[InputIssue]:
     return issues
 
 
+@cache
+def _input_validator(name: str, model: type[BaseModel]) -> Draft202012Validator:
+    """One validator per operation, built once: requests never pay for compiling or keying the schema."""
+    return Draft202012Validator(input_schema_of(name, model))
+
+
 def decode_input(operation: Operation, raw: Mapping[str, Any]) -> BaseModel:
     """The operation's typed input, or `invalid_input` with every issue at its JSON pointer."""
-    schema = input_schema_of(operation.name, operation.input_model)
-    issues = check_against_schema(schema, dict(raw), "", ROOT_NAME)
+    validator = _input_validator(operation.name, operation.input_model)
+    issues = issues_from_errors(list(validator.iter_errors(dict(raw))), "", ROOT_NAME)
     if issues:
         raise invalid_input(issues)
     try:
