@@ -408,3 +408,28 @@ def test_end_in_a_plain_fork_branch_ends_the_run_when_the_fork_completes(engine:
     answered = run.answer(calls(started)[0].key, T0 + 10, output={"late": True})
     assert settled(answered) == Settle("succeeded", output=[{"early": True}, {"late": True}])
     assert [f.data["reference"] for f in answered.facts[1:]] == ["/do/0/both/fork/branches/1/late", "/do/0/both"]
+
+
+def test_each_step_is_caused_by_an_entry_recorded_before_it(engine: SandboxEngine) -> None:
+    """A loop's next iteration that starts in a later input, skipped, then the loop completing in that input:
+    the iteration's first task is caused by the input, never by the loop's entry that comes after it (seeds,
+    "A run's history": each event comes after the event that caused it)."""
+    run = Run(
+        engine,
+        HEAD
+        + "do:\n  - loop:\n      for: { in: '${ [1, 2] }' }\n      do:\n"
+        + "        - pause: { if: 'index == 0', wait: PT0.1S }\n",
+    )
+    started = run.start({})
+    (timer,) = timers(started, "wait")
+    fired = run.fire(timer.timer_id, T0 + 100)
+    assert steps(fired) == [
+        ("I2_1", "step_finished", "/do/0/loop/do/0/pause", "I2"),
+        ("I2_2", "step_skipped", "/do/0/loop/do/0/pause", "I2"),
+        ("I2_3", "step_finished", "/do/0/loop", "I2"),
+    ]
+    for transition in (started, fired):
+        seen = {transition.facts[0].id}
+        for fact in transition.facts[1:]:
+            assert fact.causation_id in seen, fact
+            seen.add(fact.id)

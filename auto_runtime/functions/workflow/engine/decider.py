@@ -175,7 +175,10 @@ class _Apply:
     def move(self, a: Activation, outcome: str, **details: Any) -> None:
         entry = self.entries.get(a.id)
         if entry is None:
-            cause = a.cause if a.started_in == self.input.id else None
+            # A cause is an entry this input moved before this one: each event comes after the event that
+            # caused it. A loop whose next iteration starts in a later input has not moved yet in it, so that
+            # iteration's first task is caused by the input (and the loop's entry, if it moves, comes after).
+            cause = a.cause if a.started_in == self.input.id and a.cause in self.entries else None
             entry = _Entry(a.id, a.name, a.reference, a.run, outcome, cause)
             self.entries[a.id] = entry
         entry.outcome = outcome
