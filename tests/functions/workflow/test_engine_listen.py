@@ -120,3 +120,14 @@ def test_playbook_events_reach_only_an_open_listen_with_a_literal_type(engine: S
     assert offered.facts[0].data["input"] == {"kind": "event_offered", "key": "record-9", "event_type": "com.acme.ping"}
     assert settled(offered) == Settle("succeeded", output=[{"from": "playbook"}])
     assert run.offer("record-10", event("p2", "com.acme.ping"), T0 + 6).stale
+
+
+def test_an_envelope_always_shows_specversion(engine: SandboxEngine) -> None:
+    """`read: envelope` shows `{ specversion, id, type, source, time }`: an event sent without `specversion`
+    (send_run_event does not ask for one) is still a CloudEvent 1.0."""
+    run = Run(engine, HEAD + "do:\n  - hear: { listen: { to: { one: { with: { type: a } } }, read: envelope } }\n")
+    run.start({})
+    sent = {"id": "e1", "type": "a", "source": "/callers/c1", "time": "2026-01-01T00:00:00Z", "data": 1}
+    heard = run.send(sent, T0 + 1)
+    assert settled(heard) == Settle("succeeded", output=[sent | {"specversion": "1.0"}])
+    assert list(settled(heard).output[0])[:5] == ["specversion", "id", "type", "source", "time"]  # type: ignore[union-attr]

@@ -1171,6 +1171,9 @@ def _literal_type(item: Any) -> bool:
 def _envelope(event: Mapping[str, Any]) -> dict[str, Any]:
     """A taken event as `envelope`/`raw` read it: the CloudEvent's attributes, those absent left out."""
     shown = {key: event.get(key) for key in ENVELOPE_FIELDS}
+    if shown["specversion"] is None:
+        # Every CloudEvent is of version 1.0; a sent event the caller wrote without it still shows it.
+        shown["specversion"] = "1.0"
     shown.update({key: value for key, value in event.items() if key not in ENVELOPE_FIELDS})
     return shown
 
