@@ -11,8 +11,11 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
 import signal
+import socket
 import sys
+import uuid
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -22,12 +25,14 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
+from auto_runtime import __version__
 from auto_runtime.auth.access import AccessGate
 from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.registry import function_types
+from auto_runtime.functions.workflow.workflow_type import WorkflowType
 from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.openapi import build_openapi
@@ -53,10 +58,18 @@ from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor
 from auto_runtime.tools.mcp_http import McpHttpToolServers
+from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
+from auto_runtime.workflow_host.runtime import WorkflowRuntime
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
-RUNTIME_PROJECTIONS = (PLAYBOOKS_PROJECTION, DEFINITIONS_PROJECTION, RUNS_PROJECTION)
+RUNTIME_PROJECTIONS = (PLAYBOOKS_PROJECTION, DEFINITIONS_PROJECTION, RUNS_PROJECTION, WORKFLOW_RUNS_PROJECTION)
+
+
+def server_id_of() -> str:
+    """This process's name in the workflow lease: host, process id and a random part (a restarted process with
+    the same pid is another holder)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def key_ring_of(settings: Settings) -> KeyRing:
@@ -86,24 +99,53 @@ def tools_may_change_outside(settings: Settings) -> bool:
 
 
 def compose_services(
-    ledger: Ledger, sandbox: Sandbox, models: ModelDirectory, settings: Settings | None = None
+    ledger: Ledger, sandbox: Sandbox, models: ModelDirectory, settings: Settings, server_id: str
 ) -> RuntimeServices:
-    tools = McpHttpToolServers(settings.tool_servers) if settings is not None and settings.tool_servers else None
-    max_input_tokens = settings.reasoning_max_input_tokens if settings is not None else 2_000_000
+    tools = McpHttpToolServers(settings.tool_servers) if settings.tool_servers else None
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
-        ReasoningType(models, tools, max_input_tokens),
+        ReasoningType(models, tools, settings.reasoning_max_input_tokens),
+        WorkflowType(sandbox.engine, sandbox.checkers, settings.workflow_max_duration),
     )
     definitions = DefinitionRegistry(ledger, types)
+    runs = RunService(ledger, definitions, types)
+    workflows = WorkflowRuntime(
+        ledger,
+        sandbox.engine,
+        runs,
+        server_id=server_id,
+        runtime_version=__version__,
+        max_duration=settings.workflow_max_duration,
+        sweep=settings.workflow_sweep_interval,
+        nested_runs=settings.workflow_nested_runs,
+    )
+    runs.waiting["workflow"] = workflows
     return RuntimeServices(
         playbooks=PlaybookRegistry(ledger),
         definitions=definitions,
-        runs=RunService(ledger, definitions, types),
+        runs=runs,
         events=EventReads(ledger),
         publishing=EventPublishing(ledger),
         analytics=PlaybookAnalytics(ledger),
         models=models,
+        workflows=workflows,
     )
+
+
+def workflows_child(workflows: WorkflowRuntime) -> ChildSpec:
+    """The workflow runtime as a child of the root: started after the HTTP child, so it stops first; from
+    the stop request on, starts and sent events answer `unavailable` and the lease is released."""
+
+    async def run(context: ChildContext) -> None:
+        def stop() -> None:
+            workflows.stopping = True
+
+        context.on_stop_requested(stop)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(workflows.run)
+            context.started()
+
+    return ChildSpec("workflows", run, restart=Restart.PERMANENT, shutdown=GRACEFUL_STOP_SECONDS)
 
 
 def compose_app(
@@ -183,11 +225,13 @@ async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | Non
     ):
         models = ModelDirectory.from_settings(settings, secrets=loaded.secret_values, environ=environ)
         try:
-            app = compose_app(settings, catalog, guides, compose_services(ledger, sandbox, models, settings))
+            services = compose_services(ledger, sandbox, models, settings, server_id_of())
+            app = compose_app(settings, catalog, guides, services)
             root = Supervisor("root")
             async with trio.open_nursery() as nursery:
                 await nursery.start(root.run)
                 await root.start_child(http_child(app, settings))
+                await root.start_child(workflows_child(services.workflows))
                 await _wait_for_signal()
                 await root.stop()
         finally:

@@ -12,8 +12,11 @@ from . import json_text
 from .ids import uuid7, validate_record_id
 from .streams import StreamName, scope_key_of
 
-MAX_RECORDS_PER_APPEND: Final = 64
-"""Most records one `append` call may carry, over all its streams; more is a programming error."""
+MAX_RECORDS_PER_APPEND: Final = 512
+"""Most records one `append` call may carry, over all its streams; more is a programming error.
+
+Sized for the largest workflow input: up to 100 tasks moved (each a step event, and an emitted event for an
+`emit`), the tasks its end cancels, the input itself, the run's start, deferral and ending."""
 
 _TYPE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 

@@ -1,4 +1,5 @@
-"""Running definitions and reading runs: `run_definition`, `get_run`, `list_runs`, `get_run_history`."""
+"""Running definitions and reading runs: `run_definition`, `get_run`, `list_runs`, `cancel_run`,
+`send_run_event`, `get_run_history`."""
 
 from __future__ import annotations
 
@@ -96,6 +97,32 @@ class CancelRunInput(BaseModel):
     ) = Field(default=None, description="Why the run is cancelled; the run keeps it as the detail of its ending")
 
 
+class SentEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: str = Field(min_length=1, max_length=256, description="The event's type, such as com.acme.approved")
+    id: Annotated[str, Field(min_length=1, max_length=256)] | SkipJsonSchema[None] = Field(
+        default=None, description="The event's id; the run takes an id once, so a request can be sent again"
+    )
+    source: Annotated[str, Field(min_length=1, max_length=1024)] | SkipJsonSchema[None] = Field(
+        default=None, description="A URI reference naming where it comes from; /callers/<your caller id> when left out"
+    )
+    subject: Annotated[str, Field(min_length=1, max_length=1024)] | SkipJsonSchema[None] = Field(
+        default=None, description="What the event is about"
+    )
+    data: Any = Field(default=None, description="Any JSON value, nesting at most 510 levels deep")
+
+
+class SendRunEventInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = Field(description="The id of the workflow run")
+    event: SentEvent = Field(description="The event: type, and optional id, source, subject and data")
+
+
+class SentEventOutput(BaseModel):
+    run_id: str
+    event: dict[str, Any]
+
+
 class RunHistoryInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     run_id: str = Field(description="The id of the run")
@@ -126,7 +153,16 @@ async def list_runs(context: OperationContext, data: ListRunsInput) -> dict[str,
 
 
 async def cancel_run(context: OperationContext, data: CancelRunInput) -> dict[str, Any]:
-    return await services_of(context.services).runs.cancel_run(context.scope, data.run_id)
+    return await services_of(context.services).runs.cancel_run(
+        context.scope, data.run_id, data.reason, context.caller.id
+    )
+
+
+async def send_run_event(context: OperationContext, data: SendRunEventInput) -> dict[str, Any]:
+    event = data.event.model_dump(exclude_unset=True)
+    return await services_of(context.services).workflows.send_event(
+        context.scope, data.run_id, event, context.caller.id
+    )
 
 
 async def get_run_history(context: OperationContext, data: RunHistoryInput) -> dict[str, Any]:
@@ -212,7 +248,26 @@ RUN_OPERATIONS = (
         handler=cancel_run,
         hints=Hints(read_only=False, destructive=True, idempotent=True, open_world=False),
         tag="runs",
-        reasons=frozenset({"not_found", "conflict"}),
+        reasons=frozenset({"not_found", "conflict", "invalid_input", "unavailable"}),
+    ),
+    Operation(
+        name="send_run_event",
+        title="Send an event to a run",
+        description=(
+            "Delivers an event to a workflow run that is still started, for its listen tasks; an event no listen "
+            "takes waits in the run's inbox. Give the event an id to send it again safely: a run takes an id once. "
+            "It answers the delivered event with its id, source and time filled in."
+        ),
+        scope="playbook",
+        permissions=PLAYBOOK_WRITE,
+        method="POST",
+        route="/runs/{run_id}/events",
+        input_model=SendRunEventInput,
+        output_model=SentEventOutput,
+        handler=send_run_event,
+        hints=Hints(read_only=False, destructive=False, idempotent=False, open_world=False),
+        tag="runs",
+        reasons=frozenset({"not_found", "invalid_input", "unavailable"}),
     ),
     Operation(
         name="get_run_history",

@@ -11,6 +11,7 @@ from auto_runtime.playbooks.event_publishing import EventPublishing
 from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
 from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.workflow_host.runtime import WorkflowRuntime
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class RuntimeServices:
     publishing: EventPublishing
     analytics: PlaybookAnalytics
     models: ModelDirectory
+    workflows: WorkflowRuntime
 
 
 def services_of(services: object) -> RuntimeServices:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -26,7 +26,7 @@ from auto_runtime.json_limits import (
 )
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict, uuid7
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
-from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry, DefinitionVersion
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.playbooks.run_view import RunState, fold_run
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found
@@ -56,11 +56,37 @@ def _rejection_data(rejection: Rejection) -> dict[str, Any]:
     return data
 
 
+class WaitingRuns(Protocol):
+    """Runs of a type that finish after their request (a workflow's): the type's runtime records their start,
+    moves them on and ends them; `RunService` keeps the run ids, the retry rules and the reads."""
+
+    async def start(
+        self,
+        scope: PlaybookScope,
+        definition: DefinitionVersion,
+        value: Any,
+        run_id: str,
+        caller_id: str,
+        metadata: Mapping[str, Any] | None,
+    ) -> None:
+        """Start a run under a new `run_id`; raise its rejection when it ended rejected within the request."""
+
+    async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
+        """Record the request to cancel a run still `started` (nothing when it was asked already)."""
+
+
 class RunService:
-    def __init__(self, ledger: Ledger, definitions: DefinitionRegistry, types: Mapping[str, FunctionType]) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        definitions: DefinitionRegistry,
+        types: Mapping[str, FunctionType],
+        waiting: Mapping[str, WaitingRuns] | None = None,
+    ) -> None:
         self.ledger = ledger
         self.definitions = definitions
         self.types = types
+        self.waiting: dict[str, WaitingRuns] = dict(waiting or {})
         self._in_flight: dict[tuple[str, str, str], trio.Event] = {}
 
     async def read_run(self, scope: PlaybookScope, run_id: str) -> RunState | None:
@@ -110,6 +136,12 @@ class RunService:
                     answered = self._answer_again(state)
                     if answered is not None:
                         return answered
+                runtime = self.waiting.get(definition_type)
+                if runtime is not None:
+                    await runtime.start(scope, definition, value, run_id, caller_id, metadata)
+                    started = await self.read_run(scope, run_id)
+                    assert started is not None
+                    return started.shown(with_record=False)
                 return await self._attempt(
                     scope, definition_type, name, value, digest, run_id, caller_id, len(history), definition, metadata
                 )
@@ -120,17 +152,25 @@ class RunService:
                 event.set()
         raise conflict("Another request under this run id was made at the same moment; send it again.")
 
-    async def cancel_run(self, scope: PlaybookScope, run_id: str) -> dict[str, Any]:
-        """Seeds, "Cancelling a run". Only runs that wait can be cancelled, and no type that waits has landed
-        yet: every other run has ended, or ends within the request that started it."""
+    async def cancel_run(
+        self, scope: PlaybookScope, run_id: str, reason: str | None = None, caller_id: str = "runtime"
+    ) -> dict[str, Any]:
+        """Seeds, "Cancelling a run": a run of a type that waits, still `started`, is asked to stop and answered
+        as it stands; every other run has ended, or ends within the request that started it."""
         state = await self.read_run(scope, run_id) if _is_run_id(run_id) else None
         if state is None:
             raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
         if state.status != "started":
             raise conflict(f"The run {run_id} has ended ({state.status}), so there is nothing to cancel.")
-        raise conflict(
-            f"The run {run_id} ends within the request that started it, so it cannot be cancelled from outside."
-        )
+        runtime = self.waiting.get(state.type)
+        if runtime is None:
+            raise conflict(
+                f"The run {run_id} ends within the request that started it, so it cannot be cancelled from outside."
+            )
+        await runtime.cancel(scope, state, reason, caller_id)
+        now = await self.read_run(scope, run_id)
+        assert now is not None
+        return now.shown(with_record=True)
 
     def _answer_again(self, state: RunState) -> dict[str, Any] | None:
         """What a request under the id of an earlier run answers, or None to run it again."""
@@ -140,6 +180,12 @@ class RunService:
             raise state.final_rejection()
         if state.status == "started" and state.waits:
             return state.shown(with_record=False)
+        if state.type in self.waiting:
+            raise conflict(
+                f"The run {state.run_id} ended without a final result, and a {state.type} runs once for its id; "
+                "start it under a new run id.",
+                kind="unworkable",
+            )
         if state.tools_called or (state.calls_tools and state.status == "started"):
             only_read = state.status != "started" and state.tools_called and state.only_read
             raise conflict(

@@ -1,4 +1,4 @@
-"""Dispatching `StartCall` outputs to functions that finish within their request.
+"""Dispatching `StartCall` outputs: running the callee functions and starting the callee workflows.
 
 A `StartCall` is dispatched after the input that made it was appended. `CallDispatcher.dispatch` runs the
 callee through `RunService.run_definition` under the callee's run id (`StartCall.run_id`, a uuid5 of the
@@ -11,11 +11,11 @@ append and the answer, or by two dispatchers) runs nothing twice — `run_defini
 ended under that id again ("Retrying under a run id") — and the caller's state, which took the first
 answer, makes any later one stale.
 
-The timer loop dispatches the calls kept in the outbox (`outbox`); a caller may also dispatch the
-`StartCall` outputs it got at once. Calls to workflows (runs that finish later) are not dispatched here
-(`dispatches` is False): their answer comes from the callee's own ending, which a later layer wires. A
-dispatch that raises anything but a `Rejection` leaves the call waiting; the call's wait bound (a timer)
-then ends the wait.
+The timer loop dispatches the calls kept in the outbox (`outbox`). A call to a workflow starts the child
+run the same way (`run_definition` hands workflows to the workflow runtime); the child's ending answers the
+caller through the `answer:` entry its ending append arms, and a start the runtime refuses (no such
+workflow, an input its schema refuses, too deep) is answered at once. A dispatch that raises anything but a
+`Rejection` leaves the call waiting; the call's wait bound (a timer) then ends the wait.
 """
 
 from __future__ import annotations
@@ -46,25 +46,20 @@ def _rejection(rejection: Rejection) -> dict[str, Any]:
 
 
 class CallDispatcher:
-    """Runs the callees of a workflow's calls that finish within their request and answers the caller."""
+    """Starts the callees of a workflow's calls: a function that finishes within its request is run and its
+    ending applied to the caller at once; a workflow is started, and its own ending answers the caller later
+    (the `answer:` entry its ending arms, see `outbox`)."""
 
     def __init__(self, store: RunStore, runs: RunService) -> None:
         self.store = store
         self.runs = runs
 
-    @staticmethod
-    def dispatches(call: StartCall) -> bool:
-        return in_request(call.definition_type)
-
     async def dispatch(
         self, scope: PlaybookScope, run_id: str, call: StartCall, fence: LeaseFence | None = None
-    ) -> Applied:
-        """Run the callee of `call` (made by the run `run_id`) and apply its ending to the caller.
-
-        `UnknownRun` when `run_id` is no workflow run of the playbook; `ValueError` for a call to a workflow.
-        """
-        if not self.dispatches(call):
-            raise ValueError(f"a call to a {call.definition_type} finishes later and is not dispatched here")
+    ) -> Applied | None:
+        """Start the callee of `call` (made by the run `run_id`); apply its ending to the caller when it is known
+        now. None when a callee workflow started and answers later. `UnknownRun` when `run_id` is no workflow
+        run of the playbook."""
         caller = await self.store.load(scope, run_id)
         if caller is None:
             raise UnknownRun(f"the playbook {scope.playbook} has no workflow run {run_id}")
@@ -91,6 +86,9 @@ class CallDispatcher:
             else:
                 answer = CallAnswered(str(uuid7()), now_ms(), call.key, "rejected", rejection=_rejection(rejected))
         else:
+            if not in_request(call.definition_type):
+                await self._taken(scope, run_id, call, fence)
+                return None
             answer = CallAnswered(str(uuid7()), now_ms(), call.key, "succeeded", output=shown.get("output"))
         return await self._answer(scope, run_id, call, answer, fence)
 
@@ -99,5 +97,8 @@ class CallDispatcher:
     ) -> Applied:
         """Apply the answer, then take the call out of the outbox (a crash in between dispatches it again)."""
         applied = await self.store.apply_input(scope, run_id, answer, fence=fence)
-        await self.store.ledger.due_work.mark_fired([DueKey(scope, run_id, call_key(call.run_id))])
+        await self._taken(scope, run_id, call, fence)
         return applied
+
+    async def _taken(self, scope: PlaybookScope, run_id: str, call: StartCall, fence: LeaseFence | None) -> None:
+        await self.store.ledger.due_work.mark_fired([DueKey(scope, run_id, call_key(call.run_id))], fence=fence)

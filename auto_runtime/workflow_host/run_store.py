@@ -30,11 +30,13 @@ from typing import Any
 
 import trio
 
+from auto_runtime.events.cloudevents import read_event
 from auto_runtime.functions.workflow.engine.decider import apply, new_state
 from auto_runtime.functions.workflow.engine.model import (
     ArmTimer,
     CancelCall,
     CancelTimer,
+    EmitEvent,
     Input,
     Output,
     Settle,
@@ -60,15 +62,28 @@ from auto_runtime.ledger import (
     VersionConflict,
     uuid7,
 )
+from auto_runtime.playbooks.event_publishing import EVENT_PUBLISHED, event_stream, published_data
 from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
-from auto_runtime.workflow_host.outbox import call_key, call_payload, in_request
+from auto_runtime.workflow_host.outbox import (
+    answer_key,
+    answer_payload,
+    call_key,
+    call_payload,
+    caller_call_key,
+    cancel_key,
+    cancel_payload,
+    in_request,
+)
 from auto_runtime.workflow_host.run_state import (
     STATE_METADATA,
     WORKFLOW_INPUT_APPLIED,
     WORKFLOW_RUNS_PROJECTION,
 )
 
+RUN_DEFERRED = "run_deferred"
+PARENT_ENDED = "The workflow run {run_id} that waited for this run ended first."
+DEADLINE = "The workflow that waited for this run ran out of time."
 MAX_ATTEMPTS = 16
 """Version conflicts one input survives before `RunStoreConflict` (each means another applier won)."""
 
@@ -111,8 +126,13 @@ class Applied:
     stale: bool
     records: list[Record] = field(default_factory=list)
     outputs: tuple[Output, ...] = ()
-    status: str | None = None
-    """`succeeded` or `rejected` when this input ended the run."""
+    ending: Settle | None = None
+    """How the run ended when this input ended it."""
+
+    @property
+    def status(self) -> str | None:
+        """`succeeded` or `rejected` when this input ended the run."""
+        return None if self.ending is None else self.ending.status
 
 
 @dataclass(frozen=True)
@@ -232,11 +252,11 @@ class RunStore:
         transition = await trio.to_thread.run_sync(_evaluate, self.engine, state, applied)
         if transition.stale:
             return Applied(stale=True)
-        records = [started, *self._records(transition, metadata, run_id, started=1)]
+        records = [started, *self._records(transition, metadata, run_id, first=True)]
         try:
             appended = await self.ledger.append(
-                [StreamWrite(stream, 0, records)],
-                due_work=self._timers(transition, scope, run_id, applied.at),
+                [StreamWrite(stream, 0, records), *self._emitted(transition, scope, metadata)],
+                due_work=self._due_work(transition, scope, run_id, applied.at, metadata),
                 fence=fence,
             )
         except VersionConflict:
@@ -264,8 +284,11 @@ class RunStore:
             records = self._records(transition, loaded.metadata, run_id)
             try:
                 appended = await self.ledger.append(
-                    [StreamWrite(stream, loaded.version, records)],
-                    due_work=self._timers(transition, scope, run_id, applied.at),
+                    [
+                        StreamWrite(stream, loaded.version, records),
+                        *self._emitted(transition, scope, loaded.metadata),
+                    ],
+                    due_work=self._due_work(transition, scope, run_id, applied.at, loaded.metadata, loaded.state),
                     fence=fence,
                 )
             except VersionConflict:
@@ -274,43 +297,102 @@ class RunStore:
         raise RunStoreConflict(f"other appliers kept winning the run {run_id}; try the input again")
 
     def _records(
-        self, transition: Transition, metadata: Mapping[str, Any], run_id: str, started: int = 0
+        self, transition: Transition, metadata: Mapping[str, Any], run_id: str, *, first: bool = False
     ) -> list[NewRecord]:
-        """The records of a transition (`started`: how many records go before them in the append)."""
+        """The run's records of a transition: the input, its steps, `run_deferred` after the first input of a
+        run it did not end, and the ending. `first`: the append also holds `run_started`."""
         state = json.loads(json.dumps(dump_state(transition.state)))
+        applied_id = transition.facts[0].id
         records: list[NewRecord] = []
         for fact in transition.facts:
             shown = {**metadata, "causation_id": fact.causation_id}
             if fact.type == WORKFLOW_INPUT_APPLIED:
                 shown[STATE_METADATA] = state
             records.append(NewRecord(fact.type, dict(fact.data), shown, id=fact.id))
-        for output in transition.outputs:
-            if isinstance(output, Settle):
-                applied_id = transition.facts[0].id
-                records.append(_ending(output, {**metadata, "causation_id": applied_id}))
-        if len(records) + started > MAX_RECORDS_PER_APPEND:
+        settle = next((o for o in transition.outputs if isinstance(o, Settle)), None)
+        if first and settle is None:
+            records.append(NewRecord(RUN_DEFERRED, {"waits": True}, {**metadata, "causation_id": applied_id}))
+        if settle is not None:
+            records.append(_ending(settle, {**metadata, "causation_id": applied_id}))
+        emitted = sum(1 for o in transition.outputs if isinstance(o, EmitEvent))
+        total = len(records) + emitted + (1 if first else 0)
+        if total > MAX_RECORDS_PER_APPEND:
             raise TransitionTooLarge(
-                f"the input {transition.facts[0].id} of the run {run_id} records {len(records) + started} facts, "
+                f"the input {applied_id} of the run {run_id} records {total} facts, "
                 f"more than the {MAX_RECORDS_PER_APPEND} one append takes"
             )
         return records
 
-    def _timers(self, transition: Transition, scope: PlaybookScope, run_id: str, at: int) -> DueWorkChanges:
-        """The due-work changes of a transition: its timers, and its calls kept in the outbox (see `outbox`)."""
+    def _emitted(self, transition: Transition, scope: PlaybookScope, metadata: Mapping[str, Any]) -> list[StreamWrite]:
+        """The events the input emits, each recorded as `publish_event` would (`event_published`, in the stream
+        of its source and id), in the input's append: an emit is recorded exactly when its step is.
+
+        Metadata names the run, its definition and `depth` (the run's depth + 1); the cause is the input."""
+        writes: list[StreamWrite] = []
+        depth = metadata.get("depth", 0)
+        for output in transition.outputs:
+            if not isinstance(output, EmitEvent):
+                continue
+            event = read_event(output.event)
+            event_id = str(output.event["id"])
+            time = str(output.event["time"])
+            record = NewRecord(
+                EVENT_PUBLISHED,
+                published_data(event, event_id, time, []),
+                {
+                    "correlation_id": metadata.get("correlation_id"),
+                    "causation_id": transition.facts[0].id,
+                    "by": metadata.get("by"),
+                    "run_id": metadata.get("run_id"),
+                    "definition": metadata.get("definition"),
+                    "depth": (depth if isinstance(depth, int) else 0) + 1,
+                },
+            )
+            writes.append(StreamWrite(event_stream(scope, event.source, event_id), 0, [record]))
+        return writes
+
+    def _due_work(
+        self,
+        transition: Transition,
+        scope: PlaybookScope,
+        run_id: str,
+        at: int,
+        metadata: Mapping[str, Any],
+        before: RunState | None = None,
+    ) -> DueWorkChanges:
+        """The due-work changes of a transition: its timers, and the outbox entries of its calls, cancels and
+        ending (see `outbox`)."""
         arm: list[DueEntry] = []
         cancel: list[DueKey] = []
+        now = _moment(at)
+        callee_types = self._callee_types(before, transition)
         for o in transition.outputs:
             if isinstance(o, ArmTimer):
                 arm.append(DueEntry(scope, run_id, o.timer_id, _moment(o.due_at), {"purpose": o.purpose}))
             elif isinstance(o, CancelTimer):
                 cancel.append(DueKey(scope, run_id, o.timer_id))
-            elif isinstance(o, StartCall) and in_request(o.definition_type):
-                arm.append(DueEntry(scope, run_id, call_key(o.run_id), _moment(at), call_payload(o)))
+            elif isinstance(o, StartCall):
+                arm.append(DueEntry(scope, run_id, call_key(o.run_id), now, call_payload(o)))
             elif isinstance(o, CancelCall):
                 cancel.append(DueKey(scope, run_id, call_key(o.run_id)))
+                if not in_request(callee_types.get(o.run_id, "workflow")):
+                    reason = PARENT_ENDED.format(run_id=run_id) if o.kind == "parent_ended" else DEADLINE
+                    payload = cancel_payload(o.kind, run_id, transition.facts[0].id, reason)
+                    arm.append(DueEntry(scope, o.run_id, cancel_key(o.run_id), now, payload))
+            elif isinstance(o, Settle) and isinstance(metadata.get("called_by"), dict):
+                called_by = metadata["called_by"]
+                payload = answer_payload(caller_call_key(called_by), o.status, o.output, o.rejection)
+                arm.append(DueEntry(scope, str(called_by["run_id"]), answer_key(run_id), now, payload))
         return DueWorkChanges(arm=arm, cancel=cancel)
+
+    @staticmethod
+    def _callee_types(before: RunState | None, transition: Transition) -> dict[str, str]:
+        """The type of each callee the run knew before the input or started in it, by callee run id."""
+        types = {call.run_id: call.definition_type for call in (before.calls.values() if before else ())}
+        types.update({o.run_id: o.definition_type for o in transition.outputs if isinstance(o, StartCall)})
+        return types
 
     def _applied(self, transition: Transition, appended: list[Record]) -> Applied:
         settle = next((o for o in transition.outputs if isinstance(o, Settle)), None)
         rest = tuple(o for o in transition.outputs if not isinstance(o, ArmTimer | CancelTimer | Settle))
-        return Applied(False, appended, rest, None if settle is None else settle.status)
+        return Applied(False, appended, rest, settle)

@@ -1,10 +1,11 @@
-"""The host loop for due work: fire timers as `TimerFired` inputs and dispatch the outbox's calls, while
-holding the workflow lease.
+"""The host loop for due work: fire timers as `TimerFired` inputs and carry out the outbox (calls, answers,
+cancels; see `outbox`), while holding the workflow lease.
 
 Each sweep claims the lease (`workflow_lease_lapse(sweep)`). A standby (the lease is another server's)
 sleeps a sweep and claims again. The holder reads the due entries and, for each timer, applies
-`TimerFired(entry.key)` to its run through `RunStore.apply_input` under the lease's fence, then marks the
-entry fired under the same fence. It stops working before its claim lapses, and sleeps until the next due
+`TimerFired(entry.key)` to its run through `RunStore.apply_input` under the lease's fence (an `answer:`
+entry as `CallAnswered`, a `cancel:` entry as `CancelRequested`, a key with a handler through it), then
+marks the entry fired under the same fence. It stops working before its claim lapses, and sleeps until the next due
 entry or the next sweep, whichever comes first.
 
 Rules:
@@ -14,23 +15,24 @@ Rules:
 - `LeaseLost` (another server took the lease) ends the sweep: nothing of that input was appended, and the
   loop stands by.
 - An entry whose run is not a workflow run here (`UnknownRun`) is marked fired: nothing can take it.
-- Only one server fires timers at a time; within it, timers are applied one after another.
+- Only one server fires timers at a time; within it, timers are applied one after another. `fence()` tells
+  the server's other parts (starts, sent events) whether it holds the lease with a sweep to spare.
 - Calls kept in the outbox (`outbox`) are dispatched by the loop's `CallDispatcher` in tasks of their own,
   outside the claim's time (a call may outlast it): one task per entry at a time, the entry marked fired
   once the caller took the answer. A call's answer needs no fence: the caller's stream version guards it,
   and a second dispatch runs nothing twice. A loop without a dispatcher leaves calls for one that has one.
 - Any other error (a state this server cannot read, a store that fails) ends the loop with that error,
-  leaving the entry armed: the loop's owner decides whether to restart it. Outputs other than timers and
-  calls (listeners, emitted events) are in the `Applied` that `fire` answers; the loop does not act on them.
+  leaving the entry armed: the loop's owner decides whether to restart it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
 import trio
 
-from auto_runtime.functions.workflow.engine.model import TimerFired
+from auto_runtime.functions.workflow.engine.model import CancelCall, Input, StartCall, TimerFired
 from auto_runtime.ledger import (
     DueEntry,
     DueKey,
@@ -41,32 +43,54 @@ from auto_runtime.ledger import (
     workflow_lease_lapse,
 )
 from auto_runtime.workflow_host.calls import CallDispatcher
-from auto_runtime.workflow_host.outbox import call_of, is_call_key
+from auto_runtime.workflow_host.outbox import answer_of, call_of, cancel_of, is_answer_key, is_call_key, is_cancel_key
 from auto_runtime.workflow_host.run_store import Applied, RunStore, UnknownRun, now_ms
 
 DUE_BATCH = 100
+DueHandler = Callable[[DueEntry, LeaseFence], Awaitable[None]]
+"""Carries out one due entry of a kind the loop does not know (`handlers`); the loop marks it fired after."""
 
 
 class TimerLoop:
-    """Fires due timers (and dispatches due calls) of every playbook's workflow runs while `server_id`
-    holds the workflow lease."""
+    """Fires due timers and carries out the outbox (calls, answers, cancels) of every playbook's workflow runs
+    while `server_id` holds the workflow lease.
+
+    `handlers` maps a key prefix to the handler of entries with such keys (a schedule trigger's, say).
+    `nested_runs` bounds how many calls run at once (`WORKFLOW_NESTED_RUNS`); more wait their turn."""
 
     def __init__(
-        self, store: RunStore, server_id: str, sweep: timedelta, dispatcher: CallDispatcher | None = None
+        self,
+        store: RunStore,
+        server_id: str,
+        sweep: timedelta,
+        dispatcher: CallDispatcher | None = None,
+        *,
+        nested_runs: int = 32,
+        handlers: Mapping[str, DueHandler] | None = None,
     ) -> None:
         self.store = store
         self.ledger = store.ledger
         self.server_id = server_id
         self.sweep = sweep
         self.dispatcher = dispatcher
+        self.handlers = dict(handlers or {})
         self.lapse = workflow_lease_lapse(sweep)
+        self.calls = trio.CapacityLimiter(nested_runs)
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._in_flight: set[DueKey] = set()
+        self._fence: LeaseFence | None = None
+        self._held_until = 0.0
 
     def wake(self) -> None:
-        """Sweep now rather than at the next due time (after a run armed a timer sooner than it)."""
+        """Sweep now rather than at the next due time (after a run armed a timer or a call sooner than it)."""
         self._wake.set()
+
+    def fence(self) -> LeaseFence | None:
+        """The fence of the lease while this server holds it with time to spare, else None."""
+        if self._fence is None or trio.current_time() >= self._held_until:
+            return None
+        return self._fence
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Sweep until cancelled; a cancelled loop releases the lease so a standby takes over at once."""
@@ -81,6 +105,7 @@ class TimerLoop:
                     self._wake = trio.Event()
         finally:
             self._nursery = None
+            self._fence = None
             with trio.CancelScope(shield=True):
                 await self.ledger.lease().release(self.server_id)
 
@@ -91,8 +116,11 @@ class TimerLoop:
         asked_at = trio.current_time()
         state = await self.ledger.lease().claim(self.server_id, self.lapse)
         if not state.held_by(self.server_id):
+            self._fence = None
             return self.sweep
         fence = state.fence()
+        self._fence = fence
+        self._held_until = asked_at + max(state.remaining.total_seconds() - self.sweep.total_seconds(), 0.0)
         calls: list[DueEntry] = []
         pause = timedelta(0)
         with trio.move_on_at(asked_at + state.remaining.total_seconds()):
@@ -109,6 +137,7 @@ class TimerLoop:
                     taken += 1
             except LeaseLost:
                 taken = 0
+                self._fence = None
             next_due = await self.ledger.due_work.next_due()
             if taken == 0 or next_due is None:
                 pause = self.sweep
@@ -122,28 +151,42 @@ class TimerLoop:
         return pause
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> Applied | None:
-        """Apply one due timer to its run, then mark it fired; None when the run is not a workflow run."""
+        """Carry out one due entry that is not a call (a timer, an answer, a cancel, or a handler's), then mark
+        it fired; None when its run is not a workflow run here or a handler took it."""
         applied: Applied | None = None
-        if isinstance(entry.scope, PlaybookScope):
-            timer = TimerFired(str(uuid7()), max(now_ms(), int(entry.due_at.timestamp() * 1000)), entry.key)
+        handler = next((h for prefix, h in self.handlers.items() if entry.key.startswith(prefix)), None)
+        if handler is not None:
+            await handler(entry, fence)
+        elif isinstance(entry.scope, PlaybookScope):
+            at = max(now_ms(), int(entry.due_at.timestamp() * 1000))
+            applied_input: Input
+            if is_answer_key(entry.key):
+                applied_input = answer_of(entry.payload, str(uuid7()), at)
+            elif is_cancel_key(entry.key):
+                applied_input = cancel_of(entry.payload, str(uuid7()), at)
+            else:
+                applied_input = TimerFired(str(uuid7()), at, entry.key)
             try:
-                applied = await self.store.apply_input(entry.scope, entry.run_id, timer, fence=fence)
+                applied = await self.store.apply_input(entry.scope, entry.run_id, applied_input, fence=fence)
             except UnknownRun:
                 applied = None
         await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+        if applied is not None and any(isinstance(o, StartCall | CancelCall) for o in applied.outputs):
+            self.wake()
         return applied
 
     async def dispatch(self, entry: DueEntry) -> Applied | None:
-        """Dispatch one due call and apply its answer, then mark it fired; None when the caller is unknown."""
+        """Dispatch one due call (at most `nested_runs` at once); None when the caller is unknown or the callee
+        answers later. The entry is marked fired once the call was started and, when it answers now, answered."""
         assert self.dispatcher is not None
         applied: Applied | None = None
         try:
-            if isinstance(entry.scope, PlaybookScope):
-                try:
-                    applied = await self.dispatcher.dispatch(entry.scope, entry.run_id, call_of(entry.payload))
-                except UnknownRun:
-                    applied = None
-            await self.ledger.due_work.mark_fired([entry.due_key])
+            async with self.calls:
+                if isinstance(entry.scope, PlaybookScope):
+                    try:
+                        applied = await self.dispatcher.dispatch(entry.scope, entry.run_id, call_of(entry.payload))
+                    except UnknownRun:
+                        await self.ledger.due_work.mark_fired([entry.due_key])
         finally:
             self._in_flight.discard(entry.due_key)
         self.wake()

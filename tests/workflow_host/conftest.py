@@ -18,7 +18,6 @@ from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from auto_runtime.workflow_host.calls import CallDispatcher
-from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.workflow_host.run_store import Definition, RunStore
 from tests.ledger.conftest import Target, postgres_database, postgres_url
 from tests.sandbox_engine import engine
@@ -47,7 +46,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
 
 @pytest.fixture
 async def ledger(target: Target) -> AsyncIterator[Ledger]:
-    async with target.open([*RUNTIME_PROJECTIONS, WORKFLOW_RUNS_PROJECTION]) as opened:
+    async with target.open(RUNTIME_PROJECTIONS) as opened:
         yield opened
 
 

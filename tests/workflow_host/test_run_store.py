@@ -11,7 +11,7 @@ from auto_runtime.functions.workflow.engine.model import TimerFired
 from auto_runtime.ledger import LeaseFence, LeaseLost, Ledger, Record, uuid7
 from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.playbooks.run_view import fold_run
-from auto_runtime.workflow_host.run_store import RunStore, TransitionTooLarge, UnknownRun, now_ms
+from auto_runtime.workflow_host.run_store import RunStore, UnknownRun, now_ms
 from tests.workflow_host.conftest import SCOPE, definition
 
 WAIT_THEN_SET = "do:\n  - pause: { wait: { seconds: 60 } }\n  - done: { set: { done: true } }\n"
@@ -34,8 +34,9 @@ async def test_a_start_appends_run_started_the_applied_input_and_its_steps_with_
     started = await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {"n": 1}, "caller-1")
     assert not started.stale and started.status is None
     records = await history(ledger, run_id)
-    assert [r.type for r in records] == ["run_started", "workflow_input_applied", "step_waiting"]
-    run_started, applied, waiting = records
+    assert [r.type for r in records] == ["run_started", "workflow_input_applied", "step_waiting", "run_deferred"]
+    run_started, applied, waiting, deferred = records
+    assert deferred.metadata["causation_id"] == applied.id
     assert run_started.data["waits"] is True
     assert run_started.metadata["definition"] == {"type": "workflow", "name": "flow", "version": 1}
     assert applied.metadata["causation_id"] == run_started.id
@@ -65,7 +66,7 @@ async def test_a_fired_timer_ends_the_run_once_and_cancels_the_deadline_in_the_s
     fired = await store.apply_input(SCOPE, run_id, fire)
     assert fired.status == "succeeded"
     records = await history(ledger, run_id)
-    tail = records[3:]
+    tail = records[4:]
     assert [r.type for r in tail] == ["workflow_input_applied", "step_finished", "step_finished", "run_succeeded"]
     assert [r.id for r in tail[:3]] == [fire.id, f"{fire.id}_1", f"{fire.id}_2"]
     assert tail[0].metadata["causation_id"] == records[1].id  # the input that armed the timer
@@ -97,7 +98,7 @@ async def test_a_second_start_of_one_run_appends_nothing(ledger: Ledger, store: 
     await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
     again = await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-2")
     assert again.stale
-    assert len(await history(ledger, run_id)) == 3
+    assert len(await history(ledger, run_id)) == 4
 
 
 async def test_an_input_for_an_unknown_run_is_refused(store: RunStore) -> None:
@@ -114,7 +115,7 @@ async def test_a_refused_append_changes_neither_facts_nor_timers(ledger: Ledger,
     stale_fence = LeaseFence(state.name, "server-b", state.fencing)
     with pytest.raises(LeaseLost):
         await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms(), wait_key), fence=stale_fence)
-    assert len(await history(ledger, run_id)) == 3
+    assert len(await history(ledger, run_id)) == 4
     assert await armed(ledger, run_id) == before
     fired = await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms(), wait_key), fence=state.fence())
     assert fired.status == "succeeded"
@@ -138,12 +139,17 @@ async def test_racing_appliers_of_one_timer_record_it_once(ledger: Ledger, store
     assert types.count("run_succeeded") == 1
 
 
-async def test_an_input_that_records_more_than_one_append_takes_appends_nothing(
+async def test_an_input_that_moves_the_most_tasks_an_input_may_is_recorded_in_one_append(
     ledger: Ledger, store: RunStore
 ) -> None:
     run_id = str(uuid7())
-    many = "do:\n" + "".join(f"  - s{i}: {{ set: {{ a: {i} }} }}\n" for i in range(70))
-    with pytest.raises(TransitionTooLarge):
-        await store.start_run(SCOPE, run_id, definition(many), {}, "caller-1")
-    assert await history(ledger, run_id) == []
-    assert await ledger.due_work.entries_of_run(SCOPE, run_id) == []
+    many = "do:\n" + "".join(f"  - s{i}: {{ set: {{ a: {i} }} }}\n" for i in range(150))
+    started = await store.start_run(SCOPE, run_id, definition(many), {}, "caller-1")
+    assert started.status is None
+    records = await history(ledger, run_id)
+    applied = records[1]
+    assert applied.data["step_count"] == 100
+    assert [r.type for r in records].count("step_finished") == 100
+    assert len({r.global_position for r in records}) == len(records) == 1 + 1 + 100 + 1
+    purposes = [payload for _, (_, payload) in (await armed(ledger, run_id)).items()]
+    assert {"purpose": "yield"} in purposes

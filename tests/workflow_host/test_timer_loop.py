@@ -52,6 +52,7 @@ async def test_the_loop_fires_a_due_wait_and_the_run_succeeds(ledger: Ledger, st
         "run_started",
         "workflow_input_applied",
         "step_waiting",
+        "run_deferred",
         "workflow_input_applied",
         "step_finished",
         "step_finished",

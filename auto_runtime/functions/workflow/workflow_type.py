@@ -1,7 +1,7 @@
-"""The workflow type as the generic layer will see it: documents checked at save.
+"""The workflow type as the generic layer sees it: documents checked at save.
 
-Runs are not part of this type yet (they go live once runs are durable end to end), so the registry keeps
-the type "not available" and this class only checks.
+A workflow's runs finish after their request, so `RunService` hands them to the workflow runtime
+(`auto_runtime.workflow_host.runtime`, through its `WaitingRuns` interface), never to `run`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from auto_runtime.functions.function_type import CheckedDocument, Use
+from auto_runtime.functions.function_type import CheckedDocument, RunEnding, RunRequest, Use
 from auto_runtime.functions.workflow.check import check_workflow
 from auto_runtime.functions.workflow.overview import workflow_overview
 from auto_runtime.problems import Rejection, unavailable
@@ -55,3 +55,6 @@ class WorkflowType:
             ),
             extra=extra,
         )
+
+    async def run(self, request: RunRequest) -> RunEnding:
+        raise TypeError("a workflow run is started by the workflow runtime, not within a request")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-from auto_runtime.events.cloudevents import RESERVED_ATTRIBUTES, RESERVED_TYPES
+from auto_runtime.events.cloudevents import RESERVED_ATTRIBUTES, RESERVED_TYPES, read_event
 from auto_runtime.functions.workflow.durations import duration_ms
 from auto_runtime.functions.workflow.engine import errors as E  # noqa: N812
 from auto_runtime.functions.workflow.engine.evaluation import (
@@ -57,6 +57,7 @@ from auto_runtime.functions.workflow.engine.run_values import output_mismatch
 from auto_runtime.functions.workflow.engine.state import Activation, CallInfo, RunState, TimerInfo
 from auto_runtime.functions.workflow.expressions import wrapped_expression
 from auto_runtime.functions.workflow.yaml_reader import escape
+from auto_runtime.problems import Rejection
 
 CALL_NAMESPACE = uuid.UUID("9b1f3a52-6c0d-4b8e-9f27-3e5d1c7a2b40")
 TASKS_PER_INPUT = 100
@@ -639,6 +640,12 @@ class _Apply:
         }
         event["time"] = started_at(self.now)["iso8601"]
         event.update(attributes)
+        try:
+            read_event(event)
+        except Rejection as refused:
+            why = "; ".join(issue.detail for issue in refused.errors) or refused.detail
+            self.raise_error(a, E.error("validation", 400, a.reference, EMIT_REFUSED.format(why=why)))
+            return
         size = json_size(event)
         if size > MAX_EVENT_BYTES:
             self.raise_error(a, E.error("validation", 400, a.reference, EMIT_TOO_LARGE.format(n=size)))

@@ -1,0 +1,272 @@
+"""The workflow runtime of one server: starts workflow runs, takes sent events and cancellations, and runs
+the timer loop that moves every waiting run on.
+
+`RunService.run_definition` hands runs of type `workflow` to `start` (through the `WaitingRuns` interface),
+after it checked the input's limits, the definition and the run id's earlier runs. `start` checks the input
+against the document's `input.schema`, then records `run_started`, the first input and (unless the run ended
+in it) `run_deferred` in one append (`RunStore.start_run`), and wakes the loop to carry out what the input
+decided (calls, timers).
+
+Rules:
+
+- Only the server holding the workflow lease (its `TimerLoop.fence()`) starts runs and applies sent events,
+  each under the lease's fence; any other server, and this one while it stops, answers `unavailable` with
+  `Retry-After` (seeds: "While the runtime is stopping, `run_definition` returns `unavailable`").
+- `cancel` records `run_cancel_requested` on any server, with the `cancel:` outbox entry the holder carries
+  out in the same append; asking again before the run ended records nothing.
+- A waiting run holds nothing in memory: its state is in the `workflow_runs` projection, its timers and
+  effects in the due-work table.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
+from functools import lru_cache
+from typing import Any
+
+import trio
+
+from auto_runtime.events.cloudevents import read_event
+from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
+from auto_runtime.functions.workflow.engine.model import EventReceived
+from auto_runtime.json_limits import json_size
+from auto_runtime.ledger import (
+    DueEntry,
+    DueWorkChanges,
+    LeaseFence,
+    Ledger,
+    NewRecord,
+    PlaybookScope,
+    StreamWrite,
+    VersionConflict,
+    uuid7,
+)
+from auto_runtime.playbooks.clock import iso_utc, now_utc
+from auto_runtime.playbooks.definition_registry import DefinitionVersion
+from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.playbooks.run_view import RunState
+from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.schema_issues import check_against_schema
+from auto_runtime.workflow_host.calls import CallDispatcher
+from auto_runtime.workflow_host.outbox import cancel_key, cancel_payload
+from auto_runtime.workflow_host.run_store import Definition, RunStore, UnknownRun, now_ms
+from auto_runtime.workflow_host.timer_loop import DueHandler, TimerLoop
+
+log = logging.getLogger("auto_runtime.workflows")
+
+RUN_CANCEL_REQUESTED = "run_cancel_requested"
+RETRY_AFTER_SECONDS = 1
+NOT_HOLDING = (
+    "This server is not running workflows at the moment (it is stopping, or another server runs them); "
+    "send the same request again shortly."
+)
+CANCEL_ATTEMPTS = 8
+MAX_SENT_EVENT_BYTES = 256 * 1024
+RUN_METADATA = ("correlation_id", "run_id", "definition", "called_by", "call_depth", "trigger", "depth")
+"""The metadata of a run's records that `run_cancel_requested` repeats (its `by` is who asked)."""
+
+
+@lru_cache(maxsize=256)
+def _document(source: str, max_duration_ms: int) -> dict[str, Any]:
+    """The document of a saved version (checked when it was saved; parsed again, once per source)."""
+    checked = check_document(source, max_duration_ms)
+    if not isinstance(checked, WorkflowDocument):
+        raise TypeError("a saved workflow document no longer passes its checks")
+    return checked.value
+
+
+class WorkflowRuntime:
+    """One server's workflow runs: `start`, `send_event`, `cancel`, and `run` (the timer loop, while the server
+    holds the lease). See the module's rules."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        engine: SandboxEngine,
+        runs: RunService,
+        *,
+        server_id: str,
+        runtime_version: str,
+        max_duration: timedelta,
+        sweep: timedelta,
+        nested_runs: int,
+        handlers: Mapping[str, DueHandler] | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.runs = runs
+        self.max_duration_ms = int(max_duration.total_seconds() * 1000)
+        self.store = RunStore(ledger, engine, runtime_version=runtime_version, max_duration_ms=self.max_duration_ms)
+        self.loop = TimerLoop(
+            self.store, server_id, sweep, CallDispatcher(self.store, runs), nested_runs=nested_runs, handlers=handlers
+        )
+        self.stopping = False
+        self._followers: list[Callable[[Callable[[], LeaseFence | None]], Awaitable[None]]] = []
+
+    def add_follower(self, follower: Callable[[Callable[[], LeaseFence | None]], Awaitable[None]]) -> None:
+        """Run `follower(fence)` beside the timer loop (a reactor that follows the ledger while holding the lease)."""
+        self._followers.append(follower)
+
+    def fence(self) -> LeaseFence | None:
+        """The lease's fence while this server runs workflows, else None (another holds it, or stopping)."""
+        return None if self.stopping else self.loop.fence()
+
+    def _holding(self) -> LeaseFence:
+        fence = self.fence()
+        if fence is None:
+            raise unavailable(NOT_HOLDING, retry_after=RETRY_AFTER_SECONDS)
+        return fence
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the timer loop and the followers until cancelled; the first claim of the lease is made before
+        `started`, so a server that can run workflows does from its first request."""
+        async with trio.open_nursery() as nursery:
+            await self.loop.sweep_once()
+            await nursery.start(self.loop.run)
+            for follower in self._followers:
+                nursery.start_soon(follower, self.fence)
+            task_status.started()
+
+    # -- WaitingRuns -----------------------------------------------------------------------------------------
+
+    async def start(
+        self,
+        scope: PlaybookScope,
+        definition: DefinitionVersion,
+        value: Any,
+        run_id: str,
+        caller_id: str,
+        metadata: Mapping[str, Any] | None,
+    ) -> None:
+        """Start a run of `definition` under `run_id` (a new id: `RunService` answered earlier runs). Raises the
+        run's rejection when it ended rejected in its first input, as a run that ends within its request does."""
+        schema = definition.document.get("input_schema")
+        if isinstance(schema, dict):
+            issues = check_against_schema(schema, value, "/input")
+            if issues:
+                raise invalid_input(issues)
+        fence = self._holding()
+        extra = dict(metadata or {})
+        causation_id = extra.pop("causation_id", None)
+        applied = await self.store.start_run(
+            scope,
+            run_id,
+            Definition(definition.name, definition.version, _document(definition.source, self.max_duration_ms)),
+            value,
+            caller_id,
+            causation_id=causation_id if isinstance(causation_id, str) else None,
+            extra_metadata=extra,
+            fence=fence,
+        )
+        if applied.outputs:
+            self.loop.wake()
+        ending = applied.ending
+        if ending is not None and ending.status == "rejected":
+            rejection = dict(ending.rejection or {})
+            raise Rejection(
+                str(rejection.get("reason", "unavailable")),
+                str(rejection.get("detail", "")),
+                kind=rejection.get("kind"),
+                because=rejection.get("because"),
+                errors=tuple(InputIssue(e["detail"], e["pointer"]) for e in rejection.get("errors", [])),
+            )
+
+    async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
+        """Record `run_cancel_requested` and the `cancel:` entry that makes the run apply it, unless the run
+        was asked already (a second request records nothing)."""
+        stream = run_stream(scope, state.run_id)
+        for _ in range(CANCEL_ATTEMPTS):
+            history = await self.ledger.read_stream(stream)
+            if any(record.type == RUN_CANCEL_REQUESTED for record in history):
+                return
+            if not history or history[-1].type in ("run_succeeded", "run_rejected", "run_failed"):
+                raise conflict(f"The run {state.run_id} has ended, so there is nothing to cancel.")
+            started = next(record for record in reversed(history) if record.type == "run_started")
+            data: dict[str, Any] = {"kind": "requested"}
+            if reason is not None:
+                data["reason"] = reason
+            record = NewRecord(
+                RUN_CANCEL_REQUESTED,
+                data,
+                {
+                    **{key: started.metadata[key] for key in RUN_METADATA if key in started.metadata},
+                    "causation_id": None,
+                    "by": caller_id,
+                },
+            )
+            entry = DueEntry(
+                scope,
+                state.run_id,
+                cancel_key(state.run_id),
+                now_utc(),
+                cancel_payload("requested", caller_id, record.id, reason),
+            )
+            try:
+                await self.ledger.append(
+                    [StreamWrite(stream, len(history), [record])],
+                    due_work=DueWorkChanges(arm=[entry], cancel=[]),
+                )
+            except VersionConflict:
+                continue
+            self.loop.wake()
+            return
+        raise unavailable("The run kept moving while the cancellation was recorded; send it again.", retry_after=1)
+
+    async def send_event(
+        self, scope: PlaybookScope, run_id: str, given: Mapping[str, Any], caller_id: str
+    ) -> dict[str, Any]:
+        """Deliver an event to a run still `started` (seeds, "Sending an event to a run")."""
+        event = dict(given)
+        source_given = "source" in event
+        checked = read_event(event if source_given else {**event, "source": "/sent"})
+        event_id = checked.id if checked.id is not None else str(uuid7())
+        time = iso_utc(now_utc())
+        delivered: dict[str, Any] = {
+            "specversion": "1.0",
+            "id": event_id,
+            "source": checked.source if source_given else f"/callers/{caller_id}",
+            "type": checked.type,
+            "time": time,
+        }
+        if checked.subject is not None:
+            delivered["subject"] = checked.subject
+        if "data" in event:
+            delivered["data"] = event["data"]
+        size = json_size(delivered)
+        if size > MAX_SENT_EVENT_BYTES:
+            raise invalid_input(
+                [
+                    InputIssue(
+                        f"event: expected at most {MAX_SENT_EVENT_BYTES:,} bytes as JSON with its id, source and time "
+                        f"filled in, not {size:,}.",
+                        "/event",
+                    )
+                ]
+            )
+        state = await self.runs.read_run(scope, run_id) if _is_uuid(run_id) else None
+        if state is None or state.type != "workflow" or state.status != "started":
+            raise not_found(f"The playbook {scope.playbook} has no running workflow with the run id {run_id}.")
+        fence = self._holding()
+        try:
+            applied = await self.store.apply_input(
+                scope, run_id, EventReceived(str(uuid7()), now_ms(), delivered), fence=fence
+            )
+        except UnknownRun:
+            raise not_found(
+                f"The playbook {scope.playbook} has no running workflow with the run id {run_id}."
+            ) from None
+        if applied.outputs:
+            self.loop.wake()
+        return {"run_id": run_id, "event": delivered}
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
