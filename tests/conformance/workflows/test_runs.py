@@ -121,6 +121,11 @@ do:
       with: { type: workflow, name: listener, input: {} }
 """)
 
+INBOX = workflow("""
+do:
+  - pause: { wait: PT20S }
+""")
+
 
 @pytest.fixture(scope="module")
 def playbook(client: httpx.Client) -> str:
@@ -138,9 +143,17 @@ def playbook(client: httpx.Client) -> str:
         ("quick", QUICK),
         ("unavailable", UNAVAILABLE),
         ("calls-listener", CALLS_LISTENER),
+        ("inbox", INBOX),
     ):
         saved(client, playbook_url, name, source)
     return playbook_url
+
+
+def deep(levels: int) -> object:
+    value: object = 1
+    for _ in range(levels):
+        value = [value]
+    return value
 
 
 def caller_of(client: httpx.Client, playbook: str, run_id: str) -> str:
@@ -333,6 +346,7 @@ def test_listen_all_takes_one_event_per_filter_in_filter_order(client: httpx.Cli
         ({"type": "com.example.go", "source": "/runs/abc"}, "/event/source"),
         ({"type": "com.example.\u0007go"}, "/event/type"),
         ({"type": "   "}, "/event/type"),
+        ({"type": "com.example.go", "data": deep(511)}, "/event/data"),
     ],
 )
 def test_send_run_event_refuses_what_a_published_event_may_not_be(
@@ -366,6 +380,18 @@ def test_a_listen_takes_an_event_the_playbook_records_while_it_is_open(client: h
     assert finished(client, playbook, run_id, XFAIL_LIMIT_S)["output"] == [7]
     applied = inputs_of(history(client, playbook, run_id))[1]
     assert applied["data"]["input"]["kind"] == "event_offered"
+
+
+def test_an_inbox_past_64_waiting_events_ends_the_run_and_later_sends_are_not_found(
+    client: httpx.Client, playbook: str
+) -> None:
+    run_id = new_run_id()
+    start(client, playbook, "inbox", {}, run_id)
+    for n in range(65):
+        assert send(client, playbook, run_id, {"type": "com.example.unheard", "data": n}).status_code == 200
+    run = finished(client, playbook, run_id)
+    assert run["rejection"]["reason"] == "unavailable", run
+    problem(send(client, playbook, run_id, {"type": "com.example.unheard"}), 404, "not_found")
 
 
 # emit

@@ -3,10 +3,12 @@ through HTTP: each document is saved as a workflow, run under a fresh id and rea
 
 from __future__ import annotations
 
+import uuid
+
 import httpx
 import pytest
 
-from tests.conformance.helpers import ADD_PROGRAM, ECHO_PROGRAM, create_computation, new_playbook
+from tests.conformance.helpers import ADD_PROGRAM, ECHO_PROGRAM, RAISING_PROGRAM, create_computation, new_playbook
 from tests.conformance.workflows.flows import (
     finished,
     history,
@@ -223,12 +225,54 @@ do:
       output: { as: '${ data["doubled"] }' }
 """)
 
+NESTED_RAISE = workflow("""
+do:
+  - outer:
+      do:
+        - inner:
+            try:
+              - deep: { raise: { error: { type: https://example.com/errors/x, status: 400, title: X } } }
+            catch:
+              errors: { with: { status: 500 } }
+""")
+
+FORK_END = workflow("""
+do:
+  - both:
+      fork:
+        branches:
+          - stop: { set: { stopped: true }, then: end }
+          - slow: { wait: PT0.1S }
+  - after: { set: { wrong: true } }
+""")
+
+INPUT_FROM_RAISES = workflow("""
+input: { from: '${ data["nope"] }' }
+do:
+  - never: { set: { x: 1 } }
+""")
+
+EMIT_RESERVED = workflow("""
+do:
+  - tell: { emit: { event: { with: { type: '${ "run_started" }', source: https://example.com/x } } } }
+""")
+
+RETRIED_CALL = workflow("""
+do:
+  - guard:
+      try:
+        - call-boom: { call: run_definition, with: { type: computation, name: boom } }
+      catch:
+        retry: { limit: { attempt: { count: 1 } } }
+""")
+
 
 @pytest.fixture(scope="module")
 def playbook(client: httpx.Client) -> str:
     playbook_url = new_playbook(client)
     create_computation(client, playbook_url, "add", ADD_PROGRAM)
     create_computation(client, playbook_url, "echo", ECHO_PROGRAM)
+    create_computation(client, playbook_url, "boom", RAISING_PROGRAM)
     for name, source in (
         ("set-flow", SET),
         ("nested-do", NESTED_DO),
@@ -252,6 +296,11 @@ def playbook(client: httpx.Client) -> str:
         ("calls", CALLS),
         ("callee-flow", CALLEE),
         ("caller-flow", CALLER),
+        ("nested-raise", NESTED_RAISE),
+        ("fork-end", FORK_END),
+        ("input-from-raises", INPUT_FROM_RAISES),
+        ("emit-reserved", EMIT_RESERVED),
+        ("retried-call", RETRIED_CALL),
     ):
         saved(client, playbook_url, name, source)
     return playbook_url
@@ -468,3 +517,59 @@ def test_a_call_of_a_workflow_outputs_its_run_output(client: httpx.Client, playb
     assert started["metadata"]["correlation_id"] == run["run_id"]
     assert started["metadata"]["call_depth"] == 1
     assert started["metadata"]["called_by"] == {"run_id": run["run_id"], "reference": "/do/0/inner", "run": 1}
+
+
+def test_an_uncaught_error_fails_the_task_and_each_enclosing_task_it_leaves(
+    client: httpx.Client, playbook: str
+) -> None:
+    """A try whose catch does not match lets the error leave: each task records `raised`, in the order they
+    first moved, each caused by the task running its list; the run ends invalid_input at the raising task."""
+    run = run_to_end(client, playbook, "nested-raise", {})
+    assert run["rejection"]["detail"] == "X (at /do/0/outer/do/0/inner/try/0/deep)"
+    events = history(client, playbook, run["run_id"])
+    failed = [event for event in events if event["type"] == "step_failed"]
+    assert [event["data"]["reference"] for event in failed] == [
+        "/do/0/outer",
+        "/do/0/outer/do/0/inner",
+        "/do/0/outer/do/0/inner/try/0/deep",
+    ]
+    for event in failed:
+        assert event["data"]["outcome"] == "raised"
+        assert event["data"]["error"] == {"type": "https://example.com/errors/x", "title": "X"}
+    assert [event["metadata"]["causation_id"] for event in failed[1:]] == [failed[0]["id"], failed[1]["id"]]
+
+
+def test_end_in_a_plain_fork_branch_ends_the_run_when_the_fork_completes(client: httpx.Client, playbook: str) -> None:
+    assert output_of(client, playbook, "fork-end", {}) == [{"stopped": True}, {}]
+
+
+def test_a_document_input_from_that_raises_ends_the_run_at_the_root(client: httpx.Client, playbook: str) -> None:
+    rejection = rejection_of(client, playbook, "input-from-raises", {})
+    assert rejection["reason"] == "invalid_input"
+    assert rejection["detail"] == 'An expression failed: data["nope"]: KeyError: nope (at /)'
+
+
+def test_an_emitted_event_of_a_computed_reserved_type_raises_validation(client: httpx.Client, playbook: str) -> None:
+    rejection = rejection_of(client, playbook, "emit-reserved", {})
+    assert rejection["reason"] == "invalid_input"
+    assert rejection["detail"].startswith("The event to emit is not one the playbook takes: "), rejection
+    assert rejection["detail"].endswith(" (at /do/0/tell)"), rejection
+
+
+def test_each_run_of_a_call_starts_its_own_callee_under_a_derived_id(client: httpx.Client, playbook: str) -> None:
+    """A retry is a new task run, so a new callee: `uuid5(NS, "<workflow run id><reference>#<run>")`; the
+    retry's first task is caused by the previous attempt's failed entry."""
+    run = run_to_end(client, playbook, "retried-call", {})
+    assert run["status"] == "succeeded", run
+    events = history(client, playbook, run["run_id"])
+    waits = [event for event in events if event["type"] == "step_waiting"]
+    namespace = uuid.UUID("9b1f3a52-6c0d-4b8e-9f27-3e5d1c7a2b40")
+    reference = "/do/0/guard/try/0/call-boom"
+    assert [event["data"]["run_id"] for event in waits] == [
+        str(uuid.uuid5(namespace, f"{run['run_id']}{reference}#{n}")) for n in (1, 2)
+    ]
+    first_failure = next(event for event in events if event["type"] == "step_failed")
+    assert waits[1]["metadata"]["causation_id"] == first_failure["id"]
+    for event in waits:
+        callee = client.get(f"{playbook}/runs/{event['data']['run_id']}").json()
+        assert (callee["status"], callee["rejection"]["kind"]) == ("rejected", "unworkable")
