@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from auto_runtime.functions.workflow.engine.errors import json_equal, matches
 from auto_runtime.functions.workflow.engine.model import ArmListener, CancelListener, Settle
 from auto_runtime.sandbox.engine import SandboxEngine
 from tests.functions.workflow.runner import T0, Run, outputs_of, settled, steps
@@ -131,3 +132,28 @@ def test_an_envelope_always_shows_specversion(engine: SandboxEngine) -> None:
     heard = run.send(sent, T0 + 1)
     assert settled(heard) == Settle("succeeded", output=[sent | {"specversion": "1.0"}])
     assert list(settled(heard).output[0])[:5] == ["specversion", "id", "type", "source", "time"]  # type: ignore[union-attr]
+
+
+def test_a_literal_filter_value_equals_the_attribute_as_json(engine: SandboxEngine) -> None:
+    """`data: 1` is not `true`, `data: { on: false }` is not `{ on: 0 }` (spec 9.1: "equal the attribute as
+    JSON"); `1` equals `1.0`, one JSON number."""
+    source = (
+        HEAD
+        + "do:\n  - hear: { listen: { to: { all: [ { with: { data: 1 } }, { with: { data: { on: false } } } ] } } }\n"
+    )
+    run = Run(engine, source)
+    run.start({})
+    for n, data in enumerate([True, {"on": 0}, [1]]):
+        assert run.send(event(f"e{n}", "t", data), T0 + n + 1).facts[0].data["step_count"] == 0
+    run.send(event("e-float", "t", 1.0), T0 + 10)
+    heard = run.send(event("e-off", "t", {"on": False}), T0 + 11)
+    assert settled(heard) == Settle("succeeded", output=[1.0, {"on": False}])
+
+
+def test_json_equality_tells_booleans_from_numbers() -> None:
+    assert json_equal(1, 1.0) and json_equal({"a": [1, None]}, {"a": [1.0, None]})
+    assert not json_equal(True, 1) and not json_equal(0, False) and not json_equal([True], [1])
+    assert not json_equal({"a": 1}, {"a": 1, "b": 2}) and not json_equal([1], {"0": 1})
+    raised = {"type": "https://example.com/e", "status": 400, "instance": "/do/0/x", "kind": "0"}
+    assert matches({"status": 400}, raised) and not matches({"status": 400.5}, raised)
+    assert not matches({"kind": 0}, raised)

@@ -875,7 +875,7 @@ class _Apply:
                     return None
                 if not holds:
                     return False
-            elif wanted != actual:
+            elif not E.json_equal(wanted, actual):
                 return False
         return True
 

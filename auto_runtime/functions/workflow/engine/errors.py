@@ -36,8 +36,22 @@ def error(short: str, status: int, instance: str, title: str | None = None, deta
     return made
 
 
+def json_equal(left: Any, right: Any) -> bool:
+    """Equality of two JSON values as JSON: `true` is not `1`, nor `false` `0` (Python's `==` says they are);
+    numbers compare by value, objects by their keys and values, arrays item by item."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(json_equal(left[key], right[key]) for key in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(json_equal(a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(left, dict | list) or isinstance(right, dict | list):
+        return False
+    return bool(left == right)
+
+
 def _same_type(wanted: Any, actual: Any) -> bool:
-    if wanted == actual:
+    if json_equal(wanted, actual):
         return True
     return isinstance(wanted, str) and wanted in SHORT_TYPES and actual == STANDARD + wanted
 
@@ -52,7 +66,7 @@ def matches(pattern: Mapping[str, Any] | None, caught: Error) -> bool:
         if key == "type":
             if not _same_type(wanted, actual):
                 return False
-        elif wanted != actual:
+        elif not json_equal(wanted, actual):
             return False
     if effect_unknown:
         return pattern.get("type") == EFFECT_UNKNOWN or pattern.get("kind") == "effect_unknown"
