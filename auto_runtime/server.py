@@ -118,6 +118,7 @@ def compose_services(
         max_duration=settings.workflow_max_duration,
         sweep=settings.workflow_sweep_interval,
         nested_runs=settings.workflow_nested_runs,
+        max_open_calls=settings.workflow_max_open_calls,
     )
     runs.waiting["workflow"] = workflows
     return RuntimeServices(

@@ -95,6 +95,7 @@ class WorkflowRuntime:
         max_duration: timedelta,
         sweep: timedelta,
         nested_runs: int,
+        max_open_calls: int = 1000,
         handlers: Mapping[str, DueHandler] | None = None,
     ) -> None:
         self.ledger = ledger
@@ -102,7 +103,12 @@ class WorkflowRuntime:
         self.max_duration_ms = int(max_duration.total_seconds() * 1000)
         self.store = RunStore(ledger, engine, runtime_version=runtime_version, max_duration_ms=self.max_duration_ms)
         self.loop = TimerLoop(
-            self.store, server_id, sweep, CallDispatcher(self.store, runs), nested_runs=nested_runs, handlers=handlers
+            self.store,
+            server_id,
+            sweep,
+            CallDispatcher(self.store, runs, max_open_calls),
+            nested_runs=nested_runs,
+            handlers=handlers,
         )
         self.stopping = False
         self._followers: list[Callable[[Callable[[], LeaseFence | None]], Awaitable[None]]] = []
