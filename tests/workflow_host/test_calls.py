@@ -88,12 +88,9 @@ async def test_a_call_at_depth_nine_is_refused_without_starting_its_callee(
     assert failed.data["error"]["title"] == "The computation function double rejected the run with conflict"
 
 
-FORKED_CALLS = (
-    "do:\n  - both:\n      fork:\n        branches:\n"
-    + "".join(
-        f"          - c{i}: {{ call: run_definition, with: {{ type: computation, name: double, input: {i} }} }}\n"
-        for i in range(3)
-    )
+FORKED_CALLS = "do:\n  - both:\n      fork:\n        branches:\n" + "".join(
+    f"          - c{i}: {{ call: run_definition, with: {{ type: computation, name: double, input: {{ n: 1 }} }} }}\n"
+    for i in range(3)
 )
 
 
