@@ -208,10 +208,14 @@ class Reactions:
         except Exception:
             log.exception("reactions: the %s of record %s failed", what, record.id)
 
-    async def _workflow_versions(self, scope: PlaybookScope) -> WorkflowVersions:
+    async def _workflow_versions(self, scope: PlaybookScope, *, refresh: bool = True) -> WorkflowVersions:
+        """The playbook's workflow versions; read afresh when `refresh` (a save was seen, or a due time came),
+        else as last read (events compare by global position, so newer saves never count for older events)."""
         versions = self._versions.get(scope)
         if versions is None:
             versions = self._versions[scope] = WorkflowVersions(self.ledger, scope)
+        elif not refresh:
+            return versions
         await versions.refresh()
         return versions
 
@@ -240,7 +244,7 @@ class Reactions:
     # -- event triggers --------------------------------------------------------------------------------------
 
     async def _trigger(self, item: PlaybookEvent, fence: LeaseFence | None) -> None:
-        versions = await self._workflow_versions(item.scope)
+        versions = await self._workflow_versions(item.scope, refresh=False)
         candidates = [
             (saved, trigger)
             for saved in versions.current_at(item.record.global_position)
