@@ -24,6 +24,9 @@ Concurrency rules:
 - Re-reading the feed from an older position is harmless: triggered runs have deterministic ids (uuid5 of
   playbook, workflow, version, trigger reference and event record id, or due time), and an offer reaches
   only listens opened before the event was recorded and runs that did not take that record already.
+- Any error other than `LeaseLost` inside one reaction is logged and ends only that reaction (the position
+  still moves past it: a failed start is counted in `reaction_refused`); an error reading the feed or saving
+  the position ends `follow`, for its owner to restart (it resumes from the saved position).
 - `on_applied`, when given, is awaited with every `Applied` a start or an offer produced, so the server can
   dispatch their outputs (emitted events, calls to workflows) as it does for other inputs.
 """

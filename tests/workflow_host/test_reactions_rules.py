@@ -175,3 +175,23 @@ def ledger_entry(row: Any) -> Any:
     from auto_runtime.ledger import DueEntry
 
     return DueEntry(row.scope, row.run_id, row.key, row.due_at, row.payload)
+
+
+async def test_a_cron_schedule_is_due_at_the_first_matching_minute_after_its_save_and_runs_with_its_due_time(
+    ledger: Ledger, registry: DefinitionRegistry, reactions: Reactions, fence: LeaseFence, clock: Clock
+) -> None:
+    await save(registry, "nightly", "schedule:\n  cron: '0 6 * * *'\ndo:\n  - first: { set: { a: 1 } }\n")
+    await follow_all(reactions, fence)
+    rows = await ledger.due_work.entries_of_run(SCOPE, schedule_run_id("nightly"))
+    (row,) = rows
+    assert row.due_at is not None and (row.due_at.hour, row.due_at.minute, row.due_at.second) == (6, 0, 0)
+    saved = await registry.latest(SCOPE, "workflow", "nightly")
+    assert 0 < (row.due_at - datetime.fromisoformat(saved.updated_at)).total_seconds() <= 86_400
+    clock.ms = int(row.due_at.timestamp() * 1000) + 5
+    await reactions.fire(ledger_entry(row), fence)
+    (run,) = await started_runs(ledger, "nightly")
+    assert run.data["input"] == {"schedule": {"due": row.due_at.strftime("%Y-%m-%dT%H:%M:%S.000Z")}}
+    assert run.metadata["trigger"] == {"kind": "cron", "reference": "/schedule/cron"}
+    armed = [r for r in await ledger.due_work.entries_of_run(SCOPE, schedule_run_id("nightly")) if r.state == "armed"]
+    assert len(armed) == 1 and armed[0].due_at is not None
+    assert (armed[0].due_at - row.due_at).total_seconds() == 86_400
