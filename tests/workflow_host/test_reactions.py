@@ -39,7 +39,8 @@ SET_ONLY = "do:\n  - first: { set: { a: 1 } }\n"
 
 @pytest.fixture
 async def ledger(target: Target) -> AsyncIterator[Ledger]:
-    async with target.open([*RUNTIME_PROJECTIONS, WORKFLOW_RUNS_PROJECTION, *REACTION_PROJECTIONS]) as opened:
+    wanted = {p.name: p for p in (*RUNTIME_PROJECTIONS, WORKFLOW_RUNS_PROJECTION, *REACTION_PROJECTIONS)}
+    async with target.open(list(wanted.values())) as opened:
         yield opened
 
 
