@@ -58,12 +58,20 @@ from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor
 from auto_runtime.tools.mcp_http import McpHttpToolServers
+from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
 from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.workflow_host.runtime import WorkflowRuntime
+from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
-RUNTIME_PROJECTIONS = (PLAYBOOKS_PROJECTION, DEFINITIONS_PROJECTION, RUNS_PROJECTION, WORKFLOW_RUNS_PROJECTION)
+RUNTIME_PROJECTIONS = (
+    PLAYBOOKS_PROJECTION,
+    DEFINITIONS_PROJECTION,
+    RUNS_PROJECTION,
+    WORKFLOW_RUNS_PROJECTION,
+    *REACTION_PROJECTIONS,
+)
 
 
 def server_id_of() -> str:
@@ -121,6 +129,9 @@ def compose_services(
         max_open_calls=settings.workflow_max_open_calls,
     )
     runs.waiting["workflow"] = workflows
+    reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
+    workflows.loop.handlers[TRIGGER_KEY_PREFIX] = reactions.fire
+    workflows.add_follower(reactions.follow)
     return RuntimeServices(
         playbooks=PlaybookRegistry(ledger),
         definitions=definitions,

@@ -139,7 +139,10 @@ def summary_of(record: Record) -> str:
         case "run_started":
             trigger = record.metadata.get("trigger")
             if trigger:
-                return f"A run of {definition} was started by its {trigger.get('kind')} schedule."
+                kind = trigger.get("kind")
+                return (
+                    f"A run of {definition} was started by its {kind} {'trigger' if kind == 'event' else 'schedule'}."
+                )
             return f"A run of {definition} started."
         case "run_succeeded":
             return f"The run of {definition} succeeded."

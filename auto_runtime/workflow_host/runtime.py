@@ -54,7 +54,7 @@ from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.schema_issues import check_against_schema
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import cancel_key, cancel_payload
-from auto_runtime.workflow_host.run_store import Definition, RunStore, UnknownRun, now_ms
+from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
 from auto_runtime.workflow_host.timer_loop import DueHandler, TimerLoop
 
 log = logging.getLogger("auto_runtime.workflows")
@@ -116,6 +116,12 @@ class WorkflowRuntime:
     def add_follower(self, follower: Callable[[Callable[[], LeaseFence | None]], Awaitable[None]]) -> None:
         """Run `follower(fence)` beside the timer loop (a reactor that follows the ledger while holding the lease)."""
         self._followers.append(follower)
+
+    async def after_applied(self, scope: PlaybookScope, run_id: str, applied: Applied) -> None:
+        """Carry out what an input applied elsewhere (a trigger's start, an offered event) decided: its effects
+        are outbox entries, so the loop sweeps now."""
+        if applied.outputs:
+            self.loop.wake()
 
     def fence(self) -> LeaseFence | None:
         """The lease's fence while this server runs workflows, else None (another holds it, or stopping)."""
