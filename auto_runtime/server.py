@@ -145,14 +145,12 @@ def compose_services(
 
 
 def workflows_child(workflows: WorkflowRuntime) -> ChildSpec:
-    """The workflow runtime as a child of the root: started after the HTTP child, so it stops first; from
-    the stop request on, starts and sent events answer `unavailable` and the lease is released."""
+    """The workflow runtime as a child of the root, started before the HTTP child (the lease is claimed before
+    the first request) and stopped after it. The server marks it stopping as soon as it is asked to stop, so
+    requests still in flight while HTTP drains answer starts and sent events `unavailable`; its stop releases
+    the lease for a standby."""
 
     async def run(context: ChildContext) -> None:
-        def stop() -> None:
-            workflows.stopping = True
-
-        context.on_stop_requested(stop)
         async with trio.open_nursery() as nursery:
             await nursery.start(workflows.run)
             context.started()
@@ -242,9 +240,10 @@ async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | Non
             root = Supervisor("root")
             async with trio.open_nursery() as nursery:
                 await nursery.start(root.run)
-                await root.start_child(http_child(app, settings))
                 await root.start_child(workflows_child(services.workflows))
+                await root.start_child(http_child(app, settings))
                 await _wait_for_signal()
+                services.workflows.stopping = True
                 await root.stop()
         finally:
             await models.aclose()
