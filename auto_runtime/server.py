@@ -58,12 +58,20 @@ from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor
 from auto_runtime.tools.mcp_http import McpHttpToolServers
+from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
 from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.workflow_host.runtime import WorkflowRuntime
+from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
-RUNTIME_PROJECTIONS = (PLAYBOOKS_PROJECTION, DEFINITIONS_PROJECTION, RUNS_PROJECTION, WORKFLOW_RUNS_PROJECTION)
+RUNTIME_PROJECTIONS = (
+    PLAYBOOKS_PROJECTION,
+    DEFINITIONS_PROJECTION,
+    RUNS_PROJECTION,
+    WORKFLOW_RUNS_PROJECTION,
+    *REACTION_PROJECTIONS,
+)
 
 
 def server_id_of() -> str:
@@ -118,8 +126,12 @@ def compose_services(
         max_duration=settings.workflow_max_duration,
         sweep=settings.workflow_sweep_interval,
         nested_runs=settings.workflow_nested_runs,
+        max_open_calls=settings.workflow_max_open_calls,
     )
     runs.waiting["workflow"] = workflows
+    reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
+    workflows.loop.handlers[TRIGGER_KEY_PREFIX] = reactions.fire
+    workflows.add_follower(reactions.follow)
     return RuntimeServices(
         playbooks=PlaybookRegistry(ledger),
         definitions=definitions,
@@ -133,14 +145,12 @@ def compose_services(
 
 
 def workflows_child(workflows: WorkflowRuntime) -> ChildSpec:
-    """The workflow runtime as a child of the root: started after the HTTP child, so it stops first; from
-    the stop request on, starts and sent events answer `unavailable` and the lease is released."""
+    """The workflow runtime as a child of the root, started before the HTTP child (the lease is claimed before
+    the first request) and stopped after it. The server marks it stopping as soon as it is asked to stop, so
+    requests still in flight while HTTP drains answer starts and sent events `unavailable`; its stop releases
+    the lease for a standby."""
 
     async def run(context: ChildContext) -> None:
-        def stop() -> None:
-            workflows.stopping = True
-
-        context.on_stop_requested(stop)
         async with trio.open_nursery() as nursery:
             await nursery.start(workflows.run)
             context.started()
@@ -230,9 +240,10 @@ async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | Non
             root = Supervisor("root")
             async with trio.open_nursery() as nursery:
                 await nursery.start(root.run)
-                await root.start_child(http_child(app, settings))
                 await root.start_child(workflows_child(services.workflows))
+                await root.start_child(http_child(app, settings))
                 await _wait_for_signal()
+                services.workflows.stopping = True
                 await root.stop()
         finally:
             await models.aclose()

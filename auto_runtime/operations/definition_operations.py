@@ -31,6 +31,8 @@ class DefinitionOutput(BaseModel):
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
     details: dict[str, Any] | None = None
+    triggers: list[dict[str, Any]] | None = None
+    triggers_since: str | None = None
     created_at: str
     created_by: str
     updated_at: str

@@ -37,6 +37,8 @@ DEFINITION_UPDATED = "definition_updated"
 DEFINITION_RETIRED = "definition_retired"
 MAX_SOURCE_BYTES = 65_536
 ATTEMPTS = 4
+MAX_TRIGGERED_WORKFLOWS = 1_024
+"""Active workflows with triggers one playbook keeps (workflow-format 2.1): a 1,025th save is a `conflict`."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,8 @@ class DefinitionRegistry:
                     raise conflict(f"The {definition_type} definition {name} is retired, so it cannot change.")
                 if current.source == source:
                     return current
+            if checked.extra.get("triggers"):
+                await self._check_room_for_triggers(scope, definition_type, name)
             version = 1 if current is None else current.version + 1
             data = {"name": name, "version": version, "source": source, **_document_of(checked, name, definition_type)}
             kind = DEFINITION_CREATED if creating else DEFINITION_UPDATED
@@ -221,6 +225,23 @@ class DefinitionRegistry:
             if await self._appended(stream, expected, record):
                 return await self.latest(scope, definition_type, name)
         raise conflict("Another change was made at the same moment; send the request again.")
+
+    async def _check_room_for_triggers(self, scope: PlaybookScope, definition_type: str, name: str) -> None:
+        """`conflict` when the playbook has `MAX_TRIGGERED_WORKFLOWS` other active definitions with triggers."""
+        rows = await self.ledger.fetch(
+            "SELECT name, document FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND status = ?",
+            (scope.org, scope.playbook, definition_type, "active"),
+        )
+        others = sum(
+            1
+            for row in rows
+            if row["name"] != name and DEFINITIONS_PROJECTION.decode_row(row)["document"].get("triggers")
+        )
+        if others >= MAX_TRIGGERED_WORKFLOWS:
+            raise conflict(
+                f"The playbook already has {MAX_TRIGGERED_WORKFLOWS:,} workflows with triggers; "
+                "retire one or save this workflow without a schedule."
+            )
 
     async def create(
         self, scope: PlaybookScope, definition_type: str, name: str, source: str, by: str
@@ -293,6 +314,10 @@ class DefinitionRegistry:
                 shown[key] = document[key]
         if document.get("warnings"):
             shown["warnings"] = document["warnings"]
+        if document.get("triggers"):
+            shown["triggers"] = document["triggers"]
+            if with_overview and version.status == "active":
+                shown["triggers_since"] = version.saved_record_id
         shown["created_at"] = version.created_at
         shown["created_by"] = version.created_by
         shown["updated_at"] = version.updated_at

@@ -139,7 +139,10 @@ def summary_of(record: Record) -> str:
         case "run_started":
             trigger = record.metadata.get("trigger")
             if trigger:
-                return f"A run of {definition} was started by its {trigger.get('kind')} schedule."
+                kind = trigger.get("kind")
+                return (
+                    f"A run of {definition} was started by its {kind} {'trigger' if kind == 'event' else 'schedule'}."
+                )
             return f"A run of {definition} started."
         case "run_succeeded":
             return f"The run of {definition} succeeded."
@@ -157,10 +160,56 @@ def summary_of(record: Record) -> str:
             return f"The run of {definition} failed inside the server."
         case "run_cancel_requested":
             return f"Someone asked to cancel the run of {definition}."
+        case "run_deferred":
+            return f"The run of {definition} waits; later inputs move it on."
+        case "workflow_input_applied":
+            return _input_words(data)
+        case "step_started" | "step_waiting" | "step_finished" | "step_failed" | "step_skipped":
+            return _step_words(record.type, data)
+        case "reaction_refused":
+            reason = str(data.get("reason") or "").rstrip(".")
+            words = f"A trigger of {definition} did not start it {data.get('count', 1)} time(s) in the minute "
+            return words + f"{data.get('minute', '')}" + (f": {reason}." if reason else ".")
         case "event_published":
             return f"The event {data.get('event_type', '')} from {data.get('source', '')} was published."
         case _:
             return record.type.replace("_", " ").capitalize() + "."
+
+
+def _input_words(data: Mapping[str, Any]) -> str:
+    """`workflow_input_applied` in words: the input's kind, the steps it moved, a function's rejection."""
+    given = data.get("input")
+    taken: Mapping[str, Any] = given if isinstance(given, dict) else {}
+    count = data.get("step_count", 0)
+    words = f"The run took a {str(taken.get('kind', 'new')).replace('_', ' ')} input and moved {count} step"
+    words += "" if count == 1 else "s"
+    refused = taken.get("rejection")
+    rejection: Mapping[str, Any] = refused if isinstance(refused, dict) else {}
+    if rejection.get("kind"):
+        words += f"; the called run was rejected as {rejection['kind']}"
+        if rejection.get("because"):
+            words += f", because {rejection['because']}"
+    return words + "."
+
+
+STEP_WORDS = {
+    "step_started": "started and runs the steps inside it",
+    "step_finished": "finished",
+    "step_skipped": "was skipped, as its if did not hold",
+}
+
+
+def _step_words(event_type: str, data: Mapping[str, Any]) -> str:
+    name = data.get("name", "")
+    if event_type == "step_waiting":
+        return f"The step {name} waits for {_WAITS_FOR.get(str(data.get('waits_for')), 'something')}."
+    if event_type == "step_failed":
+        return f"The step {name} {_FAILED.get(str(data.get('outcome')), 'failed')}."
+    return f"The step {name} {STEP_WORDS[event_type]}."
+
+
+_WAITS_FOR = {"timer": "a timer", "event": "an event", "call": "the run it called"}
+_FAILED = {"raised": "raised an error", "timed_out": "ran out of time", "cancelled": "was cancelled"}
 
 
 def event_of(record: Record, *, full: bool = False) -> dict[str, Any]:

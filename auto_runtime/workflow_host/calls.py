@@ -27,11 +27,14 @@ from auto_runtime.ledger import DueKey, LeaseFence, PlaybookScope, uuid7
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
 from auto_runtime.workflow_host.outbox import call_key, in_request
-from auto_runtime.workflow_host.run_store import Applied, RunStore, UnknownRun, now_ms
+from auto_runtime.workflow_host.run_store import Applied, LoadedRun, RunStore, UnknownRun, now_ms
 
 MAX_CALL_DEPTH = 8
 """The deepest `call_depth` a call may start (top run 0); a start at depth 9 is refused as `conflict`."""
 TOO_DEEP = "The call would start a run at depth {depth}; calls nest at most 8 deep."
+TOO_MANY_OPEN = (
+    "The call would make {count} calls wait under the run {top}, more than the {limit} WORKFLOW_MAX_OPEN_CALLS allows."
+)
 
 
 def _rejection(rejection: Rejection) -> dict[str, Any]:
@@ -50,9 +53,22 @@ class CallDispatcher:
     ending applied to the caller at once; a workflow is started, and its own ending answers the caller later
     (the `answer:` entry its ending arms, see `outbox`)."""
 
-    def __init__(self, store: RunStore, runs: RunService) -> None:
+    def __init__(self, store: RunStore, runs: RunService, max_open_calls: int = 1000) -> None:
         self.store = store
         self.runs = runs
+        self.max_open_calls = max_open_calls
+
+    async def open_calls(self, scope: PlaybookScope, top: str, caller: LoadedRun, run_id: str, key: str) -> int:
+        """Where this call stands among the calls waiting in the tree under the top run `top`: the other runs'
+        waiting calls, plus its rank among its caller's (by key, so every dispatch counts alike), from 1."""
+        rows = await self.store.ledger.fetch(
+            "SELECT SUM(open_calls) AS n FROM workflow_runs WHERE org = ? AND playbook = ? AND tree = ? "
+            "AND run_id <> ?",
+            [scope.org, scope.playbook, top, run_id],
+        )
+        others = int((rows[0]["n"] if rows else None) or 0)
+        own = sorted(caller.state.calls)
+        return others + (own.index(key) + 1 if key in own else len(own) + 1)
 
     async def dispatch(
         self, scope: PlaybookScope, run_id: str, call: StartCall, fence: LeaseFence | None = None
@@ -64,13 +80,21 @@ class CallDispatcher:
         if caller is None:
             raise UnknownRun(f"the playbook {scope.playbook} has no workflow run {run_id}")
         depth = caller.call_depth + 1
-        answer: CallAnswered
+        top = str(caller.metadata.get("correlation_id", run_id))
+        refusal: str | None = None
         if depth > MAX_CALL_DEPTH:
-            rejection = {"reason": "conflict", "detail": TOO_DEEP.format(depth=depth)}
+            refusal = TOO_DEEP.format(depth=depth)
+        else:
+            count = await self.open_calls(scope, top, caller, run_id, call.key)
+            if count > self.max_open_calls:
+                refusal = TOO_MANY_OPEN.format(count=count, top=top, limit=self.max_open_calls)
+        answer: CallAnswered
+        if refusal is not None:
+            rejection = {"reason": "conflict", "detail": refusal}
             answer = CallAnswered(str(uuid7()), now_ms(), call.key, "rejected", rejection=rejection)
             return await self._answer(scope, run_id, call, answer, fence)
         metadata = {
-            "correlation_id": caller.metadata.get("correlation_id", run_id),
+            "correlation_id": top,
             "causation_id": call.cause_id,
             "called_by": {"run_id": run_id, "reference": call.reference, "run": call.run},
             "call_depth": depth,

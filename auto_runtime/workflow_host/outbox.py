@@ -109,6 +109,7 @@ def answer_payload(call_key_text: str, status: str, output: Any, rejection: Mapp
 def answer_of(payload: Any, input_id: str, at: int) -> CallAnswered:
     fields = _fields(payload)
     rejection = fields.get("rejection")
+    incident = fields.get("incident")
     return CallAnswered(
         input_id,
         at,
@@ -116,6 +117,7 @@ def answer_of(payload: Any, input_id: str, at: int) -> CallAnswered:
         str(fields["status"]),
         output=fields.get("output"),
         rejection=rejection if isinstance(rejection, dict) else None,
+        incident=incident if isinstance(incident, str) else None,
     )
 
 

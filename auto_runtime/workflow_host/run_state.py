@@ -4,7 +4,9 @@ The state lives in the `state` metadata of each `workflow_input_applied` record 
 writes it), so the history alone rebuilds the table. The projection keeps the latest one with the run's
 `metadata` (that record's other metadata but `causation_id`: `correlation_id`, `by`, `run_id`, `definition`
 and, on a callee, `called_by` and `call_depth`), which every later record of the run repeats, and `version`,
-the position of the last record of the run's stream: the version the next applied input states. A run stream without a
+the position of the last record of the run's stream: the version the next applied input states. `tree` is the
+run's `correlation_id` (the top run of its call tree) and `open_calls` how many calls it waits for, so the
+calls waiting in one tree add up in one query (`WORKFLOW_MAX_OPEN_CALLS`). A run stream without a
 `workflow_input_applied` record (another type's run) has no row.
 """
 
@@ -25,11 +27,21 @@ def _keys(record: Record) -> list[tuple[Any, ...]]:
     return [(parts[1], parts[2], parts[4])]
 
 
+def _open_calls(state: dict[str, Any]) -> int:
+    """How many calls the run waits for: the engine state's `calls` (see `state_codec`)."""
+    calls = state.get("calls")
+    return len(calls) if isinstance(calls, dict | list) else 0
+
+
 def _row_after(row: Row | None, record: Record) -> Row | None:
     if record.type == WORKFLOW_INPUT_APPLIED and isinstance(record.metadata.get(STATE_METADATA), dict):
+        state = record.metadata[STATE_METADATA]
+        correlation = record.metadata.get("correlation_id")
         return {
             **(row or {}),
-            "state": record.metadata[STATE_METADATA],
+            "state": state,
+            "tree": correlation if isinstance(correlation, str) else "",
+            "open_calls": _open_calls(state),
             "metadata": {
                 key: value for key, value in record.metadata.items() if key not in (STATE_METADATA, "causation_id")
             },
@@ -42,18 +54,21 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
 
 WORKFLOW_RUNS_PROJECTION = Projection(
     name="workflow_runs",
-    version=1,
+    version=2,
     table=TableSpec(
         name="workflow_runs",
         columns={
             "org": "text",
             "playbook": "text",
             "run_id": "text",
+            "tree": "text",
+            "open_calls": "integer",
             "state": "json",
             "metadata": "json",
             "version": "integer",
         },
         primary_key=("org", "playbook", "run_id"),
+        indexes=(("org", "playbook", "tree"),),
     ),
     keys=_keys,
     row_after=_row_after,

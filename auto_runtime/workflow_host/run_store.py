@@ -63,7 +63,7 @@ from auto_runtime.ledger import (
     uuid7,
 )
 from auto_runtime.playbooks.event_publishing import EVENT_PUBLISHED, event_stream, published_data
-from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
+from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.workflow_host.outbox import (
     answer_key,
@@ -295,6 +295,49 @@ class RunStore:
                 continue
             return self._applied(transition, appended)
         raise RunStoreConflict(f"other appliers kept winning the run {run_id}; try the input again")
+
+    async def fail_run(
+        self, scope: PlaybookScope, run_id: str, incident: str, fence: LeaseFence | None = None
+    ) -> Record | None:
+        """End a run whose input could not be applied (a breakdown inside the runtime) `failed`, with its
+        incident, and cancel its timers; a caller waiting for it is answered `failed`. None when the run had
+        ended or is unknown. Reads the stored state as plain JSON, since it may be what broke down."""
+        for _ in range(MAX_ATTEMPTS):
+            rows = await self.ledger.fetch(
+                "SELECT * FROM workflow_runs WHERE org = ? AND playbook = ? AND run_id = ?",
+                [scope.org, scope.playbook, run_id],
+            )
+            if not rows:
+                return None
+            row = WORKFLOW_RUNS_PROJECTION.decode_row(rows[0])
+            state, metadata, version = row["state"], dict(row["metadata"]), int(row["version"])
+            history = await self.ledger.read_stream(run_stream(scope, run_id), from_position=version)
+            if state.get("ended") is True or any(r.type in (RUN_SUCCEEDED, RUN_REJECTED, RUN_FAILED) for r in history):
+                return None
+            failed = NewRecord(
+                RUN_FAILED,
+                {"reason": "internal", "detail": "The run failed inside the server.", "instance": incident},
+                {**metadata, "causation_id": None},
+            )
+            arm: list[DueEntry] = []
+            called_by = metadata.get("called_by")
+            if isinstance(called_by, dict):
+                payload = {"key": caller_call_key(called_by), "status": "failed", "incident": incident}
+                arm.append(DueEntry(scope, str(called_by["run_id"]), answer_key(run_id), _moment(now_ms()), payload))
+            armed = [
+                row.key for row in await self.ledger.due_work.entries_of_run(scope, run_id) if row.state == "armed"
+            ]
+            cancel = [DueKey(scope, run_id, key) for key in armed]
+            try:
+                appended = await self.ledger.append(
+                    [StreamWrite(run_stream(scope, run_id), version, [failed])],
+                    due_work=DueWorkChanges(arm=arm, cancel=cancel),
+                    fence=fence,
+                )
+            except VersionConflict:
+                continue
+            return appended[0]
+        raise RunStoreConflict(f"other appliers kept winning the run {run_id}; it was not marked failed")
 
     def _records(
         self, transition: Transition, metadata: Mapping[str, Any], run_id: str, *, first: bool = False

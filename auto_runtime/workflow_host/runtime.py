@@ -54,7 +54,7 @@ from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.schema_issues import check_against_schema
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import cancel_key, cancel_payload
-from auto_runtime.workflow_host.run_store import Definition, RunStore, UnknownRun, now_ms
+from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
 from auto_runtime.workflow_host.timer_loop import DueHandler, TimerLoop
 
 log = logging.getLogger("auto_runtime.workflows")
@@ -95,6 +95,7 @@ class WorkflowRuntime:
         max_duration: timedelta,
         sweep: timedelta,
         nested_runs: int,
+        max_open_calls: int = 1000,
         handlers: Mapping[str, DueHandler] | None = None,
     ) -> None:
         self.ledger = ledger
@@ -102,7 +103,12 @@ class WorkflowRuntime:
         self.max_duration_ms = int(max_duration.total_seconds() * 1000)
         self.store = RunStore(ledger, engine, runtime_version=runtime_version, max_duration_ms=self.max_duration_ms)
         self.loop = TimerLoop(
-            self.store, server_id, sweep, CallDispatcher(self.store, runs), nested_runs=nested_runs, handlers=handlers
+            self.store,
+            server_id,
+            sweep,
+            CallDispatcher(self.store, runs, max_open_calls),
+            nested_runs=nested_runs,
+            handlers=handlers,
         )
         self.stopping = False
         self._followers: list[Callable[[Callable[[], LeaseFence | None]], Awaitable[None]]] = []
@@ -110,6 +116,12 @@ class WorkflowRuntime:
     def add_follower(self, follower: Callable[[Callable[[], LeaseFence | None]], Awaitable[None]]) -> None:
         """Run `follower(fence)` beside the timer loop (a reactor that follows the ledger while holding the lease)."""
         self._followers.append(follower)
+
+    async def after_applied(self, scope: PlaybookScope, run_id: str, applied: Applied) -> None:
+        """Carry out what an input applied elsewhere (a trigger's start, an offered event) decided: its effects
+        are outbox entries, so the loop sweeps now."""
+        if applied.outputs:
+            self.loop.wake()
 
     def fence(self) -> LeaseFence | None:
         """The lease's fence while this server runs workflows, else None (another holds it, or stopping)."""

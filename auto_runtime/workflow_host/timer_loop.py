@@ -21,12 +21,16 @@ Rules:
   outside the claim's time (a call may outlast it): one task per entry at a time, the entry marked fired
   once the caller took the answer. A call's answer needs no fence: the caller's stream version guards it,
   and a second dispatch runs nothing twice. A loop without a dispatcher leaves calls for one that has one.
-- Any other error (a state this server cannot read, a store that fails) ends the loop with that error,
-  leaving the entry armed: the loop's owner decides whether to restart it.
+- An input that breaks down inside the runtime (the engine raises, a state this server cannot read, an
+  input too large to record) ends its run `failed` with an incident (`RunStore.fail_run`), logged with the
+  traceback, so one broken run never stops the others. A store that fails ends the loop with that error,
+  leaving the entry armed: the loop's owner (a supervisor) restarts it.
 """
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
@@ -38,13 +42,16 @@ from auto_runtime.ledger import (
     DueKey,
     LeaseFence,
     LeaseLost,
+    LedgerError,
     PlaybookScope,
     uuid7,
     workflow_lease_lapse,
 )
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import answer_of, call_of, cancel_of, is_answer_key, is_call_key, is_cancel_key
-from auto_runtime.workflow_host.run_store import Applied, RunStore, UnknownRun, now_ms
+from auto_runtime.workflow_host.run_store import Applied, RunStore, RunStoreConflict, UnknownRun, now_ms
+
+log = logging.getLogger("auto_runtime.workflows")
 
 DUE_BATCH = 100
 DueHandler = Callable[[DueEntry, LeaseFence], Awaitable[None]]
@@ -169,6 +176,15 @@ class TimerLoop:
             try:
                 applied = await self.store.apply_input(entry.scope, entry.run_id, applied_input, fence=fence)
             except UnknownRun:
+                applied = None
+            except (LedgerError, RunStoreConflict):
+                raise
+            except Exception:
+                incident = f"urn:uuid:{uuid.uuid4()}"
+                log.exception(
+                    "input %s of the workflow run %s broke down: incident %s", entry.key, entry.run_id, incident
+                )
+                await self.store.fail_run(entry.scope, entry.run_id, incident, fence=fence)
                 applied = None
         await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
         if applied is not None and any(isinstance(o, StartCall | CancelCall) for o in applied.outputs):

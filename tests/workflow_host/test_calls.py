@@ -86,3 +86,31 @@ async def test_a_call_at_depth_nine_is_refused_without_starting_its_callee(
     assert {r.metadata["call_depth"] for r in caller} == {8}
     failed = next(r for r in caller if r.type == "step_failed")
     assert failed.data["error"]["title"] == "The computation function double rejected the run with conflict"
+
+
+FORKED_CALLS = "do:\n  - both:\n      fork:\n        branches:\n" + "".join(
+    f"          - c{i}: {{ call: run_definition, with: {{ type: computation, name: double, input: {{ n: 1 }} }} }}\n"
+    for i in range(3)
+)
+
+
+async def test_calls_past_the_open_call_bound_of_a_tree_are_refused_as_conflict(
+    ledger: Ledger, store: RunStore, dispatcher: CallDispatcher
+) -> None:
+    bounded = CallDispatcher(store, dispatcher.runs, max_open_calls=2)
+    run_id = str(uuid7())
+    started = await store.start_run(SCOPE, run_id, definition(FORKED_CALLS), {}, "c")
+    calls = sorted((o for o in started.outputs if isinstance(o, StartCall)), key=lambda c: c.key)
+    assert len(calls) == 3
+    third = await bounded.dispatch(SCOPE, run_id, calls[2])
+    assert third is not None and third.status == "rejected"
+    assert await history(ledger, calls[2].run_id) == []
+    failed = next(r for r in await history(ledger, run_id) if r.type == "step_failed")
+    assert failed.data["error"]["title"] == "The computation function double rejected the run with conflict"
+
+    other = str(uuid7())
+    started = await store.start_run(SCOPE, other, definition(FORKED_CALLS), {}, "c")
+    first = min((o for o in started.outputs if isinstance(o, StartCall)), key=lambda c: c.key)
+    answered = await bounded.dispatch(SCOPE, other, first)
+    assert answered is not None and not answered.stale and answered.status is None
+    assert [r.type for r in await history(ledger, first.run_id)] == ["run_started", "run_succeeded"]

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import trio
 
-from auto_runtime.ledger import DueEntry, Ledger, uuid7
+from auto_runtime.ledger import DueEntry, Ledger, NewRecord, StreamWrite, uuid7
 from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.run_store import RunStore
@@ -114,3 +114,31 @@ async def test_a_call_left_in_the_outbox_is_dispatched_by_the_next_sweep(
     assert await status_of(ledger, run_id) == "succeeded"
     records = await ledger.read_stream(run_stream(SCOPE, run_id))
     assert records[-1].data["output"] == {"n": 2}
+
+
+async def test_an_input_that_breaks_down_ends_its_run_failed_and_the_loop_goes_on(
+    ledger: Ledger, store: RunStore
+) -> None:
+    broken, healthy = str(uuid7()), str(uuid7())
+    await store.start_run(SCOPE, broken, definition(WAIT_THEN_SET), {}, "caller-1")
+    loaded = await store.load(SCOPE, broken)
+    assert loaded is not None
+    unreadable = NewRecord(
+        "workflow_input_applied",
+        {"run_id": broken},
+        {**loaded.metadata, "causation_id": None, "state": {"format": "not a state this server reads"}},
+    )
+    await ledger.append([StreamWrite(run_stream(SCOPE, broken), loaded.version, [unreadable])])
+    async with trio.open_nursery() as nursery:
+        loop = TimerLoop(store, "server-a", SWEEP)
+        await nursery.start(loop.run)
+        await store.start_run(SCOPE, healthy, definition(WAIT_THEN_SET), {}, "caller-1")
+        loop.wake()
+        assert await ended(ledger, broken) == "failed"
+        assert await ended(ledger, healthy) == "succeeded"
+        nursery.cancel_scope.cancel()
+    failed = (await ledger.read_stream(run_stream(SCOPE, broken)))[-1]
+    assert failed.type == "run_failed"
+    assert failed.data["reason"] == "internal"
+    assert failed.data["instance"].startswith("urn:uuid:")
+    assert {row.state for row in await ledger.due_work.entries_of_run(SCOPE, broken)} <= {"cancelled", "fired"}

@@ -1,0 +1,461 @@
+"""Reactions to playbook events: offers to listening runs, runs started by triggers, schedules (spec 9, 10).
+
+`Reactions` is owned by the server and works only while the server holds the workflow lease:
+
+- `follow(fence)` reads the ledger's feed oldest first (`read_forward`, woken by `AppendSignal` or a timeout)
+  from the durable position `FollowPosition` keeps, and for each record:
+  - a save or retirement of a workflow (`definitions/workflow`) re-arms or cancels its schedule entries
+    (`schedules`) from the workflow's latest version;
+  - each playbook event (`playbook_events`) is offered (`EventOffered`) to the runs of its playbook whose open
+    listen takes its type (`listeners`), never to the run that emitted it, and starts a run of each workflow
+    whose event trigger matches it, in the version current when it was recorded (`workflow_versions`).
+  The position is saved (fenced) after every reaction to the records before it was appended.
+- `fire(entry, fence)` takes the due-work entries whose key begins `trigger:` (`is_trigger_key`): a schedule's
+  due time, or an event-triggered start queued by the rate limit.
+
+Concurrency rules:
+
+- One `follow` per server; it does nothing while `fence()` is None, and reloads its position each time the
+  fence changes (the lease was (re)claimed), since another holder may have moved it. Every write it makes is
+  fenced with the fence it read, so a server that lost the lease writes nothing more (`LeaseLost` sends it
+  back to standing by).
+- `fire` may run concurrently with `follow` (the timer loop calls it); both only start runs under deterministic
+  ids (a second start of one id is stale) and arm idempotent keys, so their order does not matter.
+- Re-reading the feed from an older position is harmless: triggered runs have deterministic ids (uuid5 of
+  playbook, workflow, version, trigger reference and event record id, or due time), and an offer reaches
+  only listens opened before the event was recorded and runs that did not take that record already.
+- Any error other than `LeaseLost` inside one reaction is logged and ends only that reaction (the position
+  still moves past it: a failed start is counted in `reaction_refused`); an error reading the feed or saving
+  the position ends `follow`, for its owner to restart (it resumes from the saved position).
+- `on_applied`, when given, is awaited with every `Applied` a start or an offer produced, so the server can
+  dispatch their outputs (emitted events, calls to workflows) as it does for other inputs.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import trio
+
+from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
+from auto_runtime.functions.workflow.engine.model import EventOffered
+from auto_runtime.ledger import (
+    ANY_VERSION,
+    DueEntry,
+    DueKey,
+    DueWorkChanges,
+    DuplicateRecordIdError,
+    FeedPosition,
+    LeaseFence,
+    LeaseLost,
+    PlaybookScope,
+    Record,
+    StreamWrite,
+    uuid7,
+)
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.workflow_host.follow_position import FollowPosition
+from auto_runtime.workflow_host.listeners import WORKFLOW_LISTENERS_PROJECTION, ListeningRun, listening_runs
+from auto_runtime.workflow_host.playbook_events import PlaybookEvent, playbook_event, scope_of
+from auto_runtime.workflow_host.reaction_limits import MINUTE_MS, RefusalTally, StartBudget, minute_of
+from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
+from auto_runtime.workflow_host.schedules import (
+    QUEUED_PREFIX,
+    Schedule,
+    due_text,
+    is_trigger_key,
+    schedule_run_id,
+    schedules_of,
+)
+from auto_runtime.workflow_host.trigger_matching import DataConditions, literal_matches, trigger_matches
+from auto_runtime.workflow_host.workflow_versions import WORKFLOW, SavedVersion, WorkflowVersions
+
+__all__ = ["REACTION_PROJECTIONS", "WORKFLOW_LISTENERS_PROJECTION", "Reactions", "is_trigger_key"]
+
+REACTION_PROJECTIONS = (WORKFLOW_LISTENERS_PROJECTION,)
+"""The projections the ledger must be opened with for `Reactions` (besides `workflow_runs` and `runs`)."""
+
+MAX_DEPTH: Final = 8
+FEED_BATCH: Final = 100
+DOCUMENTS_KEPT: Final = 256
+_RUN_NAMESPACE: Final = uuid.UUID("3e0c9a7b-2d6f-5a18-b4c3-9f1e7d5a2b60")
+
+TOO_DEEP = "The event is {depth} reactions deep; triggers start runs at most 8 deep."
+QUEUE_FULL = "The workflow's event triggers started 60 runs this minute and 1,000 more wait; this event started none."
+NOT_STARTED = "The run could not be started: {why}"
+
+log = logging.getLogger(__name__)
+
+AppliedHook = Callable[[PlaybookScope, str, Applied], Awaitable[None]]
+
+
+def triggered_run_id(scope: PlaybookScope, name: str, version: int, reference: str, occasion: str) -> str:
+    """The run a trigger starts for one event record (or due time): the same on every reading."""
+    return str(uuid.uuid5(_RUN_NAMESPACE, f"{scope.key}\n{name}\n{version}\n{reference}\n{occasion}"))
+
+
+def _event_triggers(saved: SavedVersion) -> list[dict[str, Any]]:
+    return [t for t in saved.triggers if t.get("kind") == "event" and isinstance(t.get("filters"), list)]
+
+
+def _definition_name(record: Record) -> str | None:
+    """The workflow a save or retirement record on `.../definitions/workflow` is about."""
+    if not record.stream.endswith(f"/definitions/{WORKFLOW}") or not isinstance(record.data, dict):
+        return None
+    name = record.data.get("name")
+    return name if isinstance(name, str) else None
+
+
+class Reactions:
+    """Offers playbook events to listening runs, starts triggered runs and fires schedules (module rules)."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        definitions: DefinitionRegistry,
+        engine: SandboxEngine,
+        *,
+        poll_seconds: float = 1.0,
+        clock: Callable[[], int] = now_ms,
+        on_applied: AppliedHook | None = None,
+    ) -> None:
+        self.store = store
+        self.ledger = store.ledger
+        self.definitions = definitions
+        self.engine = engine
+        self.poll_seconds = poll_seconds
+        self.clock = clock
+        self.on_applied = on_applied
+        self.position = FollowPosition(self.ledger)
+        self.budget = StartBudget()
+        self.refusals = RefusalTally()
+        self._versions: dict[PlaybookScope, WorkflowVersions] = {}
+        self._documents: dict[str, dict[str, Any]] = {}
+
+    # -- following the feed ----------------------------------------------------------------------------------
+
+    async def follow(
+        self,
+        fence: Callable[[], LeaseFence | None],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Follow the feed until cancelled, reacting while `fence()` answers a fence (see the module rules)."""
+        task_status.started()
+        position: FeedPosition | None = None
+        loaded_for: LeaseFence | None = None
+        while True:
+            current = fence()
+            if current is None:
+                loaded_for = None
+                await trio.sleep(self.poll_seconds)
+                continue
+            generation = self.ledger.appended.generation
+            try:
+                if current != loaded_for:
+                    position = await self.position.load()
+                    self._versions.clear()
+                    loaded_for = current
+                moved = await self.follow_once(position, current)
+                await self.flush_refusals(current)
+            except LeaseLost:
+                loaded_for = None
+                continue
+            if moved != position:
+                position = moved
+                continue
+            with trio.move_on_after(self.poll_seconds):
+                await self.ledger.appended.wait_beyond(generation)
+
+    async def follow_once(self, after: FeedPosition | None, fence: LeaseFence | None) -> FeedPosition | None:
+        """React to the next batch of records after `after`, save the position, answer it (`after` if none)."""
+        records, position = await self.ledger.read_forward(after, FEED_BATCH)
+        if not records:
+            return after
+        listening: dict[PlaybookScope, list[ListeningRun]] = {}
+        for record in records:
+            await self.react(record, fence, listening)
+        if position is not None:
+            await self.position.save(position, fence)
+        return position
+
+    async def react(
+        self,
+        record: Record,
+        fence: LeaseFence | None,
+        listening: dict[PlaybookScope, list[ListeningRun]] | None = None,
+    ) -> None:
+        """Every reaction to one record. Errors other than `LeaseLost` are logged and end only this reaction."""
+        scope = scope_of(record)
+        if scope is None:
+            return
+        name = _definition_name(record)
+        if name is not None:
+            await self._guarded(self._sync_schedules(scope, name, fence), "schedules", record)
+        item = playbook_event(record)
+        if item is None:
+            return
+        await self._guarded(self._offer(item, fence, {} if listening is None else listening), "offer", record)
+        await self._guarded(self._trigger(item, fence), "triggers", record)
+
+    async def _guarded(self, work: Awaitable[None], what: str, record: Record) -> None:
+        try:
+            await work
+        except LeaseLost:
+            raise
+        except Exception:
+            log.exception("reactions: the %s of record %s failed", what, record.id)
+
+    async def _workflow_versions(self, scope: PlaybookScope, *, refresh: bool = True) -> WorkflowVersions:
+        """The playbook's workflow versions; read afresh when `refresh` (a save was seen, or a due time came),
+        else as last read (events compare by global position, so newer saves never count for older events)."""
+        versions = self._versions.get(scope)
+        if versions is None:
+            versions = self._versions[scope] = WorkflowVersions(self.ledger, scope)
+        elif not refresh:
+            return versions
+        await versions.refresh()
+        return versions
+
+    # -- listens ---------------------------------------------------------------------------------------------
+
+    async def _offer(
+        self, item: PlaybookEvent, fence: LeaseFence | None, listening: dict[PlaybookScope, list[ListeningRun]]
+    ) -> None:
+        runs = listening.get(item.scope)
+        if runs is None:
+            runs = listening[item.scope] = await listening_runs(self.ledger, item.scope)
+        for run in runs:
+            if (item.emitted and run.run_id == item.run_id) or not run.wants(item.type, item.record):
+                continue
+            offered = EventOffered(str(uuid7()), self.clock(), item.record.id, item.event)
+            try:
+                applied = await self.store.apply_input(item.scope, run.run_id, offered, fence=fence)
+            except UnknownRun:
+                continue
+            await self._applied(item.scope, run.run_id, applied)
+
+    async def _applied(self, scope: PlaybookScope, run_id: str, applied: Applied) -> None:
+        if self.on_applied is not None and not applied.stale:
+            await self.on_applied(scope, run_id, applied)
+
+    # -- event triggers --------------------------------------------------------------------------------------
+
+    async def _trigger(self, item: PlaybookEvent, fence: LeaseFence | None) -> None:
+        versions = await self._workflow_versions(item.scope, refresh=False)
+        candidates = [
+            (saved, trigger)
+            for saved in versions.current_at(item.record.global_position)
+            for trigger in _event_triggers(saved)
+            if any(literal_matches(f, item.event) for f in trigger["filters"])
+        ]
+        if not candidates:
+            return
+        own = await self._workflows_behind(item)
+        candidates = [(saved, trigger) for saved, trigger in candidates if saved.name not in own]
+        if not candidates:
+            return
+        matched = await trio.to_thread.run_sync(self._matching, candidates, item.event)
+        for saved, trigger in matched:
+            await self._start_for_event(item, saved, str(trigger["reference"]), fence)
+
+    def _matching(
+        self, candidates: Sequence[tuple[SavedVersion, dict[str, Any]]], event: Mapping[str, Any]
+    ) -> list[tuple[SavedVersion, dict[str, Any]]]:
+        """The candidates whose trigger matches, every `data` expression in one sandbox (a worker thread)."""
+        conditions = DataConditions(self.engine, self.clock())
+        try:
+            return [(s, t) for s, t in candidates if trigger_matches(t["filters"], event, conditions)]
+        finally:
+            conditions.close()
+
+    async def _workflows_behind(self, item: PlaybookEvent) -> set[str]:
+        """The workflows whose runs the event is about or came from: the run's own and its callers' (self-guard)."""
+        if item.run_id is None:
+            return set()
+        names: set[str] = set()
+        metadata: Mapping[str, Any] = item.record.metadata
+        for _ in range(MAX_DEPTH + 2):
+            definition = metadata.get("definition")
+            if isinstance(definition, dict) and definition.get("type") == WORKFLOW:
+                names.add(str(definition.get("name")))
+            called_by = metadata.get("called_by")
+            caller = called_by.get("run_id") if isinstance(called_by, dict) else None
+            if not isinstance(caller, str):
+                break
+            loaded = await self.store.load(item.scope, caller)
+            if loaded is None:
+                break
+            metadata = loaded.metadata
+        return names
+
+    async def _start_for_event(
+        self, item: PlaybookEvent, saved: SavedVersion, reference: str, fence: LeaseFence | None
+    ) -> None:
+        now = self.clock()
+        if item.depth > MAX_DEPTH:
+            self.refusals.note(item.scope, saved.name, saved.version, now, TOO_DEEP.format(depth=item.depth))
+            return
+        run_id = triggered_run_id(item.scope, saved.name, saved.version, reference, item.record.id)
+        minute = self.budget.take((item.scope.org, item.scope.playbook, saved.name), now)
+        if minute is None:
+            self.refusals.note(item.scope, saved.name, saved.version, now, QUEUE_FULL)
+            return
+        start = {
+            "name": saved.name,
+            "version": saved.version,
+            "saved": saved.record_id,
+            "kind": "event",
+            "reference": reference,
+            "run_id": run_id,
+            "input": [item.event],
+            "cause": item.record.id,
+            "depth": item.depth,
+        }
+        if minute > minute_of(now):
+            due = datetime.fromtimestamp(minute * MINUTE_MS / 1000, tz=UTC)
+            entry = DueEntry(item.scope, schedule_run_id(saved.name), f"{QUEUED_PREFIX}{run_id}", due, start)
+            await self.ledger.due_work.arm([entry], fence=fence)
+            return
+        await self._start(item.scope, start, fence)
+
+    async def _start(self, scope: PlaybookScope, start: Mapping[str, Any], fence: LeaseFence | None) -> None:
+        """Start one triggered run (`start` as `_start_for_event` and `_fire_schedule` write it)."""
+        name, version = str(start["name"]), int(start["version"])
+        try:
+            document = await self._document(scope, str(start["saved"]))
+            definition = Definition(name, version, document)
+            applied = await self.store.start_run(
+                scope,
+                str(start["run_id"]),
+                definition,
+                start["input"],
+                f"playbook:{scope.playbook}",
+                causation_id=str(start["cause"]),
+                extra_metadata={
+                    "trigger": {"kind": start["kind"], "reference": start["reference"]},
+                    "depth": int(start["depth"]),
+                },
+                fence=fence,
+            )
+        except LeaseLost:
+            raise
+        except Exception as error:
+            log.exception("reactions: a %s trigger of %s did not start its run", start["kind"], name)
+            self.refusals.note(scope, name, version, self.clock(), NOT_STARTED.format(why=type(error).__name__))
+            return
+        await self._applied(scope, str(start["run_id"]), applied)
+
+    async def _document(self, scope: PlaybookScope, record_id: str) -> dict[str, Any]:
+        """The checked document a save recorded (kept for the last `DOCUMENTS_KEPT` saves used)."""
+        found = self._documents.pop(record_id, None)
+        if found is None:
+            record = await self.ledger.read_record(scope, record_id)
+            if record is None or not isinstance(record.data, dict):
+                raise LookupError(f"no saved workflow {record_id}")
+            checked = check_document(str(record.data.get("source", "")), self.store.max_duration_ms)
+            if not isinstance(checked, WorkflowDocument):
+                raise ValueError(f"the saved workflow {record_id} no longer checks")
+            found = checked.value
+        self._documents[record_id] = found
+        while len(self._documents) > DOCUMENTS_KEPT:
+            self._documents.pop(next(iter(self._documents)))
+        return found
+
+    async def flush_refusals(self, fence: LeaseFence | None, *, everything: bool = False) -> None:
+        """Append the `reaction_refused` of the minutes that have passed (every open one with `everything`,
+        e.g. before a clean stop)."""
+        for scope, record in self.refusals.due(self.clock(), everything=everything):
+            name = str(record.metadata["definition"]["name"])
+            try:
+                await self.ledger.append(
+                    [StreamWrite(scope.stream("reactions", name), ANY_VERSION, [record])], fence=fence
+                )
+            except DuplicateRecordIdError:
+                continue
+
+    # -- schedules -------------------------------------------------------------------------------------------
+
+    async def _schedules(self, versions: WorkflowVersions, saved: SavedVersion | None) -> list[Schedule]:
+        if saved is None:
+            return []
+        anchors = {str(t.get("reference")): versions.anchor(saved, str(t.get("reference"))) for t in saved.triggers}
+        return schedules_of(saved, anchors)
+
+    async def _sync_schedules(self, scope: PlaybookScope, name: str, fence: LeaseFence | None) -> None:
+        """Arm the first due time of each schedule trigger of the workflow's latest version that has no entry
+        yet, and cancel the armed entries of triggers it no longer has in that form (or of a retired one)."""
+        versions = await self._workflow_versions(scope)
+        wanted = await self._schedules(versions, versions.latest(name))
+        rows = await self.ledger.due_work.entries_of_run(scope, schedule_run_id(name))
+        prefixes = {schedule.key(0)[:-1]: schedule for schedule in wanted}
+        cancel = [
+            DueKey(scope, row.run_id, row.key)
+            for row in rows
+            if row.state == "armed"
+            and not row.key.startswith(QUEUED_PREFIX)
+            and not any(row.key.startswith(prefix) for prefix in prefixes)
+        ]
+        arm = [
+            schedule.entry(scope, name, schedule.first(), None)
+            for prefix, schedule in prefixes.items()
+            if not any(row.key.startswith(prefix) for row in rows)
+        ]
+        if arm or cancel:
+            await self.ledger.due_work.change(DueWorkChanges(arm=arm, cancel=cancel), fence=fence)
+
+    async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
+        """Take one due entry whose key begins `trigger:`, then mark it fired (a crash in between fires it again,
+        which starts nothing twice). `LeaseLost` leaves it armed for the next holder."""
+        if isinstance(entry.scope, PlaybookScope) and isinstance(entry.payload, dict):
+            if entry.key.startswith(QUEUED_PREFIX):
+                await self._fire_queued(entry.scope, entry.payload, fence)
+            else:
+                await self._fire_schedule(entry.scope, entry.payload, fence)
+        await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+
+    async def _fire_queued(self, scope: PlaybookScope, start: Mapping[str, Any], fence: LeaseFence) -> None:
+        versions = await self._workflow_versions(scope)
+        if versions.latest(str(start.get("name"))) is None:
+            return  # retired since: a permanent refusal, not retried
+        await self._start(scope, start, fence)
+
+    async def _fire_schedule(self, scope: PlaybookScope, payload: Mapping[str, Any], fence: LeaseFence) -> None:
+        name, reference = str(payload.get("name")), str(payload.get("reference"))
+        versions = await self._workflow_versions(scope)
+        latest = versions.latest(name)
+        schedule = next((s for s in await self._schedules(versions, latest) if s.reference == reference), None)
+        if latest is None or schedule is None or schedule.anchor_id != payload.get("anchor"):
+            return  # retired, removed or changed: the new form has entries of its own
+        now = self.clock()
+        due = schedule.latest_due(int(payload["due"]), now)
+        previous = payload.get("previous_run_id")
+        if not (isinstance(previous, str) and await self._running(scope, previous)):
+            run_id = triggered_run_id(scope, name, latest.version, reference, str(due))
+            start = {
+                "name": name,
+                "version": latest.version,
+                "saved": latest.record_id,
+                "kind": schedule.kind,
+                "reference": reference,
+                "run_id": run_id,
+                "input": {"schedule": {"due": due_text(due)}},
+                "cause": schedule.anchor_id,
+                "depth": 1,
+            }
+            await self._start(scope, start, fence)
+            previous = run_id
+        following = schedule.entry(scope, name, schedule.next_after(max(due, now)), previous)
+        await self.ledger.due_work.arm([following], fence=fence)
+
+    async def _running(self, scope: PlaybookScope, run_id: str) -> bool:
+        rows = await self.ledger.fetch(
+            "SELECT status FROM runs WHERE org = ? AND playbook = ? AND run_id = ?",
+            [scope.org, scope.playbook, run_id],
+        )
+        return bool(rows) and rows[0]["status"] == "started"
