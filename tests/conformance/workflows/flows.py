@@ -17,9 +17,6 @@ import httpx
 POLL_LIMIT_S = 30.0
 """How long a test polls a run before it gives up: a limit, never a timed assertion."""
 
-XFAIL_LIMIT_S = 3.0
-"""The shorter limit of a strict xfail test that waits for what the server does not do yet: it fails sooner."""
-
 POLL_SLEEP_S = 0.05
 STANDARD = "https://open-workflow-specification.org/spec/1.0.0/errors/"
 PROBLEMS = "https://on.auto/problems/"

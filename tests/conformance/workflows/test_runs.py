@@ -8,7 +8,6 @@ import pytest
 
 from tests.conformance.helpers import new_playbook, pointers, problem
 from tests.conformance.workflows.flows import (
-    XFAIL_LIMIT_S,
     finished,
     get_run,
     history,
@@ -365,10 +364,6 @@ def test_send_run_event_to_an_unknown_or_ended_run_is_not_found(client: httpx.Cl
     problem(send(client, playbook, quick.json()["run_id"], {"type": "com.example.go"}), 404, "not_found")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="served: the workflow host does not act on ArmListener, so a playbook event reaches no open listen",
-)
 def test_a_listen_takes_an_event_the_playbook_records_while_it_is_open(client: httpx.Client, playbook: str) -> None:
     run_id = new_run_id()
     start(client, playbook, "playbook-listener", {}, run_id)
@@ -377,7 +372,7 @@ def test_a_listen_takes_an_event_the_playbook_records_while_it_is_open(client: h
         f"{playbook}/events", json={"event": {"type": "com.example.published", "source": "/tests", "data": 7}}
     )
     assert published.status_code == 200, published.text
-    assert finished(client, playbook, run_id, XFAIL_LIMIT_S)["output"] == [7]
+    assert finished(client, playbook, run_id)["output"] == [7]
     applied = inputs_of(history(client, playbook, run_id))[1]
     assert applied["data"]["input"]["kind"] == "event_offered"
 
@@ -411,16 +406,12 @@ def test_emit_records_the_event_as_publish_event_would(client: httpx.Client, pla
     assert published["metadata"]["depth"] == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="served: the workflow host does not act on ArmListener, so an emitted event reaches no open listen",
-)
 def test_an_emitted_event_reaches_a_run_listening_for_its_type(client: httpx.Client, playbook: str) -> None:
     listening = new_run_id()
     start(client, playbook, "emitted-listener", {}, listening)
     waiting(client, playbook, listening, "/do/0/hold")
     assert output_of(client, playbook, "emitter", {"n": 2}) == {"n": 2}
-    assert finished(client, playbook, listening, XFAIL_LIMIT_S)["output"] == [{"n": 2}]
+    assert finished(client, playbook, listening)["output"] == [{"n": 2}]
 
 
 # Retrying under a run id
