@@ -120,6 +120,14 @@ do:
       with: { type: workflow, name: listener, input: {} }
 """)
 
+BAD_INPUT = workflow("""
+do:
+  - stop:
+      raise:
+        error:
+          { type: https://example.com/errors/bad-input, status: 400, title: Bad input, detail: 'Missing: audience' }
+""")
+
 INBOX = workflow("""
 do:
   - pause: { wait: PT20S }
@@ -143,6 +151,7 @@ def playbook(client: httpx.Client) -> str:
         ("unavailable", UNAVAILABLE),
         ("calls-listener", CALLS_LISTENER),
         ("inbox", INBOX),
+        ("bad-input", BAD_INPUT),
     ):
         saved(client, playbook_url, name, source)
     return playbook_url
@@ -346,6 +355,12 @@ def test_listen_all_takes_one_event_per_filter_in_filter_order(client: httpx.Cli
         ({"type": "com.example.\u0007go"}, "/event/type"),
         ({"type": "   "}, "/event/type"),
         ({"type": "com.example.go", "data": deep(511)}, "/event/data"),
+        ({"type": "t" * 257}, "/event/type"),
+        ({"type": "com.example.go", "id": "i" * 257}, "/event/id"),
+        ({"type": "com.example.go", "subject": "s" * 1025}, "/event/subject"),
+        ({"type": "com.example.go", "source": "/" + "s" * 1024}, "/event/source"),
+        ({"type": "com.example.go", "depth": 1}, "/event/depth"),
+        ({"type": "com.example.go", "data": "x" * 262_144}, "/event"),
     ],
 )
 def test_send_run_event_refuses_what_a_published_event_may_not_be(
@@ -437,6 +452,15 @@ def test_the_same_run_id_after_success_returns_the_same_output(client: httpx.Cli
     second = start(client, playbook, "quick", {}, run_id)
     assert second.status_code == 200, second.text
     assert second.json()["output"] == first.json()["output"] == {"done": True}
+    assert [event["type"] for event in history(client, playbook, run_id)].count("run_started") == 1
+
+
+def test_the_same_run_id_after_invalid_input_returns_the_same_rejection(client: httpx.Client, playbook: str) -> None:
+    run_id = new_run_id()
+    first = start(client, playbook, "bad-input", {}, run_id)
+    body = problem(first, first.status_code, "invalid_input")
+    again = problem(start(client, playbook, "bad-input", {}, run_id), first.status_code, "invalid_input")
+    assert again["detail"] == body["detail"] == "Bad input: Missing: audience (at /do/0/stop)"
     assert [event["type"] for event in history(client, playbook, run_id)].count("run_started") == 1
 
 
