@@ -13,6 +13,7 @@ from tests.conformance.helpers import ADD_PROGRAM, RAISING_PROGRAM, create_compu
 from tests.conformance.workflows.flows import (
     PROBLEMS,
     STANDARD,
+    finished,
     history,
     inputs_of,
     output_of,
@@ -85,6 +86,19 @@ do:
           - report: { set: '${ {"timed_out": error} }' }
 """)
 
+WAITS_FOREVER = workflow("""
+do:
+  - hold: { listen: { to: { one: { with: { type: com.example.never } } } } }
+""")
+
+CALL_TIMEOUT = workflow("""
+do:
+  - slow:
+      timeout: { after: PT0.2S }
+      call: run_definition
+      with: { type: workflow, name: waits-forever, input: {} }
+""")
+
 DOCUMENT_TIMEOUT = workflow("""
 timeout: { after: PT0.1S }
 do:
@@ -143,6 +157,8 @@ def playbook(client: httpx.Client) -> str:
         ("task-timeout", TASK_TIMEOUT),
         ("caught-timeout", CAUGHT_TIMEOUT),
         ("document-timeout", DOCUMENT_TIMEOUT),
+        ("waits-forever", WAITS_FOREVER),
+        ("call-timeout", CALL_TIMEOUT),
         ("raises-its-input", RAISES_ITS_INPUT),
         ("calls-by-name", CALLS_BY_NAME),
         ("calls-add", CALLS_ADD),
@@ -250,6 +266,15 @@ def test_a_named_timeout_is_caught_by_its_short_type(client: httpx.Client, playb
             "title": "The task did not finish within 100 ms",
         }
     }
+
+
+def test_a_timeout_cancels_the_callee_it_waits_for_with_deadline(client: httpx.Client, playbook: str) -> None:
+    run = run_to_end(client, playbook, "call-timeout", {})
+    words = "The task did not finish within 200 ms (at /do/0/slow)"
+    assert run["rejection"] == {"reason": "unavailable", "detail": words}
+    waiting = next(e for e in history(client, playbook, run["run_id"]) if e["type"] == "step_waiting")
+    callee = finished(client, playbook, waiting["data"]["run_id"])
+    assert (callee["rejection"]["reason"], callee["rejection"]["kind"]) == ("cancelled", "deadline")
 
 
 def test_the_document_timeout_ends_the_run_at_the_root(client: httpx.Client, playbook: str) -> None:
@@ -369,5 +394,7 @@ def test_a_call_at_depth_nine_is_refused_as_conflict(client: httpx.Client, playb
     for _ in range(8):
         waiting = next(e for e in history(client, playbook, callee_id) if e["type"] == "step_waiting")
         callee_id = waiting["data"]["run_id"]
-        depths.append(history(client, playbook, callee_id)[0]["metadata"]["call_depth"])
+        started = history(client, playbook, callee_id)[0]
+        depths.append(started["metadata"]["call_depth"])
+        assert started["metadata"]["correlation_id"] == run["run_id"]
     assert depths == [1, 2, 3, 4, 5, 6, 7, 8]

@@ -286,6 +286,35 @@ def test_cancelling_a_run_cancels_the_run_it_waits_for(client: httpx.Client, pla
     assert (callee["rejection"]["reason"], callee["rejection"]["kind"]) == ("cancelled", "parent_ended")
 
 
+def test_a_cancelled_callee_raises_cancelled_409_in_its_caller(client: httpx.Client, playbook: str) -> None:
+    """Spec 6.1: a callee rejected `cancelled` (any kind) raises `…/problems/cancelled` 409; uncaught, the
+    caller ends `invalid_input` (spec 8), its detail the callee's."""
+    run_id = new_run_id()
+    start(client, playbook, "calls-listener", {}, run_id)
+    callee_id = waiting(client, playbook, run_id, "/do/0/inner")["data"]["run_id"]
+    until(client, playbook, callee_id, lambda run: run["status"] == "started")
+    assert client.post(f"{playbook}/runs/{callee_id}/cancel", json={"reason": "Not this one"}).status_code == 200
+    run = finished(client, playbook, run_id)
+    assert run["rejection"] == {
+        "reason": "invalid_input",
+        "detail": "The workflow listener rejected the run with cancelled: Not this one (at /do/0/inner)",
+    }
+    assert run["record"] == {}
+    failed = [event for event in history(client, playbook, run_id) if event["type"] == "step_failed"]
+    assert failed[0]["data"]["error"] == {
+        "type": "https://on.auto/problems/cancelled",
+        "title": "The workflow listener rejected the run with cancelled",
+    }
+    answered = inputs_of(history(client, playbook, run_id))[-1]
+    assert answered["data"]["input"]["status"] == "rejected"
+    assert answered["data"]["input"]["rejection"] == {"kind": "requested"}
+    callee_events = history(client, playbook, callee_id)
+    for event in callee_events:
+        assert event["metadata"]["correlation_id"] == run_id
+        assert event["metadata"]["called_by"] == {"run_id": run_id, "reference": "/do/0/inner", "run": 1}
+        assert event["metadata"]["call_depth"] == 1
+
+
 # send_run_event and listen
 
 
