@@ -203,6 +203,11 @@ def test_retries_wait_their_delays_then_catch_do_runs(
     steps = steps_of(events)
     assert [step[2] for step in steps if step[1] == "/do/0/guard/try/0/attempt"] == [1, 2, 3, 4]
     assert steps[-1] == ("step_finished", "/do/0/guard", 1, "")
+    # A try task records nothing for a retry delay: it started in the first input and finished in the last.
+    assert [step for step in steps if step[1] == "/do/0/guard"] == [
+        ("step_started", "/do/0/guard", 1, ""),
+        ("step_finished", "/do/0/guard", 1, ""),
+    ]
 
 
 @pytest.mark.parametrize(

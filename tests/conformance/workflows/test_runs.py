@@ -179,6 +179,15 @@ def test_an_input_that_misses_the_input_schema_starts_no_run(client: httpx.Clien
     problem(client.get(f"{playbook}/runs/{run_id}"), 404, "not_found")
 
 
+@pytest.mark.parametrize("value", [{"deep": deep(512)}, {"big": "x" * 262_144}])
+def test_a_run_input_past_the_seed_limits_starts_no_run(client: httpx.Client, playbook: str, value: object) -> None:
+    """256 KiB as JSON, 512 levels deep: `invalid_input` at `/input` (a workflow checks nothing more)."""
+    run_id = new_run_id()
+    body = problem(start(client, playbook, "quick", value, run_id), 422, "invalid_input")
+    assert pointers(body) == ["/input"], body
+    problem(client.get(f"{playbook}/runs/{run_id}"), 404, "not_found")
+
+
 def test_an_output_that_misses_the_output_schema_ends_the_run_unworkable(client: httpx.Client, playbook: str) -> None:
     assert output_of(client, playbook, "schemas", {"n": 3}) == {"total": 3}
     rejection = rejection_of(client, playbook, "schemas", {"n": -1})

@@ -3,6 +3,7 @@ through HTTP: each document is saved as a workflow, run under a fresh id and rea
 
 from __future__ import annotations
 
+import itertools
 import uuid
 
 import httpx
@@ -12,6 +13,7 @@ from tests.conformance.helpers import ADD_PROGRAM, ECHO_PROGRAM, RAISING_PROGRAM
 from tests.conformance.workflows.flows import (
     finished,
     history,
+    inputs_of,
     new_run_id,
     output_of,
     rejection_of,
@@ -266,6 +268,14 @@ do:
         retry: { limit: { attempt: { count: 1 } } }
 """)
 
+LONG_LOOP = workflow("""
+do:
+  - loop:
+      for: { in: '${ list(range(data["n"])) }' }
+      do:
+        - step: { set: '${ {"sum": input.get("sum", 0) + item} }' }
+""")
+
 
 @pytest.fixture(scope="module")
 def playbook(client: httpx.Client) -> str:
@@ -301,6 +311,7 @@ def playbook(client: httpx.Client) -> str:
         ("input-from-raises", INPUT_FROM_RAISES),
         ("emit-reserved", EMIT_RESERVED),
         ("retried-call", RETRIED_CALL),
+        ("long-loop", LONG_LOOP),
     ):
         saved(client, playbook_url, name, source)
     return playbook_url
@@ -473,6 +484,14 @@ def test_a_computed_duration_that_is_not_valid_raises_configuration(client: http
     assert rejection["detail"].endswith(" (at /do/0/pause)"), rejection
 
 
+def test_a_computed_duration_longer_than_the_longest_run_raises_configuration(
+    client: httpx.Client, playbook: str
+) -> None:
+    rejection = rejection_of(client, playbook, "wait-computed", {"how_long": {"days": 400}})
+    assert rejection["reason"] == "invalid_input"
+    assert rejection["detail"].startswith("A duration of the task is not valid: "), rejection
+
+
 def test_a_computed_duration_waits(client: httpx.Client, playbook: str) -> None:
     assert output_of(client, playbook, "wait-computed", {"how_long": {"milliseconds": 50}}) == {
         "how_long": {"milliseconds": 50}
@@ -573,3 +592,20 @@ def test_each_run_of_a_call_starts_its_own_callee_under_a_derived_id(client: htt
     for event in waits:
         callee = client.get(f"{playbook}/runs/{event['data']['run_id']}").json()
         assert (callee["status"], callee["rejection"]["kind"]) == ("rejected", "unworkable")
+
+
+# Bounds of one input (spec 13)
+
+
+def test_an_input_yields_after_100_tasks_and_the_run_goes_on(client: httpx.Client, playbook: str) -> None:
+    """250 iterations are 251 tasks: inputs of 100, 100 and 51 tasks, each continued by a zero-delay timer
+    (a yield), caused by the input that armed it."""
+    run = run_to_end(client, playbook, "long-loop", {"n": 250})
+    assert run["status"] == "succeeded", run
+    assert run["output"] == {"sum": sum(range(250))}
+    inputs = inputs_of(history(client, playbook, run["run_id"]))
+    assert [event["data"]["input"]["kind"] for event in inputs] == ["started", "timer_fired", "timer_fired"]
+    # The loop's entry counts in each input it moved: started in the first, finished in the last.
+    assert [event["data"]["step_count"] for event in inputs] == [100, 100, 52]
+    for earlier, later in itertools.pairwise(inputs):
+        assert later["metadata"]["causation_id"] == earlier["id"]

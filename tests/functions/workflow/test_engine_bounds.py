@@ -160,3 +160,21 @@ def test_the_host_resolves_call_bounds_and_a_computed_callee_waits_the_longest(e
     assert timer(first, "call").due_at == T0 + 3_600_000 + 60_000
     second = run.answer(calls(first)[0].key, T0 + 1_000, output={})
     assert timer(second, "call").due_at == T0 + 1_000 + 600_000 + 60_000
+
+
+def test_the_state_keeps_step_counts_of_running_tasks_only(engine: SandboxEngine) -> None:
+    """`times` counts entries of a task run that may still move; one that ended never moves again, so a long
+    loop's state, kept with every input, does not grow with each task run it ran. A listen for `all` that
+    waits again still counts on (`times` 2)."""
+    source = (
+        HEAD + "do:\n  - loop:\n      for: { in: '${ list(range(250)) }' }\n      do:\n        - step: { set: {} }\n"
+        "  - hear: { listen: { to: { all: [ { with: { type: a } }, { with: { type: b } } ] } } }\n"
+    )
+    run = Run(engine, source)
+    transition = run.start({})
+    while not any(f.data.get("reference") == "/do/1/hear" for f in transition.facts[1:]):
+        assert set(run.state.times) <= {"/#1#started", "/do/0/loop#1#started"}, run.state.times
+        transition = run.fire(timer(transition, "yield").timer_id, T0 + 1)
+    assert set(run.state.times) == {"/do/1/hear#1#waiting"}
+    again = run.send({"id": "e1", "type": "a", "source": "/x"}, T0 + 2)
+    assert again.facts[1].data["times"] == 2

@@ -1213,6 +1213,10 @@ def _transition(work: _Apply, applied: Input, cause: str | None) -> Transition:
                 data["error"] = shown
         causation = event_ids.get(entry.cause) if entry.cause is not None else None
         steps.append(Fact(event_ids[entry.activation], STEP_EVENTS[entry.outcome], data, causation or applied.id))
+    # A task run that ended never moves again: its counts go, so the state holds counts for running tasks only
+    # (a loop of many iterations would otherwise grow the state, kept with every input, by each task run).
+    alive = {f"{a.reference}#{a.run}" for a in s.activations.values()}
+    s.times = {key: count for key, count in s.times.items() if key.rsplit("#", 1)[0] in alive}
     fixed: list[Output] = []
     for output in work.outputs:
         if isinstance(output, StartCall):
