@@ -366,14 +366,6 @@ def test_workflow_runs_finish_once_after_a_sigkill(tmp_path: Path, ledger: str) 
             kill(again)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "auto_runtime/server.py workflows_child: its stop callback only sets `workflows.stopping`, and the child "
-        "never returns, so the supervisor waits the whole 5 s graceful budget and then cancels it (logged "
-        "'child workflows did not stop within 5s; cancelling it'); meanwhile the timer loop keeps the lease"
-    ),
-)
 def test_a_stopping_server_stops_its_workflow_runtime_within_the_graceful_budget(tmp_path: Path) -> None:
     """SIGTERM asks the workflow runtime to stop: it should end on its own (releasing the lease so a standby
     takes over at once, `TimerLoop.run`), not be cancelled by the supervisor once the budget ran out."""
