@@ -1,7 +1,9 @@
 """The `workflow_listeners` projection: per workflow run, its open listens for playbook events (spec 9.1).
 
-Computed from the state each `workflow_input_applied` record carries (the engine's `Activation.listener`, the
-listen's filters at the activation's `reference` in `state.document`), so the history alone rebuilds it. A row
+Computed from what each `workflow_input_applied` record carries: its `listening` metadata (the run store
+writes the open listens' literal types there), or, in a record without it, the state's `Activation.listener`
+and the listen's filters at the activation's `reference` in `state.document`; so the history alone rebuilds
+it. A row
 exists only while the run has an open listen with a literal type; it keeps:
 
 - `listeners`: listener id → `{types, since}`, the literal types of the listen's filters and the global
@@ -24,6 +26,10 @@ from typing import Any, Final
 from auto_runtime.functions.workflow.expressions import wrapped_expression
 from auto_runtime.ledger import Ledger, PlaybookScope, Projection, Record, Row, TableSpec
 from auto_runtime.workflow_host.run_state import STATE_METADATA, WORKFLOW_INPUT_APPLIED
+
+LISTENING_METADATA: Final = "listening"
+"""The metadata of a `workflow_input_applied` record naming the run's open listens (listener id → literal
+types), written by the run store, which reads them off the document the stored state only names."""
 
 MAX_LISTENING_TASKS: Final = 4_096
 TAKEN_KEPT: Final = 64
@@ -97,6 +103,12 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
     state = record.metadata.get(STATE_METADATA)
     if not isinstance(state, dict):
         return row
+    listening = record.metadata.get(LISTENING_METADATA)
+    opened = (
+        {str(k): [str(t) for t in v] for k, v in listening.items() if isinstance(v, list)}
+        if isinstance(listening, dict)
+        else open_listeners(state)
+    )
     before: dict[str, Any] = dict(row["listeners"]) if row else {}
     taken: list[str] = list(row["taken"]) if row else []
     applied = record.data.get("input") if isinstance(record.data, dict) else None
@@ -107,7 +119,8 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
             "types": types,
             "since": before[listener]["since"] if listener in before else record.global_position,
         }
-        for listener, types in open_listeners(state).items()
+        for listener, types in opened.items()
+        if types
     }
     if not listeners:
         return None

@@ -59,6 +59,7 @@ from auto_runtime.ledger import (
 )
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.schema_issues import check_against_schema
 from auto_runtime.workflow_host.follow_position import FollowPosition
 from auto_runtime.workflow_host.listeners import WORKFLOW_LISTENERS_PROJECTION, ListeningRun, listening_runs
 from auto_runtime.workflow_host.playbook_events import PlaybookEvent, playbook_event, scope_of
@@ -88,6 +89,7 @@ _RUN_NAMESPACE: Final = uuid.UUID("3e0c9a7b-2d6f-5a18-b4c3-9f1e7d5a2b60")
 TOO_DEEP = "The event is {depth} reactions deep; triggers start runs at most 8 deep."
 QUEUE_FULL = "The workflow's event triggers started 60 runs this minute and 1,000 more wait; this event started none."
 NOT_STARTED = "The run could not be started: {why}"
+INPUT_REFUSED = "The run's input does not fit the workflow's input schema: {issue} (at {pointer})"
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +99,20 @@ AppliedHook = Callable[[PlaybookScope, str, Applied], Awaitable[None]]
 def triggered_run_id(scope: PlaybookScope, name: str, version: int, reference: str, occasion: str) -> str:
     """The run a trigger starts for one event record (or due time): the same on every reading."""
     return str(uuid.uuid5(_RUN_NAMESPACE, f"{scope.key}\n{name}\n{version}\n{reference}\n{occasion}"))
+
+
+def input_refusal(document: Mapping[str, Any], value: Any) -> str | None:
+    """Why a triggered start's input does not fit the document's `input.schema` (a permanent refusal: the run
+    is not started, as a start by hand would be refused `invalid_input`), or None."""
+    given = document.get("input")
+    schema = given.get("schema") if isinstance(given, dict) else None
+    inline = schema.get("document") if isinstance(schema, dict) else None
+    if not isinstance(inline, dict):
+        return None
+    issues = check_against_schema(inline, value, "/input")
+    if not issues:
+        return None
+    return INPUT_REFUSED.format(issue=issues[0].detail, pointer=issues[0].pointer)
 
 
 def _event_triggers(saved: SavedVersion) -> list[dict[str, Any]]:
@@ -329,6 +345,10 @@ class Reactions:
         name, version = str(start["name"]), int(start["version"])
         try:
             document = await self._document(scope, str(start["saved"]))
+            refusal = input_refusal(document, start["input"])
+            if refusal is not None:
+                self.refusals.note(scope, name, version, self.clock(), refusal)
+                return
             definition = Definition(name, version, document)
             applied = await self.store.start_run(
                 scope,

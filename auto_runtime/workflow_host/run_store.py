@@ -22,6 +22,7 @@ idempotent by its key.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ from auto_runtime.ledger import (
 from auto_runtime.playbooks.event_publishing import EVENT_PUBLISHED, event_stream, published_data
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.workflow_host.listeners import LISTENING_METADATA, open_listeners
 from auto_runtime.workflow_host.outbox import (
     answer_key,
     answer_payload,
@@ -85,6 +87,9 @@ RUN_DEFERRED = "run_deferred"
 PARENT_ENDED = "The workflow run {run_id} that waited for this run ended first."
 DEADLINE = "The workflow that waited for this run ran out of time."
 MAX_ATTEMPTS = 16
+DOCUMENT_DIGEST = "document_sha256"
+"""The key under which a stored state names its document, kept once as content instead of in every record."""
+DOCUMENTS_KEPT = 256
 """Version conflicts one input survives before `RunStoreConflict` (each means another applier won)."""
 
 
@@ -142,6 +147,8 @@ class LoadedRun:
     state: RunState
     metadata: dict[str, Any]
     version: int
+    document_digest: str | None = None
+    """The digest its document is kept under as content (None in a state that still holds its document)."""
 
     @property
     def call_depth(self) -> int:
@@ -195,6 +202,8 @@ class RunStore:
         self.runtime_version = runtime_version
         self.max_duration_ms = max_duration_ms
         self.clock = clock
+        self._documents: dict[str, dict[str, Any]] = {}
+        self._kept: set[tuple[str, str]] = set()
 
     async def load(self, scope: PlaybookScope, run_id: str) -> LoadedRun | None:
         """The run as its last applied input left it, or None when it is no workflow run of the playbook."""
@@ -205,7 +214,36 @@ class RunStore:
         if not rows:
             return None
         row = WORKFLOW_RUNS_PROJECTION.decode_row(rows[0])
-        return LoadedRun(load_state(row["state"]), dict(row["metadata"]), int(row["version"]))
+        stored = dict(row["state"])
+        digest = stored.pop(DOCUMENT_DIGEST, None)
+        if isinstance(digest, str):
+            stored["document"] = await self._document(scope, digest)
+        return LoadedRun(
+            load_state(stored), dict(row["metadata"]), int(row["version"]), digest if isinstance(digest, str) else None
+        )
+
+    async def _document(self, scope: PlaybookScope, digest: str) -> dict[str, Any]:
+        """The document a run's state names by its digest (kept once as content when a run started)."""
+        found = self._documents.pop(digest, None)
+        if found is None:
+            kept = await self.ledger.get_content(scope, digest)
+            if kept is None:
+                raise LookupError(f"the workflow document {digest} is not kept in the playbook")
+            found = json.loads(kept)
+        self._documents[digest] = found
+        while len(self._documents) > DOCUMENTS_KEPT:
+            self._documents.pop(next(iter(self._documents)))
+        return found
+
+    async def _keep_document(self, scope: PlaybookScope, document: dict[str, Any]) -> str:
+        """Keep a run's document as content (idempotent, once per playbook and document); answers its digest."""
+        text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        digest = hashlib.sha256(text).hexdigest()
+        if (scope.key, digest) not in self._kept:
+            await self.ledger.put_content(scope, text)
+            self._kept.add((scope.key, digest))
+            self._documents[digest] = document
+        return digest
 
     async def start_run(
         self,
@@ -252,7 +290,8 @@ class RunStore:
         transition = await trio.to_thread.run_sync(_evaluate, self.engine, state, applied)
         if transition.stale:
             return Applied(stale=True)
-        records = [started, *self._records(transition, metadata, run_id, first=True)]
+        digest = await self._keep_document(scope, definition.document)
+        records = [started, *self._records(transition, metadata, run_id, digest, first=True)]
         try:
             appended = await self.ledger.append(
                 [StreamWrite(stream, 0, records), *self._emitted(transition, scope, metadata)],
@@ -281,7 +320,8 @@ class RunStore:
             transition = await trio.to_thread.run_sync(_evaluate, self.engine, loaded.state, applied)
             if transition.stale:
                 return Applied(stale=True)
-            records = self._records(transition, loaded.metadata, run_id)
+            digest = loaded.document_digest or await self._keep_document(scope, loaded.state.document)
+            records = self._records(transition, loaded.metadata, run_id, digest)
             try:
                 appended = await self.ledger.append(
                     [
@@ -340,17 +380,31 @@ class RunStore:
         raise RunStoreConflict(f"other appliers kept winning the run {run_id}; it was not marked failed")
 
     def _records(
-        self, transition: Transition, metadata: Mapping[str, Any], run_id: str, *, first: bool = False
+        self,
+        transition: Transition,
+        metadata: Mapping[str, Any],
+        run_id: str,
+        document_digest: str,
+        *,
+        first: bool = False,
     ) -> list[NewRecord]:
         """The run's records of a transition: the input, its steps, `run_deferred` after the first input of a
-        run it did not end, and the ending. `first`: the append also holds `run_started`."""
-        state = json.loads(json.dumps(dump_state(transition.state)))
+        run it did not end, and the ending. `first`: the append also holds `run_started`.
+
+        The input's record carries the new state in its metadata, its document named by `document_digest`
+        (kept once as content), and the run's open listens (`listening`: listener id → literal types) for the
+        listeners projection, which cannot read the document."""
+        dumped = dump_state(transition.state)
+        listening = open_listeners(dumped)
+        dumped.pop("document")
+        state = json.loads(json.dumps({**dumped, DOCUMENT_DIGEST: document_digest}))
         applied_id = transition.facts[0].id
         records: list[NewRecord] = []
         for fact in transition.facts:
             shown = {**metadata, "causation_id": fact.causation_id}
             if fact.type == WORKFLOW_INPUT_APPLIED:
                 shown[STATE_METADATA] = state
+                shown[LISTENING_METADATA] = listening
             records.append(NewRecord(fact.type, dict(fact.data), shown, id=fact.id))
         settle = next((o for o in transition.outputs if isinstance(o, Settle)), None)
         if first and settle is None:

@@ -5,8 +5,8 @@ Each sweep claims the lease (`workflow_lease_lapse(sweep)`). A standby (the leas
 sleeps a sweep and claims again. The holder reads the due entries and, for each timer, applies
 `TimerFired(entry.key)` to its run through `RunStore.apply_input` under the lease's fence (an `answer:`
 entry as `CallAnswered`, a `cancel:` entry as `CancelRequested`, a key with a handler through it), then
-marks the entry fired under the same fence. It stops working before its claim lapses, and sleeps until the next due
-entry or the next sweep, whichever comes first.
+marks the entry fired under the same fence. It fires for at most half its claim, then claims again at once
+when work is left; otherwise it sleeps until the next due entry or the next sweep, whichever comes first.
 
 Rules:
 
@@ -15,8 +15,9 @@ Rules:
 - `LeaseLost` (another server took the lease) ends the sweep: nothing of that input was appended, and the
   loop stands by.
 - An entry whose run is not a workflow run here (`UnknownRun`) is marked fired: nothing can take it.
-- Only one server fires timers at a time; within it, timers are applied one after another. `fence()` tells
-  the server's other parts (starts, sent events) whether it holds the lease with a sweep to spare.
+- Only one server fires timers at a time; within it, the entries of different runs fire concurrently, those
+  of one run one after another in due order (concurrent appliers of one run would only race on its version).
+  `fence()` tells the server's other parts (starts, sent events) whether it holds the lease.
 - Calls kept in the outbox (`outbox`) are dispatched by the loop's `CallDispatcher` in tasks of their own,
   outside the claim's time (a call may outlast it): one task per entry at a time, the entry marked fired
   once the caller took the answer. A call's answer needs no fence: the caller's stream version guards it,
@@ -54,6 +55,10 @@ from auto_runtime.workflow_host.run_store import Applied, RunStore, RunStoreConf
 log = logging.getLogger("auto_runtime.workflows")
 
 DUE_BATCH = 100
+FIRING_AT_ONCE = 16
+"""Runs whose due entries fire at the same time within one sweep."""
+HELD_SHARE = 0.9
+"""The share of a claim's remaining time during which `fence()` answers it (the fenced writes are the guard)."""
 DueHandler = Callable[[DueEntry, LeaseFence], Awaitable[None]]
 """Carries out one due entry of a kind the loop does not know (`handlers`); the loop marks it fired after."""
 
@@ -83,6 +88,7 @@ class TimerLoop:
         self.handlers = dict(handlers or {})
         self.lapse = workflow_lease_lapse(sweep)
         self.calls = trio.CapacityLimiter(nested_runs)
+        self.firing = trio.CapacityLimiter(FIRING_AT_ONCE)
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._in_flight: set[DueKey] = set()
@@ -117,45 +123,62 @@ class TimerLoop:
                 await self.ledger.lease().release(self.server_id)
 
     async def sweep_once(self) -> timedelta:
-        """One sweep: claim, fire what is due while the claim lasts; answers how long to sleep.
+        """One sweep: claim, fire what is due for at most half the claim; answers how long to sleep.
 
-        Outside `run`, due calls are dispatched before it returns."""
+        Entries of different runs fire concurrently (`FIRING_AT_ONCE`), those of one run in due order. A sweep
+        that found a full batch, or ran out of its time, asks to sweep again at once, so a busy holder renews
+        its claim at least every half lapse and `fence()` never lapses under load. Outside `run`, due calls
+        are dispatched before it returns."""
         asked_at = trio.current_time()
         state = await self.ledger.lease().claim(self.server_id, self.lapse)
         if not state.held_by(self.server_id):
             self._fence = None
             return self.sweep
         fence = state.fence()
+        remaining = state.remaining.total_seconds()
         self._fence = fence
-        self._held_until = asked_at + max(state.remaining.total_seconds() - self.sweep.total_seconds(), 0.0)
+        self._held_until = asked_at + remaining * HELD_SHARE
         calls: list[DueEntry] = []
-        pause = timedelta(0)
-        with trio.move_on_at(asked_at + state.remaining.total_seconds()):
-            taken = 0
-            try:
-                for entry in await self.ledger.due_work.due(datetime.now(UTC), limit=DUE_BATCH):
-                    if is_call_key(entry.key):
-                        if self.dispatcher is not None and entry.due_key not in self._in_flight:
-                            self._in_flight.add(entry.due_key)
-                            calls.append(entry)
-                            taken += 1
-                        continue
-                    await self.fire(entry, fence)
-                    taken += 1
-            except LeaseLost:
-                taken = 0
-                self._fence = None
-            next_due = await self.ledger.due_work.next_due()
-            if taken == 0 or next_due is None:
-                pause = self.sweep
-            else:
-                pause = max(min(self.sweep, next_due - datetime.now(UTC)), timedelta(0))
+        runs: dict[tuple[str, str], list[DueEntry]] = {}
+        more = True
+        with trio.move_on_at(asked_at + remaining / 2):
+            limit = DUE_BATCH + len(self._in_flight)
+            entries = await self.ledger.due_work.due(datetime.now(UTC), limit=limit)
+            for entry in entries:
+                if is_call_key(entry.key):
+                    if self.dispatcher is not None and entry.due_key not in self._in_flight:
+                        self._in_flight.add(entry.due_key)
+                        calls.append(entry)
+                elif entry.due_key not in self._in_flight:
+                    runs.setdefault((entry.scope.key, entry.run_id), []).append(entry)
+            async with trio.open_nursery() as nursery:
+                for group in runs.values():
+                    nursery.start_soon(self._fire_in_order, group, fence, nursery.cancel_scope)
+            more = len(entries) == limit
         for entry in calls:
             if self._nursery is not None:
                 self._nursery.start_soon(self.dispatch, entry)
             else:
                 await self.dispatch(entry)
-        return pause
+        if self._fence is not fence:
+            return self.sweep
+        if more:
+            return timedelta(0)
+        next_due = await self.ledger.due_work.next_due()
+        if next_due is None:
+            return self.sweep
+        return max(min(self.sweep, next_due - datetime.now(UTC)), timedelta(0))
+
+    async def _fire_in_order(self, group: list[DueEntry], fence: LeaseFence, sweep: trio.CancelScope) -> None:
+        """Fire one run's due entries in order; `LeaseLost` ends the whole sweep (nothing more is fired)."""
+        async with self.firing:
+            for entry in group:
+                try:
+                    await self.fire(entry, fence)
+                except LeaseLost:
+                    self._fence = None
+                    sweep.cancel()
+                    return
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> Applied | None:
         """Carry out one due entry that is not a call (a timer, an answer, a cancel, or a handler's), then mark

@@ -142,7 +142,7 @@ async def test_data_may_be_any_json_value(ledger: Ledger, data: object) -> None:
 async def test_appends_that_are_programming_errors_are_refused(ledger: Ledger) -> None:
     stream = ACME.stream("runs", "r1")
     too_many = [new() for _ in range(MAX_RECORDS_PER_APPEND + 1)]
-    with pytest.raises(ValueError, match="at most 64"):
+    with pytest.raises(ValueError, match=f"at most {MAX_RECORDS_PER_APPEND} records"):
         await ledger.append([StreamWrite(stream, 0, too_many)])
     with pytest.raises(ValueError, match="twice"):
         await ledger.append([StreamWrite(stream, 0, [new()]), StreamWrite(stream, 1, [new()])])

@@ -275,3 +275,18 @@ def due_iso(ms: int) -> str:
     from auto_runtime.workflow_host.schedules import due_text
 
     return due_text(ms)
+
+
+async def test_an_event_whose_input_the_schema_refuses_starts_nothing_and_is_counted_as_refused(
+    ledger: Ledger, registry: DefinitionRegistry, reactions: Reactions, fence: LeaseFence
+) -> None:
+    schema = "input: { schema: { document: { type: object } } }\n"
+    await save(registry, "digest", schema + ON_EU)
+    await publish(ledger, "eu")
+    await follow_all(reactions, fence)
+    assert await started_runs(ledger, "digest") == []
+    await reactions.flush_refusals(fence, everything=True)
+    (refused,) = (await ledger.read_playbook(SCOPE, types={"reaction_refused"})).records
+    assert refused.data["count"] == 1
+    assert refused.data["reason"].startswith("The run's input does not fit the workflow's input schema: ")
+    assert refused.data["reason"].endswith("(at /input)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -41,6 +42,16 @@ async def test_a_start_appends_run_started_the_applied_input_and_its_steps_with_
     assert run_started.metadata["definition"] == {"type": "workflow", "name": "flow", "version": 1}
     assert applied.metadata["causation_id"] == run_started.id
     assert applied.metadata["state"]["started"] is True
+    assert "document" not in applied.metadata["state"], "the document is kept once as content, not per input"
+    kept = await ledger.get_content(SCOPE, applied.metadata["state"]["document_sha256"])
+    assert kept is not None and json.loads(kept) == definition(WAIT_THEN_SET).document
+    other = str(uuid7())
+    await store.start_run(SCOPE, other, definition(WAIT_THEN_SET), {"n": 2}, "caller-1")
+    other_applied = (await history(ledger, other))[1]
+    assert other_applied.metadata["state"]["document_sha256"] == applied.metadata["state"]["document_sha256"]
+    fresh = RunStore(ledger, store.engine, runtime_version="0.1.0", max_duration_ms=store.max_duration_ms)
+    loaded = await fresh.load(SCOPE, run_id)
+    assert loaded is not None and loaded.state.document == definition(WAIT_THEN_SET).document
     assert waiting.id == f"{applied.id}_1"
     assert waiting.metadata["causation_id"] == applied.id
     assert {r.metadata["correlation_id"] for r in records} == {run_id}
