@@ -111,6 +111,19 @@ do:
                 - done: { set: { winner: quick } }
 """)
 
+COMPETE_TIE = workflow("""
+do:
+  - race:
+      fork:
+        compete: true
+        branches:
+          - longer:
+              do:
+                - one: { set: { step: 1 } }
+                - two: { set: { winner: longer } }
+          - shorter: { set: { winner: shorter } }
+""")
+
 COMPETE_ALL_FAIL = workflow("""
 do:
   - race:
@@ -294,6 +307,7 @@ def playbook(client: httpx.Client) -> str:
         ("fork-flow", FORK),
         ("compete-flow", COMPETE),
         ("compete-fail", COMPETE_ALL_FAIL),
+        ("compete-tie", COMPETE_TIE),
         ("if-then", IF_AND_THEN),
         ("exit-top", EXIT_TOP),
         ("shaping", SHAPING),
@@ -387,6 +401,14 @@ def test_a_competing_fork_takes_the_first_to_complete_and_cancels_the_others(
     cancelled = [step[1] for step in steps if step[3] == "cancelled"]
     assert cancelled == ["/do/0/race/fork/branches/0/slow/do/0/pause", "/do/0/race/fork/branches/0/slow"]
     assert steps[-1] == ("step_finished", "/do/0/race", 1, "")
+
+
+def test_of_branches_completing_in_the_same_input_the_lowest_index_wins(client: httpx.Client, playbook: str) -> None:
+    """Spec 3.2 "(same input → lowest index)": a branch of two tasks before a branch of one."""
+    run = run_to_end(client, playbook, "compete-tie", {})
+    assert run["output"] == {"winner": "longer"}
+    references = [step[1] for step in steps_of(history(client, playbook, run["run_id"]))]
+    assert "/do/0/race/fork/branches/1/shorter" not in references
 
 
 def test_a_competing_fork_whose_branches_all_fail_raises_the_earliest_failure(

@@ -433,3 +433,68 @@ def test_each_step_is_caused_by_an_entry_recorded_before_it(engine: SandboxEngin
         for fact in transition.facts[1:]:
             assert fact.causation_id in seen, fact
             seen.add(fact.id)
+
+
+def test_of_competing_branches_that_complete_in_one_input_the_lowest_index_wins(engine: SandboxEngine) -> None:
+    """Spec 3.2: "the first branch to complete wins (same input → lowest index)": a branch of two tasks before
+    a branch of one, both completing at once; the branch after the winner never starts."""
+    source = (
+        HEAD
+        + "do:\n  - race:\n      fork:\n        compete: true\n        branches:\n"
+        + "          - longer:\n              do:\n                - one: { set: { step: 1 } }\n"
+        + "                - two: { set: { winner: longer } }\n"
+        + "          - shorter: { set: { winner: shorter } }\n"
+    )
+    started = Run(engine, source).start({})
+    assert settled(started) == Settle("succeeded", output={"winner": "longer"})
+    assert steps(started) == [
+        ("I1_1", "step_finished", "/do/0/race", "I1"),
+        ("I1_2", "step_finished", "/do/0/race/fork/branches/0/longer", "I1_1"),
+        ("I1_3", "step_finished", "/do/0/race/fork/branches/0/longer/do/0/one", "I1_2"),
+        ("I1_4", "step_finished", "/do/0/race/fork/branches/0/longer/do/1/two", "I1_3"),
+    ]
+
+
+def test_a_competing_fork_runs_each_branch_until_it_waits_then_the_next(engine: SandboxEngine) -> None:
+    """A branch that waits does not complete in this input: the next branch starts, and completing at once,
+    wins; the waiting one is cancelled."""
+    source = (
+        HEAD
+        + "do:\n  - race:\n      fork:\n        compete: true\n        branches:\n"
+        + "          - slow:\n              do:\n                - pause: { wait: PT1S }\n"
+        + "          - quick:\n              do:\n                - one: { set: { winner: quick } }\n"
+    )
+    started = Run(engine, source).start({})
+    assert settled(started) == Settle("succeeded", output={"winner": "quick"})
+    assert [(kind, reference) for _id, kind, reference, _cause in steps(started)] == [
+        ("step_finished", "/do/0/race"),
+        ("step_failed", "/do/0/race/fork/branches/0/slow"),
+        ("step_failed", "/do/0/race/fork/branches/0/slow/do/0/pause"),
+        ("step_finished", "/do/0/race/fork/branches/1/quick"),
+        ("step_finished", "/do/0/race/fork/branches/1/quick/do/0/one"),
+    ]
+
+
+def test_a_yield_inside_a_competing_branch_keeps_the_work_around_it(engine: SandboxEngine) -> None:
+    """Past 100 tasks the input yields inside a branch run on its own: the rest of that branch, the branches
+    after it and what follows the fork go on in the next input, where the second completes and wins while the
+    first, which would wait, has not."""
+    source = (
+        HEAD
+        + "do:\n  - race:\n      fork:\n        compete: true\n        branches:\n"
+        + "          - first:\n              do:\n"
+        + "                - loop:\n                    for: { in: '${ list(range(150)) }' }\n"
+        + "                    do:\n                      - step: { set: { n: 1 } }\n"
+        + "                - pause: { wait: PT1S }\n"
+        + "          - second: { set: { winner: second } }\n"
+        + "  - after: { set: '${ data | {\"after\": True} }' }\n"
+    )
+    run = Run(engine, source)
+    started = run.start({})
+    assert settled(started) is None
+    assert not any(f.data["reference"].startswith("/do/0/race/fork/branches/1") for f in started.facts[1:])
+    (pending,) = [o for o in outputs_of(started, ArmTimer) if isinstance(o, ArmTimer) and o.purpose == "yield"]
+    resumed = run.fire(pending.timer_id, T0 + 1)
+    assert settled(resumed) == Settle("succeeded", output={"after": True, "winner": "second"})
+    cancelled = [reference for _id, kind, reference, _cause in steps(resumed) if kind == "step_failed"]
+    assert cancelled[-1] == "/do/0/race/fork/branches/0/first"

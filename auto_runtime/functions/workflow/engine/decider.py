@@ -158,6 +158,9 @@ class _Apply:
     input_cause: str | None = None
     stale: bool = False
     queue: deque[tuple[str, int, Any]] = field(default_factory=deque)
+    outer: list[deque[tuple[str, int, Any]]] = field(default_factory=list)
+    """The queues a competing fork set aside while it ran one branch on its own (`drain_branch`)."""
+    yielded: bool = False
     begun: int = 0
 
     # -- documents ----------------------------------------------------------------------------------------
@@ -241,15 +244,22 @@ class _Apply:
 
     # -- the queue ----------------------------------------------------------------------------------------
     def push(self, message: str, activation: int, payload: Any = None) -> None:
-        self.queue.append((message, activation, payload))
+        if self.yielded:
+            self.state.pending.append((message, activation, payload))
+        else:
+            self.queue.append((message, activation, payload))
 
     def drain(self) -> None:
-        while self.queue:
+        while self.queue and not self.yielded:
             message, activation, payload = self.queue[0]
             if message == "begin":
                 if self.begun >= TASKS_PER_INPUT or (self.begun > 0 and self.evaluator.wants_yield()):
-                    self.state.pending = list(self.queue)
+                    # What is left goes on in the next input: this queue, then the ones set aside around it.
+                    self.state.pending = list(self.queue) + [m for queue in reversed(self.outer) for m in queue]
                     self.queue.clear()
+                    for queue in self.outer:
+                        queue.clear()
+                    self.yielded = True
                     root = self.state.activations[0]
                     self.arm(f"{self.state.run_id}/#{self.state.inputs}:yield", self.now, "yield", root.id)
                     return
@@ -546,14 +556,37 @@ class _Apply:
         self.start_in_list(a, 0, a.data, a.id)
 
     def body_fork(self, a: Activation, definition: dict[str, Any]) -> None:
+        """Start the branches in branch order. A competing fork runs each branch on its own until it waits or
+        ends before it starts the next, so of branches that complete in the same input the lowest index wins
+        (spec 3.2), and a branch after the winner never starts."""
         branches = definition["fork"].get("branches", [])
+        compete = bool(definition["fork"].get("compete", False))
         if not branches:
-            self.finish(a, None if definition["fork"].get("compete") else [])
+            self.finish(a, None if compete else [])
             return
-        for index, entry in enumerate(branches):
-            name = str(next(iter(entry)))
-            child = self.start_task(a, f"{a.reference}/fork/branches/{index}/{escape(name)}", name, a.input, a.id)
-            child.branch = index
+        for index in range(len(branches)):
+            if a.id not in self.state.activations:
+                return
+            if compete and not self.yielded:
+                self.drain_branch(a, index)
+            else:
+                self.start_branch(a, index)
+
+    def start_branch(self, fork: Activation, index: int) -> None:
+        entry = self.definition(fork)["fork"]["branches"][index]
+        name = str(next(iter(entry)))
+        reference = f"{fork.reference}/fork/branches/{index}/{escape(name)}"
+        self.start_task(fork, reference, name, fork.input, fork.id).branch = index
+
+    def drain_branch(self, fork: Activation, index: int) -> None:
+        """Start one branch and run it until it waits or ends, before what was queued around it."""
+        self.outer.append(self.queue)
+        self.queue = deque()
+        try:
+            self.start_branch(fork, index)
+            self.drain()
+        finally:
+            self.queue = self.outer.pop()
 
     def branch_done(self, fork: Activation, child: Activation, output: Any, then: Any) -> None:
         assert child.branch is not None
