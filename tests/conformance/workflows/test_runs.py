@@ -46,6 +46,13 @@ do:
   - big: { set: '${ "x" * data["n"] }' }
 """)
 
+HOLD_BIG = workflow("""
+do:
+  - big: { set: '${ "x" * data["n"] }' }
+  - pause: { wait: PT0.05S }
+  - done: { set: '${ {"length": len(data)} }' }
+""")
+
 LISTENER = workflow("""
 do:
   - hold:
@@ -140,6 +147,7 @@ def playbook(client: httpx.Client) -> str:
     for name, source in (
         ("schemas", SCHEMAS),
         ("big", BIG),
+        ("hold-big", HOLD_BIG),
         ("listener", LISTENER),
         ("two-listens", TWO_LISTENS),
         ("late-listen", LATE_LISTEN),
@@ -206,6 +214,11 @@ def test_the_largest_output_is_1048574_bytes(client: httpx.Client, playbook: str
         "kind": "oversized",
         "detail": "The output of the workflow takes 1048575 bytes as JSON, more than the 1048574 a run records",
     }
+
+
+def test_a_megabyte_kept_across_a_wait_is_read_by_the_next_expression(client: httpx.Client, playbook: str) -> None:
+    """Reading values has an allowance no value within the run's bounds reaches (spec 4.5)."""
+    assert output_of(client, playbook, "hold-big", {"n": 1_000_000}) == {"length": 1_000_000}
 
 
 # Running and get_run

@@ -87,3 +87,24 @@ def test_the_clock_is_the_input_time_and_nothing_else_is_reachable(
     evaluator, _launches = counted
     failed = evaluator.evaluate(Place(("open('x')",), {}))
     assert isinstance(failed, Failed) and failed.detail.startswith("open('x'): NameError")
+
+
+def test_long_strings_are_read_whole_wherever_they_stand(counted: tuple[SandboxEvaluator, list[int]]) -> None:
+    """A value's strings longer than 1,024 characters travel as text beside its JSON and are put back where
+    they stood: at the top, in a list, in an object, next to short strings and to keys that look alike."""
+    evaluator, _launches = counted
+    long_a, long_e = "a" * 5000, "é" * 3000
+    value = {"top": [long_a, "short", {"inner": long_e, "n": None}], "k": long_a, "null": None}
+    assert evaluator.evaluate(Place(("data",), {"data": value})) == [value]
+    assert evaluator.evaluate(Place(("len(data)", "data[-3:]"), {"data": long_e + "xyz"})) == [3003, "xyz"]
+    assert evaluator.evaluate(Place(("data[0] == data[1]",), {"data": [long_a, long_a]})) == [True]
+
+
+def test_a_value_of_a_megabyte_is_read_within_the_reading_allowance(
+    counted: tuple[SandboxEvaluator, list[int]],
+) -> None:
+    """Spec 4.5: reading values has an allowance "that no value within the run's bounds reaches": a string of
+    1,500,000 characters (within the 1,572,864 bytes an input may change) is read, not refused as a bound."""
+    evaluator, _launches = counted
+    text = "x" * 1_500_000
+    assert evaluator.evaluate(Place(("len(data[0])", "data[1]"), {"data": [text, 7]})) == [1_500_000, 7]

@@ -49,6 +49,11 @@ VALUE_LIMIT = 4 * 1024 * 1024
 YIELD_FUEL = 500_000_000
 YIELD_BYTES = 4 * 1024 * 1024
 DETAIL_CHARACTERS = 1000
+LONG_STRING = 1024
+"""Strings longer than this are sent to the instance on their own, as text, not inside the value's JSON: the
+sandbox's JSON reader grows a string it reads a few bytes at a time, so its work grows with the square of the
+string's length (a 1 MB string would pass the reading allowance), while text the bridge hands over costs
+work in proportion to its length."""
 
 MORE_WORK = "it used more than its 250,000,000 units of work"
 MORE_INPUT_WORK = "the input used more than its 1,000,000,000 units of work"
@@ -69,7 +74,17 @@ def _serve():
         if request is None:
             return
         for key in request["values"]:
-            _values[key] = _loads(_call("value", ""))
+            value = _loads(_call("value", ""))
+            for path in request["long"].get(key, ()):
+                text = _call("value", "")
+                if not path:
+                    value = text
+                    continue
+                target = value
+                for token in path[:-1]:
+                    target = target[token]
+                target[path[-1]] = text
+            _values[key] = value
         names = {}
         for name, key in request["names"].items():
             names[name] = _values[key]
@@ -236,18 +251,32 @@ class SandboxEvaluator:
             self.instance.stop()
             self.instance = None
 
-    def _values(self, instance: _Instance, variables: Mapping[str, Any]) -> tuple[dict[str, bytes], dict[str, str]]:
-        values: dict[str, bytes] = {}
+    def _values(
+        self, instance: _Instance, variables: Mapping[str, Any]
+    ) -> tuple[list[bytes], list[str], dict[str, list[list[str | int]]], dict[str, str]]:
+        """What the request sends: each new value's payloads in order (its JSON with its long strings left
+        out, then each long string's text), the new values' keys, where each one's long strings go, and the
+        key of each name."""
+        payloads: list[bytes] = []
+        keys: list[str] = []
+        long: dict[str, list[list[str | int]]] = {}
         names: dict[str, str] = {}
         for name, value in variables.items():
             text = compact_json(value)
             key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
             names[name] = key
-            if key not in instance.sent:
-                values[key] = text.encode("utf-8")
-                instance.sent.add(key)
-                self.bytes_read += len(values[key])
-        return values, names
+            if key in instance.sent:
+                continue
+            instance.sent.add(key)
+            keys.append(key)
+            strings: list[tuple[list[str | int], bytes]] = []
+            skeleton = _without_long_strings(value, [], strings)
+            payloads.append(compact_json(skeleton).encode("utf-8") if strings else text.encode("utf-8"))
+            self.bytes_read += len(text.encode("utf-8"))
+            if strings:
+                long[key] = [path for path, _text in strings]
+                payloads.extend(raw for _path, raw in strings)
+        return payloads, keys, long, names
 
     def evaluate(self, place: Place) -> list[Any] | Failed:
         if self.fuel_left <= 0:
@@ -256,10 +285,11 @@ class SandboxEvaluator:
             self.instance = _Instance(self.engine, self.clock_ms, self.deadline, self.launch)
         instance = self.instance
         read = set().union(*(names_read(source) for source in place.expressions))
-        values, names = self._values(instance, {k: v for k, v in place.variables.items() if k in read})
+        payloads, keys, long, names = self._values(instance, {k: v for k, v in place.variables.items() if k in read})
         request = json.dumps(
             {
-                "values": list(values),
+                "values": keys,
+                "long": long,
                 "names": names,
                 "expressions": list(place.expressions),
                 "condition": place.condition,
@@ -268,7 +298,7 @@ class SandboxEvaluator:
             ensure_ascii=False,
         ).encode("utf-8")
         bridge = instance.bridge
-        bridge.requests.put((request, list(values.values()), len(place.expressions), self.fuel_left))
+        bridge.requests.put((request, payloads, len(place.expressions), self.fuel_left))
         answers: list[Any] = []
         for source in place.expressions:
             payload = bridge.replies.get()
@@ -296,6 +326,24 @@ class SandboxEvaluator:
         if instance.trap == "OUT_OF_FUEL":
             return MORE_READING
         return MORE_MEMORY
+
+
+def _without_long_strings(value: Any, path: list[str | int], strings: list[tuple[list[str | int], bytes]]) -> Any:
+    """The value with each string longer than `LONG_STRING` replaced by null, noting its path and its text."""
+    if isinstance(value, str):
+        if len(value) > LONG_STRING:
+            try:
+                raw = value.encode("utf-8")
+            except UnicodeEncodeError:
+                return value
+            strings.append((list(path), raw))
+            return None
+        return value
+    if isinstance(value, dict):
+        return {key: _without_long_strings(item, [*path, key], strings) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_long_strings(item, [*path, index], strings) for index, item in enumerate(value)]
+    return value
 
 
 @functools.lru_cache(maxsize=4096)
