@@ -221,6 +221,13 @@ def test_a_megabyte_kept_across_a_wait_is_read_by_the_next_expression(client: ht
     assert output_of(client, playbook, "hold-big", {"n": 1_000_000}) == {"length": 1_000_000}
 
 
+def test_one_input_adds_at_most_1572864_bytes_to_what_the_run_holds(client: httpx.Client, playbook: str) -> None:
+    """Spec 13: one input's change bounds a value kept across a wait; past it the run ends `unavailable`."""
+    rejection = rejection_of(client, playbook, "hold-big", {"n": 1_600_000})
+    assert rejection["reason"] == "unavailable"
+    assert rejection["detail"].endswith("more than the 1572864 an input may add"), rejection
+
+
 # Running and get_run
 
 

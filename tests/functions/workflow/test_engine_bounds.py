@@ -178,3 +178,68 @@ def test_the_state_keeps_step_counts_of_running_tasks_only(engine: SandboxEngine
     assert set(run.state.times) == {"/do/1/hear#1#waiting"}
     again = run.send({"id": "e1", "type": "a", "source": "/x"}, T0 + 2)
     assert again.facts[1].data["times"] == 2
+
+
+KEEPS = (
+    HEAD
+    + """\
+do:
+  - big: { set: '${ "x" * data["n"] }' }
+  - pause: { wait: PT1S }
+  - done: { set: '${ len(data) }' }
+"""
+)
+
+HOLDS = (
+    HEAD
+    + """\
+do:
+  - three:
+      fork:
+        branches:
+          - first: { set: '${ "a" * 1_400_000 }' }
+          - second:
+              do:
+                - pause: { wait: PT1S }
+                - make: { set: '${ "b" * 1_400_000 }' }
+          - third:
+              do:
+                - pause: { wait: PT2S }
+                - make: { set: '${ "c" * 1_400_000 }' }
+  - pause: { wait: PT1S }
+  - done: { set: { done: true } }
+"""
+)
+
+
+def run_firing(engine: SandboxEngine, source: str, value: object) -> tuple[int, Settle | None]:
+    """Run `source`, firing its waits in due order; the number of inputs applied and how the run ended."""
+    run = Run(engine, source)
+    transition = run.start(value)
+    inputs = 1
+    due: dict[str, int] = {}
+    while settled(transition) is None:
+        due.update({o.timer_id: o.due_at for o in outputs_of(transition, ArmTimer) if isinstance(o, ArmTimer)})
+        waits = {key: at for key, at in due.items() if key.endswith(":wait") and key in run.state.timers}
+        next_timer = min(waits, key=lambda key: waits[key])
+        transition = run.fire(next_timer, waits[next_timer])
+        inputs += 1
+    return inputs, settled(transition)
+
+
+def test_a_value_kept_across_a_wait_is_bounded_by_one_inputs_change(engine: SandboxEngine) -> None:
+    """Spec 13: one input's change is at most 1,572,864 bytes, which bounds a value kept across a wait."""
+    assert run_firing(engine, KEEPS, {"n": 1_500_000}) == (2, Settle("succeeded", output=1_500_000))
+    inputs, ending = run_firing(engine, KEEPS, {"n": 1_600_000})
+    assert inputs == 1 and ending is not None and ending.rejection is not None
+    assert ending.rejection["reason"] == "unavailable"
+    assert ending.rejection["detail"].startswith("One input added 16")
+    assert ending.rejection["detail"].endswith("more than the 1572864 an input may add")
+
+
+def test_a_run_holds_at_most_4_mib(engine: SandboxEngine) -> None:
+    """Three values of 1.4 MB, one input after another: the third passes the 4 MiB a run holds."""
+    inputs, ending = run_firing(engine, HOLDS, {})
+    assert inputs == 3 and ending is not None and ending.rejection is not None
+    assert ending.rejection["reason"] == "unavailable"
+    assert ending.rejection["detail"].startswith("The run would hold 42")

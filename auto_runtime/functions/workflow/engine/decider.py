@@ -91,6 +91,11 @@ EMIT_BOUND = "The run emitted more than 1,024 events or 4 MiB"
 MAX_EVENT_BYTES = 240 * 1024
 ENVELOPE_FIELDS = ("specversion", "id", "type", "source", "time")
 OUTPUT_TOO_LARGE = "The output of the workflow takes {n} bytes as JSON, more than the 1048574 a run records"
+MAX_HELD_BYTES = 4 * 1024 * 1024
+MAX_CHANGE_BYTES = 1_572_864
+RUNNING_TASK_BYTES = 4096
+HOLDS_TOO_MUCH = "The run would hold {n} bytes of data, more than the 4 MiB (4194304 bytes) a run may hold"
+CHANGED_TOO_MUCH = "One input added {n} bytes to the data the run holds, more than the 1572864 an input may add"
 
 
 def new_state(
@@ -1100,6 +1105,8 @@ def apply(state: RunState, applied: Input, evaluator: Evaluator) -> Transition:
         if s.inputs > MAX_INPUTS:
             work.end_rejected(E.RunRejection("unavailable", TOO_MANY_INPUTS))
         _run_input(work, applied)
+        if not work.stale:
+            _check_holdings(work)
     if work.stale:
         return Transition(state, stale=True)
     return _transition(work, applied, work.input_cause)
@@ -1165,6 +1172,40 @@ def _run_input(work: _Apply, applied: Input) -> None:
         assert timer.activation is not None
         work.push("timer", timer.activation, timer)
     work.drain()
+
+
+def held_bytes(state: RunState) -> int:
+    """The data a run holds (spec 13): the values it reaches, each distinct value once, 4 KiB for each running
+    task and the document."""
+    texts: set[str] = set()
+
+    def reach(value: Any) -> None:
+        if value is not None:
+            texts.add(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+    reach(state.run_input)
+    reach(state.context)
+    for event in state.inbox:
+        reach(event)
+    for a in state.activations.values():
+        for value in (a.raw_input, a.input, a.data, a.items, *a.scope.values(), *a.results.values()):
+            reach(value)
+        for value in (*a.taken.values(), *(failure[2] for failure in a.failures)):
+            reach(value)
+    values = sum(len(text.encode("utf-8", "surrogatepass")) for text in texts)
+    return values + RUNNING_TASK_BYTES * len(state.activations) + json_size(state.document)
+
+
+def _check_holdings(work: _Apply) -> None:
+    """A run that goes on after this input holds at most 4 MiB, and one input adds at most 1,572,864 bytes to
+    what it holds (the bound of a value kept across a wait); past either the run ends `unavailable`."""
+    s = work.state
+    held = held_bytes(s)
+    if held > MAX_HELD_BYTES:
+        work.end_rejected(E.RunRejection("unavailable", HOLDS_TOO_MUCH.format(n=held)))
+    if held - s.held > MAX_CHANGE_BYTES:
+        work.end_rejected(E.RunRejection("unavailable", CHANGED_TOO_MUCH.format(n=held - s.held)))
+    s.held = held
 
 
 def _offer(work: _Apply, applied: EventReceived | EventOffered) -> None:

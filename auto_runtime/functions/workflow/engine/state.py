@@ -90,6 +90,9 @@ class RunState:
     next_id: int = 1
     runs: dict[str, int] = field(default_factory=dict)
     times: dict[str, int] = field(default_factory=dict)
+    held: int = 0
+    """Bytes of data the run held after its last input (spec 13): the values it reaches, each once, 4 KiB per
+    running task and the document."""
     timers: dict[str, TimerInfo] = field(default_factory=dict)
     calls: dict[str, CallInfo] = field(default_factory=dict)
     pending: list[tuple[str, int, Any]] = field(default_factory=list)
