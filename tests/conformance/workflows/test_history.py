@@ -162,8 +162,10 @@ def test_expense_approval_asks_the_manager_event_by_event(client: httpx.Client, 
     assert cause(events[10]) == i3["id"]
     assert cause(events[3]) is not None
 
-    # Metadata: every event of the run names the run and the tree's top run.
+    # Fields: these and no others, a sentence each; metadata names the run and the tree's top run.
     for event in events:
+        assert set(event) == {"id", "type", "summary", "data", "metadata"}
+        assert event["summary"].endswith("."), event["summary"]
         assert event["metadata"]["run_id"] == run_id
         assert event["metadata"]["correlation_id"] == run_id
         assert event["metadata"]["definition"]["type"] == "workflow"

@@ -429,7 +429,17 @@ def test_if_skips_and_then_continues_jumps_exits_and_ends(client: httpx.Client, 
     run = run_to_end(client, playbook, "if-then", {"n": 0})
     assert run["status"] == "succeeded", run
     assert run["output"] == {"last": True, "left": True, "n": 3, "shaped": True}
-    steps = steps_of(history(client, playbook, run["run_id"]))
+    events = history(client, playbook, run["run_id"])
+    (applied,) = inputs_of(events)
+    assert applied["data"]["step_count"] == 10
+    assert applied["data"]["steps"] == [
+        {"task": "/do/0/count", "run": 1, "outcome": "completed"},
+        {"task": "/do/1/again", "run": 1, "outcome": "completed"},
+        {"task": "/do/0/count", "run": 2, "outcome": "completed"},
+        {"task": "/do/1/again", "run": 2, "outcome": "completed"},
+        {"task": "/do/0/count", "run": 3, "outcome": "completed"},
+    ]
+    steps = steps_of(events)
     references = [step[1] for step in steps]
     assert not any(name in reference for reference in references for name in ("never", "jumped", "unreachable"))
     assert ("step_skipped", "/do/4/skipped", 1, "") in steps
