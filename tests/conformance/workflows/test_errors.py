@@ -64,6 +64,18 @@ do:
       catch: {}
 """)
 
+ATTEMPT_DURATION = workflow("""
+do:
+  - guard:
+      try:
+        - slow: { wait: PT20S }
+      catch:
+        errors: { with: { type: timeout } }
+        retry: { limit: { attempt: { duration: PT0.1S, count: 1 } } }
+        do:
+          - report: { set: '${ error }' }
+""")
+
 TASK_TIMEOUT = workflow("""
 do:
   - slow:
@@ -155,6 +167,7 @@ def playbook(client: httpx.Client) -> str:
         ("catch-matching", CATCH_MATCHING),
         ("catch-without-do", CATCH_WITHOUT_DO),
         ("task-timeout", TASK_TIMEOUT),
+        ("attempt-duration", ATTEMPT_DURATION),
         ("caught-timeout", CAUGHT_TIMEOUT),
         ("document-timeout", DOCUMENT_TIMEOUT),
         ("waits-forever", WAITS_FOREVER),
@@ -238,6 +251,25 @@ def test_catch_matches_errors_with_when_and_except_when(
 def test_a_catch_without_do_outputs_the_try_input(client: httpx.Client, playbook: str) -> None:
     """No `errors.with` catches every error but `effect_unknown`; without `catch.do` the try outputs its input."""
     assert output_of(client, playbook, "catch-without-do", {"kept": True}) == {"kept": True}
+
+
+def test_an_attempt_past_its_duration_fails_with_timeout_at_the_try_task(client: httpx.Client, playbook: str) -> None:
+    """Spec 7.4 `limit.attempt.duration`: the attempt's tasks are cancelled and it fails with `timeout` 408,
+    instance the try task, matched like any error: one retry, then `catch.do`."""
+    run = run_to_end(client, playbook, "attempt-duration", {})
+    assert run["output"] == {
+        "type": STANDARD + "timeout",
+        "status": 408,
+        "instance": "/do/0/guard",
+        "title": "The task did not finish within 100 ms",
+    }
+    steps = steps_of(history(client, playbook, run["run_id"]))
+    assert [step for step in steps if step[1] == "/do/0/guard/try/0/slow"] == [
+        ("step_waiting", "/do/0/guard/try/0/slow", 1, ""),
+        ("step_failed", "/do/0/guard/try/0/slow", 1, "cancelled"),
+        ("step_waiting", "/do/0/guard/try/0/slow", 2, ""),
+        ("step_failed", "/do/0/guard/try/0/slow", 2, "cancelled"),
+    ]
 
 
 # timeouts
