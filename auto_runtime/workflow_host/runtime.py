@@ -51,6 +51,7 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.playbooks.run_view import RunState
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.workers import WorkerPool
 from auto_runtime.schema_issues import check_against_schema
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import cancel_key, cancel_payload
@@ -97,11 +98,14 @@ class WorkflowRuntime:
         nested_runs: int,
         max_open_calls: int = 1000,
         handlers: Mapping[str, DueHandler] | None = None,
+        workers: WorkerPool | None = None,
     ) -> None:
         self.ledger = ledger
         self.runs = runs
         self.max_duration_ms = int(max_duration.total_seconds() * 1000)
-        self.store = RunStore(ledger, engine, runtime_version=runtime_version, max_duration_ms=self.max_duration_ms)
+        self.store = RunStore(
+            ledger, engine, runtime_version=runtime_version, max_duration_ms=self.max_duration_ms, workers=workers
+        )
         self.loop = TimerLoop(
             self.store,
             server_id,
