@@ -89,6 +89,7 @@ _RUN_NAMESPACE: Final = uuid.UUID("3e0c9a7b-2d6f-5a18-b4c3-9f1e7d5a2b60")
 TOO_DEEP = "The event is {depth} reactions deep; triggers start runs at most 8 deep."
 QUEUE_FULL = "The workflow's event triggers started 60 runs this minute and 1,000 more wait; this event started none."
 NOT_STARTED = "The run could not be started: {why}"
+RETIRED_PLAYBOOK = "The playbook is retired, so its triggers start no run."
 INPUT_REFUSED = "The run's input does not fit the workflow's input schema: {issue} (at {pointer})"
 
 log = logging.getLogger(__name__)
@@ -345,7 +346,7 @@ class Reactions:
         name, version = str(start["name"]), int(start["version"])
         try:
             document = await self._document(scope, str(start["saved"]))
-            refusal = input_refusal(document, start["input"])
+            refusal = RETIRED_PLAYBOOK if await self._retired(scope) else input_refusal(document, start["input"])
             if refusal is not None:
                 self.refusals.note(scope, name, version, self.clock(), refusal)
                 return
@@ -370,6 +371,13 @@ class Reactions:
             self.refusals.note(scope, name, version, self.clock(), NOT_STARTED.format(why=type(error).__name__))
             return
         await self._applied(scope, str(start["run_id"]), applied)
+
+    async def _retired(self, scope: PlaybookScope) -> bool:
+        """Whether the playbook is retired: its triggers start nothing (a permanent refusal, not retried)."""
+        rows = await self.ledger.fetch(
+            "SELECT status FROM playbooks WHERE org = ? AND playbook = ?", [scope.org, scope.playbook]
+        )
+        return bool(rows) and rows[0]["status"] == "retired"
 
     async def _document(self, scope: PlaybookScope, record_id: str) -> dict[str, Any]:
         """The checked document a save recorded (kept for the last `DOCUMENTS_KEPT` saves used)."""
