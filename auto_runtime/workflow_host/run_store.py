@@ -229,15 +229,19 @@ class RunStore:
             except NoWorkerFree:
                 continue
 
-    async def load(self, scope: PlaybookScope, run_id: str) -> LoadedRun | None:
-        """The run as its last applied input left it, or None when it is no workflow run of the playbook."""
+    async def _row(self, scope: PlaybookScope, run_id: str) -> dict[str, Any] | None:
+        """The run's `workflow_runs` row, its state still as stored (JSON), or None."""
         rows = await self.ledger.fetch(
             "SELECT * FROM workflow_runs WHERE org = ? AND playbook = ? AND run_id = ?",
             [scope.org, scope.playbook, run_id],
         )
-        if not rows:
+        return WORKFLOW_RUNS_PROJECTION.decode_row(rows[0]) if rows else None
+
+    async def load(self, scope: PlaybookScope, run_id: str) -> LoadedRun | None:
+        """The run as its last applied input left it, or None when it is no workflow run of the playbook."""
+        row = await self._row(scope, run_id)
+        if row is None:
             return None
-        row = WORKFLOW_RUNS_PROJECTION.decode_row(rows[0])
         stored = dict(row["state"])
         digest = stored.pop(DOCUMENT_DIGEST, None)
         if isinstance(digest, str):
@@ -367,13 +371,9 @@ class RunStore:
         incident, and cancel its timers; a caller waiting for it is answered `failed`. None when the run had
         ended or is unknown. Reads the stored state as plain JSON, since it may be what broke down."""
         for _ in range(MAX_ATTEMPTS):
-            rows = await self.ledger.fetch(
-                "SELECT * FROM workflow_runs WHERE org = ? AND playbook = ? AND run_id = ?",
-                [scope.org, scope.playbook, run_id],
-            )
-            if not rows:
+            row = await self._row(scope, run_id)
+            if row is None:
                 return None
-            row = WORKFLOW_RUNS_PROJECTION.decode_row(rows[0])
             state, metadata, version = row["state"], dict(row["metadata"]), int(row["version"])
             history = await self.ledger.read_stream(run_stream(scope, run_id), from_position=version)
             if state.get("ended") is True or any(r.type in (RUN_SUCCEEDED, RUN_REJECTED, RUN_FAILED) for r in history):

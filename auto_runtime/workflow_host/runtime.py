@@ -21,7 +21,6 @@ Rules:
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from functools import lru_cache
@@ -47,7 +46,7 @@ from auto_runtime.ledger import (
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
 from auto_runtime.playbooks.run_facts import run_stream
-from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.playbooks.run_service import RunService, is_run_id
 from auto_runtime.playbooks.run_view import RunState
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.sandbox.engine import SandboxEngine
@@ -263,7 +262,7 @@ class WorkflowRuntime:
                     )
                 ]
             )
-        state = await self.runs.read_run(scope, run_id) if _is_uuid(run_id) else None
+        state = await self.runs.read_run(scope, run_id) if is_run_id(run_id) else None
         if state is None or state.type != "workflow" or state.status != "started":
             raise not_found(f"The playbook {scope.playbook} has no running workflow with the run id {run_id}.")
         fence = self._holding()
@@ -278,11 +277,3 @@ class WorkflowRuntime:
         if applied.outputs:
             self.loop.wake()
         return {"run_id": run_id, "event": delivered}
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        uuid.UUID(text)
-    except ValueError:
-        return False
-    return True
