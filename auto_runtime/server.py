@@ -127,6 +127,7 @@ def compose_services(
         sweep=settings.workflow_sweep_interval,
         nested_runs=settings.workflow_nested_runs,
         max_open_calls=settings.workflow_max_open_calls,
+        workers=sandbox.pool.workers,
     )
     runs.waiting["workflow"] = workflows
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)

@@ -93,7 +93,7 @@ class RunService:
         return fold_run(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
 
     async def get_run(self, scope: PlaybookScope, run_id: str) -> dict[str, Any]:
-        state = await self.read_run(scope, run_id) if _is_run_id(run_id) else None
+        state = await self.read_run(scope, run_id) if is_run_id(run_id) else None
         if state is None:
             raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
         return state.shown(with_record=True)
@@ -157,7 +157,7 @@ class RunService:
     ) -> dict[str, Any]:
         """Seeds, "Cancelling a run": a run of a type that waits, still `started`, is asked to stop and answered
         as it stands; every other run has ended, or ends within the request that started it."""
-        state = await self.read_run(scope, run_id) if _is_run_id(run_id) else None
+        state = await self.read_run(scope, run_id) if is_run_id(run_id) else None
         if state is None:
             raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
         if state.status != "started":
@@ -351,7 +351,8 @@ def _listed(row: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def _is_run_id(text: str) -> bool:
+def is_run_id(text: str) -> bool:
+    """Whether `text` is a run id (a UUID); any other text names no run."""
     try:
         uuid.UUID(text)
     except ValueError:

@@ -109,7 +109,7 @@ class Checkers(Generic[T]):
 
     def __init__(self, count: int = CHECKERS, seconds: float = CHECK_SECONDS) -> None:
         self.seconds = seconds
-        self.pool: WorkerPool[T] = WorkerPool(count, name="sandbox-checker", wait_seconds=0.0, idle_seconds=None)
+        self.pool = WorkerPool(count, name="sandbox-checker", wait_seconds=0.0, idle_seconds=None)
         self.pool.prestart()
 
     async def check(self, job: Callable[[RunControl], T]) -> T:

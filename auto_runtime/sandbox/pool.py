@@ -26,9 +26,7 @@ class SandboxPool:
         if not 1 <= workers <= 64:
             raise ValueError("COMPUTATION_WORKERS is from 1 to 64")
         self.engine = engine
-        self.workers: WorkerPool[SandboxOutcome] = WorkerPool(
-            workers, max_runs=max_runs, idle_seconds=idle_seconds, wait_seconds=wait_seconds
-        )
+        self.workers = WorkerPool(workers, max_runs=max_runs, idle_seconds=idle_seconds, wait_seconds=wait_seconds)
 
     async def run(self, evaluation: Evaluation, deadline: float | None = None, kind: Kind = "run") -> SandboxOutcome:
         """Evaluate on a free worker before `deadline` (monotonic; default 10 s from now).

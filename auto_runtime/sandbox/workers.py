@@ -72,7 +72,7 @@ class _Worker:
 _stack_lock = threading.Lock()
 
 
-class WorkerPool(Generic[T]):
+class WorkerPool:
     """`size` worker threads for blocking jobs, with the lifecycle rules of the module docstring."""
 
     def __init__(
@@ -168,7 +168,8 @@ class WorkerPool(Generic[T]):
                 raise NoWorkerFree(self.size)
 
     async def submit(self, job: Job[T], control: RunControl, kind: Kind = "run") -> T:
-        """Run `job` on a worker, waiting for one at most `wait_seconds` and never past the deadline."""
+        """Run `job` on a worker, waiting for one at most `wait_seconds` and never past the deadline. Any
+        blocking job may run here (sandbox runs, checks, a workflow input): the pool bounds them together."""
         wait_until = min(time.monotonic() + self.wait_seconds, control.deadline)
         worker = await self._acquire(kind, wait_until)
         token = trio.lowlevel.current_trio_token()

@@ -19,6 +19,8 @@ Concurrency rules:
   fence changes (the lease was (re)claimed), since another holder may have moved it. Every write it makes is
   fenced with the fence it read, so a server that lost the lease writes nothing more (`LeaseLost` sends it
   back to standing by).
+- One event's offers go to its listening runs concurrently (`OFFERS_AT_ONCE`), each an input of its own run;
+  records are still reacted to one after another, in feed order.
 - `fire` may run concurrently with `follow` (the timer loop calls it); both only start runs under deterministic
   ids (a second start of one id is stale) and arm idempotent keys, so their order does not matter.
 - Re-reading the feed from an older position is harmless: triggered runs have deterministic ids (uuid5 of
@@ -82,6 +84,8 @@ REACTION_PROJECTIONS = (WORKFLOW_LISTENERS_PROJECTION,)
 """The projections the ledger must be opened with for `Reactions` (besides `workflow_runs` and `runs`)."""
 
 MAX_DEPTH: Final = 8
+OFFERS_AT_ONCE: Final = 16
+"""Listening runs one playbook event is offered to at the same time (each offer is an input of its own run)."""
 FEED_BATCH: Final = 100
 DOCUMENTS_KEPT: Final = 256
 _RUN_NAMESPACE: Final = uuid.UUID("3e0c9a7b-2d6f-5a18-b4c3-9f1e7d5a2b60")
@@ -89,6 +93,7 @@ _RUN_NAMESPACE: Final = uuid.UUID("3e0c9a7b-2d6f-5a18-b4c3-9f1e7d5a2b60")
 TOO_DEEP = "The event is {depth} reactions deep; triggers start runs at most 8 deep."
 QUEUE_FULL = "The workflow's event triggers started 60 runs this minute and 1,000 more wait; this event started none."
 NOT_STARTED = "The run could not be started: {why}"
+RETIRED_PLAYBOOK = "The playbook is retired, so its triggers start no run."
 INPUT_REFUSED = "The run's input does not fit the workflow's input schema: {issue} (at {pointer})"
 
 log = logging.getLogger(__name__)
@@ -148,6 +153,7 @@ class Reactions:
         self.clock = clock
         self.on_applied = on_applied
         self.position = FollowPosition(self.ledger)
+        self.offering = trio.CapacityLimiter(OFFERS_AT_ONCE)
         self.budget = StartBudget()
         self.refusals = RefusalTally()
         self._versions: dict[PlaybookScope, WorkflowVersions] = {}
@@ -246,15 +252,31 @@ class Reactions:
         runs = listening.get(item.scope)
         if runs is None:
             runs = listening[item.scope] = await listening_runs(self.ledger, item.scope)
-        for run in runs:
-            if (item.emitted and run.run_id == item.run_id) or not run.wants(item.type, item.record):
-                continue
-            offered = EventOffered(str(uuid7()), self.clock(), item.record.id, item.event)
-            try:
-                applied = await self.store.apply_input(item.scope, run.run_id, offered, fence=fence)
-            except UnknownRun:
-                continue
-            await self._applied(item.scope, run.run_id, applied)
+        wanting = [
+            run
+            for run in runs
+            if not (item.emitted and run.run_id == item.run_id) and run.wants(item.type, item.record)
+        ]
+        lost: list[LeaseLost] = []
+
+        async def offer(run_id: str, offers: trio.Nursery) -> None:
+            async with self.offering:
+                offered = EventOffered(str(uuid7()), self.clock(), item.record.id, item.event)
+                try:
+                    applied = await self.store.apply_input(item.scope, run_id, offered, fence=fence)
+                except UnknownRun:
+                    return
+                except LeaseLost as error:
+                    lost.append(error)
+                    offers.cancel_scope.cancel()
+                    return
+                await self._applied(item.scope, run_id, applied)
+
+        async with trio.open_nursery() as offers:
+            for run in wanting:
+                offers.start_soon(offer, run.run_id, offers)
+        if lost:
+            raise lost[0]
 
     async def _applied(self, scope: PlaybookScope, run_id: str, applied: Applied) -> None:
         if self.on_applied is not None and not applied.stale:
@@ -345,7 +367,7 @@ class Reactions:
         name, version = str(start["name"]), int(start["version"])
         try:
             document = await self._document(scope, str(start["saved"]))
-            refusal = input_refusal(document, start["input"])
+            refusal = RETIRED_PLAYBOOK if await self._retired(scope) else input_refusal(document, start["input"])
             if refusal is not None:
                 self.refusals.note(scope, name, version, self.clock(), refusal)
                 return
@@ -370,6 +392,13 @@ class Reactions:
             self.refusals.note(scope, name, version, self.clock(), NOT_STARTED.format(why=type(error).__name__))
             return
         await self._applied(scope, str(start["run_id"]), applied)
+
+    async def _retired(self, scope: PlaybookScope) -> bool:
+        """Whether the playbook is retired: its triggers start nothing (a permanent refusal, not retried)."""
+        rows = await self.ledger.fetch(
+            "SELECT status FROM playbooks WHERE org = ? AND playbook = ?", [scope.org, scope.playbook]
+        )
+        return bool(rows) and rows[0]["status"] == "retired"
 
     async def _document(self, scope: PlaybookScope, record_id: str) -> dict[str, Any]:
         """The checked document a save recorded (kept for the last `DOCUMENTS_KEPT` saves used)."""

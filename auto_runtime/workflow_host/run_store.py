@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -66,6 +67,8 @@ from auto_runtime.ledger import (
 from auto_runtime.playbooks.event_publishing import EVENT_PUBLISHED, event_stream, published_data
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.interruption import RunControl
+from auto_runtime.sandbox.workers import NoWorkerFree, WorkerPool
 from auto_runtime.workflow_host.listeners import LISTENING_METADATA, open_listeners
 from auto_runtime.workflow_host.outbox import (
     answer_key,
@@ -90,6 +93,8 @@ MAX_ATTEMPTS = 16
 DOCUMENT_DIGEST = "document_sha256"
 """The key under which a stored state names its document, kept once as content instead of in every record."""
 DOCUMENTS_KEPT = 256
+WORKER_WAIT_SECONDS = 10.0
+"""How long one ask for a sandbox worker waits before asking again (an input waits until it gets one)."""
 """Version conflicts one input survives before `RunStoreConflict` (each means another applier won)."""
 
 
@@ -196,24 +201,47 @@ class RunStore:
         runtime_version: str,
         max_duration_ms: int,
         clock: Callable[[], int] = now_ms,
+        workers: WorkerPool | None = None,
     ) -> None:
         self.ledger = ledger
         self.engine = engine
+        self.workers = workers
         self.runtime_version = runtime_version
         self.max_duration_ms = max_duration_ms
         self.clock = clock
         self._documents: dict[str, dict[str, Any]] = {}
         self._kept: set[tuple[str, str]] = set()
 
-    async def load(self, scope: PlaybookScope, run_id: str) -> LoadedRun | None:
-        """The run as its last applied input left it, or None when it is no workflow run of the playbook."""
+    async def _transition(self, state: RunState, applied: Input) -> Transition:
+        """Apply the input on a worker of the sandbox pool (`COMPUTATION_WORKERS`, shared with computation
+        runs: spec settled point 4), waiting as long as it takes for a free one (the wait counts against no
+        bound of the input); without a pool, on a thread of Trio's own."""
+        if self.workers is None:
+            return await trio.to_thread.run_sync(_evaluate, self.engine, state, applied)
+        engine = self.engine
+
+        def job(control: RunControl) -> tuple[Transition, bool]:
+            return _evaluate(engine, state, applied), False
+
+        while True:
+            try:
+                return await self.workers.submit(job, RunControl(time.monotonic() + WORKER_WAIT_SECONDS))
+            except NoWorkerFree:
+                continue
+
+    async def _row(self, scope: PlaybookScope, run_id: str) -> dict[str, Any] | None:
+        """The run's `workflow_runs` row, its state still as stored (JSON), or None."""
         rows = await self.ledger.fetch(
             "SELECT * FROM workflow_runs WHERE org = ? AND playbook = ? AND run_id = ?",
             [scope.org, scope.playbook, run_id],
         )
-        if not rows:
+        return WORKFLOW_RUNS_PROJECTION.decode_row(rows[0]) if rows else None
+
+    async def load(self, scope: PlaybookScope, run_id: str) -> LoadedRun | None:
+        """The run as its last applied input left it, or None when it is no workflow run of the playbook."""
+        row = await self._row(scope, run_id)
+        if row is None:
             return None
-        row = WORKFLOW_RUNS_PROJECTION.decode_row(rows[0])
         stored = dict(row["state"])
         digest = stored.pop(DOCUMENT_DIGEST, None)
         if isinstance(digest, str):
@@ -287,7 +315,7 @@ class RunStore:
             call_bounds_ms=call_bounds_ms,
         )
         applied = Started(uuid7(), self.clock(), run_input, started.id, seed=run_id)
-        transition = await trio.to_thread.run_sync(_evaluate, self.engine, state, applied)
+        transition = await self._transition(state, applied)
         if transition.stale:
             return Applied(stale=True)
         digest = await self._keep_document(scope, definition.document)
@@ -317,7 +345,7 @@ class RunStore:
             loaded = await self.load(scope, run_id)
             if loaded is None:
                 raise UnknownRun(f"the playbook {scope.playbook} has no workflow run {run_id}")
-            transition = await trio.to_thread.run_sync(_evaluate, self.engine, loaded.state, applied)
+            transition = await self._transition(loaded.state, applied)
             if transition.stale:
                 return Applied(stale=True)
             digest = loaded.document_digest or await self._keep_document(scope, loaded.state.document)
@@ -343,13 +371,9 @@ class RunStore:
         incident, and cancel its timers; a caller waiting for it is answered `failed`. None when the run had
         ended or is unknown. Reads the stored state as plain JSON, since it may be what broke down."""
         for _ in range(MAX_ATTEMPTS):
-            rows = await self.ledger.fetch(
-                "SELECT * FROM workflow_runs WHERE org = ? AND playbook = ? AND run_id = ?",
-                [scope.org, scope.playbook, run_id],
-            )
-            if not rows:
+            row = await self._row(scope, run_id)
+            if row is None:
                 return None
-            row = WORKFLOW_RUNS_PROJECTION.decode_row(rows[0])
             state, metadata, version = row["state"], dict(row["metadata"]), int(row["version"])
             history = await self.ledger.read_stream(run_stream(scope, run_id), from_position=version)
             if state.get("ended") is True or any(r.type in (RUN_SUCCEEDED, RUN_REJECTED, RUN_FAILED) for r in history):

@@ -21,7 +21,6 @@ Rules:
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from functools import lru_cache
@@ -47,10 +46,11 @@ from auto_runtime.ledger import (
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
 from auto_runtime.playbooks.run_facts import run_stream
-from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.playbooks.run_service import RunService, is_run_id
 from auto_runtime.playbooks.run_view import RunState
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.workers import WorkerPool
 from auto_runtime.schema_issues import check_against_schema
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import cancel_key, cancel_payload
@@ -97,11 +97,14 @@ class WorkflowRuntime:
         nested_runs: int,
         max_open_calls: int = 1000,
         handlers: Mapping[str, DueHandler] | None = None,
+        workers: WorkerPool | None = None,
     ) -> None:
         self.ledger = ledger
         self.runs = runs
         self.max_duration_ms = int(max_duration.total_seconds() * 1000)
-        self.store = RunStore(ledger, engine, runtime_version=runtime_version, max_duration_ms=self.max_duration_ms)
+        self.store = RunStore(
+            ledger, engine, runtime_version=runtime_version, max_duration_ms=self.max_duration_ms, workers=workers
+        )
         self.loop = TimerLoop(
             self.store,
             server_id,
@@ -259,7 +262,7 @@ class WorkflowRuntime:
                     )
                 ]
             )
-        state = await self.runs.read_run(scope, run_id) if _is_uuid(run_id) else None
+        state = await self.runs.read_run(scope, run_id) if is_run_id(run_id) else None
         if state is None or state.type != "workflow" or state.status != "started":
             raise not_found(f"The playbook {scope.playbook} has no running workflow with the run id {run_id}.")
         fence = self._holding()
@@ -274,11 +277,3 @@ class WorkflowRuntime:
         if applied.outputs:
             self.loop.wake()
         return {"run_id": run_id, "event": delivered}
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        uuid.UUID(text)
-    except ValueError:
-        return False
-    return True

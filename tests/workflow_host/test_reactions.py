@@ -14,6 +14,7 @@ from auto_runtime.functions.workflow.workflow_type import WorkflowType
 from auto_runtime.ledger import DueEntry, LeaseFence, Ledger, Record, uuid7
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.event_publishing import EventPublishing
+from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
 from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
@@ -290,3 +291,18 @@ async def test_an_event_whose_input_the_schema_refuses_starts_nothing_and_is_cou
     assert refused.data["count"] == 1
     assert refused.data["reason"].startswith("The run's input does not fit the workflow's input schema: ")
     assert refused.data["reason"].endswith("(at /input)")
+
+
+async def test_a_retired_playbook_s_triggers_start_nothing_and_are_counted_as_refused(
+    ledger: Ledger, registry: DefinitionRegistry, reactions: Reactions, fence: LeaseFence
+) -> None:
+    playbooks = PlaybookRegistry(ledger)
+    await playbooks.create(SCOPE.org, SCOPE.playbook, "Finance", "", "tester")
+    await save(registry, "digest", ON_EU)
+    await playbooks.retire(SCOPE.org, SCOPE.playbook, "tester")
+    await publish(ledger, "eu")
+    await follow_all(reactions, fence)
+    assert await started_runs(ledger, "digest") == []
+    await reactions.flush_refusals(fence, everything=True)
+    (refused,) = (await ledger.read_playbook(SCOPE, types={"reaction_refused"})).records
+    assert refused.data["reason"] == "The playbook is retired, so its triggers start no run."

@@ -12,6 +12,8 @@ from auto_runtime.functions.workflow.engine.model import TimerFired
 from auto_runtime.ledger import LeaseFence, LeaseLost, Ledger, Record, uuid7
 from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.playbooks.run_view import fold_run
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.workflow_host.run_store import RunStore, UnknownRun, now_ms
 from tests.workflow_host.conftest import SCOPE, definition
 
@@ -164,3 +166,19 @@ async def test_an_input_that_moves_the_most_tasks_an_input_may_is_recorded_in_on
     assert len({r.global_position for r in records}) == len(records) == 1 + 1 + 100 + 1
     purposes = [payload for _, (_, payload) in (await armed(ledger, run_id)).items()]
     assert {"purpose": "yield"} in purposes
+
+
+async def test_inputs_are_applied_on_the_workers_of_the_sandbox_pool(ledger: Ledger, engine: SandboxEngine) -> None:
+    pool = SandboxPool(engine, 1)
+    try:
+        pooled = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=60_000, workers=pool.workers)
+        expression = 'do:\n  - sum: { set: \'${ {"n": data["n"] + 1} }\' }\n'
+        run_ids = [str(uuid7()) for _ in range(3)]
+        async with trio.open_nursery() as nursery:
+            for run_id in run_ids:
+                nursery.start_soon(pooled.start_run, SCOPE, run_id, definition(expression), {"n": 1}, "caller-1")
+        for run_id in run_ids:
+            assert (await history(ledger, run_id))[-1].data["output"] == {"n": 2}
+        assert pool.workers.live == 1, "three inputs shared the pool's one worker"
+    finally:
+        pool.close()

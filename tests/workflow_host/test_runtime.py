@@ -1,0 +1,133 @@
+"""The workflow runtime's own rules: only the lease holder starts runs and takes sent events (otherwise, and
+while stopping, `unavailable` with `Retry-After`), and a cancellation is recorded once, on any server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import trio
+
+from auto_runtime.functions.registry import function_types
+from auto_runtime.functions.workflow.workflow_type import WorkflowType
+from auto_runtime.ledger import Ledger, uuid7
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.problems import Rejection
+from auto_runtime.sandbox.checker import Checkers
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.workflow_host.runtime import WorkflowRuntime
+from tests.workflow_host.conftest import HEAD, SCOPE
+
+LISTENS = "do:\n  - hear: { listen: { to: { one: { with: { type: com.acme.go } } } } }\n"
+SWEEP = timedelta(milliseconds=50)
+
+
+@pytest.fixture
+async def runs(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunService]:
+    checkers: Checkers[Any] = Checkers()
+    try:
+        types = function_types(WorkflowType(engine, checkers))
+        definitions = DefinitionRegistry(ledger, types)
+        await definitions.create(SCOPE, "workflow", "listens", HEAD + LISTENS, "tester")
+        yield RunService(ledger, definitions, types)
+    finally:
+        checkers.close()
+
+
+def runtime_of(ledger: Ledger, engine: SandboxEngine, runs: RunService, server_id: str) -> WorkflowRuntime:
+    runtime = WorkflowRuntime(
+        ledger,
+        engine,
+        runs,
+        server_id=server_id,
+        runtime_version="0.1.0",
+        max_duration=timedelta(days=30),
+        sweep=SWEEP,
+        nested_runs=4,
+    )
+    runs.waiting["workflow"] = runtime
+    return runtime
+
+
+def assert_unavailable(refused: pytest.ExceptionInfo[Rejection]) -> None:
+    assert refused.value.reason == "unavailable"
+    assert refused.value.retry_after == 1
+    assert "send the same request again shortly" in refused.value.detail
+
+
+async def test_a_server_that_does_not_hold_the_lease_refuses_starts_and_events(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService
+) -> None:
+    holder = runtime_of(ledger, engine, runs, "server-a")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(holder.run)
+        started = await runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
+        assert started["status"] == "started"
+
+        standby = runtime_of(ledger, engine, runs, "server-b")
+        await standby.loop.sweep_once()
+        assert standby.fence() is None
+        with pytest.raises(Rejection) as refused:
+            await runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
+        assert_unavailable(refused)
+        with pytest.raises(Rejection) as refused:
+            await standby.send_event(SCOPE, started["run_id"], {"type": "com.acme.go"}, "caller-1")
+        assert_unavailable(refused)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_stopping_runtime_refuses_starts_and_events(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService
+) -> None:
+    runtime = runtime_of(ledger, engine, runs, "server-a")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.run)
+        started = await runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
+        runtime.stopping = True
+        with pytest.raises(Rejection) as refused:
+            await runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
+        assert_unavailable(refused)
+        with pytest.raises(Rejection) as refused:
+            await runtime.send_event(SCOPE, started["run_id"], {"type": "com.acme.go"}, "caller-1")
+        assert_unavailable(refused)
+        nursery.cancel_scope.cancel()
+    history = await ledger.read_stream(run_stream(SCOPE, started["run_id"]))
+    assert [r.type for r in history][-1] == "run_deferred", "the refused event recorded nothing"
+
+
+async def test_a_cancellation_is_recorded_once_on_any_server_and_the_holder_ends_the_run(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService
+) -> None:
+    holder = runtime_of(ledger, engine, runs, "server-a")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(holder.run)
+        run_id = str(uuid7())
+        await runs.run_definition(SCOPE, "workflow", "listens", {}, run_id, "caller-1")
+        standby = runtime_of(ledger, engine, runs, "server-b")
+        state = await runs.read_run(SCOPE, run_id)
+        assert state is not None
+        await standby.cancel(SCOPE, state, "Not needed.", "caller-2")
+        await standby.cancel(SCOPE, state, "Asked twice.", "caller-3")
+        holder.loop.wake()
+        with trio.fail_after(30):
+            while True:
+                seen = ledger.appended.generation
+                if (ended := await runs.read_run(SCOPE, run_id)) is not None and ended.status != "started":
+                    break
+                await ledger.appended.wait_beyond(seen)
+        nursery.cancel_scope.cancel()
+    types = [r.type for r in await ledger.read_stream(run_stream(SCOPE, run_id))]
+    assert types.count("run_cancel_requested") == 1
+    assert types[-1] == "run_rejected"
+    assert ended is not None and ended.rejection == {
+        "reason": "cancelled",
+        "kind": "requested",
+        "detail": "Not needed.",
+    }
+    with pytest.raises(Rejection) as refused:
+        await runs.cancel_run(SCOPE, run_id, None, "caller-4")
+    assert refused.value.reason == "conflict"
