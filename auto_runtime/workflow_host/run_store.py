@@ -138,6 +138,9 @@ class Applied:
     outputs: tuple[Output, ...] = ()
     ending: Settle | None = None
     """How the run ended when this input ended it."""
+    arms: bool = False
+    """Whether the input armed due work (a timer, a call, an answer, a cancel): the timer loop should look at
+    the due-work table again now rather than at its next sweep."""
 
     @property
     def status(self) -> str | None:
@@ -323,12 +326,12 @@ class RunStore:
         try:
             appended = await self.ledger.append(
                 [StreamWrite(stream, 0, records), *self._emitted(transition, scope, metadata)],
-                due_work=self._due_work(transition, scope, run_id, applied.at, metadata),
+                due_work=(due := self._due_work(transition, scope, run_id, applied.at, metadata)),
                 fence=fence,
             )
         except VersionConflict:
             return Applied(stale=True)
-        return self._applied(transition, appended)
+        return self._applied(transition, appended, due)
 
     async def apply_input(
         self, scope: PlaybookScope, run_id: str, applied: Input, fence: LeaseFence | None = None
@@ -356,12 +359,14 @@ class RunStore:
                         StreamWrite(stream, loaded.version, records),
                         *self._emitted(transition, scope, loaded.metadata),
                     ],
-                    due_work=self._due_work(transition, scope, run_id, applied.at, loaded.metadata, loaded.state),
+                    due_work=(
+                        due := self._due_work(transition, scope, run_id, applied.at, loaded.metadata, loaded.state)
+                    ),
                     fence=fence,
                 )
             except VersionConflict:
                 continue
-            return self._applied(transition, appended)
+            return self._applied(transition, appended, due)
         raise RunStoreConflict(f"other appliers kept winning the run {run_id}; try the input again")
 
     async def fail_run(
@@ -513,7 +518,7 @@ class RunStore:
         types.update({o.run_id: o.definition_type for o in transition.outputs if isinstance(o, StartCall)})
         return types
 
-    def _applied(self, transition: Transition, appended: list[Record]) -> Applied:
+    def _applied(self, transition: Transition, appended: list[Record], due: DueWorkChanges) -> Applied:
         settle = next((o for o in transition.outputs if isinstance(o, Settle)), None)
         rest = tuple(o for o in transition.outputs if not isinstance(o, ArmTimer | CancelTimer | Settle))
-        return Applied(False, appended, rest, settle)
+        return Applied(False, appended, rest, settle, arms=bool(due.arm))

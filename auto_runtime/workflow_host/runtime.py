@@ -122,8 +122,8 @@ class WorkflowRuntime:
 
     async def after_applied(self, scope: PlaybookScope, run_id: str, applied: Applied) -> None:
         """Carry out what an input applied elsewhere (a trigger's start, an offered event) decided: its effects
-        are outbox entries, so the loop sweeps now."""
-        if applied.outputs:
+        are due work, so the loop looks at the table now."""
+        if applied.arms:
             self.loop.wake()
 
     def fence(self) -> LeaseFence | None:
@@ -177,7 +177,7 @@ class WorkflowRuntime:
             extra_metadata=extra,
             fence=fence,
         )
-        if applied.outputs:
+        if applied.arms:
             self.loop.wake()
         ending = applied.ending
         if ending is not None and ending.status == "rejected":
@@ -274,6 +274,6 @@ class WorkflowRuntime:
             raise not_found(
                 f"The playbook {scope.playbook} has no running workflow with the run id {run_id}."
             ) from None
-        if applied.outputs:
+        if applied.arms:
             self.loop.wake()
         return {"run_id": run_id, "event": delivered}

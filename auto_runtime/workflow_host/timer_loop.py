@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 
 import trio
 
-from auto_runtime.functions.workflow.engine.model import CancelCall, Input, StartCall, TimerFired
+from auto_runtime.functions.workflow.engine.model import Input, TimerFired
 from auto_runtime.ledger import (
     DueEntry,
     DueKey,
@@ -210,7 +210,7 @@ class TimerLoop:
                 await self.store.fail_run(entry.scope, entry.run_id, incident, fence=fence)
                 applied = None
         await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
-        if applied is not None and any(isinstance(o, StartCall | CancelCall) for o in applied.outputs):
+        if applied is not None and applied.arms:
             self.wake()
         return applied
 

@@ -123,12 +123,15 @@ def start_run(client: httpx.Client, playbook: str, name: str, value: Any, run_id
     return body
 
 
-def history(client: httpx.Client, playbook: str, run_id: str) -> list[dict[str, Any]]:
-    """Every event of the run's history, oldest first."""
+def history(client: httpx.Client, playbook: str, run_id: str, *, missing_ok: bool = False) -> list[dict[str, Any]]:
+    """Every event of the run's history, oldest first (none for a run not recorded yet, with `missing_ok`: a
+    callee whose caller waits for it is started by the outbox just after the caller's step was recorded)."""
     events: list[dict[str, Any]] = []
     params: dict[str, Any] = {"limit": 100}
     while True:
         response = client.get(f"{playbook}/runs/{run_id}/history", params=params)
+        if missing_ok and response.status_code == 404 and not events:
+            return []
         assert response.status_code == 200, response.text
         page = response.json()
         events.extend(page["events"])
@@ -160,7 +163,7 @@ def wait_until_waiting(client: httpx.Client, playbook: str, run_id: str, referen
     while time.monotonic() < deadline:
         if any(
             event["type"] == "step_waiting" and event["data"]["reference"] == reference
-            for event in history(client, playbook, run_id)
+            for event in history(client, playbook, run_id, missing_ok=True)
         ):
             return
         time.sleep(0.1)

@@ -23,6 +23,7 @@ from auto_runtime.workflow_host.runtime import WorkflowRuntime
 from tests.workflow_host.conftest import HEAD, SCOPE
 
 LISTENS = "do:\n  - hear: { listen: { to: { one: { with: { type: com.acme.go } } } } }\n"
+PAUSES = "do:\n  - pause: { wait: PT0.05S }\n  - done: { set: { done: true } }\n"
 SWEEP = timedelta(milliseconds=50)
 
 
@@ -33,12 +34,15 @@ async def runs(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunServic
         types = function_types(WorkflowType(engine, checkers))
         definitions = DefinitionRegistry(ledger, types)
         await definitions.create(SCOPE, "workflow", "listens", HEAD + LISTENS, "tester")
+        await definitions.create(SCOPE, "workflow", "pauses", HEAD + PAUSES, "tester")
         yield RunService(ledger, definitions, types)
     finally:
         checkers.close()
 
 
-def runtime_of(ledger: Ledger, engine: SandboxEngine, runs: RunService, server_id: str) -> WorkflowRuntime:
+def runtime_of(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService, server_id: str, sweep: timedelta = SWEEP
+) -> WorkflowRuntime:
     runtime = WorkflowRuntime(
         ledger,
         engine,
@@ -46,7 +50,7 @@ def runtime_of(ledger: Ledger, engine: SandboxEngine, runs: RunService, server_i
         server_id=server_id,
         runtime_version="0.1.0",
         max_duration=timedelta(days=30),
-        sweep=SWEEP,
+        sweep=sweep,
         nested_runs=4,
     )
     runs.waiting["workflow"] = runtime
@@ -131,3 +135,21 @@ async def test_a_cancellation_is_recorded_once_on_any_server_and_the_holder_ends
     with pytest.raises(Rejection) as refused:
         await runs.cancel_run(SCOPE, run_id, None, "caller-4")
     assert refused.value.reason == "conflict"
+
+
+async def test_a_timer_armed_by_a_start_fires_when_due_not_at_the_next_sweep(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService
+) -> None:
+    runtime = runtime_of(ledger, engine, runs, "server-a", sweep=timedelta(minutes=1))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.run)
+        run_id = str(uuid7())
+        await runs.run_definition(SCOPE, "workflow", "pauses", {}, run_id, "caller-1")
+        with trio.fail_after(30):  # a bound, half the sweep: the loop was woken by the start, not by its sweep
+            while True:
+                seen = ledger.appended.generation
+                if (ended := await runs.read_run(SCOPE, run_id)) is not None and ended.status != "started":
+                    break
+                await ledger.appended.wait_beyond(seen)
+        nursery.cancel_scope.cancel()
+    assert ended.status == "succeeded" and ended.output == {"done": True}

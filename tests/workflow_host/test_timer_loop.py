@@ -100,8 +100,15 @@ async def test_the_loop_dispatches_a_call_a_fired_timer_made_and_the_run_succeed
     records = await ledger.read_stream(run_stream(SCOPE, run_id))
     assert records[-1].data["output"] == {"n": 42}
     assert [r.type for r in records].count("workflow_input_applied") == 3
+    # The entry is marked fired once the caller took the answer; a loop stopped in between leaves it armed,
+    # and the next sweep dispatches it again, which changes nothing.
+    await TimerLoop(store, "server-a", SWEEP, dispatcher).sweep_once()
     rows = {row.key: row.state for row in await ledger.due_work.entries_of_run(SCOPE, run_id)}
-    assert [state for key, state in rows.items() if key.startswith("call:")] == ["fired"]
+    (call_key,) = [key for key in rows if key.startswith("call:")]
+    assert rows[call_key] == "fired"
+    callee = await ledger.read_stream(run_stream(SCOPE, call_key.removeprefix("call:")))
+    assert [r.type for r in callee] == ["run_started", "run_succeeded"]
+    assert len(await ledger.read_stream(run_stream(SCOPE, run_id))) == len(records)
 
 
 async def test_a_call_left_in_the_outbox_is_dispatched_by_the_next_sweep(
