@@ -20,7 +20,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from functools import lru_cache
@@ -56,8 +55,6 @@ from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import cancel_key, cancel_payload
 from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
 from auto_runtime.workflow_host.timer_loop import DueHandler, TimerLoop
-
-log = logging.getLogger("auto_runtime.workflows")
 
 RUN_CANCEL_REQUESTED = "run_cancel_requested"
 RETRY_AFTER_SECONDS = 1
