@@ -128,6 +128,28 @@ class Rejection(Exception):
             return None
         return self.retry_after if self.retry_after is not None else DEFAULT_RETRY_AFTER_SECONDS
 
+    def as_record(self) -> dict[str, Any]:
+        """The rejection as a run's facts keep it: `reason`, `detail`, and `kind`, `because`, `errors` when set."""
+        data: dict[str, Any] = {"reason": self.reason, "detail": self.detail}
+        if self.kind is not None:
+            data["kind"] = self.kind
+        if self.because is not None:
+            data["because"] = self.because
+        if self.errors:
+            data["errors"] = [issue.as_json() for issue in self.errors]
+        return data
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any]) -> Rejection:
+        """The rejection `as_record` wrote (a recorded ending), to answer again as a problem."""
+        return cls(
+            str(data["reason"]),
+            str(data.get("detail", "")),
+            kind=data.get("kind"),
+            because=data.get("because"),
+            errors=tuple(InputIssue(e["detail"], e["pointer"]) for e in data.get("errors", [])),
+        )
+
     def problem(self) -> dict[str, Any]:
         """The problem document, members in the order the seeds show them."""
         document: dict[str, Any] = {

@@ -8,6 +8,7 @@ for one of the runtime's own facts, nor claim a cause, a caller or a depth it do
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from auto_runtime.events.cloudevent_syntax import (
     is_uri_reference,
 )
 from auto_runtime.events.cloudevent_time import EventTime, EventTimeError, parse_event_time
-from auto_runtime.json_limits import json_size
+from auto_runtime.json_limits import depth_of, json_size
 from auto_runtime.problems import InputIssue, invalid_input
 
 SPEC_VERSION: Final = "1.0"
@@ -266,10 +267,9 @@ class _Reader:
     def data(self) -> None:
         if "data" not in self.event:
             return
-        depth, lone_surrogate = _depth_and_surrogates(self.event["data"])
-        if depth > MAX_DATA_DEPTH:
+        if depth_of(self.event["data"]) > MAX_DATA_DEPTH:
             self.issues.append(_issue("data", f"expected at most {MAX_DATA_DEPTH} levels of nesting"))
-        elif lone_surrogate:
+        elif _has_lone_surrogate(self.event["data"]):
             self.issues.append(_issue("data", "expected text without a lone surrogate, which UTF-8 cannot hold"))
 
     def extensions(self) -> dict[str, ExtensionValue]:
@@ -312,33 +312,12 @@ class _Reader:
         return found
 
 
-def _depth_and_surrogates(value: Any) -> tuple[int, bool]:
-    """Nesting levels (a scalar is 0, `[]` is 1) and whether any key or string holds a lone surrogate."""
-    deepest = 0
-    lone = False
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        node, level = stack.pop()
-        if isinstance(node, dict):
-            level += 1
-            deepest = max(deepest, level)
-            for key, child in node.items():
-                lone = lone or _has_surrogate(key)
-                stack.append((child, level))
-        elif isinstance(node, list):
-            level += 1
-            deepest = max(deepest, level)
-            stack.extend((child, level) for child in node)
-        elif isinstance(node, str):
-            lone = lone or _has_surrogate(node)
-    return deepest, lone
-
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _has_surrogate(text: str) -> bool:
-    return _SURROGATE.search(text) is not None
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether any key or string of a JSON value (nested at most `MAX_DATA_DEPTH` deep) holds a lone surrogate."""
+    return _SURROGATE.search(json.dumps(value, ensure_ascii=False)) is not None
 
 
 def read_event(event: Mapping[str, Any]) -> CloudEvent:

@@ -45,17 +45,6 @@ def check_input_limits(value: Any) -> None:
         raise invalid_input([InputIssue(f"input: expected at most {MAX_INPUT_BYTES:,} bytes as JSON.", "/input")])
 
 
-def _rejection_data(rejection: Rejection) -> dict[str, Any]:
-    data: dict[str, Any] = {"reason": rejection.reason, "detail": rejection.detail}
-    if rejection.kind is not None:
-        data["kind"] = rejection.kind
-    if rejection.because is not None:
-        data["because"] = rejection.because
-    if rejection.errors:
-        data["errors"] = [issue.as_json() for issue in rejection.errors]
-    return data
-
-
 class WaitingRuns(Protocol):
     """Runs of a type that finish after their request (a workflow's): the type's runtime records their start,
     moves them on and ends them; `RunService` keeps the run ids, the retry rules and the reads."""
@@ -270,7 +259,7 @@ class RunService:
             record = NewRecord(RUN_SUCCEEDED, data, ending_metadata)
         else:
             assert isinstance(ending, Rejected)
-            rejected = _rejection_data(ending.rejection)
+            rejected = ending.rejection.as_record()
             if ending.record is not None:
                 rejected["record"] = dict(ending.record)
             record = NewRecord(RUN_REJECTED, rejected, ending_metadata)

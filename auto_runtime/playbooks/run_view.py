@@ -9,7 +9,7 @@ from typing import Any
 from auto_runtime.ledger import Record
 from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, STATUS_OF_ENDING
-from auto_runtime.problems import InputIssue, Rejection
+from auto_runtime.problems import Rejection
 
 FINAL_REJECTIONS = frozenset({"invalid_input", "cancelled", "unanswered"})
 
@@ -47,14 +47,7 @@ class RunState:
 
     def final_rejection(self) -> Rejection:
         """The recorded rejection, as the problem a request under the same id answers again."""
-        rejection = self.rejection or {}
-        return Rejection(
-            rejection["reason"],
-            rejection.get("detail", ""),
-            kind=rejection.get("kind"),
-            because=rejection.get("because"),
-            errors=tuple(InputIssue(e["detail"], e["pointer"]) for e in rejection.get("errors", [])),
-        )
+        return Rejection.from_record(self.rejection or {})
 
     def shown(self, *, with_record: bool) -> dict[str, Any]:
         shown: dict[str, Any] = {

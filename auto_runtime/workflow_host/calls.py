@@ -20,8 +20,6 @@ workflow, an input its schema refuses, too deep) is answered at once. A dispatch
 
 from __future__ import annotations
 
-from typing import Any
-
 from auto_runtime.functions.workflow.engine.model import CallAnswered, StartCall
 from auto_runtime.ledger import DueKey, LeaseFence, PlaybookScope, uuid7
 from auto_runtime.playbooks.run_service import RunService
@@ -35,17 +33,6 @@ TOO_DEEP = "The call would start a run at depth {depth}; calls nest at most 8 de
 TOO_MANY_OPEN = (
     "The call would make {count} calls wait under the run {top}, more than the {limit} WORKFLOW_MAX_OPEN_CALLS allows."
 )
-
-
-def _rejection(rejection: Rejection) -> dict[str, Any]:
-    shown: dict[str, Any] = {"reason": rejection.reason, "detail": rejection.detail}
-    if rejection.kind is not None:
-        shown["kind"] = rejection.kind
-    if rejection.because is not None:
-        shown["because"] = rejection.because
-    if rejection.errors:
-        shown["errors"] = [issue.as_json() for issue in rejection.errors]
-    return shown
 
 
 class CallDispatcher:
@@ -108,7 +95,7 @@ class CallDispatcher:
             if rejected.reason == "internal":
                 answer = CallAnswered(str(uuid7()), now_ms(), call.key, "failed", incident=rejected.instance)
             else:
-                answer = CallAnswered(str(uuid7()), now_ms(), call.key, "rejected", rejection=_rejection(rejected))
+                answer = CallAnswered(str(uuid7()), now_ms(), call.key, "rejected", rejection=rejected.as_record())
         else:
             if not in_request(call.definition_type):
                 await self._taken(scope, run_id, call, fence)

@@ -178,14 +178,7 @@ class WorkflowRuntime:
             self.loop.wake()
         ending = applied.ending
         if ending is not None and ending.status == "rejected":
-            rejection = dict(ending.rejection or {})
-            raise Rejection(
-                str(rejection.get("reason", "unavailable")),
-                str(rejection.get("detail", "")),
-                kind=rejection.get("kind"),
-                because=rejection.get("because"),
-                errors=tuple(InputIssue(e["detail"], e["pointer"]) for e in rejection.get("errors", [])),
-            )
+            raise Rejection.from_record(ending.rejection or {})
 
     async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
         """Record `run_cancel_requested` and the `cancel:` entry that makes the run apply it, unless the run
