@@ -93,7 +93,37 @@ def _bound_names(tree: ast.Module) -> set[str]:
     return names
 
 
-class _Walker(ast.NodeVisitor):
+class MicroPythonDisplays(ast.NodeVisitor):
+    """The displays MicroPython's parser cannot read (`[*a, 1]`, `{*a}`, `{**a, "k": 1}`), for a checker of a
+    program or of an expression; the subclass says how to report one (`cannot_read`)."""
+
+    def cannot_read(self, node: ast.AST, message: str) -> None:
+        raise NotImplementedError
+
+    def _display(self, node: ast.List | ast.Tuple | ast.Set, message: str) -> None:
+        if isinstance(node.ctx if not isinstance(node, ast.Set) else ast.Load(), ast.Load):
+            for element in node.elts:
+                if isinstance(element, ast.Starred):
+                    self.cannot_read(element, message)
+                    break
+        self.generic_visit(node)
+
+    def visit_List(self, node: ast.List) -> None:
+        self._display(node, "*x must be assignment target")
+
+    def visit_Tuple(self, node: ast.Tuple) -> None:
+        self._display(node, "*x must be assignment target")
+
+    def visit_Set(self, node: ast.Set) -> None:
+        self._display(node, "invalid syntax")
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        if any(key is None for key in node.keys):
+            self.cannot_read(node, "invalid syntax")
+        self.generic_visit(node)
+
+
+class _Walker(MicroPythonDisplays):
     """Collects the problems found anywhere in the program (not only at the top level)."""
 
     def __init__(self, source: str, offset: int, bound: set[str]) -> None:
@@ -181,28 +211,6 @@ class _Walker(ast.NodeVisitor):
 
     def visit_TryStar(self, node: ast.TryStar) -> None:
         self.cannot_read(node.handlers[0] if node.handlers else node, "invalid syntax")
-        self.generic_visit(node)
-
-    def _display(self, node: ast.List | ast.Tuple | ast.Set, message: str) -> None:
-        if isinstance(node.ctx if not isinstance(node, ast.Set) else ast.Load(), ast.Load):
-            for element in node.elts:
-                if isinstance(element, ast.Starred):
-                    self.cannot_read(element, message)
-                    break
-        self.generic_visit(node)
-
-    def visit_List(self, node: ast.List) -> None:
-        self._display(node, "*x must be assignment target")
-
-    def visit_Tuple(self, node: ast.Tuple) -> None:
-        self._display(node, "*x must be assignment target")
-
-    def visit_Set(self, node: ast.Set) -> None:
-        self._display(node, "invalid syntax")
-
-    def visit_Dict(self, node: ast.Dict) -> None:
-        if any(key is None for key in node.keys):
-            self.cannot_read(node, "invalid syntax")
         self.generic_visit(node)
 
 

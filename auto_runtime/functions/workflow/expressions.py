@@ -13,6 +13,8 @@ import keyword
 import re
 from collections.abc import Iterable
 
+from auto_runtime.sandbox.program_rules import MicroPythonDisplays
+
 ALLOWED_BUILTINS = frozenset(
     {
         "abs", "all", "any", "bin", "bool", "callable", "chr", "dict", "divmod", "enumerate", "filter", "float",
@@ -84,7 +86,7 @@ def _bound(tree: ast.AST) -> set[str]:
     return names
 
 
-class _Rules(ast.NodeVisitor):
+class _Rules(MicroPythonDisplays):
     def __init__(self, text: str, place: tuple[str, ...], bound: set[str]) -> None:
         self.text = "(" + text + "\n)"
         self.place = place
@@ -134,30 +136,12 @@ class _Rules(ast.NodeVisitor):
             self.add(node.target, "async for" + NOT_IN_EXPRESSION)
         self.generic_visit(node)
 
-    def _display(self, node: ast.List | ast.Tuple | ast.Set, message: str) -> None:
-        for element in node.elts:
-            if isinstance(element, ast.Starred):
-                self.add(element, SANDBOX_CANNOT_READ + message)
-                break
-        self.generic_visit(node)
-
-    def visit_List(self, node: ast.List) -> None:
-        self._display(node, "*x must be assignment target")
-
-    def visit_Tuple(self, node: ast.Tuple) -> None:
-        self._display(node, "*x must be assignment target")
-
-    def visit_Set(self, node: ast.Set) -> None:
-        self._display(node, "invalid syntax")
-
-    def visit_Dict(self, node: ast.Dict) -> None:
-        if any(key is None for key in node.keys):
-            self.add(node, SANDBOX_CANNOT_READ + "invalid syntax")
-        self.generic_visit(node)
+    def cannot_read(self, node: ast.AST, message: str) -> None:
+        self.add(node, SANDBOX_CANNOT_READ + message)
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         if node.args.posonlyargs:
-            self.add(node, SANDBOX_CANNOT_READ + "invalid syntax")
+            self.cannot_read(node, "invalid syntax")
         self.generic_visit(node)
 
 
