@@ -18,6 +18,7 @@ RUN_STARTED = "run_started"
 RUN_SUCCEEDED = "run_succeeded"
 RUN_REJECTED = "run_rejected"
 RUN_FAILED = "run_failed"
+RUN_CANCEL_REQUESTED = "run_cancel_requested"
 RUN_ENDINGS = (RUN_SUCCEEDED, RUN_REJECTED, RUN_FAILED)
 STATUS_OF_ENDING = {RUN_SUCCEEDED: "succeeded", RUN_REJECTED: "rejected", RUN_FAILED: "failed"}
 

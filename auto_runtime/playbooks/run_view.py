@@ -8,7 +8,14 @@ from typing import Any
 
 from auto_runtime.ledger import Record
 from auto_runtime.playbooks.clock import iso_utc
-from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, STATUS_OF_ENDING
+from auto_runtime.playbooks.run_facts import (
+    RUN_CANCEL_REQUESTED,
+    RUN_FAILED,
+    RUN_REJECTED,
+    RUN_STARTED,
+    RUN_SUCCEEDED,
+    STATUS_OF_ENDING,
+)
 from auto_runtime.problems import Rejection
 
 FINAL_REJECTIONS = frozenset({"invalid_input", "cancelled", "unanswered"})
@@ -37,6 +44,12 @@ class RunState:
     tools_called: bool = False
     calls_tools: bool = False
     only_read: bool = True
+    cancel_requested: bool = False
+    """`cancel_run` was recorded on the latest attempt (`run_cancel_requested`)."""
+    started_metadata: dict[str, Any] = field(default_factory=dict)
+    """The metadata of the latest `run_started`, which the run's later records repeat."""
+    stream_version: int = 0
+    """The position of the stream's last record: the version the next append to the run states."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -78,7 +91,7 @@ class RunState:
 def fold_run(run_id: str, history: Sequence[Record]) -> RunState | None:
     if not history:
         return None
-    state = RunState(run_id=run_id)
+    state = RunState(run_id=run_id, stream_version=history[-1].position)
     for record in history:
         data = record.data
         if record.type == RUN_STARTED:
@@ -95,6 +108,8 @@ def fold_run(run_id: str, history: Sequence[Record]) -> RunState | None:
                 state.started_at = iso_utc(record.recorded_at)
                 state.started_by = record.metadata.get("by", "")
             state.attempts += 1
+            state.cancel_requested = False
+            state.started_metadata = dict(record.metadata)
             state.ended_at = None
             state.output = None
             state.output_shape = None
@@ -114,6 +129,8 @@ def fold_run(run_id: str, history: Sequence[Record]) -> RunState | None:
                     for key in ("reason", "kind", "because", "detail", "errors", "instance")
                     if data.get(key) not in (None, [])
                 }
+        elif record.type == RUN_CANCEL_REQUESTED:
+            state.cancel_requested = True
         elif record.type == "tool_call_started":
             state.tools_called = True
             if not data.get("read_only"):

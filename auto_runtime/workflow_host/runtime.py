@@ -44,7 +44,7 @@ from auto_runtime.ledger import (
 )
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
-from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, run_stream
 from auto_runtime.playbooks.run_service import RunService, is_run_id
 from auto_runtime.playbooks.run_view import RunState
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
@@ -56,7 +56,6 @@ from auto_runtime.workflow_host.outbox import cancel_key, cancel_payload
 from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
 from auto_runtime.workflow_host.timer_loop import DueHandler, TimerLoop
 
-RUN_CANCEL_REQUESTED = "run_cancel_requested"
 RETRY_AFTER_SECONDS = 1
 NOT_HOLDING = (
     "This server is not running workflows at the moment (it is stopping, or another server runs them); "
@@ -182,40 +181,29 @@ class WorkflowRuntime:
 
     async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
         """Record `run_cancel_requested` and the `cancel:` entry that makes the run apply it, unless the run
-        was asked already (a second request records nothing)."""
+        was asked already (a second request records nothing). `state` is the run as `RunService` read it; it
+        is read again only when the run moved meanwhile."""
         stream = run_stream(scope, state.run_id)
+        now: RunState | None = state
         for _ in range(CANCEL_ATTEMPTS):
-            history = await self.ledger.read_stream(stream)
-            if any(record.type == RUN_CANCEL_REQUESTED for record in history):
+            if now is None or now.cancel_requested:
                 return
-            if not history or history[-1].type in ("run_succeeded", "run_rejected", "run_failed"):
+            if now.status != "started":
                 raise conflict(f"The run {state.run_id} has ended, so there is nothing to cancel.")
-            started = next(record for record in reversed(history) if record.type == "run_started")
             data: dict[str, Any] = {"kind": "requested"}
             if reason is not None:
                 data["reason"] = reason
-            record = NewRecord(
-                RUN_CANCEL_REQUESTED,
-                data,
-                {
-                    **{key: started.metadata[key] for key in RUN_METADATA if key in started.metadata},
-                    "causation_id": None,
-                    "by": caller_id,
-                },
-            )
-            entry = DueEntry(
-                scope,
-                state.run_id,
-                cancel_key(state.run_id),
-                now_utc(),
-                cancel_payload("requested", caller_id, record.id, reason),
-            )
+            started = now.started_metadata
+            metadata = {key: started[key] for key in RUN_METADATA if key in started}
+            record = NewRecord(RUN_CANCEL_REQUESTED, data, {**metadata, "causation_id": None, "by": caller_id})
+            payload = cancel_payload("requested", caller_id, record.id, reason)
+            entry = DueEntry(scope, state.run_id, cancel_key(state.run_id), now_utc(), payload)
             try:
                 await self.ledger.append(
-                    [StreamWrite(stream, len(history), [record])],
-                    due_work=DueWorkChanges(arm=[entry], cancel=[]),
+                    [StreamWrite(stream, now.stream_version, [record])], due_work=DueWorkChanges(arm=[entry], cancel=[])
                 )
             except VersionConflict:
+                now = await self.runs.read_run(scope, state.run_id)
                 continue
             self.loop.wake()
             return

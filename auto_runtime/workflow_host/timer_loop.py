@@ -149,7 +149,7 @@ class TimerLoop:
                     if self.dispatcher is not None and entry.due_key not in self._in_flight:
                         self._in_flight.add(entry.due_key)
                         calls.append(entry)
-                elif entry.due_key not in self._in_flight:
+                else:
                     runs.setdefault((entry.scope.key, entry.run_id), []).append(entry)
             async with trio.open_nursery() as nursery:
                 for group in runs.values():
