@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from auto_runtime.ledger import Projection, Record, Row, TableSpec
+from auto_runtime.playbooks.run_facts import RUN_ENDINGS
 
 WORKFLOW_INPUT_APPLIED = "workflow_input_applied"
 STATE_METADATA = "state"
@@ -49,12 +50,16 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
         }
     if row is None:
         return None
+    if record.type in RUN_ENDINGS and not row["state"].get("ended"):
+        # An ending the engine did not decide (`run_failed` of a breakdown) ends the state too, so every later
+        # input of the run is stale.
+        return {**row, "state": {**row["state"], "ended": True}, "version": record.position}
     return {**row, "version": record.position}
 
 
 WORKFLOW_RUNS_PROJECTION = Projection(
     name="workflow_runs",
-    version=2,
+    version=3,
     table=TableSpec(
         name="workflow_runs",
         columns={

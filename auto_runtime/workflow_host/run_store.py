@@ -240,6 +240,11 @@ class RunStore:
         )
         return WORKFLOW_RUNS_PROJECTION.decode_row(rows[0]) if rows else None
 
+    async def is_running(self, scope: PlaybookScope, run_id: str) -> bool:
+        """Whether the playbook has a workflow run `run_id` that has not ended (one row read, no history)."""
+        row = await self._row(scope, run_id)
+        return row is not None and not row["state"].get("ended", False)
+
     async def load(self, scope: PlaybookScope, run_id: str) -> LoadedRun | None:
         """The run as its last applied input left it, or None when it is no workflow run of the playbook."""
         row = await self._row(scope, run_id)

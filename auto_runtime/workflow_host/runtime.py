@@ -240,8 +240,7 @@ class WorkflowRuntime:
                     )
                 ]
             )
-        state = await self.runs.read_run(scope, run_id) if is_run_id(run_id) else None
-        if state is None or state.type != "workflow" or state.status != "started":
+        if not (is_run_id(run_id) and await self.store.is_running(scope, run_id)):
             raise not_found(f"The playbook {scope.playbook} has no running workflow with the run id {run_id}.")
         fence = self._holding()
         try:

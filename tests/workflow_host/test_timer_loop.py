@@ -148,4 +148,6 @@ async def test_an_input_that_breaks_down_ends_its_run_failed_and_the_loop_goes_o
     assert failed.type == "run_failed"
     assert failed.data["reason"] == "internal"
     assert failed.data["instance"].startswith("urn:uuid:")
+    assert not await store.is_running(SCOPE, broken), "the ending ends the stored state, so later inputs are stale"
+    assert await store.is_running(SCOPE, str(uuid7())) is False
     assert {row.state for row in await ledger.due_work.entries_of_run(SCOPE, broken)} <= {"cancelled", "fired"}
