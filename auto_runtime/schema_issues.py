@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
 
-from auto_runtime.problems import InputIssue, cut_text
+from auto_runtime.problems import InputIssue, Rejection, conflict, cut_text
+from auto_runtime.user_schemas import MAX_STEPS, TooManySteps, UnusableSchema, checked_errors
+from auto_runtime.user_schemas import validator_for as user_validator_for
 
 MAX_ISSUES = 100
 JSON_TYPE_WORDS: Mapping[str, str] = {
@@ -145,18 +146,44 @@ def issues_from_errors(errors: Sequence[ValidationError], base_pointer: str, roo
     return issues[:MAX_ISSUES]
 
 
-@lru_cache(maxsize=512)
-def _validator_for(schema_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(schema_json))
+UNUSABLE = (
+    "The {what} schema of this function cannot be used on this server, so nothing is checked against it: {why}. "
+    "Save a new version of the function."
+)
+NOT_CHECKED = "{root}: not checked, since checking it against its schema took more than {steps:,} steps."
 
 
-def validator_for(schema: Mapping[str, Any]) -> Draft202012Validator:
-    return _validator_for(json.dumps(schema, sort_keys=True))
+def validator_for(schema: Mapping[str, Any], *, draft7: bool = False) -> Validator:
+    """The validator of a user schema (see `user_schemas`): nothing fetched, RE2 patterns, a step budget."""
+    return user_validator_for(schema, draft7=draft7)
+
+
+def unusable(what: str, error: UnusableSchema) -> Rejection:
+    """The run's ending for a schema saved before the rules of `user_schemas` held: `conflict`, `unworkable`."""
+    return conflict(UNUSABLE.format(what=what, why=str(error)), kind="unworkable")
 
 
 def check_against_schema(
-    schema: Mapping[str, Any], instance: Any, base_pointer: str, root_name: str = "The input"
+    schema: Mapping[str, Any],
+    instance: Any,
+    base_pointer: str,
+    root_name: str = "The input",
+    *,
+    draft7: bool = False,
 ) -> list[InputIssue]:
-    """Every issue of `instance` against `schema`; an empty list when it fits."""
-    validator = validator_for(schema)
-    return issues_from_errors(list(validator.iter_errors(instance)), base_pointer, root_name)
+    """Every issue of `instance` against `schema`; an empty list when it fits.
+
+    A check that passes `MAX_STEPS` keywords ends as one issue at `base_pointer`. A schema that breaks the
+    rules of `user_schemas` (saved before they held) raises `unusable(...)`, a `conflict` of kind
+    `unworkable`: it is the function's fault, not the value's, and a new version mends it.
+    """
+    try:
+        validator = validator_for(schema, draft7=draft7)
+    except UnusableSchema as error:
+        raise unusable("input" if root_name == "The input" else "output", error) from None
+    try:
+        errors = checked_errors(validator, instance)
+    except TooManySteps:
+        detail = NOT_CHECKED.format(root=root_name, steps=MAX_STEPS)
+        return [InputIssue(cut_text(detail), cut_text(base_pointer))]
+    return issues_from_errors(errors, base_pointer, root_name)

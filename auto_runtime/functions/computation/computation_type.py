@@ -6,12 +6,12 @@ from collections import OrderedDict
 from typing import Any
 
 from auto_runtime.functions.computation.check import check_document
-from auto_runtime.functions.computation.document import ComputationDocument, parse_document
+from auto_runtime.functions.computation.document import ComputationDocument, parse_document, problem_details
 from auto_runtime.functions.computation.run import Succeeded as ComputationSucceeded
 from auto_runtime.functions.computation.run import describe, run_computation
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Succeeded
 from auto_runtime.functions.overview import schema_table
-from auto_runtime.problems import Rejection, unavailable
+from auto_runtime.problems import Rejection, conflict, unavailable
 from auto_runtime.sandbox import Checkers, CheckerUnavailable, SandboxEngine, SandboxPool
 
 PARSED_CACHE_SIZE = 256
@@ -69,12 +69,18 @@ class ComputationType:
             overview=computation_overview(checked),
         )
 
-    def _document(self, source: str) -> ComputationDocument:
+    def _document(self, source: str) -> ComputationDocument | Rejection:
+        """The parsed document; one saved before a rule it breaks held (a schema naming an address, YAML
+        aliases) ends its runs `conflict`, `unworkable`, in the words reasoning functions use."""
         document = self._parsed.get(source)
         if document is None:
             parsed = parse_document(source)
             if isinstance(parsed, list):
-                raise SandboxBroke("a saved computation document no longer parses")
+                return conflict(
+                    "The saved document of this function no longer parses on this server; update it. "
+                    + " ".join(problem_details(parsed)),
+                    kind="unworkable",
+                )
             document = parsed
             self._parsed[source] = document
             if len(self._parsed) > PARSED_CACHE_SIZE:
@@ -85,6 +91,8 @@ class ComputationType:
 
     async def run(self, request: RunRequest) -> RunEnding:
         document = self._document(request.source)
+        if isinstance(document, Rejection):
+            return Rejected(document)
         started_at_ms = int(request.started_at.timestamp() * 1000)
         result = await run_computation(self.pool, document, request.input, started_at_ms=started_at_ms)
         if isinstance(result, ComputationSucceeded):

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from auto_runtime.functions.shapes import SHAPES
+from auto_runtime.functions.yaml_refusals import anchor_refusals
 from auto_runtime.sandbox.program_rules import Problem, check_program
+from auto_runtime.user_schemas import check_user_schema, escape
 
 LANGUAGE_OTHER = "Programs are written in Python; set language: python"
 LANGUAGE_MISSING = "The front matter names its language: language: python"
@@ -79,14 +79,45 @@ def _key_lines(node: yaml.Node, offset: int) -> dict[str, int]:
     return lines
 
 
-def _schema_problem(name: str, schema: Any, line: int) -> Problem | None:
+def _pointer_lines(node: yaml.Node, offset: int) -> dict[str, int]:
+    """The document line of every JSON pointer of the front matter (a key's line for a mapping entry)."""
+    lines: dict[str, int] = {"": node.start_mark.line + offset}
+    stack: list[tuple[yaml.Node, str]] = [(node, "")]
+    while stack:
+        current, pointer = stack.pop()
+        if isinstance(current, yaml.MappingNode):
+            for key, value in current.value:
+                if isinstance(key, yaml.ScalarNode):
+                    child = f"{pointer}/{escape(str(key.value))}"
+                    lines.setdefault(child, key.start_mark.line + offset)
+                    stack.append((value, child))
+        elif isinstance(current, yaml.SequenceNode):
+            for index, item in enumerate(current.value):
+                child = f"{pointer}/{index}"
+                lines.setdefault(child, item.start_mark.line + offset)
+                stack.append((item, child))
+    return lines
+
+
+def _line_of(lines: dict[str, int], pointer: str, fallback: int) -> int:
+    while pointer and pointer not in lines:
+        pointer = pointer.rsplit("/", 1)[0]
+    return lines.get(pointer, fallback)
+
+
+def _schema_problems(name: str, schema: Any, line: int, lines: dict[str, int]) -> list[Problem]:
+    """The refusals of a user schema (`user_schemas`), each at the line of its place inside the schema."""
     if not isinstance(schema, dict | bool):
-        return (line, 0, f"{name}{NOT_A_SCHEMA}a schema is an object or a boolean")
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as error:
-        return (line, 0, f"{name}{NOT_A_SCHEMA}{error.message}")
-    return None
+        return [(line, 0, f"{name}{NOT_A_SCHEMA}a schema is an object or a boolean")]
+    base = "/" + name.replace(".", "/")
+    return [
+        (
+            _line_of(lines, base + pointer, line),
+            0,
+            f"{name}{NOT_A_SCHEMA}{words}" + (f" (at {pointer})" if pointer else ""),
+        )
+        for pointer, words in check_user_schema(schema)
+    ]
 
 
 def parse_document(source: str) -> ComputationDocument | list[Problem]:
@@ -97,9 +128,16 @@ def parse_document(source: str) -> ComputationDocument | list[Problem]:
     problems: list[Problem] = []
     fields: dict[str, Any] = {}
     offset = 2
+    refused = anchor_refusals(split.front_matter, offset)
+    node: yaml.Node | None
+    loaded: Any
     try:
-        node = yaml.compose(split.front_matter, Loader=yaml.SafeLoader)
-        loaded = yaml.safe_load(split.front_matter)
+        if refused:
+            problems.extend((refusal.line, 0, refusal.words) for refusal in refused)
+            node, loaded = None, None
+        else:
+            node = yaml.compose(split.front_matter, Loader=yaml.SafeLoader)
+            loaded = yaml.safe_load(split.front_matter)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + offset if mark is not None else 1
@@ -113,6 +151,7 @@ def parse_document(source: str) -> ComputationDocument | list[Problem]:
     elif not problems:
         fields = loaded
     lines = _key_lines(node, offset) if node is not None else {}
+    pointer_lines = _pointer_lines(node, offset) if node is not None else {}
     description: str | None = None
     input_schema: Any = None
     output_schema: Any = None
@@ -140,9 +179,9 @@ def parse_document(source: str) -> ComputationDocument | list[Problem]:
             for inner, inner_value in value.items():
                 inner_line = lines.get(f"{key}.{inner}", line)
                 if inner == "schema":
-                    problem = _schema_problem(f"{key}.schema", inner_value, inner_line)
-                    if problem is not None:
-                        problems.append(problem)
+                    refusals = _schema_problems(f"{key}.schema", inner_value, inner_line, pointer_lines)
+                    if refusals:
+                        problems.extend(refusals)
                     elif key == "input":
                         input_schema = inner_value
                     else:

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import trio
+
 from auto_runtime.functions.computation.document import ComputationDocument
 from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.problems import InputIssue as Issue
@@ -114,7 +116,9 @@ async def run_computation(
     if input_bytes > INPUT_LIMIT:
         return _invalid([Issue("The input is larger than the 262,144 bytes of JSON a run may take.", "/input")])
     if document.input_schema is not None:
-        issues = check_against_schema(_as_schema(document.input_schema), input_value, "/input", "The input")
+        issues = await _checked(_as_schema(document.input_schema), input_value, "/input", "The input")
+        if isinstance(issues, Rejection):
+            return issues
         if issues:
             return _invalid(issues)
     evaluation = Evaluation(
@@ -131,6 +135,12 @@ async def run_computation(
             f"No worker became free within the 10 seconds a run may take; the server runs {error.workers} at once"
         )
     if isinstance(outcome, Returned):
+        if document.output_schema is not None:
+            issues = await _checked(_as_schema(document.output_schema), outcome.output, "", "The output")
+            if isinstance(issues, Rejection):
+                return issues
+            if issues:
+                return _unworkable(SCHEMA_REFUSES + " ".join(issue.detail for issue in issues[:3]))
         return _checked_output(pool, document, outcome, input_bytes, started)
     if isinstance(outcome, Raised):
         at = outcome.line if outcome.line is not None else document.program_first_line
@@ -155,6 +165,15 @@ async def run_computation(
     return Rejection(reason="internal", detail=f"The sandbox broke: {outcome.reason}")
 
 
+async def _checked(schema: dict[str, Any], value: JsonValue, base: str, root: str) -> list[Issue] | Rejection:
+    """The schema check of a value, on a worker thread: it takes at most the budget of `user_schemas`
+    (a million keywords, a few seconds), which the event loop must not spend."""
+    try:
+        return await trio.to_thread.run_sync(check_against_schema, schema, value, base, root)
+    except Rejection as unusable:
+        return unusable
+
+
 def _as_schema(schema: dict[str, Any] | bool) -> dict[str, Any]:
     if isinstance(schema, bool):
         return {} if schema else {"not": {}}
@@ -164,10 +183,6 @@ def _as_schema(schema: dict[str, Any] | bool) -> dict[str, Any]:
 def _checked_output(
     pool: SandboxPool, document: ComputationDocument, returned: Returned, input_bytes: int, started: float
 ) -> Succeeded | Rejection:
-    if document.output_schema is not None:
-        issues = check_against_schema(_as_schema(document.output_schema), returned.output, "", "The output")
-        if issues:
-            return _unworkable(SCHEMA_REFUSES + " ".join(issue.detail for issue in issues[:3]))
     if document.shape is not None and isinstance(returned.output, dict):
         failed = SHAPES[document.shape].rules(returned.output)
         if failed is not None:

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from auto_runtime.functions.reasoning.document import ReasoningDocument
-from auto_runtime.functions.reasoning.json_schemas import validator_class
+from auto_runtime.functions.reasoning.json_schemas import is_draft7
 from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.json_limits import depth_of
-from auto_runtime.schema_issues import issues_from_errors
+from auto_runtime.schema_issues import check_against_schema
 
 MAX_ANSWER_DEPTH = 128
 MAX_ISSUES = 20
@@ -34,9 +34,8 @@ def checked_output(document: ReasoningDocument, text: str | None) -> Any | Answe
     if depth_of(value) > MAX_ANSWER_DEPTH:
         return AnswerIssues((f"The answer nests deeper than {MAX_ANSWER_DEPTH} levels.",))
     schema = document.output_schema or {}
-    validator = validator_class(schema)(schema)
     sentences: list[str] = []
-    for issue in issues_from_errors(list(validator.iter_errors(value)), "/output", "The answer"):
+    for issue in check_against_schema(schema, value, "/output", "The answer", draft7=is_draft7(schema)):
         if issue.detail not in sentences:
             sentences.append(issue.detail)
     if not sentences and document.shape is not None:

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape, read_front_matter
-from auto_runtime.functions.reasoning.json_schemas import portability_warnings, schema_problems, validator_class
+from auto_runtime.functions.reasoning.json_schemas import is_draft7, portability_warnings, schema_problems
 from auto_runtime.functions.reasoning.template import Template, parse_template
 from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.models.provider_options import offered_option_problems
+from auto_runtime.user_schemas import TooManySteps, UnusableSchema, checked_errors, validator_for
 
 MEDIA_TYPE = "text/markdown"
 DEFAULT_MAX_OUTPUT_TOKENS = 1024
@@ -182,10 +183,13 @@ def _input(check: _Checker, value: Any) -> tuple[dict[str, Any] | None, dict[str
                 continue
             field_schema = properties[key]
             whole = {**field_schema, **extras} if isinstance(field_schema, dict) else field_schema
-            validator = validator_class(schema)(whole)
-            error = next(iter(validator.iter_errors(item)), None)
-            if error is not None:
-                check.add(pointer, f"The default does not match the schema of {key}: {error.message}")
+            try:
+                errors = checked_errors(validator_for(whole, draft7=is_draft7(schema)), item)
+            except (UnusableSchema, TooManySteps) as unchecked:
+                check.add(pointer, f"The default could not be checked against the schema of {key}: {unchecked}")
+                continue
+            if errors:
+                check.add(pointer, f"The default does not match the schema of {key}: {errors[0].message}")
     return schema, default
 
 

@@ -2,8 +2,9 @@
 
 PyYAML speaks YAML 1.1 (`yes`, `on` and dates become booleans and dates), so the values are built here from the
 parser's events, resolving plain scalars by the 1.2 core schema: `null`/`~`/empty, `true`/`false`, integers
-(decimal, `0o`, `0x`) and finite floats; everything else is a string. Anchors, aliases and tags are refused,
-so are duplicate keys, keys that are not plain text, non-finite numbers and nesting past 72 levels.
+(decimal, `0o`, `0x`) and finite floats; everything else is a string. Anchors, aliases and merge keys are
+refused first, every one at its line and in the workflow reader's words (`yaml_refusals`); so are tags,
+duplicate keys, keys that are not plain text, non-finite numbers and nesting past 72 levels.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from auto_runtime.functions.yaml_refusals import anchor_refusals
 
 MAX_DEPTH = 72
 TOO_DEEP = "The front matter may nest at most 72 levels"
@@ -105,11 +108,6 @@ class _Builder:
         return event
 
     def check_node(self, event: yaml.Event) -> None:
-        if isinstance(event, yaml.AliasEvent):
-            raise _NotReadable(self.line(event), "Aliases (*name) are not allowed in the front matter")
-        anchor = getattr(event, "anchor", None)
-        if anchor is not None:
-            raise _NotReadable(self.line(event), "Anchors (&name) are not allowed in the front matter")
         tag = getattr(event, "tag", None)
         if tag is not None and tag != "!":
             raise _NotReadable(self.line(event), f"Tags ({tag}) are not allowed in the front matter")
@@ -157,6 +155,9 @@ def read_front_matter(text: str, offset: int) -> FrontMatter:
         line = int(mark.line) + offset if mark is not None else offset
         words = " ".join(str(getattr(error, "problem", None) or error).split())
         return FrontMatter(None, problems=[Problem(line, "", f"The front matter is not readable YAML: {words}")])
+    refused = anchor_refusals(text, offset)
+    if refused:
+        return FrontMatter(None, problems=[Problem(refusal.line, "", refusal.words) for refusal in refused])
     documents = [e for e in events if isinstance(e, yaml.DocumentStartEvent)]
     if len(documents) > 1:
         return FrontMatter(None, problems=[Problem(offset, "", "The front matter holds more than one YAML document")])

@@ -14,6 +14,7 @@ from jsonschema import Draft7Validator, Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from auto_runtime.functions.reasoning.front_matter import escape
+from auto_runtime.user_schemas import schema_rules
 
 MAX_SCHEMA_BYTES = 65_536
 MAX_SCHEMA_DEPTH = 64
@@ -66,7 +67,8 @@ def is_draft7(schema: Mapping[str, Any]) -> bool:
     return '"definitions"' in text and '"$defs"' not in text
 
 
-def validator_class(schema: Mapping[str, Any]) -> type[Draft202012Validator] | type[Draft7Validator]:
+def meta_validator(schema: Mapping[str, Any]) -> type[Draft202012Validator] | type[Draft7Validator]:
+    """The class whose meta-schema the schema is checked against (values are checked by `user_schemas`)."""
     return Draft7Validator if is_draft7(schema) else Draft202012Validator
 
 
@@ -107,40 +109,6 @@ def _walk(schema: Any, pointer: str = "") -> Iterator[tuple[Mapping[str, Any], s
         yield from _walk(child, child_pointer)
 
 
-def _ref_loop(root: Mapping[str, Any]) -> str | None:
-    """The pointer of a `$ref` that reaches itself without a property or item in between, if any."""
-    definitions: dict[str, Any] = {}
-    for key in ("$defs", "definitions"):
-        found = root.get(key)
-        if isinstance(found, Mapping):
-            definitions.update({f"#/{key}/{name}": value for name, value in found.items()})
-
-    def direct_refs(schema: Any) -> Iterator[str]:
-        if not isinstance(schema, Mapping):
-            return
-        ref = schema.get("$ref")
-        if isinstance(ref, str):
-            yield ref
-        for key in ("allOf", "anyOf", "oneOf"):
-            children = schema.get(key)
-            if isinstance(children, list):
-                for child in children:
-                    yield from direct_refs(child)
-
-    for start in definitions:
-        seen: set[str] = set()
-        frontier = [start]
-        while frontier:
-            current = frontier.pop()
-            for ref in direct_refs(definitions.get(current)):
-                if ref == start:
-                    return start
-                if ref not in seen:
-                    seen.add(ref)
-                    frontier.append(ref)
-    return None
-
-
 def schema_problems(schema: Any) -> list[tuple[str, str]]:
     """Where `schema` leaves §2's subset, as (pointer inside the schema, words)."""
     if not isinstance(schema, Mapping):
@@ -150,9 +118,11 @@ def schema_problems(schema: Any) -> list[tuple[str, str]]:
         problems.append(("", f"A schema may be at most {MAX_SCHEMA_BYTES:,} bytes as JSON"))
     if _depth(schema) > MAX_SCHEMA_DEPTH:
         problems.append(("", f"A schema may nest at most {MAX_SCHEMA_DEPTH} levels of objects and arrays"))
+    valid = True
     try:
-        validator_class(schema).check_schema(schema)
+        meta_validator(schema).check_schema(schema)
     except SchemaError as error:
+        valid = False
         where = "".join(f"/{escape(str(part))}" for part in error.absolute_path)
         problems.append((where, f"Not a valid JSON Schema: {error.message}"))
     for node, pointer in _walk(schema):
@@ -184,9 +154,9 @@ def schema_problems(schema: Any) -> list[tuple[str, str]]:
                     "A schema for additionalProperties is not supported beside properties",
                 )
             )
-    loop = _ref_loop(schema)
-    if loop is not None:
-        problems.append(("", f"The reference {loop} reaches itself without a property or item in between"))
+    if valid:
+        said = {pointer for pointer, _words in problems}
+        problems.extend((pointer, words) for pointer, words in schema_rules(schema, draft7=True) if pointer not in said)
     return problems
 
 

@@ -12,9 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from auto_runtime.events.cloudevents import RESERVED_ATTRIBUTES, RESERVED_TYPES
 from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.functions.workflow import places
@@ -29,6 +26,7 @@ from auto_runtime.functions.workflow.expressions import (
 )
 from auto_runtime.functions.workflow.issues import Issue
 from auto_runtime.functions.workflow.yaml_reader import ReadDocument, escape, read_yaml
+from auto_runtime.user_schemas import check_user_schema
 
 TASK_KINDS = ("call", "do", "emit", "for", "fork", "listen", "raise", "set", "switch", "try", "wait")
 COMMON_TASK_FIELDS = ("if", "input", "output", "export", "timeout", "then", "metadata")
@@ -318,10 +316,10 @@ class _Walk:
         if not isinstance(document, dict | bool):
             self.add(f"{pointer}/document", NOT_A_SCHEMA + "a schema is an object or a boolean")
             return None
-        try:
-            Draft202012Validator.check_schema(document)
-        except SchemaError as error:
-            self.add(f"{pointer}/document", NOT_A_SCHEMA + error.message)
+        refusals = check_user_schema(document)
+        for inner, words in refusals:
+            self.add(f"{pointer}/document{inner}", NOT_A_SCHEMA + words)
+        if refusals:
             return None
         return document if isinstance(document, dict) else None
 

@@ -108,7 +108,7 @@ def test_at_most_twenty_issues_then_how_many_more() -> None:
     [
         ("model: a/b\nwhen: 2026-10-01\n", "Line 3, /when: Unknown key when"),
         ("model: a/b\nmodel: c/d\n", "Line 3: The key model is written twice"),
-        ("model: &m a/b\n", "Line 2: Anchors (&name) are not allowed in the front matter"),
+        ("model: &m a/b\n", "Line 2: YAML anchors and aliases are not available; write the value out where it is used"),
         ("model: !!str a/b\n", "Line 2: Tags (tag:yaml.org,2002:str) are not allowed in the front matter"),
         ("model: a/b\nconfig: {temperature: .nan}\n", "Line 3: The number .nan is not finite"),
         ("config: {}\n", "Line 2: The front matter must name a model: model: provider/model"),
@@ -190,7 +190,8 @@ output:
 Hi
 """
     assert issues(source) == [
-        "Line 5, /output/schema: The reference #/$defs/a reaches itself without a property or item in between"
+        "Line 8, /output/schema/$defs/b/allOf/0/$ref: "
+        "The reference #/$defs/a reaches itself without a property or item in between"
     ]
 
 

@@ -348,7 +348,7 @@ MORE_CASES: list[tuple[str, str, list[str]]] = [
         "schema invalid",
         HEAD + "input: { schema: { document: { type: 12 } } }\ndo: [ { a: { set: {} } } ]\n",
         [
-            "Line 2, column 30: at /input/schema/document: It is not a JSON Schema: 12 is not valid under "
+            "Line 2, column 38: at /input/schema/document/type: It is not a JSON Schema: 12 is not valid under "
             "any of the given schemas",
         ],
     ),
