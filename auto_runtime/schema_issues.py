@@ -16,7 +16,7 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from auto_runtime.problems import InputIssue, Rejection, conflict, cut_text
-from auto_runtime.user_schemas import MAX_STEPS, TooManySteps, UnusableSchema, checked_errors
+from auto_runtime.user_schemas import TooManySteps, UnusableSchema, checked_errors
 from auto_runtime.user_schemas import validator_for as user_validator_for
 
 MAX_ISSUES = 100
@@ -150,7 +150,7 @@ UNUSABLE = (
     "The {what} schema of this function cannot be used on this server, so nothing is checked against it: {why}. "
     "Save a new version of the function."
 )
-NOT_CHECKED = "{root}: not checked, since checking it against its schema took more than {steps:,} steps."
+NOT_CHECKED = "{root}: not checked against its schema, since {why}."
 
 
 def validator_for(schema: Mapping[str, Any], *, draft7: bool = False) -> Validator:
@@ -173,7 +173,7 @@ def check_against_schema(
 ) -> list[InputIssue]:
     """Every issue of `instance` against `schema`; an empty list when it fits.
 
-    A check that passes `MAX_STEPS` keywords ends as one issue at `base_pointer`. A schema that breaks the
+    A check that passes the step budget of `user_schemas` ends as one issue at `base_pointer`. A schema that breaks the
     rules of `user_schemas` (saved before they held) raises `unusable(...)`, a `conflict` of kind
     `unworkable`: it is the function's fault, not the value's, and a new version mends it.
     """
@@ -183,7 +183,7 @@ def check_against_schema(
         raise unusable("input" if root_name == "The input" else "output", error) from None
     try:
         errors = checked_errors(validator, instance)
-    except TooManySteps:
-        detail = NOT_CHECKED.format(root=root_name, steps=MAX_STEPS)
+    except TooManySteps as stopped:
+        detail = NOT_CHECKED.format(root=root_name, why=stopped)
         return [InputIssue(cut_text(detail), cut_text(base_pointer))]
     return issues_from_errors(errors, base_pointer, root_name)

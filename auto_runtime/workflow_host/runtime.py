@@ -72,7 +72,11 @@ def _document(source: str, max_duration_ms: int) -> dict[str, Any]:
     """The document of a saved version (checked when it was saved; parsed again, once per source)."""
     checked = check_document(source, max_duration_ms)
     if not isinstance(checked, WorkflowDocument):
-        raise TypeError("a saved workflow document no longer passes its checks")
+        raise conflict(
+            "The saved document of this workflow no longer passes the checks of this server (such as a schema "
+            "that names an address outside itself); update it.",
+            kind="unworkable",
+        )
     return checked.value
 
 
