@@ -11,7 +11,9 @@ schema, words), and every type refuses them at save:
   never end; and at most `MAX_IN_PLACE` subschemas apply to one value through references and `allOf`,
   `anyOf`, `oneOf`, `not`, `if`, `then`, `else`, `dependentSchemas` (a chain of definitions each naming the
   next twice applies 2**n of them);
-- every `pattern` and `patternProperties` key is an RE2 expression, so matching takes linear time.
+- every `pattern` and `patternProperties` key is an RE2 expression (within 1 MiB of RE2 program), so
+  matching takes linear time; at most `MAX_PATTERNS` of them, so compiling them all takes about a second
+  at most.
 
 `validator_for` builds the validator for a schema that keeps them: an explicit `referencing.Registry()` with
 no retrieval, so nothing is fetched even for a schema saved before these rules; `pattern`,
@@ -44,6 +46,8 @@ DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_07 = "http://json-schema.org/draft-07/schema"
 MAX_IN_PLACE = 10_000
 MAX_STEPS = 500_000
+MAX_PATTERNS = 200
+RE2_MAX_MEMORY = 1 << 20
 
 OUTSIDE = (
     "The reference {ref} is not inside this schema: a reference starts with # and names a schema of the same "
@@ -59,6 +63,7 @@ TOO_MANY_IN_PLACE = (
     f"More than {MAX_IN_PLACE:,} subschemas would apply to one value through references and allOf, anyOf, "
     "oneOf, not, if, then, else and dependentSchemas"
 )
+TOO_MANY_PATTERNS = f"A schema may hold at most {MAX_PATTERNS} patterns"
 NOT_RE2 = (
     "The pattern {pattern} is not available: patterns are matched in linear time (RE2), which has no "
     "lookaround, backreference or \\Z ({why})"
@@ -237,6 +242,7 @@ def _in_place_counts(
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
+_RE2_OPTIONS.max_mem = RE2_MAX_MEMORY  # a pattern past it is refused; compiling one takes a few ms at most
 
 
 @lru_cache(maxsize=1024)
@@ -294,7 +300,10 @@ def schema_rules(schema: Any, *, draft7: bool = False) -> list[tuple[str, str]]:
         _placement(positions, (DRAFT_2020_12, DRAFT_07) if draft7 else (DRAFT_2020_12,))
     )
     references = _references(positions, problems)
-    for pointer, pattern in _patterns(positions):
+    for index, (pointer, pattern) in enumerate(_patterns(positions)):
+        if index == MAX_PATTERNS:
+            problems.append((pointer, TOO_MANY_PATTERNS))
+            break
         problem = pattern_problem(pattern)
         if problem is not None:
             problems.append((pointer, problem))

@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import pytest
+import trio
 from referencing.exceptions import Unresolvable
 
+from auto_runtime.functions.computation.computation_type import ComputationType
+from auto_runtime.functions.function_type import Rejected, RunRequest
 from auto_runtime.problems import Rejection
 from auto_runtime.schema_issues import check_against_schema
 from auto_runtime.user_schemas import (
@@ -339,3 +343,40 @@ def test_unique_items_over_a_long_list_is_linear(client: httpx.Client, server: S
     assert fine.status_code == 200, fine.text[:300]
     body = problem(twice, 422, "invalid_input")
     assert body["errors"] == [{"pointer": "/input", "detail": "The input: expected items that are all different."}]
+
+
+def test_a_computation_saved_before_the_rules_ends_its_runs_unworkable(recorder: _Recorder) -> None:
+    """A definition saved by an older server with a remote reference: its run ends `conflict`, `unworkable`,
+    in the words reasoning uses for a document that no longer parses; nothing is fetched, nothing breaks."""
+    source = _computation(f"    $ref: {recorder.url}\n")
+    kind = ComputationType(engine=None, pool=None, checkers=None)  # type: ignore[arg-type]
+    request = RunRequest(
+        org="acme",
+        playbook="old",
+        run_id="0" * 32,
+        definition_type="computation",
+        name="fn-under-test",
+        version=1,
+        source=source,
+        input="anything",
+        started_at=datetime.now(UTC),
+        caller_id="local",
+    )
+    ending = trio.run(kind.run, request)
+    assert isinstance(ending, Rejected)
+    assert ending.rejection.reason == "conflict" and ending.rejection.kind == "unworkable"
+    assert ending.rejection.detail.startswith(
+        "The saved document of this function no longer parses on this server; update it. Line 5: input.schema is "
+        f"not a JSON Schema: The reference {recorder.url} is not inside this schema"
+    )
+    assert recorder.asked == []
+
+
+def test_a_schema_holds_at_most_200_patterns(client: httpx.Client) -> None:
+    fields = "".join(f"      f{i}: {{ pattern: 'a{{{i % 50 + 1}}}' }}\n" for i in range(201))
+    source = _computation(f"    properties:\n{fields}")
+    body = problem(_save(client, new_playbook(client), "computation", source), 422, "invalid_input")
+    assert _details(body) == [
+        "Line 206: input.schema is not a JSON Schema: A schema may hold at most 200 patterns "
+        "(at /properties/f200/pattern)"
+    ]

@@ -138,6 +138,9 @@ def parse_document(source: str) -> ComputationDocument | list[Problem]:
         else:
             node = yaml.compose(split.front_matter, Loader=yaml.SafeLoader)
             loaded = yaml.safe_load(split.front_matter)
+    except RecursionError:
+        problems.append((offset, 0, FRONT_MATTER_DOES_NOT_PARSE + "it nests too deep to be read"))
+        node, loaded = None, None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + offset if mark is not None else 1

@@ -18,6 +18,7 @@ from auto_runtime.functions.function_type import Rejected, RunEnding, RunRequest
 from auto_runtime.functions.reasoning.answer import AnswerIssues, checked_output
 from auto_runtime.functions.reasoning.document import ReasoningDocument
 from auto_runtime.functions.reasoning.endings import NO_ANSWER, after_tools, invalid_answer
+from auto_runtime.functions.reasoning.json_schemas import is_draft7
 from auto_runtime.functions.reasoning.record import CallTally, fit_prompt, success_record
 from auto_runtime.functions.reasoning.template import RenderProblem, render
 from auto_runtime.functions.reasoning.tool_loop import LoopEnded, ToolLoop
@@ -67,7 +68,8 @@ def _input_of(document: ReasoningDocument, value: Any) -> dict[str, Any] | Rejec
         return invalid_input([InputIssue("The input: expected an object.", "/input")])
     merged = {**document.input_default, **value}
     if document.input_schema is not None:
-        issues = check_against_schema(document.input_schema, merged, "/input")
+        schema = document.input_schema
+        issues = check_against_schema(schema, merged, "/input", draft7=is_draft7(schema))
         if issues:
             return invalid_input(issues)
     return merged

@@ -118,9 +118,10 @@ def test_output_takes_schema_or_shape_not_both(client: httpx.Client, playbook: s
 def test_a_schema_must_be_a_json_schema(client: httpx.Client, playbook: str) -> None:
     """`input.schema` and `output.schema` must each be a JSON Schema 2020-12: `X is not a JSON Schema: ` and why."""
     found = refused(client, playbook, document(MAIN, "input:\n  schema:\n    type: 12\n"))
-    assert len(found) == 1 and found[0].startswith("Line 4: input.schema is not a JSON Schema: ")
+    assert len(found) == 1 and found[0].startswith("Line 5: input.schema is not a JSON Schema: ")
+    assert found[0].endswith(" (at /type)")
     found = refused(client, playbook, document(MAIN, "output:\n  schema:\n    minimum: high\n"))
-    assert len(found) == 1 and found[0].startswith("Line 4: output.schema is not a JSON Schema: ")
+    assert len(found) == 1 and found[0].startswith("Line 5: output.schema is not a JSON Schema: ")
 
 
 def test_front_matter_that_does_not_parse(client: httpx.Client, playbook: str) -> None:
