@@ -32,6 +32,7 @@ from auto_runtime.sandbox.outcomes import (
     Returned,
 )
 from auto_runtime.sandbox.pool import SandboxPool
+from auto_runtime.sandbox.unwritable import not_json_words, too_deep_words
 from auto_runtime.sandbox.workers import NoWorkerFree
 from auto_runtime.schema_issues import check_against_schema
 
@@ -50,10 +51,6 @@ SCHEMA_REFUSES = "The output does not match the output schema: "
 class Succeeded:
     output: JsonValue
     record: dict[str, Any]
-
-
-def _where(pointer: str) -> str:
-    return pointer if pointer else "the top"
 
 
 def _input_problem(value: object) -> Issue | None:
@@ -144,9 +141,9 @@ async def run_computation(
     if isinstance(outcome, OutputOutOfMemory):
         return _unworkable(OUTPUT_HEAP)
     if isinstance(outcome, OutputNotJson):
-        return _unworkable(f"{NOT_JSON}{outcome.what} at {_where(outcome.pointer)}")
+        return _unworkable(NOT_JSON + not_json_words(outcome.what, outcome.pointer))
     if isinstance(outcome, OutputTooDeep):
-        return _unworkable(f"{NOT_JSON}it nests deeper than 512 levels at {_where(outcome.pointer)}")
+        return _unworkable(NOT_JSON + too_deep_words(outcome.pointer))
     if isinstance(outcome, OutputTooLarge):
         return _unworkable(TOO_LARGE)
     if isinstance(outcome, PastDeadline | Cancelled):

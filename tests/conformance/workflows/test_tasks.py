@@ -217,6 +217,12 @@ do:
   - pick: { set: '${ data["missing"] }' }
 """)
 
+NOT_JSON_SOURCE = '{"top": {1, 2}, "inside": {"a": [1, float("inf")]}, "deep": [[data.get("deep")]]}[data["what"]]'
+EXPRESSION_NOT_JSON = workflow(f"""
+do:
+  - pick: {{ set: '${{ {NOT_JSON_SOURCE} }}' }}
+""")
+
 CALLS = workflow("""
 do:
   - add:
@@ -317,6 +323,7 @@ def playbook(client: httpx.Client) -> str:
         ("wait-flow", WAIT),
         ("wait-computed", WAIT_COMPUTED),
         ("expression-raises", EXPRESSION_RAISES),
+        ("expression-not-json", EXPRESSION_NOT_JSON),
         ("calls", CALLS),
         ("callee-flow", CALLEE),
         ("caller-flow", CALLER),
@@ -535,6 +542,26 @@ def test_an_expression_that_raises_raises_expression(client: httpx.Client, playb
     rejection = rejection_of(client, playbook, "expression-raises", {})
     assert rejection["reason"] == "invalid_input"
     assert rejection["detail"] == 'An expression failed: data["missing"]: KeyError: missing (at /do/0/pick)'
+
+
+def test_an_expression_value_that_is_not_json_is_named_in_the_computation_pages_words(
+    client: httpx.Client, playbook: str
+) -> None:
+    """README settled point 19: `<source>: The value cannot be written as JSON: W at P` (spec 4.3), P a JSON
+    Pointer or `the top` for the value itself, and `it nests deeper than 512 levels at P` past the bound."""
+    deep: object = []
+    for _ in range(510):
+        deep = [deep]
+    cases = {
+        "top": "a value of type set at the top",
+        "inside": "a float that is not finite at /a/1",
+        "deep": "it nests deeper than 512 levels at " + "/0" * 512,
+    }
+    for what, words in cases.items():
+        rejection = rejection_of(client, playbook, "expression-not-json", {"what": what, "deep": deep})
+        assert rejection["reason"] == "invalid_input", rejection
+        failed = f"{NOT_JSON_SOURCE}: The value cannot be written as JSON: {words}"[:1000]
+        assert rejection["detail"] == f"An expression failed: {failed} (at /do/0/pick)"
 
 
 # call: run_definition
