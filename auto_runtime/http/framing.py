@@ -2,7 +2,9 @@
 
 - A request with both `Content-Length` and `Transfer-Encoding` (or `Content-Length` more than once) frames
   its body in two ways; a server and a proxy in front of it could read different requests from the same bytes.
-  It is refused with `400` `bad_request`, its body unread, and the connection closes after the answer.
+  It is refused with `400` `bad_request` before any app reads it, and the connection closes after the answer.
+  The body the server framed (chunked) is drained first, up to 1 MiB: a refusal sent while the client still
+  sends would race Hypercorn's own reading of the bytes that follow, which could lose the answer.
 - A WebSocket handshake, on any path: the server serves no WebSocket. It is refused with `400` `bad_request`
   as a problem document (ASGI's `websocket.http.response`), the same on every path, so it tells nothing of the
   routes; a server without that extension refuses the handshake with a bare `403`.
@@ -24,6 +26,7 @@ CONFLICTING_FRAMING = (
     "The request frames its body both by Content-Length and by Transfer-Encoding (or gives Content-Length more "
     "than once); send exactly one of them."
 )
+DRAIN_LIMIT = 1_048_576
 NO_WEBSOCKET = "This server serves no WebSocket; send each request as a plain HTTP request."
 
 
@@ -52,6 +55,18 @@ async def refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "websocket.http.response.body", "body": body, "more_body": False})
 
 
+async def drain_body(receive: Receive, limit: int = DRAIN_LIMIT) -> None:
+    """Reads and drops the request's body until it ends, the client leaves, or `limit` bytes were read."""
+    size = 0
+    while size <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        size += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
+
+
 class RequestFraming:
     """Refuses conflicting body framing and WebSocket handshakes; passes everything else to `app`."""
 
@@ -63,6 +78,7 @@ class RequestFraming:
             await refuse_websocket(scope, receive, send)
             return
         if scope["type"] == "http" and conflicting_framing(scope):
+            await drain_body(receive)
             extra = [("x-request-id", str(uuid.uuid4())), ("connection", "close")]
             await send_problem(send, bad_request(CONFLICTING_FRAMING), extra)
             return
