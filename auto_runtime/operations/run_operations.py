@@ -70,8 +70,8 @@ class RunDefinitionInput(BaseModel):
     input: Any = Field(
         default=None, description="The run's input, any JSON value its definition takes; {} when left out"
     )
-    run_id: Annotated[RunId, Field(pattern=RUN_ID_PATTERN)] | SkipJsonSchema[None] = Field(
-        default=None, description="A UUID to retry under, or to read the run by later"
+    run_id: Annotated[str, Field(pattern=RUN_ID_PATTERN), AfterValidator(canonical_run_id)] | SkipJsonSchema[None] = (
+        Field(default=None, description="A UUID to retry under, or to read the run by later")
     )
 
 
