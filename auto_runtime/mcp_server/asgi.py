@@ -1,11 +1,11 @@
-"""The one ASGI callable in front of the Quart-Trio app (spec mcp.md §1, §2, §10).
+"""The ASGI callable in front of the Quart-Trio app (spec mcp.md §1, §2, §10), behind `http.framing`.
 
 - `lifespan`: the MCP session manager runs for as long as the Quart app's lifespan, entered in the same task.
 - An MCP endpoint path: the access chain (request id, CORS preflight, origin and local-mode host, `405` for any
   method but `POST`, bearer authentication, the org and playbook scope check), then the transport checks
-  (`406`, `415`, `413`, unparsable body, not one request object), then the SDK's stateless session manager
-  with the connection attached to the scope. Refusals of the chain are problem documents; transport refusals
-  are JSON-RPC errors with `id: null`.
+  (`406`, `415`, `413`, unparsable body, not one request object, a member given twice outside a tool call's
+  arguments), then the SDK's stateless session manager with the connection attached to the scope. Refusals
+  of the chain are problem documents; transport refusals are JSON-RPC errors with `id: null`.
 - Where sign-in is on, the protected-resource metadata of each endpoint, without a credential.
 - Everything else: the Quart app, unchanged.
 """

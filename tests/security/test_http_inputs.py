@@ -315,6 +315,19 @@ def test_a_websocket_handshake_gets_a_problem_on_every_path(server: ServerProces
     }
 
 
+@pytest.mark.parametrize("value", [HUGE, '"\\ud800"'])
+def test_what_the_mcp_sdks_reader_cannot_read_is_a_parse_error_not_a_failure(client: httpx.Client, value: str) -> None:
+    """The SDK reads the body again with pydantic, which cannot hold an integer past its range or a lone
+    surrogate; both are its transport refusal, `-32700` under `400`."""
+    arguments = '{"x": ' + value + "}"
+    body = '{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "list_playbooks", "arguments": '
+    response = _mcp_call(client, "/mcp", body + arguments + "}}")
+    assert response.status_code == 400, response.text
+    error = response.json()
+    assert error["id"] is None and error["error"]["code"] == -32700
+    assert error["error"]["message"].startswith("Parse error: ")
+
+
 def test_the_server_log_has_no_incident_from_these_inputs(server: ServerProcess) -> None:
     """Every case above was refused by name, never as an incident (a 500)."""
     assert '"level": "error"' not in server.log(), server.log()[-4000:]
