@@ -331,3 +331,23 @@ def test_what_the_mcp_sdks_reader_cannot_read_is_a_parse_error_not_a_failure(cli
 def test_the_server_log_has_no_incident_from_these_inputs(server: ServerProcess) -> None:
     """Every case above was refused by name, never as an incident (a 500)."""
     assert '"level": "error"' not in server.log(), server.log()[-4000:]
+
+
+def test_every_integer_query_parameter_has_bounds_that_refuse_the_stand_in() -> None:
+    """A query integer too long to convert is read as `BEYOND_EVERY_BOUND`; that is only safe while every integer
+    query parameter has a bound (or a list of values) that refuses it: in its schema, or in the operation, as
+    `days` (7, 14 or 30), which `test_a_huge_days_is_refused_with_the_words_of_its_values` checks."""
+    checked_by_the_operation = {("get_playbook_analytics", "days")}
+    from auto_runtime.guides import load_guides
+    from auto_runtime.http.request_input import BEYOND_EVERY_BOUND
+    from auto_runtime.operations.runtime_catalog import build_catalog
+    from auto_runtime.operations.schemas import input_schema_of
+
+    for operation in build_catalog(load_guides()):
+        if operation.takes_body:
+            continue
+        for name, schema in input_schema_of(operation.name, operation.input_model).get("properties", {}).items():
+            if schema.get("type") in ("integer", "number") and (operation.name, name) not in checked_by_the_operation:
+                bounded = "enum" in schema or ("maximum" in schema and "minimum" in schema)
+                assert bounded, f"{operation.name}: {name} has no bounds"
+                assert schema.get("maximum", 0) < BEYOND_EVERY_BOUND and schema.get("minimum", 0) > -BEYOND_EVERY_BOUND
