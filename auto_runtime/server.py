@@ -35,6 +35,7 @@ from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
 from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
+from auto_runtime.http.framing import RequestFraming
 from auto_runtime.http.openapi import build_openapi
 from auto_runtime.ledger import Ledger, open_ledger
 from auto_runtime.ledger.secrets_key import SecretsKeyError, secrets_key_of
@@ -161,8 +162,9 @@ def workflows_child(workflows: WorkflowRuntime) -> ChildSpec:
 
 def compose_app(
     settings: Settings, catalog: Catalog, guides: Mapping[str, Guide], services: RuntimeServices
-) -> McpRoot:
-    """One ASGI callable: the MCP endpoints in front of the Quart-Trio app, both over one dispatcher."""
+) -> RequestFraming:
+    """One ASGI callable: the framing checks, then the MCP endpoints in front of the Quart-Trio app, both over
+    one dispatcher."""
     documents = PublishedDocuments(
         openapi=json.dumps(build_openapi(catalog, guides), separators=(",", ":")).encode("utf-8"),
         guides=guides,
@@ -188,12 +190,14 @@ def compose_app(
             if key
         ],
     )
-    return McpRoot(
-        app=app, service=mcp, gate=gate, public_url=settings.public_url, identity_issuer=settings.identity_issuer
+    return RequestFraming(
+        McpRoot(
+            app=app, service=mcp, gate=gate, public_url=settings.public_url, identity_issuer=settings.identity_issuer
+        )
     )
 
 
-def http_child(app: McpRoot, settings: Settings) -> ChildSpec:
+def http_child(app: RequestFraming, settings: Settings) -> ChildSpec:
     """Hypercorn as a child of the root: started once it listens, stopped by finishing requests in flight."""
     config = Config()
     config.bind = [f"{settings.host}:{settings.port}"]
@@ -205,7 +209,7 @@ def http_child(app: McpRoot, settings: Settings) -> ChildSpec:
         stopping = trio.Event()
         context.on_stop_requested(stopping.set)
         async with trio.open_nursery() as nursery:
-            # Hypercorn's ASGI types and Starlette's (which McpRoot uses) describe the same protocol differently.
+            # Hypercorn's ASGI types and Starlette's (which the root uses) describe the same protocol differently.
             await nursery.start(partial(serve, cast(Any, app), config, shutdown_trigger=stopping.wait))
             log.info("listening on http://%s:%s", settings.host, settings.port)
             context.started()

@@ -45,7 +45,8 @@ from auto_runtime.ledger import (
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
 from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, run_stream
-from auto_runtime.playbooks.run_service import RunService, is_run_id
+from auto_runtime.playbooks.run_ids import canonical_run_id, is_run_id
+from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.playbooks.run_view import RunState
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.sandbox.engine import SandboxEngine
@@ -213,6 +214,7 @@ class WorkflowRuntime:
         self, scope: PlaybookScope, run_id: str, given: Mapping[str, Any], caller_id: str
     ) -> dict[str, Any]:
         """Deliver an event to a run still `started` (seeds, "Sending an event to a run")."""
+        run_id = canonical_run_id(run_id)
         event = dict(given)
         source_given = "source" in event
         checked = read_event(event if source_given else {**event, "source": "/sent"})
