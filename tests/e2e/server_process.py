@@ -27,7 +27,7 @@ def free_port() -> int:
 
 def base_environment(home: Path) -> dict[str, str]:
     """A clean environment: nothing of the developer's own settings leaks into a test server."""
-    keep = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR")
+    keep = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR")
     environment = {name: os.environ[name] for name in keep if name in os.environ}
     environment["HOME"] = str(home)
     environment["LOG_LEVEL"] = "info"
