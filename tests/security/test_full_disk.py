@@ -6,6 +6,8 @@ on a full disk says so in one line and exits non-zero."""
 
 from __future__ import annotations
 
+import base64
+import secrets
 import time
 import uuid
 from collections.abc import Callable
@@ -15,7 +17,7 @@ import httpx
 
 from tests.conformance.helpers import ECHO_PROGRAM, create_computation, new_playbook, problem
 from tests.e2e.server_process import ServerProcess, free_port, run_command, start_server
-from tests.security.small_disk import fill, small_disk
+from tests.security.small_disk import fill, postgres_on, small_disk
 
 DISK_SIZE = "24m"
 BIG_TEXT = "x" * 250_000
@@ -60,6 +62,55 @@ def _unavailable_with_retry_after(response: httpx.Response) -> None:
     assert response.headers["retry-after"].isdigit(), response.headers
 
 
+def _read_back(client: httpx.Client, playbook_url: str, acknowledged: dict[str, object]) -> None:
+    for run_id, output in acknowledged.items():
+        read = client.get(f"{playbook_url}/runs/{run_id}")
+        assert read.status_code == 200, read.text
+        assert read.json()["output"] == output
+
+
+def _full_disk_scenario(server: ServerProcess, disk: Path, *, loop_meets_it: bool) -> None:
+    """Writes before, while and after the disk is full (see the module). `loop_meets_it`: the store is one where
+    the timer loop's own small writes (lease claims) surely fail too, so the test waits for the loop to wait."""
+    with server.client() as client:
+        playbook_url = new_playbook(client)
+        create_computation(client, playbook_url, "echo", ECHO_PROGRAM)
+        run_url = f"{playbook_url}/definitions/computation/echo/run"
+        acknowledged: dict[str, object] = {}
+        for n in range(5):
+            run_id, ran = _run(client, run_url, {"n": n})
+            assert ran.status_code == 200, ran.text
+            acknowledged[run_id] = ran.json()["output"]
+
+        filler = fill(disk)
+        refused = _until_refused(lambda: _run(client, run_url, {"text": BIG_TEXT}), acknowledged)
+        _unavailable_with_retry_after(refused)
+        refused = _until_refused(lambda: _run(client, run_url, {"n": "small"}), acknowledged)
+        _unavailable_with_retry_after(refused)
+        created = client.post(
+            "/v1/orgs/acme/playbooks", json={"playbook": f"pb-{uuid.uuid4().hex[:10]}", "name": "Full"}
+        )
+        _unavailable_with_retry_after(created)
+
+        if loop_meets_it:
+            _wait_for_log(server, LOOP_WAITS)
+        assert client.get("/health").status_code == 200
+        _read_back(client, playbook_url, acknowledged)
+        assert server.process.poll() is None, server.log()
+
+        filler.unlink()
+        run_id, ran = _run(client, run_url, {"text": BIG_TEXT})
+        assert ran.status_code == 200, ran.text
+        acknowledged[run_id] = ran.json()["output"]
+        assert new_playbook(client)
+        if loop_meets_it:
+            _wait_for_log(server, LOOP_GOES_ON)
+        _read_back(client, playbook_url, acknowledged)
+    log = server.log()
+    assert "restarting child" not in log, log
+    assert "giving up" not in log, log
+
+
 def test_a_full_disk_refuses_writes_as_unavailable_and_the_server_recovers_when_space_returns(tmp_path: Path) -> None:
     with small_disk(DISK_SIZE) as disk:
         server = start_server(
@@ -67,47 +118,19 @@ def test_a_full_disk_refuses_writes_as_unavailable_and_the_server_recovers_when_
             {"LEDGER_FILE": str(disk / "data" / "ledger.db"), "WORKFLOW_SWEEP_INTERVAL": "PT0.05S"},
         )
         try:
-            with server.client() as client:
-                playbook_url = new_playbook(client)
-                create_computation(client, playbook_url, "echo", ECHO_PROGRAM)
-                run_url = f"{playbook_url}/definitions/computation/echo/run"
-                acknowledged: dict[str, object] = {}
-                for n in range(5):
-                    run_id, ran = _run(client, run_url, {"n": n})
-                    assert ran.status_code == 200, ran.text
-                    acknowledged[run_id] = ran.json()["output"]
+            _full_disk_scenario(server, disk, loop_meets_it=True)
+        finally:
+            code = server.stop()
+        assert code == 0, server.log()
 
-                filler = fill(disk)
-                refused = _until_refused(lambda: _run(client, run_url, {"text": BIG_TEXT}), acknowledged)
-                _unavailable_with_retry_after(refused)
-                refused = _until_refused(lambda: _run(client, run_url, {"n": "small"}), acknowledged)
-                _unavailable_with_retry_after(refused)
-                created = client.post(
-                    "/v1/orgs/acme/playbooks", json={"playbook": f"pb-{uuid.uuid4().hex[:10]}", "name": "Full"}
-                )
-                _unavailable_with_retry_after(created)
 
-                _wait_for_log(server, LOOP_WAITS)
-                assert client.get("/health").status_code == 200
-                for run_id, output in acknowledged.items():
-                    read = client.get(f"{playbook_url}/runs/{run_id}")
-                    assert read.status_code == 200, read.text
-                    assert read.json()["output"] == output
-                assert server.process.poll() is None, server.log()
-
-                filler.unlink()
-                run_id, ran = _run(client, run_url, {"text": BIG_TEXT})
-                assert ran.status_code == 200, ran.text
-                acknowledged[run_id] = ran.json()["output"]
-                assert new_playbook(client)
-                _wait_for_log(server, LOOP_GOES_ON)
-                for run_id, output in acknowledged.items():
-                    read = client.get(f"{playbook_url}/runs/{run_id}")
-                    assert read.status_code == 200, read.text
-                    assert read.json()["output"] == output
-            log = server.log()
-            assert "restarting child" not in log, log
-            assert "giving up" not in log, log
+def test_a_full_disk_under_postgresql_is_unavailable_too(tmp_path: Path) -> None:
+    """The database's tables in a tablespace on the tmpfs: PostgreSQL answers `disk_full` (SQLSTATE 53100)."""
+    with small_disk(DISK_SIZE) as disk, postgres_on(disk) as url:
+        secrets_key = base64.b64encode(secrets.token_bytes(32)).decode("ascii")
+        server = start_server(tmp_path, {"DATABASE_URL": url, "SECRETS_KEY": secrets_key})
+        try:
+            _full_disk_scenario(server, disk, loop_meets_it=False)
         finally:
             code = server.stop()
         assert code == 0, server.log()

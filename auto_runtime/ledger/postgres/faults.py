@@ -20,7 +20,7 @@ DISK_FULL: Final = "53100"
 def full_disk_cause(error: BaseException) -> str | None:
     """The words of a full disk when `error` is PostgreSQL's `disk_full`, else None."""
     if isinstance(error, asyncpg.PostgresError) and getattr(error, "sqlstate", None) == DISK_FULL:
-        return f"{error} (SQLSTATE {DISK_FULL})"
+        return f"{getattr(error, 'message', None) or error} (SQLSTATE {DISK_FULL})"
     return None
 
 
