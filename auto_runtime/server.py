@@ -8,6 +8,7 @@ in flight finish within `GRACEFUL_STOP_SECONDS`; then the sandbox and the ledger
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import logging
@@ -37,7 +38,7 @@ from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.framing import RequestFraming
 from auto_runtime.http.openapi import build_openapi
-from auto_runtime.ledger import Ledger, open_ledger
+from auto_runtime.ledger import Ledger, LedgerStartError, open_ledger
 from auto_runtime.ledger.secrets_key import SecretsKeyError, secrets_key_of
 from auto_runtime.logs import configure_logging
 from auto_runtime.mcp_server.asgi import McpRoot
@@ -66,6 +67,7 @@ from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 RUNTIME_PROJECTIONS = (
     PLAYBOOKS_PROJECTION,
     DEFINITIONS_PROJECTION,
@@ -266,9 +268,24 @@ def run_server(environ: Mapping[str, str], cwd: Path) -> int:
         log.info(line)
     try:
         trio.run(serve_runtime, loaded, environ)
-    except SecretsKeyError as error:
+    except (SecretsKeyError, LedgerStartError) as error:
         print(str(error), file=sys.stderr)
+        return 1
+    except OSError as error:
+        if error.errno not in NO_SPACE:
+            raise
+        print(full_disk_line(error, loaded.settings), file=sys.stderr)
         return 1
     finally:
         gc.collect()
     return 0
+
+
+def full_disk_line(error: OSError, settings: Settings) -> str:
+    """The one line for a start that met a full disk outside the ledger itself (the key file, the sandbox's
+    cache): it names `LEDGER_FILE` when the file is in its folder, where those are kept."""
+    where = Path(error.filename) if error.filename else cache_folder_of(settings)
+    ledger_file = settings.ledger_file
+    if settings.database_url is None and ledger_file is not None and where.is_relative_to(ledger_file.parent):
+        return f"LEDGER_FILE: the disk of {ledger_file.parent} is full; free some space and start again"
+    return f"{where}: the disk is full; free some space and start again"

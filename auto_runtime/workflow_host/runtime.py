@@ -20,6 +20,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from functools import lru_cache
@@ -36,6 +37,7 @@ from auto_runtime.ledger import (
     DueWorkChanges,
     LeaseFence,
     Ledger,
+    LedgerUnavailable,
     NewRecord,
     PlaybookScope,
     StreamWrite,
@@ -135,9 +137,11 @@ class WorkflowRuntime:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the timer loop and the followers until cancelled; the first claim of the lease is made before
-        `started`, so a server that can run workflows does from its first request."""
+        `started`, so a server that can run workflows does from its first request (unless the ledger cannot take
+        writes at start: then the loop claims once it can, and until then starts answer `unavailable`)."""
         async with trio.open_nursery() as nursery:
-            await self.loop.sweep_once()
+            with contextlib.suppress(LedgerUnavailable):  # a full disk: the loop claims again after its back-off
+                await self.loop.sweep_once()
             await nursery.start(self.loop.run)
             for follower in self._followers:
                 nursery.start_soon(follower, self.fence)
