@@ -18,8 +18,7 @@ import uuid
 
 from starlette.types import Receive, Scope, Send
 
-from auto_runtime.mcp_server.asgi import AsgiApp
-from auto_runtime.mcp_server.asgi_messages import encoded, header_values, json_bytes, send_problem
+from auto_runtime.asgi_messages import AsgiApp, encoded, header_values, json_bytes, send_problem
 from auto_runtime.problems import bad_request
 
 CONFLICTING_FRAMING = (

@@ -15,19 +15,16 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import mcp_types as types
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import Message, Receive, Scope, Send
 
-from auto_runtime.auth.access import AccessGate
-from auto_runtime.auth.caller import Caller
-from auto_runtime.http.json_body import DuplicateField, duplicate_field_rejection, read_json
-from auto_runtime.mcp_server.asgi_messages import (
+from auto_runtime.asgi_messages import (
+    AsgiApp,
     adding_headers,
     header_value,
     header_values,
@@ -36,13 +33,14 @@ from auto_runtime.mcp_server.asgi_messages import (
     send_problem,
     send_whole,
 )
+from auto_runtime.auth.access import AccessGate
+from auto_runtime.auth.caller import Caller
+from auto_runtime.http.json_body import DuplicateField, duplicate_field_rejection, read_json
 from auto_runtime.mcp_server.connection import SCOPE_KEY, Connection
 from auto_runtime.mcp_server.endpoints import Endpoint, metadata_path_of, parse_endpoint, parse_metadata_path
 from auto_runtime.mcp_server.service import MAX_BODY_BYTES, SERVER_TITLE, McpService
 from auto_runtime.problems import Rejection, cut_text
 
-AsgiApp = Callable[..., Awaitable[Any]]
-"""Any ASGI application: Quart's, Hypercorn's and Starlette's type vocabularies differ, the protocol does not."""
 CORS_ALLOWED_HEADERS = "Authorization, Content-Type, Accept, MCP-Protocol-Version, Mcp-Method, Mcp-Name, traceparent"
 CORS_EXPOSED_HEADERS = "x-request-id, WWW-Authenticate, Retry-After"
 INSUFFICIENT_SCOPE = 'Bearer error="insufficient_scope"'
