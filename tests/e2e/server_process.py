@@ -26,8 +26,9 @@ def free_port() -> int:
 
 
 def base_environment(home: Path) -> dict[str, str]:
-    """A clean environment: nothing of the developer's own settings leaks into a test server."""
-    keep = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR")
+    """A clean environment: nothing of the developer's own settings leaks into a test server. `PYTHONPATH` is
+    kept, so a server started from a worktree runs that worktree's code, not the installed package's."""
+    keep = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR", "PYTHONPATH")
     environment = {name: os.environ[name] for name in keep if name in os.environ}
     environment["HOME"] = str(home)
     environment["LOG_LEVEL"] = "info"
