@@ -62,9 +62,10 @@ class Unavailable:
 
 @dataclass(frozen=True)
 class Succeeds:
-    """`succeeded`, with `output`."""
+    """`succeeded`, with `output` (or one of `alternatives`, where the spec's words allow more than one)."""
 
     output: Any
+    alternatives: tuple[Any, ...] = ()
 
 
 Ending = Refused | Unworkable | Unavailable | Succeeds
@@ -200,10 +201,11 @@ CORPUS: tuple[Hostile, ...] = (
         "import host\ndef main(input):\n    return host.call('x', '')\n",
         Refused(4, (ONLY_ALLOWED + "host",)),
     ),
+    # "dir() shows only the program's names" (issue 14): its function's names as in CPython, or its top level
     Hostile(
         "introspection-dir",
         "LIMIT = 3\ndef main(input):\n    return sorted(name for name in dir() if name != 'input')\n",
-        Succeeds([]),
+        Succeeds([], alternatives=(["LIMIT", "main"],)),
         xfail=f"dir() lists the prelude's names: {CHECKER_PART}",
     ),
     # Regexes inside the program: re's steps are work
@@ -367,7 +369,7 @@ def check_ran(hostile: Hostile, response: httpx.Response) -> None:
         assert response.status_code == 200, response.text
         body = response.json()
         assert body["status"] == "succeeded", body
-        assert body["output"] == ending.output
+        assert body["output"] in (ending.output, *ending.alternatives), body["output"]
         return
     body = response.json()
     assert response.headers["content-type"].startswith("application/problem+json"), response.text[:500]
