@@ -16,6 +16,7 @@ from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.problems import InputIssue as Issue
 from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.evaluate import Evaluation
+from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, JobOwner
 from auto_runtime.sandbox.json_values import JsonValue, compact_json, pointer_of, utf8_size
 from auto_runtime.sandbox.limits import MAX_DEPTH, RUN_SECONDS
 from auto_runtime.sandbox.outcomes import (
@@ -100,8 +101,10 @@ async def run_computation(
     *,
     started_at_ms: int,
     started_monotonic: float | None = None,
+    owner: JobOwner = UNATTRIBUTED,
 ) -> Succeeded | Rejection:
-    """One run of `document` with `input_value`; `started_at_ms` is the run's start the clock reads."""
+    """One run of `document` with `input_value`; `started_at_ms` is the run's start the clock reads. It waits
+    for a worker in `owner`'s place of the pool's fair queue (the org and playbook the run belongs to)."""
     started = started_monotonic if started_monotonic is not None else time.monotonic()
     problem = _input_problem(input_value)
     if problem is not None:
@@ -122,7 +125,7 @@ async def run_computation(
         output_limit=OUTPUT_LIMIT,
     )
     try:
-        outcome = await pool.run(evaluation, deadline=started + RUN_SECONDS)
+        outcome = await pool.run(evaluation, deadline=started + RUN_SECONDS, owner=owner)
     except NoWorkerFree as error:
         return _unavailable(
             f"No worker became free within the 10 seconds a run may take; the server runs {error.workers} at once"
