@@ -6,8 +6,6 @@ of the document, the line numbers the spec's words count. An ending is either a 
 or a run's ending (the "How a run ends" table). `check_saved` and `check_ran` compare a response with it:
 status, `reason`, `kind`, and the detail's words.
 
-Where a program's ending is known not to be the spec's yet, and the fix belongs to another part of the work
-(the save-time checker and compile pass), `xfail` says why; the tests mark it `xfail(strict=True)`.
 """
 
 from __future__ import annotations
@@ -31,8 +29,6 @@ DUNDER = "Names and attributes that begin with two underscores are not available
 ONLY_ALLOWED = "Only math, re, json, collections, heapq and time can be imported; this line imports "
 CUT_BYTES = 1024
 MAX_DEPTH = 512
-
-CHECKER_PART = "the save-time checker's part of issue 14 (another helper)"
 
 
 @dataclass(frozen=True)
@@ -77,7 +73,6 @@ class Hostile:
     program: str
     ending: Ending
     input: Any = None
-    xfail: str | None = None
     repeated: bool = True
     """Whether the memory test runs it again and again (a program that holds a worker 10 s runs once)."""
 
@@ -163,13 +158,11 @@ CORPUS: tuple[Hostile, ...] = (
         "introspection-class",
         "def main(input):\n    return str(input.__class__)\n",
         Refused(5, (DUNDER + "__class__",)),
-        xfail=f"the refusal names the whole expression, not the attribute: {CHECKER_PART}",
     ),
     Hostile(
         "introspection-subclasses",
         "def main(input):\n    return len(().__class__.__bases__[0].__subclasses__())\n",
         Refused(5, (DUNDER + "__subclasses__", DUNDER + "__bases__", DUNDER + "__class__")),
-        xfail=f"the refusal names the whole expression, not the attribute: {CHECKER_PART}",
     ),
     Hostile(
         "introspection-globals",
@@ -206,7 +199,6 @@ CORPUS: tuple[Hostile, ...] = (
         "introspection-dir",
         "LIMIT = 3\ndef main(input):\n    return sorted(name for name in dir() if name != 'input')\n",
         Succeeds([], alternatives=(["LIMIT", "main"],)),
-        xfail=f"dir() lists the prelude's names: {CHECKER_PART}",
     ),
     # Regexes inside the program: re's steps are work
     Hostile(
@@ -218,13 +210,11 @@ CORPUS: tuple[Hostile, ...] = (
         "regex-nested-star",
         "import re\ndef main(input):\n    return re.match('(a*)*b', 'a' * 40) is None\n",
         Unworkable(USED_UP),
-        xfail=f"the regex overflows the sandbox's stack (STACK_OVERFLOW, a 500): {CHECKER_PART}",
     ),
     Hostile(
         "regex-thousands-of-groups",
         "import re\ndef main(input):\n    return re.match('(' * 3000 + 'a*' + ')*' * 3000 + 'b', 'a' * 30) is None\n",
         Unworkable(USED_UP),
-        xfail=f"the regex overflows the sandbox's stack: {CHECKER_PART}",
     ),
     # Huge outputs
     Hostile("output-long-text", "def main(input):\n    return 'x' * 2000000\n", Unworkable(TOO_LARGE)),
