@@ -185,8 +185,9 @@ def conflict(detail: str, *, kind: str | None = None, because: str | None = None
     return Rejection("conflict", detail, kind=kind, because=because)
 
 
-def bad_request(detail: str) -> Rejection:
-    return Rejection("bad_request", detail)
+def bad_request(detail: str, errors: Sequence[InputIssue] = ()) -> Rejection:
+    """A malformed request; `errors` points at the place, where there is one (a field given twice)."""
+    return Rejection("bad_request", detail, errors=tuple(errors))
 
 
 def forbidden(detail: str) -> Rejection:

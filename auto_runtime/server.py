@@ -8,6 +8,7 @@ in flight finish within `GRACEFUL_STOP_SECONDS`; then the sandbox and the ledger
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import logging
@@ -35,8 +36,9 @@ from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
 from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
+from auto_runtime.http.framing import RequestFraming
 from auto_runtime.http.openapi import build_openapi
-from auto_runtime.ledger import Ledger, open_ledger
+from auto_runtime.ledger import Ledger, LedgerStartError, open_ledger
 from auto_runtime.ledger.secrets_key import SecretsKeyError, secrets_key_of
 from auto_runtime.logs import configure_logging
 from auto_runtime.mcp_server.asgi import McpRoot
@@ -65,6 +67,7 @@ from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 RUNTIME_PROJECTIONS = (
     PLAYBOOKS_PROJECTION,
     DEFINITIONS_PROJECTION,
@@ -161,8 +164,9 @@ def workflows_child(workflows: WorkflowRuntime) -> ChildSpec:
 
 def compose_app(
     settings: Settings, catalog: Catalog, guides: Mapping[str, Guide], services: RuntimeServices
-) -> McpRoot:
-    """One ASGI callable: the MCP endpoints in front of the Quart-Trio app, both over one dispatcher."""
+) -> RequestFraming:
+    """One ASGI callable: the framing checks, then the MCP endpoints in front of the Quart-Trio app, both over
+    one dispatcher."""
     documents = PublishedDocuments(
         openapi=json.dumps(build_openapi(catalog, guides), separators=(",", ":")).encode("utf-8"),
         guides=guides,
@@ -188,12 +192,14 @@ def compose_app(
             if key
         ],
     )
-    return McpRoot(
-        app=app, service=mcp, gate=gate, public_url=settings.public_url, identity_issuer=settings.identity_issuer
+    return RequestFraming(
+        McpRoot(
+            app=app, service=mcp, gate=gate, public_url=settings.public_url, identity_issuer=settings.identity_issuer
+        )
     )
 
 
-def http_child(app: McpRoot, settings: Settings) -> ChildSpec:
+def http_child(app: RequestFraming, settings: Settings) -> ChildSpec:
     """Hypercorn as a child of the root: started once it listens, stopped by finishing requests in flight."""
     config = Config()
     config.bind = [f"{settings.host}:{settings.port}"]
@@ -205,7 +211,7 @@ def http_child(app: McpRoot, settings: Settings) -> ChildSpec:
         stopping = trio.Event()
         context.on_stop_requested(stopping.set)
         async with trio.open_nursery() as nursery:
-            # Hypercorn's ASGI types and Starlette's (which McpRoot uses) describe the same protocol differently.
+            # Hypercorn's ASGI types and Starlette's (which the root uses) describe the same protocol differently.
             await nursery.start(partial(serve, cast(Any, app), config, shutdown_trigger=stopping.wait))
             log.info("listening on http://%s:%s", settings.host, settings.port)
             context.started()
@@ -262,9 +268,24 @@ def run_server(environ: Mapping[str, str], cwd: Path) -> int:
         log.info(line)
     try:
         trio.run(serve_runtime, loaded, environ)
-    except SecretsKeyError as error:
+    except (SecretsKeyError, LedgerStartError) as error:
         print(str(error), file=sys.stderr)
+        return 1
+    except OSError as error:
+        if error.errno not in NO_SPACE:
+            raise
+        print(full_disk_line(error, loaded.settings), file=sys.stderr)
         return 1
     finally:
         gc.collect()
     return 0
+
+
+def full_disk_line(error: OSError, settings: Settings) -> str:
+    """The one line for a start that met a full disk outside the ledger itself (the key file, the sandbox's
+    cache): it names `LEDGER_FILE` when the file is in its folder, where those are kept."""
+    where = Path(error.filename) if error.filename else cache_folder_of(settings)
+    ledger_file = settings.ledger_file
+    if settings.database_url is None and ledger_file is not None and where.is_relative_to(ledger_file.parent):
+        return f"LEDGER_FILE: the disk of {ledger_file.parent} is full; free some space and start again"
+    return f"{where}: the disk is full; free some space and start again"

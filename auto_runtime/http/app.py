@@ -40,7 +40,11 @@ class PublishedDocuments:
 
 
 def _request_id() -> str:
-    value: str = g.request_id
+    """The request's id, made here when `open_request` never ran (a request Quart refused before it)."""
+    value = g.get("request_id")
+    if not isinstance(value, str):
+        value = str(uuid.uuid4())
+        g.request_id = value
     return value
 
 

@@ -3,26 +3,30 @@
 - A command's body is UTF-8 JSON (`Content-Type: application/json`), a JSON object, at most 1 MiB; a larger
   `Content-Length` is refused before the body is read; compressed bodies are refused.
 - Query parameters are for `GET` and `DELETE`, which take no body; a query beside a `POST`/`PUT` is refused.
-- A field may be given in one place only (path, query or body), and a query parameter only once.
+- A field may be given in one place only (path, query or body), a query parameter only once, and a member of a
+  body's object only once (`json_body`: `bad_request` at the member's pointer).
 Query values are strings; they are read as the JSON types the input schema declares (integers, booleans).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from quart import Request
 
-from auto_runtime.http.deep_json import DeepJsonError, loads_deep
+from auto_runtime.http.deep_json import json_integer
+from auto_runtime.http.json_body import BodyNotJson, DuplicateField, duplicate_field_rejection, read_json
 from auto_runtime.operations.operation import Operation
 from auto_runtime.operations.schemas import input_schema_of
 from auto_runtime.problems import Rejection, bad_request
 
 MAX_JSON_BODY = 1_048_576
 INTEGER_TEXT = re.compile(r"^-?[0-9]+$")
+BEYOND_EVERY_BOUND = 10**100
+"""Stands for an integer query value too long to convert; every integer query parameter has bounds far inside
+it (`limit` 1 to 100, `days` 7, 14 or 30), so the input check refuses it with the words of the bound."""
 
 
 def content_too_large(limit: int) -> Rejection:
@@ -104,14 +108,11 @@ async def read_json_object(request: Request) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise bad_request("The body is not UTF-8.") from None
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise bad_request(f"The body is not JSON: {error.msg} at line {error.lineno}.") from None
-    except RecursionError:
-        try:
-            value = loads_deep(text)
-        except DeepJsonError as error:
-            raise bad_request(f"The body is not JSON: {error}.") from None
+        value = read_json(text)
+    except BodyNotJson as error:
+        raise bad_request(f"The body is not JSON: {error}.") from None
+    except DuplicateField as duplicate:
+        raise duplicate_field_rejection(duplicate) from None
     if not isinstance(value, dict):
         raise bad_request("The body is not a JSON object.")
     return value
@@ -129,15 +130,25 @@ def _typed_query_value(text: str, schema: Mapping[str, Any] | None) -> Any:
             if isinstance(member, Mapping) and isinstance(member.get("type"), str):
                 types.add(member["type"])
     if "integer" in types and INTEGER_TEXT.match(text):
-        return int(text)
+        return _query_integer(text)
     if "number" in types:
         try:
-            return float(text) if not INTEGER_TEXT.match(text) else int(text)
+            return float(text) if not INTEGER_TEXT.match(text) else _query_integer(text)
         except ValueError:
             return text
     if "boolean" in types and text in ("true", "false"):
         return text == "true"
     return text
+
+
+def _query_integer(text: str) -> int:
+    """The integer of a query value of digits; one longer than the interpreter converts (more than 4,300
+    digits, leading zeros aside) as `BEYOND_EVERY_BOUND` of its sign, refused as any other value out of bounds."""
+    negative = text.startswith("-")
+    digits = text.removeprefix("-").lstrip("0") or "0"
+    value = json_integer(digits)
+    magnitude = value if isinstance(value, int) else BEYOND_EVERY_BOUND
+    return -magnitude if negative else magnitude
 
 
 def query_input(request: Request, operation: Operation) -> dict[str, Any]:

@@ -46,7 +46,15 @@ The workflow host claims the lease every sweep and fires due timers only while i
 
 from .content import ContentStore
 from .due_work import DueEntry, DueKey, DueRow, DueState, DueWork, DueWorkChanges
-from .errors import DuplicateRecordIdError, InvalidCursor, LedgerClosedError, LedgerError, VersionConflict
+from .errors import (
+    DuplicateRecordIdError,
+    InvalidCursor,
+    LedgerClosedError,
+    LedgerError,
+    LedgerStartError,
+    LedgerUnavailable,
+    VersionConflict,
+)
 from .feed import AppendSignal, FeedPosition
 from .ids import uuid7
 from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseLost, LeaseState, workflow_lease_lapse
@@ -85,6 +93,8 @@ __all__ = [
     "Ledger",
     "LedgerClosedError",
     "LedgerError",
+    "LedgerStartError",
+    "LedgerUnavailable",
     "NewRecord",
     "Order",
     "OrgScope",

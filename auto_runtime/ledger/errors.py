@@ -37,3 +37,27 @@ class InvalidCursor(LedgerError):
 
 class LedgerClosedError(LedgerError):
     """The ledger was used after its `open_ledger` block ended."""
+
+
+class LedgerUnavailable(LedgerError):
+    """The store cannot take this work now: its disk is full (SQLite's `SQLITE_FULL`, a disk I/O error on a
+    disk with no space left, PostgreSQL's `disk_full`). Nothing of the work was kept.
+
+    A passing fault, not a failure of the runtime: a request answers `unavailable` with `Retry-After`, a
+    background loop backs off and tries again, and the same work succeeds once space returns. `detail` is
+    the sentence a caller reads; the store's own error is the `__cause__`, for the operator's log.
+    """
+
+    detail = (
+        "The server cannot record anything at the moment: the disk that keeps its ledger is full. "
+        "Send the same request again later."
+    )
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(f"the ledger cannot take writes: {cause}")
+        self.cause = cause
+
+
+class LedgerStartError(LedgerError):
+    """The store cannot be opened at start. `str(error)` is the one line to print: it names the setting
+    (`LEDGER_FILE`, `DATABASE_URL`) and the cause, never a password."""

@@ -22,8 +22,9 @@ async def open_ledger(
 
     With `database_url` (`DATABASE_URL`, `postgresql://...`) the PostgreSQL store: its asyncio thread
     and pool start here and stop at the end of the block. Otherwise the SQLite store at `ledger_file`
-    (`LEDGER_FILE`; its folder is created when missing): its writer thread starts here, and at the end
-    of the block whatever is queued is committed before the thread stops. Setting both is an error.
+    (`LEDGER_FILE`; its folder is made 0700 when missing, its files are 0600: see `files`): its writer
+    thread starts here, and at the end of the block whatever is queued is committed before the thread
+    stops. Setting both is an error. A store that cannot be opened raises `LedgerStartError`.
 
     Every projection the runtime keeps is registered here; changed ones are rebuilt before the block
     starts.

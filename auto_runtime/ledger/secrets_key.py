@@ -14,6 +14,8 @@ import secrets
 import stat
 from pathlib import Path
 
+from .files import make_private_folder
+
 KEY_FILE_NAME = "secrets.key"
 KEY_BYTES = 32
 
@@ -37,10 +39,16 @@ def _read_key_file(path: Path) -> bytes:
 
 def _make_key_file(path: Path) -> bytes:
     key = secrets.token_bytes(KEY_BYTES)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_folder(path.parent)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w") as file:
-        file.write(base64.b64encode(key).decode("ascii") + "\n")
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            file.write(base64.b64encode(key).decode("ascii") + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+    except BaseException:
+        path.unlink(missing_ok=True)  # a key half written (a full disk) would be refused at every later start
+        raise
     return key
 
 

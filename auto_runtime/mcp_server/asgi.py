@@ -1,11 +1,11 @@
-"""The one ASGI callable in front of the Quart-Trio app (spec mcp.md §1, §2, §10).
+"""The ASGI callable in front of the Quart-Trio app (spec mcp.md §1, §2, §10), behind `http.framing`.
 
 - `lifespan`: the MCP session manager runs for as long as the Quart app's lifespan, entered in the same task.
 - An MCP endpoint path: the access chain (request id, CORS preflight, origin and local-mode host, `405` for any
   method but `POST`, bearer authentication, the org and playbook scope check), then the transport checks
-  (`406`, `415`, `413`, unparsable body, not one request object), then the SDK's stateless session manager
-  with the connection attached to the scope. Refusals of the chain are problem documents; transport refusals
-  are JSON-RPC errors with `id: null`.
+  (`406`, `415`, `413`, unparsable body, not one request object, a member given twice outside a tool call's
+  arguments), then the SDK's stateless session manager with the connection attached to the scope. Refusals
+  of the chain are problem documents; transport refusals are JSON-RPC errors with `id: null`.
 - Where sign-in is on, the protected-resource metadata of each endpoint, without a credential.
 - Everything else: the Quart app, unchanged.
 """
@@ -15,17 +15,16 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 import mcp_types as types
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import Message, Receive, Scope, Send
 
-from auto_runtime.auth.access import AccessGate
-from auto_runtime.auth.caller import Caller
-from auto_runtime.mcp_server.asgi_messages import (
+from auto_runtime.asgi_messages import (
+    AsgiApp,
     adding_headers,
     header_value,
     header_values,
@@ -34,16 +33,18 @@ from auto_runtime.mcp_server.asgi_messages import (
     send_problem,
     send_whole,
 )
+from auto_runtime.auth.access import AccessGate
+from auto_runtime.auth.caller import Caller
+from auto_runtime.http.json_body import DuplicateField, duplicate_field_rejection, read_json
 from auto_runtime.mcp_server.connection import SCOPE_KEY, Connection
 from auto_runtime.mcp_server.endpoints import Endpoint, metadata_path_of, parse_endpoint, parse_metadata_path
 from auto_runtime.mcp_server.service import MAX_BODY_BYTES, SERVER_TITLE, McpService
-from auto_runtime.problems import Rejection
+from auto_runtime.problems import Rejection, cut_text
 
-AsgiApp = Callable[..., Awaitable[Any]]
-"""Any ASGI application: Quart's, Hypercorn's and Starlette's type vocabularies differ, the protocol does not."""
 CORS_ALLOWED_HEADERS = "Authorization, Content-Type, Accept, MCP-Protocol-Version, Mcp-Method, Mcp-Name, traceparent"
 CORS_EXPOSED_HEADERS = "x-request-id, WWW-Authenticate, Retry-After"
 INSUFFICIENT_SCOPE = 'Bearer error="insufficient_scope"'
+ARGUMENTS_POINTER = "/params/arguments"
 PER_REQUEST_SDK_LOGGER = "mcp.server.streamable_http"
 """Logs a line at info for every stateless request it ends; the runtime keeps only its warnings."""
 
@@ -200,41 +201,49 @@ class McpRoot:
         except Rejection as rejection:
             await send_problem(send, self._challenge(rejection, endpoint))
             return
-        if not await self._transport_accepts(scope, body, send):
+        admitted = await self._transport_accepts(scope, body, send)
+        if admitted is None:
             return
         assert body is not None
-        connection = Connection(endpoint=endpoint, caller=caller, request_id=request_id)
+        connection = Connection(
+            endpoint=endpoint,
+            caller=caller,
+            request_id=request_id,
+            arguments_refusal=admitted.arguments_refusal,
+        )
         await self.manager.handle_request({**scope, SCOPE_KEY: connection}, _replay(body, receive), send)
 
     # Transport checks -----------------------------------------------------------------------------------------
 
-    async def _transport_accepts(self, scope: Scope, body: bytes | None, send: Send) -> bool:
-        """Whether the body is one JSON-RPC object the SDK may serve; False once a transport refusal was sent."""
+    async def _transport_accepts(self, scope: Scope, body: bytes | None, send: Send) -> Admitted | None:
+        """The body admitted as one JSON-RPC object the SDK may serve; None once a transport refusal was sent."""
         if not _accepts_both(scope):
             await send_jsonrpc_error(
                 send, 406, types.INVALID_REQUEST, "Not Acceptable: accept both application/json and text/event-stream"
             )
-            return False
+            return None
         if not _is_json_content(scope):
             status = 400 if _is_modern(scope) else 415
             await send_jsonrpc_error(
                 send, status, types.INVALID_REQUEST, "Unsupported Media Type: send the body as application/json"
             )
-            return False
+            return None
         if body is None:
             await send_jsonrpc_error(
                 send, 413, types.INVALID_REQUEST, f"The body is larger than {MAX_BODY_BYTES} bytes"
             )
-            return False
+            return None
         try:
-            message = json.loads(body)
+            message = read_json(body.decode("utf-8"))
+        except DuplicateField as duplicate:
+            return await _given_twice(body, duplicate, send)
         except (ValueError, RecursionError):
             await send_jsonrpc_error(send, 400, types.PARSE_ERROR, "Parse error")
-            return False
+            return None
         if not isinstance(message, dict):
             await send_jsonrpc_error(send, 400, types.INVALID_REQUEST, "Invalid Request: send one JSON-RPC object")
-            return False
-        return True
+            return None
+        return Admitted()
 
     # Protected-resource metadata ----------------------------------------------------------------------------
 
@@ -254,6 +263,32 @@ class McpRoot:
         await send_whole(
             send, 200, json_bytes(document), [("content-type", "application/json"), ("cache-control", "no-store")]
         )
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A body the SDK may serve. `arguments_refusal`: the `bad_request` of a tool call whose arguments give a
+    member twice, which the SDK's reader would take silently (its last value); the call answers it."""
+
+    arguments_refusal: Rejection | None = None
+
+
+async def _given_twice(body: bytes, duplicate: DuplicateField, send: Send) -> Admitted | None:
+    """A member given twice in a `tools/call`'s arguments is the call's `bad_request`, at its pointer in the
+    arguments (the operation's input, as over HTTP); anywhere else in the message, the body is refused."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        message = None
+    if (
+        isinstance(message, dict)
+        and message.get("method") == "tools/call"
+        and duplicate.pointer.startswith(ARGUMENTS_POINTER + "/")
+    ):
+        inside = DuplicateField(duplicate.key, duplicate.pointer.removeprefix(ARGUMENTS_POINTER))
+        return Admitted(arguments_refusal=duplicate_field_rejection(inside))
+    await send_jsonrpc_error(send, 400, types.PARSE_ERROR, cut_text(f"Parse error: {duplicate}"))
+    return None
 
 
 async def _read_body(scope: Scope, receive: Receive) -> bytes | None:

@@ -58,6 +58,8 @@ class ToolCalls:
     ) -> types.CallToolResult:
         served = self.tool_for(connection, name)
         operation = served.operation
+        if connection.arguments_refusal is not None:
+            return refusal_result(operation, connection.arguments_refusal)
         raw = dict(arguments or {})
         try:
             playbook: str | None = None

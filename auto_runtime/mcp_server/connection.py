@@ -7,17 +7,20 @@ from typing import Any
 
 from auto_runtime.auth.caller import Caller
 from auto_runtime.mcp_server.endpoints import Endpoint
+from auto_runtime.problems import Rejection
 
 SCOPE_KEY = "auto_runtime.mcp.connection"
 
 
 @dataclass(frozen=True)
 class Connection:
-    """One request's endpoint, its authenticated caller and its request id (the `x-request-id` it answers)."""
+    """One request's endpoint, its authenticated caller and its request id (the `x-request-id` it answers);
+    `arguments_refusal` when the body's tool arguments give a member twice (`asgi.Admitted`)."""
 
     endpoint: Endpoint
     caller: Caller
     request_id: str
+    arguments_refusal: Rejection | None = None
 
     @property
     def org(self) -> str:

@@ -202,7 +202,7 @@ DEFINITION_OPERATIONS = (
         handler=retire_definition,
         hints=Hints(read_only=False, destructive=True, idempotent=True, open_world=False),
         tag="definitions",
-        reasons=frozenset({"not_found"}),
+        reasons=frozenset({"not_found", "conflict"}),
         path_enums=TYPE_ENUM,
     ),
 )

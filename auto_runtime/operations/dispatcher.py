@@ -3,7 +3,8 @@
 authenticate (done by the transport) → org of the caller → permission → playbook access → playbook exists
 (a retired playbook answers commands with `conflict`, kind `retired`) → decode input → handler → output.
 A handler that fails with a reason its operation does not declare, or with any other exception, is an
-`internal` error with an incident reference; the input is never logged.
+`internal` error with an incident reference; the input is never logged. A ledger that cannot take writes
+(`LedgerUnavailable`, a full disk) is a passing fault of any operation: `unavailable` with `Retry-After`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
 from auto_runtime.auth.caller import Caller
+from auto_runtime.ledger import LedgerUnavailable
 from auto_runtime.operations.decode import decode_input
 from auto_runtime.operations.operation import Operation, OperationContext
-from auto_runtime.problems import Rejection, conflict, forbidden, not_found
+from auto_runtime.problems import Rejection, conflict, forbidden, not_found, unavailable
 
 log = logging.getLogger("auto_runtime.operations")
 
@@ -107,5 +109,7 @@ class Dispatcher:
             if rejection.reason in operation.reasons or rejection.reason in ALWAYS_ALLOWED_REASONS:
                 raise
             raise incident(rejection, operation.name, request_id) from None
+        except LedgerUnavailable:
+            raise unavailable(LedgerUnavailable.detail) from None
         except Exception as error:
             raise incident(error, operation.name, request_id) from None

@@ -9,7 +9,13 @@ from pydantic.json_schema import SkipJsonSchema
 
 from auto_runtime.operations.definition_operations import PLAYBOOK_READ
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
-from auto_runtime.operations.run_operations import CURSOR_DESCRIPTION, LIMIT_DESCRIPTION, EventListOutput, EventOutput
+from auto_runtime.operations.run_operations import (
+    CURSOR_DESCRIPTION,
+    LIMIT_DESCRIPTION,
+    EventListOutput,
+    EventOutput,
+    RunId,
+)
 from auto_runtime.operations.services import services_of
 
 
@@ -21,7 +27,7 @@ class ListEventsInput(BaseModel):
         description="Keep what the playbook recorded from this time on, an ISO 8601 time with its offset",
         examples=["2026-10-05T09:00:00Z"],
     )
-    run_id: str | SkipJsonSchema[None] = Field(
+    run_id: RunId | SkipJsonSchema[None] = Field(
         default=None, description="Keep what one run and every run it started recorded: its whole tree"
     )
     order: Literal["asc", "desc"] = Field(default="desc", description="Newest first (desc) or oldest first (asc)")

@@ -191,6 +191,6 @@ PLAYBOOK_OPERATIONS = (
         handler=retire_playbook,
         hints=Hints(read_only=False, destructive=True, idempotent=True, open_world=False),
         tag="playbooks",
-        reasons=frozenset({"not_found", "forbidden"}),
+        reasons=frozenset({"not_found", "conflict", "forbidden"}),
     ),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from auto_runtime.operations.definition_operations import (
@@ -19,8 +19,10 @@ from auto_runtime.operations.definition_operations import (
 from auto_runtime.operations.fields import ID_PATTERN
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
+from auto_runtime.playbooks.run_ids import RUN_ID_PATTERN, canonical_run_id
 
-UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+RunId = Annotated[str, AfterValidator(canonical_run_id)]
+"""A run id as a request gives it, kept in its canonical lower-case form (`playbooks.run_ids`)."""
 LIMIT_DESCRIPTION = "How many items a page holds, 1 to 100"
 CURSOR_DESCRIPTION = "The next_cursor of the page before, to read the next page"
 
@@ -68,14 +70,14 @@ class RunDefinitionInput(BaseModel):
     input: Any = Field(
         default=None, description="The run's input, any JSON value its definition takes; {} when left out"
     )
-    run_id: Annotated[str, Field(pattern=UUID_PATTERN)] | SkipJsonSchema[None] = Field(
-        default=None, description="A UUID to retry under, or to read the run by later"
+    run_id: Annotated[str, Field(pattern=RUN_ID_PATTERN), AfterValidator(canonical_run_id)] | SkipJsonSchema[None] = (
+        Field(default=None, description="A UUID to retry under, or to read the run by later")
     )
 
 
 class RunInPath(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    run_id: str = Field(description="The id of the run")
+    run_id: RunId = Field(description="The id of the run")
 
 
 class ListRunsInput(BaseModel):
@@ -91,7 +93,7 @@ class ListRunsInput(BaseModel):
 
 class CancelRunInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    run_id: str = Field(description="The id of the run")
+    run_id: RunId = Field(description="The id of the run")
     reason: (
         Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^[^\x00-\x1f\x7f]*$")] | SkipJsonSchema[None]
     ) = Field(default=None, description="Why the run is cancelled; the run keeps it as the detail of its ending")
@@ -114,7 +116,7 @@ class SentEvent(BaseModel):
 
 class SendRunEventInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    run_id: str = Field(description="The id of the workflow run")
+    run_id: RunId = Field(description="The id of the workflow run")
     event: SentEvent = Field(description="The event: type, and optional id, source, subject and data")
 
 
@@ -125,7 +127,7 @@ class SentEventOutput(BaseModel):
 
 class RunHistoryInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    run_id: str = Field(description="The id of the run")
+    run_id: RunId = Field(description="The id of the run")
     order: Literal["asc", "desc"] = Field(default="asc", description="Oldest first (asc) or newest first (desc)")
     limit: int = Field(default=20, ge=1, le=100, description=LIMIT_DESCRIPTION)
     cursor: str | SkipJsonSchema[None] = Field(default=None, description=CURSOR_DESCRIPTION)

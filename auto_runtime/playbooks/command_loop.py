@@ -15,6 +15,7 @@ from auto_runtime.problems import conflict
 
 State = TypeVar("State")
 ATTEMPTS = 4
+CHANGED_AT_THE_SAME_MOMENT = "Another change was made at the same moment; send the request again."
 
 
 async def decide_and_append(
@@ -36,4 +37,4 @@ async def decide_and_append(
         except VersionConflict:
             continue
         return state, appended
-    raise conflict("Another change was made at the same moment; send the request again.")
+    raise conflict(CHANGED_AT_THE_SAME_MOMENT)

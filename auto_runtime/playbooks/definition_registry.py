@@ -3,7 +3,8 @@
 One stream per type holds every definition of that type in the playbook. The `definitions` projection keeps
 each definition's latest version in the append's transaction. A command reads the stream's version first and
 the projection after it, decides, and appends with that version: a change that lands in between makes the
-append clash, and the command decides again (see `command_loop`).
+append clash, and the command decides again (see `command_loop`). Inside one process the commands of one
+playbook take turns (`OneAtATime`), so only another server's change can clash with them.
 
 Rules (seeds, "Reasoning functions", for every type): names follow the playbook id rule and are unique within
 their type and playbook, never reused after retirement; a source is at most 65,536 UTF-8 bytes; a changed
@@ -29,6 +30,8 @@ from auto_runtime.ledger import (
     VersionConflict,
 )
 from auto_runtime.playbooks.clock import iso_utc
+from auto_runtime.playbooks.command_loop import CHANGED_AT_THE_SAME_MOMENT
+from auto_runtime.playbooks.one_at_a_time import OneAtATime
 from auto_runtime.playbooks.overview import used_by_section
 from auto_runtime.problems import InputIssue, conflict, invalid_input, not_found
 
@@ -174,6 +177,9 @@ class DefinitionRegistry:
     def __init__(self, ledger: Ledger, types: Mapping[str, FunctionType]) -> None:
         self.ledger = ledger
         self.types = types
+        self.saves: OneAtATime[tuple[str, str]] = OneAtATime()
+        """A turn per (org, playbook): its saves and retirements read, decide and append one at a time in this
+        process, after the document's check (which runs outside the turn, so slow checks overlap)."""
 
     async def _row(self, scope: PlaybookScope, definition_type: str, name: str) -> DefinitionVersion | None:
         rows = await self.ledger.fetch(
@@ -202,29 +208,32 @@ class DefinitionRegistry:
         check_source_size(source)
         checked = await self.types[definition_type].check(source)
         stream = definitions_stream(scope, definition_type)
-        for _ in range(ATTEMPTS):
-            expected = await self.ledger.stream_version(stream)
-            current = await self._row(scope, definition_type, name)
-            if creating and current is not None:
-                raise conflict(
-                    f"The playbook already has or had a {definition_type} definition {name}; a name is never reused."
-                )
-            if not creating:
-                if current is None:
-                    raise not_found(f"The playbook {scope.playbook} has no {definition_type} definition {name}.")
-                if current.status == "retired":
-                    raise conflict(f"The {definition_type} definition {name} is retired, so it cannot change.")
-                if current.source == source:
-                    return current
-            if checked.extra.get("triggers"):
-                await self._check_room_for_triggers(scope, definition_type, name)
-            version = 1 if current is None else current.version + 1
-            data = {"name": name, "version": version, "source": source, **_document_of(checked, name, definition_type)}
-            kind = DEFINITION_CREATED if creating else DEFINITION_UPDATED
-            record = _definition_record(kind, data, by, definition_type, name, version)
-            if await self._appended(stream, expected, record):
-                return await self.latest(scope, definition_type, name)
-        raise conflict("Another change was made at the same moment; send the request again.")
+        async with self.saves.turn((scope.org, scope.playbook)):
+            for _ in range(ATTEMPTS):
+                expected = await self.ledger.stream_version(stream)
+                current = await self._row(scope, definition_type, name)
+                if creating and current is not None:
+                    raise conflict(
+                        f"The playbook already has or had a {definition_type} definition {name}; "
+                        "a name is never reused."
+                    )
+                if not creating:
+                    if current is None:
+                        raise not_found(f"The playbook {scope.playbook} has no {definition_type} definition {name}.")
+                    if current.status == "retired":
+                        raise conflict(f"The {definition_type} definition {name} is retired, so it cannot change.")
+                    if current.source == source:
+                        return current
+                if checked.extra.get("triggers"):
+                    await self._check_room_for_triggers(scope, definition_type, name)
+                version = 1 if current is None else current.version + 1
+                document = _document_of(checked, name, definition_type)
+                data = {"name": name, "version": version, "source": source, **document}
+                kind = DEFINITION_CREATED if creating else DEFINITION_UPDATED
+                record = _definition_record(kind, data, by, definition_type, name, version)
+                if await self._appended(stream, expected, record):
+                    return await self.latest(scope, definition_type, name)
+        raise conflict(CHANGED_AT_THE_SAME_MOMENT)
 
     async def _check_room_for_triggers(self, scope: PlaybookScope, definition_type: str, name: str) -> None:
         """`conflict` when the playbook has `MAX_TRIGGERED_WORKFLOWS` other active definitions with triggers."""
@@ -255,16 +264,17 @@ class DefinitionRegistry:
 
     async def retire(self, scope: PlaybookScope, definition_type: str, name: str, by: str) -> DefinitionVersion:
         stream = definitions_stream(scope, definition_type)
-        for _ in range(ATTEMPTS):
-            expected = await self.ledger.stream_version(stream)
-            current = await self.latest(scope, definition_type, name)
-            if current.status == "retired":
-                return current
-            data = {"name": name, "version": current.version}
-            record = _definition_record(DEFINITION_RETIRED, data, by, definition_type, name, current.version)
-            if await self._appended(stream, expected, record):
-                return await self.latest(scope, definition_type, name)
-        raise conflict("Another change was made at the same moment; send the request again.")
+        async with self.saves.turn((scope.org, scope.playbook)):
+            for _ in range(ATTEMPTS):
+                expected = await self.ledger.stream_version(stream)
+                current = await self.latest(scope, definition_type, name)
+                if current.status == "retired":
+                    return current
+                data = {"name": name, "version": current.version}
+                record = _definition_record(DEFINITION_RETIRED, data, by, definition_type, name, current.version)
+                if await self._appended(stream, expected, record):
+                    return await self.latest(scope, definition_type, name)
+        raise conflict(CHANGED_AT_THE_SAME_MOMENT)
 
     async def listed(
         self, scope: PlaybookScope, definition_type: str, include_retired: bool

@@ -1,6 +1,7 @@
 """An org's playbooks: created, updated and retired as facts on the stream `org/<org>/playbooks`.
 
-Commands fold the org's stream and append with its version (`decide_and_append`). Reads go to the
+Commands fold the org's stream and append with its version (`decide_and_append`), one at a time per org inside
+this process (`OneAtATime`), so only another server's change can clash with them. Reads go to the
 `playbooks` projection, kept in the same transaction as each append, so `playbook_status` — asked on every
 playbook request — is one indexed row.
 
@@ -10,7 +11,7 @@ records nothing, retiring again succeeds and records nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from typing import Any, Literal
 from auto_runtime.ledger import Ledger, NewRecord, OrgScope, Projection, Record, Row, StreamName, TableSpec
 from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.command_loop import decide_and_append
+from auto_runtime.playbooks.one_at_a_time import OneAtATime
 from auto_runtime.problems import conflict, not_found
 
 PLAYBOOK_CREATED = "playbook_created"
@@ -160,6 +162,14 @@ class PlaybookRegistry:
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
+        self.changes: OneAtATime[str] = OneAtATime()
+        """A turn per org: its playbooks' creations, changes and retirements share the org's stream."""
+
+    async def _decided(
+        self, org: str, decide: Callable[[dict[str, Playbook]], list[NewRecord]]
+    ) -> tuple[dict[str, Playbook], list[Record]]:
+        async with self.changes.turn(org):
+            return await decide_and_append(self.ledger, registry_stream(org), fold_playbooks, decide)
 
     async def playbook_status(self, org: str, playbook: str) -> PlaybookStatus | None:
         rows = await self.ledger.fetch("SELECT status FROM playbooks WHERE org = ? AND playbook = ?", (org, playbook))
@@ -189,7 +199,7 @@ class PlaybookRegistry:
             data = {"playbook": playbook, "name": name, "description": description}
             return [NewRecord(PLAYBOOK_CREATED, data, _metadata(by))]
 
-        _, appended = await decide_and_append(self.ledger, registry_stream(org), fold_playbooks, decide)
+        _, appended = await self._decided(org, decide)
         return fold_playbooks(appended)[playbook].as_json()
 
     async def update(self, org: str, playbook: str, name: str, description: str, by: str) -> dict[str, Any]:
@@ -204,7 +214,7 @@ class PlaybookRegistry:
             data = {"playbook": playbook, "name": name, "description": description}
             return [NewRecord(PLAYBOOK_UPDATED, data, _metadata(by))]
 
-        await decide_and_append(self.ledger, registry_stream(org), fold_playbooks, decide)
+        await self._decided(org, decide)
         return await self.get(org, playbook)
 
     async def retire(self, org: str, playbook: str, by: str) -> dict[str, Any]:
@@ -216,5 +226,5 @@ class PlaybookRegistry:
                 return []
             return [NewRecord(PLAYBOOK_RETIRED, {"playbook": playbook}, _metadata(by))]
 
-        await decide_and_append(self.ledger, registry_stream(org), fold_playbooks, decide)
+        await self._decided(org, decide)
         return await self.get(org, playbook)

@@ -28,6 +28,7 @@ from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, V
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry, DefinitionVersion
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
+from auto_runtime.playbooks.run_ids import canonical_run_id, is_run_id
 from auto_runtime.playbooks.run_view import RunState, fold_run
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found
 
@@ -82,6 +83,7 @@ class RunService:
         return fold_run(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
 
     async def get_run(self, scope: PlaybookScope, run_id: str) -> dict[str, Any]:
+        run_id = canonical_run_id(run_id)
         state = await self.read_run(scope, run_id) if is_run_id(run_id) else None
         if state is None:
             raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
@@ -104,7 +106,7 @@ class RunService:
         definition = await self.definitions.latest(scope, definition_type, name)
         if definition.status == "retired":
             raise conflict(f"The {definition_type} definition {name} is retired, so it cannot run.")
-        run_id = run_id or str(uuid7())
+        run_id = canonical_run_id(run_id) if run_id else str(uuid7())
         digest = canonical_digest(value)
         key = (scope.org, scope.playbook, run_id)
         stream = run_stream(scope, run_id)
@@ -146,6 +148,7 @@ class RunService:
     ) -> dict[str, Any]:
         """Seeds, "Cancelling a run": a run of a type that waits, still `started`, is asked to stop and answered
         as it stands; every other run has ended, or ends within the request that started it."""
+        run_id = canonical_run_id(run_id)
         state = await self.read_run(scope, run_id) if is_run_id(run_id) else None
         if state is None:
             raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
@@ -338,15 +341,6 @@ def _listed(row: Mapping[str, Any]) -> dict[str, Any]:
     if row["status"] == "rejected" and ending:
         shown["rejection"] = ending
     return shown
-
-
-def is_run_id(text: str) -> bool:
-    """Whether `text` is a run id (a UUID); any other text names no run."""
-    try:
-        uuid.UUID(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _position_after(position: dict[str, Any]) -> tuple[int, str]:

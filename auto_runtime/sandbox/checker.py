@@ -7,6 +7,10 @@ The checkers start with their `Checkers` and stay until closed. A check runs on 
 "none ready within its 2 s". A checker that timed out or broke ends and the pool starts a fresh one.
 
 `compile_pass` is the third pass: the sandbox's own MicroPython compiles the program without running it.
+The pass is part of the check, so a compile that passes its bounds (its fuel, the heap, the stack) is the
+program's problem, refused, never a breakage: MicroPython computes numbers written with constants while it
+compiles (`7 ** 10000000`), and the largest such number, when it is large, is blamed at its line; without
+one, `CompileBeyondBounds` says so without a line.
 """
 
 from __future__ import annotations
@@ -24,13 +28,18 @@ from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.limits import PRELUDE_FUEL
 from auto_runtime.sandbox.prelude import COMPILE_PRELUDE
-from auto_runtime.sandbox.program_rules import SANDBOX_CANNOT_READ, Problem
+from auto_runtime.sandbox.program_rules import FOLDED_BITS, SANDBOX_CANNOT_READ, Problem, largest_folded_number
 from auto_runtime.sandbox.store_run import StoreSession, run_store
 from auto_runtime.sandbox.workers import NoWorkerFree, WorkerPool
 
 CHECK_SECONDS = 2.0
 CHECKERS = 2
 CHECK_TIMED_OUT = "The check of the program did not finish within 2 seconds; make the program smaller or simpler"
+NUMBER_TOO_LARGE = "compiling it computes a number too large for the check's bounds; write a smaller number"
+"""After the compile pass's `cannot read` prefix, for the line of the number it could not compute."""
+COMPILE_BEYOND_BOUNDS = (
+    "The sandbox's Python could not compile the program within the check's bounds; make the program smaller or simpler"
+)
 
 T = TypeVar("T")
 _PROGRAM_FRAME = re.compile(r'File "program", line (\d+)')
@@ -42,6 +51,10 @@ class CheckerUnavailable(Exception):
 
 class CheckTimedOut(Exception):
     """The check did not finish within its wall-clock time."""
+
+
+class CompileBeyondBounds(Exception):
+    """The compile pass passed its fuel, heap or stack, and no number written with constants explains it."""
 
 
 class CheckBroken(Exception):
@@ -92,6 +105,8 @@ def compile_pass(engine: SandboxEngine, source: str, first_line: int, control: R
     del session
     if control.stopped is not None:
         raise CheckTimedOut()
+    if bridge.refused is None and (ending.trap is not None or (bridge.result or b"").startswith(b"E")):
+        return _beyond_bounds(source, first_line)
     if bridge.refused is not None or not ending.clean or bridge.result is None:
         raise CheckBroken(bridge.refused or ending.trap or ending.error or ending.stderr[-500:])
     if bridge.result == b"C":
@@ -102,6 +117,15 @@ def compile_pass(engine: SandboxEngine, source: str, first_line: int, control: R
     lines = _PROGRAM_FRAME.findall(trace)
     line = int(lines[-1]) if lines else first_line
     return (line, 0, SANDBOX_CANNOT_READ + (message or "invalid syntax"))
+
+
+def _beyond_bounds(source: str, first_line: int) -> Problem:
+    """The compile pass ran out of fuel, heap or stack (a trap, or `MemoryError`/`RuntimeError` raised while
+    compiling): blame the largest number the compiler computes, or raise `CompileBeyondBounds`."""
+    largest = largest_folded_number(source)
+    if largest is None or largest[1] <= FOLDED_BITS:
+        raise CompileBeyondBounds()
+    return (largest[0] + first_line - 1, 0, SANDBOX_CANNOT_READ + NUMBER_TOO_LARGE)
 
 
 class Checkers(Generic[T]):

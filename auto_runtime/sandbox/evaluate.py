@@ -1,8 +1,9 @@
 """Evaluating a program once: a fresh sandbox, the entry function called with one JSON input, the ending.
 
 The trap codes and the bridge decide the ending, never the guest's word alone: out of fuel while the
-entry function runs is work; the deadline callback's stop is the duration or a cancellation; any other
-trap, an exit before the result, or a bridge call out of order is `Broken`. The output text the guest's
+entry function runs is work, and so is a stack overflow inside `re` (its backtracking steps are work; see
+`regex_frames.py`); the deadline callback's stop is the duration or a cancellation; any other trap, an exit
+before the result, or a bridge call out of order is `Broken`. The output text the guest's
 writer sent is parsed again on the host, written again by the host (its floats shortest) and measured.
 """
 
@@ -33,6 +34,7 @@ from auto_runtime.sandbox.outcomes import (
     SandboxOutcome,
 )
 from auto_runtime.sandbox.prelude import EVALUATE_PRELUDE
+from auto_runtime.sandbox.regex_frames import overflowed_in_regex
 from auto_runtime.sandbox.store_run import StoreEnding, StoreSession, run_store
 from auto_runtime.sandbox.wire import read_wire, wire_prefix_size
 
@@ -102,11 +104,16 @@ def evaluate(engine: SandboxEngine, evaluation: Evaluation, control: RunControl)
         ending = run_store(engine, session, EVALUATE_PRELUDE, bridge, control)
     finally:
         del session
-    return _outcome(evaluation, bridge, fuel, ending, control)
+    return _outcome(engine, evaluation, bridge, fuel, ending, control)
 
 
 def _outcome(
-    evaluation: Evaluation, bridge: Bridge, fuel: _Fuel, ending: StoreEnding, control: RunControl
+    engine: SandboxEngine,
+    evaluation: Evaluation,
+    bridge: Bridge,
+    fuel: _Fuel,
+    ending: StoreEnding,
+    control: RunControl,
 ) -> SandboxOutcome:
     if control.stopped == "cancelled":
         return Cancelled()
@@ -114,7 +121,10 @@ def _outcome(
         return PastDeadline()
     if bridge.refused is not None:
         return Broken(bridge.refused, ending.stderr)
-    if ending.trap == "OUT_OF_FUEL" and bridge.last_call == "start":
+    if bridge.last_call == "start" and (
+        ending.trap == "OUT_OF_FUEL"
+        or (ending.trap == "STACK_OVERFLOW" and overflowed_in_regex(engine, ending.trap_functions))
+    ):
         return OutOfWork(work=evaluation.work_fuel)
     if not ending.clean or bridge.result is None:
         reason = ending.trap or ending.error or f"exit code {ending.exit_code} after {bridge.last_call!r}"

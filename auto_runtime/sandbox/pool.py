@@ -6,6 +6,7 @@ import time
 
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.evaluate import Evaluation, evaluate
+from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, JobOwner
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.outcomes import SandboxOutcome, ends_worker
 from auto_runtime.sandbox.workers import Kind, WorkerPool
@@ -28,8 +29,15 @@ class SandboxPool:
         self.engine = engine
         self.workers = WorkerPool(workers, max_runs=max_runs, idle_seconds=idle_seconds, wait_seconds=wait_seconds)
 
-    async def run(self, evaluation: Evaluation, deadline: float | None = None, kind: Kind = "run") -> SandboxOutcome:
-        """Evaluate on a free worker before `deadline` (monotonic; default 10 s from now).
+    async def run(
+        self,
+        evaluation: Evaluation,
+        deadline: float | None = None,
+        kind: Kind = "run",
+        owner: JobOwner = UNATTRIBUTED,
+    ) -> SandboxOutcome:
+        """Evaluate on a free worker before `deadline` (monotonic; default 10 s from now), waiting for one in
+        `owner`'s place of the pool's fair queue.
 
         Raises `NoWorkerFree` when no worker became free within the wait.
         Cancelling the caller stops the guest, and its worker ends.
@@ -41,7 +49,7 @@ class SandboxPool:
             outcome = evaluate(engine, evaluation, job_control)
             return outcome, ends_worker(outcome)
 
-        return await self.workers.submit(job, control, kind)
+        return await self.workers.submit(job, control, kind, owner)
 
     def close(self) -> None:
         self.workers.close()

@@ -5,7 +5,9 @@ Two preludes share the bridge (`host.call`), whose functions answer once each an
 - `EVALUATE_PRELUDE` asks for `program`, then `input`, then calls `start` right before the entry function
   and `end` right after it, then sends `result` once. It turns the collector off first (the artifact's
   collector gives wrong answers), keeps private references to what it needs, guards imports, replaces the
-  refused builtins, and writes the output with its own iterative writer.
+  refused builtins, and writes the output with its own iterative writer. `dir()` without an argument
+  lists the program's own top-level names, not the `__name__` the prelude gives it (MicroPython's lists
+  the module the entry function was called from, which is the prelude's).
 - `COMPILE_PRELUDE` asks for `program`, compiles it without running it, and sends `result`.
 
 A result payload starts with one tag character:
@@ -13,7 +15,8 @@ A result payload starts with one tag character:
 `M` out of memory in the program `[traceback]`;
 `W` not JSON `[what, tokens]` and `D` too deep `[tokens]`, each followed by a newline and the wire
 form written before the problem, whose exact size the host measures; `L` too large; `H` the heap ran
-out while writing; for the compile prelude, `C` compiled and `S` `[traceback, message]` a syntax error.
+out while writing; for the compile prelude, `C` compiled, `S` `[traceback, message]` a syntax error and
+`E` followed by the type name of any other exception compiling raised (`MemoryError`, `RuntimeError`).
 
 The writer builds bytes, never new `str` objects (creating a `str` costs the artifact a search of its
 interned strings). It counts a lower bound of the output's JSON size as it writes (a float as 3 or 4
@@ -101,7 +104,18 @@ def _refused(*args, **kwargs):
     raise NameError("not available in the sandbox")
 
 
+_dir = dir
+_program_names = {}
+
+
+def _program_dir(*args):
+    if args:
+        return _dir(*args)
+    return _sorted([name for name in _program_names if not name.startswith("__")])
+
+
 builtins.__import__ = _guarded_import
+builtins.dir = _program_dir
 for _name in ("eval", "exec", "compile", "open", "input", "print", "help", "globals", "locals", "vars",
               "getattr", "setattr", "delattr", "id", "breakpoint", "exit", "quit"):
     try:
@@ -264,6 +278,8 @@ def _report_raised(error):
 def _run():
     request = _loads(_call("program", ""))
     names = {"__name__": "program"}
+    global _program_names
+    _program_names = names
     try:
         _exec(_compile("\n" * (request["first_line"] - 1) + request["source"], "program", "exec"), names)
         entry = names[request["entry"]]
@@ -308,5 +324,7 @@ except SyntaxError as _error:
     _trace = io.StringIO()
     sys.print_exception(_error, _trace)
     _answer = "S" + json.dumps([_trace.getvalue(), str(_error.args[0]) if _error.args else ""])
+except BaseException as _error:
+    _answer = "E" + type(_error).__name__
 host.call("result", _answer)
 """

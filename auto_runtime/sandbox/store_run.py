@@ -36,13 +36,17 @@ class _BoundedLog:
 
 @dataclass(frozen=True)
 class StoreEnding:
-    """How `_start` ended: it returned (`exit_code` 0), exited, trapped, or was stopped with an error."""
+    """How `_start` ended: it returned (`exit_code` 0), exited, trapped, or was stopped with an error.
+
+    `trap_functions` are the artifact's function indices of a trap's innermost frames, innermost first, as
+    far as Wasmtime reports them: what the guest was doing when it trapped."""
 
     exit_code: int | None
     trap: str | None
     error: str | None
     stdout: str
     stderr: str
+    trap_functions: tuple[int, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -87,6 +91,7 @@ def run_store(
     exit_code: int | None = 0
     trap: str | None = None
     error: str | None = None
+    trap_functions: tuple[int, ...] = ()
     activate(bridge)
     try:
         instance = engine.pre.instantiate(store)
@@ -97,6 +102,7 @@ def run_store(
     except wasmtime.Trap as trapped:
         exit_code = None
         trap = trapped.trap_code.name if trapped.trap_code is not None else f"trap: {trapped.message}"
+        trap_functions = tuple(frame.func_index for frame in trapped.frames or ())
     except wasmtime.WasmtimeError as failed:
         exit_code = None
         error = str(failed) or type(failed).__name__
@@ -104,4 +110,4 @@ def run_store(
         activate(None)
         instance = None
         start = None
-    return StoreEnding(exit_code, trap, error, stdout.text(), stderr.text())
+    return StoreEnding(exit_code, trap, error, stdout.text(), stderr.text(), trap_functions)

@@ -1,17 +1,27 @@
 """Worker threads that run one blocking job at a time, supervised by the pool, awaited from Trio.
 
 Concurrency rules:
-- The pool's state (live workers, idle workers, folds running, waiters) is guarded by one `threading.Lock`.
-- A Trio caller takes an idle worker or starts a new one while fewer than `size` live; otherwise it waits on
-  a `trio.Event` that a freeing worker sets through `TrioToken.run_sync_soon`, for at most `wait_seconds`,
-  then raises `NoWorkerFree`. Jobs of kind `"fold"` use at most half the workers (at least one).
+- The pool's state (live workers, idle workers, folds running, the queue of waiters) is guarded by one
+  `threading.Lock`.
+- A Trio caller takes an idle worker or starts a new one while fewer than `size` live; otherwise it waits in
+  the pool's `FairQueue`, under the `JobOwner` (org, playbook) it names: fair across orgs, then across an
+  org's playbooks, FIFO inside a playbook (see `fair_queue`). A worker that frees is handed, under the lock,
+  to the next waiter in that order that may take it, never left for arrivals to race for; the waiter's
+  `trio.Event` is then set through `TrioToken.run_sync_soon`. So one org's long runs delay another org's run
+  by at most the time until one of the busy workers frees. A waiter waits at most `wait_seconds` (never past
+  its deadline), then raises `NoWorkerFree`; one handed a worker as its wait ended takes it.
+- A waiter that is cancelled leaves the queue; when a worker was handed to it meanwhile, that worker goes to
+  the next waiter (or back to the idle workers).
+- Jobs of kind `"fold"` use at most half the workers (at least one): a fold waits, keeping its place, while
+  that many run, and the waiters behind it may go first.
 - A job's result comes back through `run_sync_soon` too: no thread is created per message.
 - A worker ends after a job that asks it to (time, memory, cancellation, breakage), after `max_runs` jobs,
   and after `idle_seconds` without one (never, when `idle_seconds` is None). The pool is the supervisor:
-  after a job that ended its worker, it starts a fresh worker at once; a worker that ended idle is
-  replaced only when a job needs it.
+  after a job that ended its worker, it starts a fresh worker at once (handed to the next waiter); a worker
+  that ended idle is replaced only when a job needs it.
 - Cancelling the Trio caller cancels the job's `RunControl`, which stops the guest at the next tick; the
   worker then ends, since a cancelled job asks it to.
+- Closing the pool wakes every waiter, which raises `RuntimeError`.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import trio
 
+from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, FairQueue, JobOwner
 from auto_runtime.sandbox.interruption import RunControl
 
 T = TypeVar("T")
@@ -69,6 +80,18 @@ class _Worker:
     thread: threading.Thread | None = None
 
 
+@dataclass(eq=False)
+class _Waiter:
+    """A caller waiting for a worker: `worker` is set, under the pool's lock, when one is handed to it."""
+
+    kind: Kind
+    token: trio.lowlevel.TrioToken
+    event: trio.Event = field(default_factory=trio.Event)
+    worker: _Worker | None = None
+    done: bool = False
+    closed: bool = False
+
+
 _stack_lock = threading.Lock()
 
 
@@ -98,7 +121,7 @@ class WorkerPool:
         self._live: set[_Worker] = set()
         self._idle: list[_Worker] = []
         self._busy_folds = 0
-        self._waiters: list[tuple[trio.lowlevel.TrioToken, trio.Event]] = []
+        self._queue: FairQueue[_Waiter] = FairQueue()
         self._numbers = itertools.count(1)
         self._closed = False
         self._threads: list[threading.Thread] = []
@@ -147,31 +170,77 @@ class WorkerPool:
             self._busy_folds += 1
         return worker
 
-    async def _acquire(self, kind: Kind, wait_until: float) -> _Worker:
-        token = trio.lowlevel.current_trio_token()
-        while True:
-            event = trio.Event()
-            with self._lock:
-                worker = self._take_locked(kind)
-                if worker is not None:
-                    return worker
-                self._waiters.append((token, event))
-            remaining = wait_until - time.monotonic()
-            try:
-                with trio.move_on_after(max(0.0, remaining)):
-                    await event.wait()
-            finally:
-                with self._lock:
-                    if (token, event) in self._waiters:
-                        self._waiters.remove((token, event))
-            if not event.is_set():
-                raise NoWorkerFree(self.size)
+    def _may_take(self, waiter: _Waiter) -> bool:
+        return waiter.kind != "fold" or self._busy_folds < self.fold_limit
 
-    async def submit(self, job: Job[T], control: RunControl, kind: Kind = "run") -> T:
-        """Run `job` on a worker, waiting for one at most `wait_seconds` and never past the deadline. Any
-        blocking job may run here (sandbox runs, checks, a workflow input): the pool bounds them together."""
+    def _hand_over_locked(self, worker: _Worker) -> _Waiter | None:
+        """Give the free `worker` to the next waiter that may take it (to be woken once the lock is released),
+        or make it idle when none may."""
+        waiter = self._queue.pop_next(self._may_take)
+        if waiter is None:
+            self._idle.append(worker)
+            return None
+        waiter.worker = worker
+        if waiter.kind == "fold":
+            self._busy_folds += 1
+        return waiter
+
+    def _take_back_locked(self, waiter: _Waiter) -> _Waiter | None:
+        """The worker handed to `waiter`, which will not use it, goes to the next waiter; `waiter` leaves the
+        queue when it still waited in it."""
+        waiter.done = True
+        worker, waiter.worker = waiter.worker, None
+        if worker is None:
+            self._queue.remove(waiter)
+            return None
+        if waiter.kind == "fold":
+            self._busy_folds -= 1
+        if self._closed:
+            return None
+        return self._hand_over_locked(worker)
+
+    def _wake(self, waiter: _Waiter | None) -> None:
+        """Set the woken waiters' events; a waiter whose Trio run has ended gives its worker back."""
+        while waiter is not None:
+            try:
+                waiter.token.run_sync_soon(waiter.event.set)
+                return
+            except trio.RunFinishedError:
+                with self._lock:
+                    waiter = None if waiter.done else self._take_back_locked(waiter)
+
+    async def _acquire(self, kind: Kind, owner: JobOwner, wait_until: float) -> _Worker:
+        with self._lock:
+            worker = self._take_locked(kind)
+            if worker is not None:
+                self._queue.served(owner)
+                return worker
+            waiter = _Waiter(kind, trio.lowlevel.current_trio_token())
+            self._queue.add(waiter, owner)
+        try:
+            with trio.move_on_after(max(0.0, wait_until - time.monotonic())):
+                await waiter.event.wait()
+        except BaseException:
+            with self._lock:
+                woken = self._take_back_locked(waiter)
+            self._wake(woken)
+            raise
+        with self._lock:
+            waiter.done = True
+            if waiter.closed or self._closed:
+                raise RuntimeError("the pool is closed")
+            worker = waiter.worker
+            if worker is None:
+                self._queue.remove(waiter)
+                raise NoWorkerFree(self.size)
+            return worker
+
+    async def submit(self, job: Job[T], control: RunControl, kind: Kind = "run", owner: JobOwner = UNATTRIBUTED) -> T:
+        """Run `job` for `owner` on a worker, waiting for one at most `wait_seconds` and never past the deadline.
+        Any blocking job may run here (sandbox runs, checks, a workflow input): the pool bounds them together,
+        and serves the waiting ones fairly by `owner`."""
         wait_until = min(time.monotonic() + self.wait_seconds, control.deadline)
-        worker = await self._acquire(kind, wait_until)
+        worker = await self._acquire(kind, owner, wait_until)
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
         box: list[_Delivery[T]] = []
@@ -224,20 +293,18 @@ class WorkerPool:
                 return
 
     def _release(self, worker: _Worker, kind: Kind, ends: bool) -> None:
+        woken: _Waiter | None = None
         with self._lock:
             if kind == "fold":
                 self._busy_folds -= 1
+            free: _Worker | None = worker
             if ends:
                 self._live.discard(worker)
                 self.ended.append("max_runs" if worker.runs >= self.max_runs else "job")
-                if not self._closed:
-                    self._idle.append(self._start_worker_locked())
-            elif not self._closed:
-                self._idle.append(worker)
-            waiters, self._waiters = self._waiters, []
-        for token, event in waiters:
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(event.set)
+                free = None if self._closed else self._start_worker_locked()
+            if free is not None and not self._closed:
+                woken = self._hand_over_locked(free)
+        self._wake(woken)
 
     def close(self, timeout: float = 30.0) -> None:
         """Ask every worker to end once its job is done, and wait for every worker thread, busy or ending, so no
@@ -248,6 +315,12 @@ class WorkerPool:
             workers = list(self._live)
             self._idle.clear()
             threads = list(self._threads)
+            waiters = self._queue.drain()
+            for waiter in waiters:
+                waiter.closed = True
+        for waiter in waiters:
+            with contextlib.suppress(trio.RunFinishedError):
+                waiter.token.run_sync_soon(waiter.event.set)
         for worker in workers:
             worker.inbox.put(None)
         deadline = time.monotonic() + timeout

@@ -29,6 +29,9 @@ Concurrency rules:
 - Any error other than `LeaseLost` inside one reaction is logged and ends only that reaction (the position
   still moves past it: a failed start is counted in `reaction_refused`); an error reading the feed or saving
   the position ends `follow`, for its owner to restart (it resumes from the saved position).
+- A ledger that cannot take writes (`LedgerUnavailable`, a full disk) is no failed reaction: it ends the batch
+  like `LeaseLost`, the position is not moved, and `follow` waits (`store_faults`) and reacts to the batch
+  again from the saved position, which is harmless (above).
 - `on_applied`, when given, is awaited with every `Applied` a start or an offer produced, so the server can
   dispatch their outputs (emitted events, calls to workflows) as it does for other inputs.
 """
@@ -54,6 +57,7 @@ from auto_runtime.ledger import (
     FeedPosition,
     LeaseFence,
     LeaseLost,
+    LedgerUnavailable,
     PlaybookScope,
     Record,
     StreamWrite,
@@ -75,6 +79,7 @@ from auto_runtime.workflow_host.schedules import (
     schedule_run_id,
     schedules_of,
 )
+from auto_runtime.workflow_host.store_faults import FaultPause
 from auto_runtime.workflow_host.trigger_matching import DataConditions, literal_matches, trigger_matches
 from auto_runtime.workflow_host.workflow_versions import WORKFLOW, SavedVersion, WorkflowVersions
 
@@ -171,6 +176,7 @@ class Reactions:
         task_status.started()
         position: FeedPosition | None = None
         loaded_for: LeaseFence | None = None
+        faults = FaultPause("the reactions follower")
         while True:
             current = fence()
             if current is None:
@@ -188,6 +194,11 @@ class Reactions:
             except LeaseLost:
                 loaded_for = None
                 continue
+            except LedgerUnavailable:
+                loaded_for = None
+                await trio.sleep(faults.after_fault())
+                continue
+            faults.went_through()
             if moved != position:
                 position = moved
                 continue
@@ -212,7 +223,8 @@ class Reactions:
         fence: LeaseFence | None,
         listening: dict[PlaybookScope, list[ListeningRun]] | None = None,
     ) -> None:
-        """Every reaction to one record. Errors other than `LeaseLost` are logged and end only this reaction."""
+        """Every reaction to one record. Errors other than `LeaseLost` and `LedgerUnavailable` are logged and end
+        only this reaction."""
         scope = scope_of(record)
         if scope is None:
             return
@@ -228,7 +240,7 @@ class Reactions:
     async def _guarded(self, work: Awaitable[None], what: str, record: Record) -> None:
         try:
             await work
-        except LeaseLost:
+        except (LeaseLost, LedgerUnavailable):
             raise
         except Exception:
             log.exception("reactions: the %s of record %s failed", what, record.id)
@@ -257,7 +269,7 @@ class Reactions:
             for run in runs
             if not (item.emitted and run.run_id == item.run_id) and run.wants(item.type, item.record)
         ]
-        lost: list[LeaseLost] = []
+        lost: list[LeaseLost | LedgerUnavailable] = []
 
         async def offer(run_id: str, offers: trio.Nursery) -> None:
             async with self.offering:
@@ -266,7 +278,7 @@ class Reactions:
                     applied = await self.store.apply_input(item.scope, run_id, offered, fence=fence)
                 except UnknownRun:
                     return
-                except LeaseLost as error:
+                except (LeaseLost, LedgerUnavailable) as error:
                     lost.append(error)
                     offers.cancel_scope.cancel()
                     return
@@ -385,7 +397,7 @@ class Reactions:
                 },
                 fence=fence,
             )
-        except LeaseLost:
+        except (LeaseLost, LedgerUnavailable):
             raise
         except Exception as error:
             log.exception("reactions: a %s trigger of %s did not start its run", start["kind"], name)

@@ -67,6 +67,7 @@ from auto_runtime.ledger import (
 from auto_runtime.playbooks.event_publishing import EVENT_PUBLISHED, event_stream, published_data
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.fair_queue import JobOwner
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.workers import NoWorkerFree, WorkerPool
 from auto_runtime.workflow_host.listeners import LISTENING_METADATA, open_listeners
@@ -215,10 +216,10 @@ class RunStore:
         self._documents: dict[str, dict[str, Any]] = {}
         self._kept: set[tuple[str, str]] = set()
 
-    async def _transition(self, state: RunState, applied: Input) -> Transition:
+    async def _transition(self, scope: PlaybookScope, state: RunState, applied: Input) -> Transition:
         """Apply the input on a worker of the sandbox pool (`COMPUTATION_WORKERS`, shared with computation
-        runs: spec settled point 4), waiting as long as it takes for a free one (the wait counts against no
-        bound of the input); without a pool, on a thread of Trio's own."""
+        runs: spec settled point 4), waiting in the playbook's place of its fair queue as long as it takes for
+        a free one (the wait counts against no bound of the input); without a pool, on a thread of Trio's own."""
         if self.workers is None:
             return await trio.to_thread.run_sync(_evaluate, self.engine, state, applied)
         engine = self.engine
@@ -228,7 +229,9 @@ class RunStore:
 
         while True:
             try:
-                return await self.workers.submit(job, RunControl(time.monotonic() + WORKER_WAIT_SECONDS))
+                return await self.workers.submit(
+                    job, RunControl(time.monotonic() + WORKER_WAIT_SECONDS), owner=JobOwner(scope.org, scope.playbook)
+                )
             except NoWorkerFree:
                 continue
 
@@ -323,7 +326,7 @@ class RunStore:
             call_bounds_ms=call_bounds_ms,
         )
         applied = Started(uuid7(), self.clock(), run_input, started.id, seed=run_id)
-        transition = await self._transition(state, applied)
+        transition = await self._transition(scope, state, applied)
         if transition.stale:
             return Applied(stale=True)
         digest = await self._keep_document(scope, definition.document)
@@ -353,7 +356,7 @@ class RunStore:
             loaded = await self.load(scope, run_id)
             if loaded is None:
                 raise UnknownRun(f"the playbook {scope.playbook} has no workflow run {run_id}")
-            transition = await self._transition(loaded.state, applied)
+            transition = await self._transition(scope, loaded.state, applied)
             if transition.stale:
                 return Applied(stale=True)
             digest = loaded.document_digest or await self._keep_document(scope, loaded.state.document)

@@ -20,6 +20,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from functools import lru_cache
@@ -36,6 +37,7 @@ from auto_runtime.ledger import (
     DueWorkChanges,
     LeaseFence,
     Ledger,
+    LedgerUnavailable,
     NewRecord,
     PlaybookScope,
     StreamWrite,
@@ -45,7 +47,8 @@ from auto_runtime.ledger import (
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
 from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, run_stream
-from auto_runtime.playbooks.run_service import RunService, is_run_id
+from auto_runtime.playbooks.run_ids import canonical_run_id, is_run_id
+from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.playbooks.run_view import RunState
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.sandbox.engine import SandboxEngine
@@ -138,9 +141,11 @@ class WorkflowRuntime:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the timer loop and the followers until cancelled; the first claim of the lease is made before
-        `started`, so a server that can run workflows does from its first request."""
+        `started`, so a server that can run workflows does from its first request (unless the ledger cannot take
+        writes at start: then the loop claims once it can, and until then starts answer `unavailable`)."""
         async with trio.open_nursery() as nursery:
-            await self.loop.sweep_once()
+            with contextlib.suppress(LedgerUnavailable):  # a full disk: the loop claims again after its back-off
+                await self.loop.sweep_once()
             await nursery.start(self.loop.run)
             for follower in self._followers:
                 nursery.start_soon(follower, self.fence)
@@ -217,6 +222,7 @@ class WorkflowRuntime:
         self, scope: PlaybookScope, run_id: str, given: Mapping[str, Any], caller_id: str
     ) -> dict[str, Any]:
         """Deliver an event to a run still `started` (seeds, "Sending an event to a run")."""
+        run_id = canonical_run_id(run_id)
         event = dict(given)
         source_given = "source" in event
         checked = read_event(event if source_given else {**event, "source": "/sent"})

@@ -26,6 +26,9 @@ Rules:
   input too large to record) ends its run `failed` with an incident (`RunStore.fail_run`), logged with the
   traceback, so one broken run never stops the others. A store that fails ends the loop with that error,
   leaving the entry armed: the loop's owner (a supervisor) restarts it.
+- A ledger that cannot take writes (`LedgerUnavailable`, a full disk) does not end the loop: the sweep stops,
+  what it could not record stays armed (a call it could not start waits for a later sweep), and the loop
+  sweeps again after a back-off (`store_faults`). The claim it could not renew lapses as any claim does.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from auto_runtime.ledger import (
     LeaseFence,
     LeaseLost,
     LedgerError,
+    LedgerUnavailable,
     PlaybookScope,
     uuid7,
     workflow_lease_lapse,
@@ -51,6 +55,7 @@ from auto_runtime.ledger import (
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import answer_of, call_of, cancel_of, is_answer_key, is_call_key, is_cancel_key
 from auto_runtime.workflow_host.run_store import Applied, RunStore, RunStoreConflict, UnknownRun, now_ms
+from auto_runtime.workflow_host.store_faults import FaultPause
 
 log = logging.getLogger("auto_runtime.workflows")
 
@@ -94,6 +99,8 @@ class TimerLoop:
         self._in_flight: set[DueKey] = set()
         self._fence: LeaseFence | None = None
         self._held_until = 0.0
+        self._fault: LedgerUnavailable | None = None
+        self.faults = FaultPause("the workflow timer loop")
 
     def wake(self) -> None:
         """Sweep now rather than at the next due time (after a run armed a timer or a call sooner than it)."""
@@ -112,7 +119,12 @@ class TimerLoop:
                 self._nursery = nursery
                 task_status.started()
                 while True:
-                    pause = await self.sweep_once()
+                    try:
+                        pause = await self.sweep_once()
+                    except LedgerUnavailable:
+                        await trio.sleep(self.faults.after_fault())
+                        continue
+                    self.faults.went_through()
                     with trio.move_on_after(pause.total_seconds()):
                         await self._wake.wait()
                     self._wake = trio.Event()
@@ -120,7 +132,10 @@ class TimerLoop:
             self._nursery = None
             self._fence = None
             with trio.CancelScope(shield=True):
-                await self.ledger.lease().release(self.server_id)
+                try:
+                    await self.ledger.lease().release(self.server_id)
+                except LedgerUnavailable:
+                    log.warning("the workflow lease could not be released (the ledger's disk is full); it lapses")
 
     async def sweep_once(self) -> timedelta:
         """One sweep: claim, fire what is due for at most half the claim; answers how long to sleep.
@@ -128,7 +143,8 @@ class TimerLoop:
         Entries of different runs fire concurrently (`FIRING_AT_ONCE`), those of one run in due order. A sweep
         that found a full batch, or ran out of its time, asks to sweep again at once, so a busy holder renews
         its claim at least every half lapse and `fence()` never lapses under load. Outside `run`, due calls
-        are dispatched before it returns."""
+        are dispatched before it returns. A ledger that cannot take writes raises `LedgerUnavailable` once
+        the calls taken are dispatched (see the module's rules)."""
         asked_at = trio.current_time()
         state = await self.ledger.lease().claim(self.server_id, self.lapse)
         if not state.held_by(self.server_id):
@@ -160,6 +176,9 @@ class TimerLoop:
                 self._nursery.start_soon(self.dispatch, entry)
             else:
                 await self.dispatch(entry)
+        fault, self._fault = self._fault, None
+        if fault is not None:
+            raise fault
         if self._fence is not fence:
             return self.sweep
         if more:
@@ -170,13 +189,18 @@ class TimerLoop:
         return max(min(self.sweep, next_due - datetime.now(UTC)), timedelta(0))
 
     async def _fire_in_order(self, group: list[DueEntry], fence: LeaseFence, sweep: trio.CancelScope) -> None:
-        """Fire one run's due entries in order; `LeaseLost` ends the whole sweep (nothing more is fired)."""
+        """Fire one run's due entries in order; `LeaseLost` or `LedgerUnavailable` ends the whole sweep (nothing
+        more is fired)."""
         async with self.firing:
             for entry in group:
                 try:
                     await self.fire(entry, fence)
                 except LeaseLost:
                     self._fence = None
+                    sweep.cancel()
+                    return
+                except LedgerUnavailable as error:
+                    self._fault = error
                     sweep.cancel()
                     return
 
@@ -216,7 +240,8 @@ class TimerLoop:
 
     async def dispatch(self, entry: DueEntry) -> Applied | None:
         """Dispatch one due call (at most `nested_runs` at once); None when the caller is unknown or the callee
-        answers later. The entry is marked fired once the call was started and, when it answers now, answered."""
+        answers later. The entry is marked fired once the call was started and, when it answers now, answered;
+        a ledger that cannot take writes leaves it armed (None)."""
         assert self.dispatcher is not None
         applied: Applied | None = None
         try:
@@ -226,6 +251,8 @@ class TimerLoop:
                         applied = await self.dispatcher.dispatch(entry.scope, entry.run_id, call_of(entry.payload))
                     except UnknownRun:
                         await self.ledger.due_work.mark_fired([entry.due_key])
+        except LedgerUnavailable:
+            return None  # the entry stays armed: a later sweep dispatches it again
         finally:
             self._in_flight.discard(entry.due_key)
         self.wake()

@@ -26,7 +26,9 @@ def free_port() -> int:
 
 
 def base_environment(home: Path) -> dict[str, str]:
-    """A clean environment: nothing of the developer's own settings leaks into a test server."""
+    """A clean environment: nothing of the developer's own settings leaks into a test server.
+
+    `PYTHONPATH` is kept, so a server started from a worktree imports that worktree's code."""
     keep = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR")
     environment = {name: os.environ[name] for name in keep if name in os.environ}
     environment["HOME"] = str(home)

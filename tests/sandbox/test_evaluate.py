@@ -9,6 +9,7 @@ from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.evaluate import Evaluation, evaluate
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.outcomes import (
+    Broken,
     OutOfMemory,
     OutOfWork,
     OutputNotJson,
@@ -170,3 +171,28 @@ def test_a_message_cannot_fake_the_line(engine: SandboxEngine) -> None:
     program = "def main(x):\n    raise ValueError('x\\n  File \"program\", line 99, in main')\n"
     outcome = run(engine, program)
     assert isinstance(outcome, Raised) and outcome.line == 4
+
+
+def test_a_stack_overflow_inside_re_is_work(engine: SandboxEngine) -> None:
+    """re's matcher and compiler recurse without bound on `(a*)*b` and on 100,000 nested groups: work."""
+    matcher = "import re\ndef main(x):\n    return str(re.match('(a*)*b', x))\n"
+    assert run(engine, matcher, "aaa") == OutOfWork(work=10_000_000_000)
+    compiler = "import re\ndef main(x):\n    return str(re.compile('(' * x + 'a' + ')' * x))\n"
+    assert run(engine, compiler, 100_000) == OutOfWork(work=10_000_000_000)
+
+
+def test_a_stack_overflow_outside_re_stays_a_trap(engine: SandboxEngine) -> None:
+    """Comparing lists nested 100,000 deep overflows the stack in MicroPython's own comparison, not in re."""
+    program = (
+        "def main(x):\n    a = []\n    b = []\n    for i in range(x):\n"
+        "        a = [a]\n        b = [b]\n    return a == b\n"
+    )
+    outcome = run(engine, program, 100_000)
+    assert isinstance(outcome, Broken) and outcome.reason == "STACK_OVERFLOW"
+
+
+def test_dir_lists_the_programs_names_only(engine: SandboxEngine) -> None:
+    program = "import math\nLIMIT = 1\ndef main(x):\n    return [sorted(dir()), 'keys' in dir(x)]\n"
+    outcome = run(engine, program, {})
+    assert isinstance(outcome, Returned)
+    assert outcome.output == [["LIMIT", "main", "math"], True]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from auto_runtime.sandbox.program_rules import check_program
+from auto_runtime.sandbox.program_rules import check_program, largest_folded_number
 
 MAIN = "def main(input):\n    return input\n"
 
@@ -98,7 +98,7 @@ def test_a_refused_name_the_program_defines_is_allowed() -> None:
 def test_double_underscore_names_and_attributes() -> None:
     program = "def main(input):\n    f = main.__globals__\n    return __name__\n"
     refused = "Names and attributes that begin with two underscores are not available; this line uses "
-    assert sentences(program) == [(2, refused + "main.__globals__"), (3, refused + "__name__")]
+    assert sentences(program) == [(2, refused + "__globals__"), (3, refused + "__name__")]
 
 
 TOP_LEVEL = (
@@ -172,3 +172,28 @@ def test_entry_function() -> None:
         assert sentences(f"X = 1\ndef main({signature}):\n    return 1\n") == [(2, wrong)], signature
     assert sentences("def main(input):\n    yield input\n") == [(1, "main must return its output, not yield it")]
     assert sentences("def main(input):\n    def inner():\n        yield 1\n    return list(inner())\n") == []
+
+
+DEEP = "The program does not parse: this line nests more than 500 levels deep; write it in smaller steps"
+
+
+def test_a_tree_deeper_than_500_levels_does_not_parse_at_the_line_of_its_501st_level() -> None:
+    """Spread over lines: a chain of `+` nests from its first term on (each level starts there); unary
+    minuses nest where each is written: the 498th, on line 501, holds the 501st level (its operator)."""
+    terms = "\n".join(["        + input"] * 700)
+    assert sentences(f"def main(input):\n    return (\n        input\n{terms}\n    )\n") == [(3, DEEP)]
+    minuses = "\n".join(["        -"] * 600)
+    assert sentences(f"def main(input):\n    x = 1\n    return (\n{minuses}\n        1)\n") == [(501, DEEP)]
+
+
+def test_a_tree_too_deep_for_cpythons_parser_is_refused_at_its_busiest_line() -> None:
+    program = "def main(input):\n    x = 1\n    return " + "+".join(["1"] * 20_000) + "\n"
+    assert sentences(program) == [(3, DEEP)]
+
+
+def test_the_largest_folded_number_is_bounded_without_computing_it() -> None:
+    assert largest_folded_number("x = 7 ** 10000000\ny = 2 ** 10\n") == (1, 30_000_000)
+    assert largest_folded_number("x = 1\ny = (1 << 100000) * 3\n") == (2, 100_003)
+    assert largest_folded_number("x = 2 ** -3\ny = 2.0 ** 1000\n") == (1, 64)
+    assert largest_folded_number("z = 1 ** (2 ** 70)\n") == (1, 140)
+    assert largest_folded_number("x = input ** 1000\n") == (1, 10)

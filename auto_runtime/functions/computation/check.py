@@ -5,7 +5,15 @@ from __future__ import annotations
 from auto_runtime.functions.computation.document import ComputationDocument, parse_document, problem_details
 from auto_runtime.problems import InputIssue as Issue
 from auto_runtime.problems import Rejection
-from auto_runtime.sandbox.checker import CHECK_TIMED_OUT, Checkers, CheckTimedOut, compile_pass, stopped_at_deadline
+from auto_runtime.sandbox.checker import (
+    CHECK_TIMED_OUT,
+    COMPILE_BEYOND_BOUNDS,
+    Checkers,
+    CheckTimedOut,
+    CompileBeyondBounds,
+    compile_pass,
+    stopped_at_deadline,
+)
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
 
@@ -26,7 +34,10 @@ def check_document_now(engine: SandboxEngine, source: str, control: RunControl) 
         parsed = parse_document(source)
     if isinstance(parsed, list):
         return _refusal(problem_details(parsed))
-    problem = compile_pass(engine, parsed.program, parsed.program_first_line, control)
+    try:
+        problem = compile_pass(engine, parsed.program, parsed.program_first_line, control)
+    except CompileBeyondBounds:
+        return _refusal([COMPILE_BEYOND_BOUNDS])
     if problem is not None:
         return _refusal(problem_details([problem]))
     return parsed

@@ -13,6 +13,7 @@ from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunE
 from auto_runtime.functions.overview import schema_table
 from auto_runtime.problems import Rejection, conflict, unavailable
 from auto_runtime.sandbox import Checkers, CheckerUnavailable, SandboxEngine, SandboxPool
+from auto_runtime.sandbox.fair_queue import JobOwner
 
 PARSED_CACHE_SIZE = 256
 
@@ -94,7 +95,13 @@ class ComputationType:
         if isinstance(document, Rejection):
             return Rejected(document)
         started_at_ms = int(request.started_at.timestamp() * 1000)
-        result = await run_computation(self.pool, document, request.input, started_at_ms=started_at_ms)
+        result = await run_computation(
+            self.pool,
+            document,
+            request.input,
+            started_at_ms=started_at_ms,
+            owner=JobOwner(request.org, request.playbook),
+        )
         if isinstance(result, ComputationSucceeded):
             return Succeeded(output=result.output, record=result.record, output_shape=document.shape)
         if result.reason == "internal":

@@ -18,6 +18,7 @@ from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.problems import InputIssue as Issue
 from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.evaluate import Evaluation
+from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, JobOwner
 from auto_runtime.sandbox.json_values import JsonValue, compact_json, pointer_of, utf8_size
 from auto_runtime.sandbox.limits import MAX_DEPTH, RUN_SECONDS
 from auto_runtime.sandbox.outcomes import (
@@ -34,6 +35,7 @@ from auto_runtime.sandbox.outcomes import (
     Returned,
 )
 from auto_runtime.sandbox.pool import SandboxPool
+from auto_runtime.sandbox.unwritable import not_json_words, too_deep_words
 from auto_runtime.sandbox.workers import NoWorkerFree
 from auto_runtime.schema_issues import check_against_schema
 
@@ -52,10 +54,6 @@ SCHEMA_REFUSES = "The output does not match the output schema: "
 class Succeeded:
     output: JsonValue
     record: dict[str, Any]
-
-
-def _where(pointer: str) -> str:
-    return pointer if pointer else "the top"
 
 
 def _input_problem(value: object) -> Issue | None:
@@ -105,8 +103,10 @@ async def run_computation(
     *,
     started_at_ms: int,
     started_monotonic: float | None = None,
+    owner: JobOwner = UNATTRIBUTED,
 ) -> Succeeded | Rejection:
-    """One run of `document` with `input_value`; `started_at_ms` is the run's start the clock reads."""
+    """One run of `document` with `input_value`; `started_at_ms` is the run's start the clock reads. It waits
+    for a worker in `owner`'s place of the pool's fair queue (the org and playbook the run belongs to)."""
     started = started_monotonic if started_monotonic is not None else time.monotonic()
     problem = _input_problem(input_value)
     if problem is not None:
@@ -129,7 +129,7 @@ async def run_computation(
         output_limit=OUTPUT_LIMIT,
     )
     try:
-        outcome = await pool.run(evaluation, deadline=started + RUN_SECONDS)
+        outcome = await pool.run(evaluation, deadline=started + RUN_SECONDS, owner=owner)
     except NoWorkerFree as error:
         return _unavailable(
             f"No worker became free within the 10 seconds a run may take; the server runs {error.workers} at once"
@@ -154,9 +154,9 @@ async def run_computation(
     if isinstance(outcome, OutputOutOfMemory):
         return _unworkable(OUTPUT_HEAP)
     if isinstance(outcome, OutputNotJson):
-        return _unworkable(f"{NOT_JSON}{outcome.what} at {_where(outcome.pointer)}")
+        return _unworkable(NOT_JSON + not_json_words(outcome.what, outcome.pointer))
     if isinstance(outcome, OutputTooDeep):
-        return _unworkable(f"{NOT_JSON}it nests deeper than 512 levels at {_where(outcome.pointer)}")
+        return _unworkable(NOT_JSON + too_deep_words(outcome.pointer))
     if isinstance(outcome, OutputTooLarge):
         return _unworkable(TOO_LARGE)
     if isinstance(outcome, PastDeadline | Cancelled):

@@ -119,6 +119,9 @@ class ToolLoop:
         ]
         self.failures = 0
         self.seen: dict[tuple[str, str], list[str]] = {}
+        """The ids of the calls sent, oldest first, by tool and canonical arguments (at most `SAME_CALLS` each).
+        A refused repeat names the latest of them, whose result is the one to use (README settled point 21);
+        a refused call is never one of them."""
         self.result_bytes = 0
         self.sent_bytes = 0
         self.window: int | None = None
@@ -236,7 +239,8 @@ class ToolLoop:
             return self._refused(call, f"the arguments take {size:,} bytes; at most {MAX_ARGUMENT_BYTES:,} are sent.")
         earlier = self.seen.setdefault((call.name, canonical(arguments)), [])
         if len(earlier) >= SAME_CALLS:
-            return self._refused(call, f"it repeats call {earlier[0]} with the same arguments; use call {earlier[0]}.")
+            latest = earlier[-1]
+            return self._refused(call, f"it repeats call {latest} with the same arguments; use call {latest}.")
         earlier.append(call.id)
         return await self._send(call, tool, arguments)
 

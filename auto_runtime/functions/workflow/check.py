@@ -11,12 +11,15 @@ from auto_runtime.functions.workflow.document import Expression, WorkflowDocumen
 from auto_runtime.functions.workflow.expressions import SANDBOX_CANNOT_READ
 from auto_runtime.functions.workflow.issues import Issue, refusal
 from auto_runtime.problems import InputIssue, Rejection, invalid_input
-from auto_runtime.sandbox.checker import Checkers, CheckTimedOut, compile_pass
+from auto_runtime.sandbox.checker import Checkers, CheckTimedOut, CompileBeyondBounds, compile_pass
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.program_rules import SANDBOX_CANNOT_READ as PROGRAM_CANNOT_READ
 
 CHECK_TIMED_OUT = "The check of the expressions did not finish within 2 seconds"
+COMPILE_BEYOND_BOUNDS = (
+    "The sandbox's Python could not compile the expressions within the check's bounds; make them smaller or simpler"
+)
 
 CheckResult = WorkflowDocument | Rejection
 
@@ -52,7 +55,10 @@ def check_now(engine: SandboxEngine, source: str, max_duration_ms: int, control:
         return refusal(checked)
     if checked.expressions:
         program, starts = expressions_program(checked.expressions)
-        problem = compile_pass(engine, program, 1, control)
+        try:
+            problem = compile_pass(engine, program, 1, control)
+        except CompileBeyondBounds:
+            return invalid_input([InputIssue(COMPILE_BEYOND_BOUNDS, "/source")])
         if problem is not None:
             line, _column, sentence = problem
             message = sentence.removeprefix(PROGRAM_CANNOT_READ)

@@ -13,7 +13,7 @@ import keyword
 import re
 from collections.abc import Iterable
 
-from auto_runtime.sandbox.program_rules import MicroPythonDisplays
+from auto_runtime.sandbox.program_rules import MicroPythonDisplays, deepest_line, nesting_too_deep
 
 ALLOWED_BUILTINS = frozenset(
     {
@@ -36,6 +36,7 @@ VARIABLES = frozenset({"data", "input", "output", "context", "task", "workflow",
 """The fixed variables; `item`, `index` and `error` are only the default names a document may write again."""
 
 DOES_NOT_PARSE = "The expression does not parse: "
+NESTS_TOO_DEEP = "it nests more than 500 levels deep; write it in smaller steps"
 DOLLAR = "Variables are plain Python names: write data, not $data"
 SANDBOX_CANNOT_READ = "The sandbox's Python cannot read this expression: "
 DUNDER = "Names and attributes that begin with two underscores are not available; this expression uses "
@@ -87,8 +88,7 @@ def _bound(tree: ast.AST) -> set[str]:
 
 
 class _Rules(MicroPythonDisplays):
-    def __init__(self, text: str, place: tuple[str, ...], bound: set[str]) -> None:
-        self.text = "(" + text + "\n)"
+    def __init__(self, place: tuple[str, ...], bound: set[str]) -> None:
         self.place = place
         self.bound = bound
         self.problems: list[ExpressionProblem] = []
@@ -109,32 +109,25 @@ class _Rules(MicroPythonDisplays):
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
         if isinstance(node.target, ast.Name) and node.target.id in self.place:
             self.add(node, REBIND + node.target.id)
-        self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr.startswith("__"):
-            written = ast.get_source_segment(self.text, node) or node.attr
-            self.add(node, DUNDER + " ".join(written.split()))
+            self.add(node, DUNDER + node.attr)
         elif node.attr in IN_PLACE_METHODS or node.attr.endswith("_update"):
             self.add(node, node.attr + IN_PLACE)
-        self.generic_visit(node)
 
     def visit_Await(self, node: ast.Await) -> None:
         self.add(node, "await" + NOT_IN_EXPRESSION)
-        self.generic_visit(node)
 
     def visit_Yield(self, node: ast.Yield) -> None:
         self.add(node, "yield" + NOT_IN_EXPRESSION)
-        self.generic_visit(node)
 
     def visit_YieldFrom(self, node: ast.YieldFrom) -> None:
         self.add(node, "yield" + NOT_IN_EXPRESSION)
-        self.generic_visit(node)
 
     def visit_comprehension(self, node: ast.comprehension) -> None:
         if node.is_async:
             self.add(node.target, "async for" + NOT_IN_EXPRESSION)
-        self.generic_visit(node)
 
     def cannot_read(self, node: ast.AST, message: str) -> None:
         self.add(node, SANDBOX_CANNOT_READ + message)
@@ -142,7 +135,6 @@ class _Rules(MicroPythonDisplays):
     def visit_Lambda(self, node: ast.Lambda) -> None:
         if node.args.posonlyargs:
             self.cannot_read(node, "invalid syntax")
-        self.generic_visit(node)
 
 
 def check_expression(text: str, place: Iterable[str]) -> list[ExpressionProblem]:
@@ -157,7 +149,7 @@ def check_expression(text: str, place: Iterable[str]) -> list[ExpressionProblem]
                 ast.parse(text, filename="expression", mode="eval", feature_version=(3, 11))
             except SyntaxError as plain:
                 error = plain
-            except ValueError:
+            except (ValueError, RecursionError, MemoryError):
                 pass
         line = min(error.lineno or 1, lines)
         if _DOLLAR_NAME.search(text):
@@ -165,8 +157,13 @@ def check_expression(text: str, place: Iterable[str]) -> list[ExpressionProblem]
         return [(line, DOES_NOT_PARSE + (error.msg or "invalid syntax"))]
     except ValueError as error:
         return [(1, DOES_NOT_PARSE + str(error))]
-    rules = _Rules(text, names, _bound(tree))
-    rules.visit(tree)
+    except (RecursionError, MemoryError):
+        return [(deepest_line(text), DOES_NOT_PARSE + NESTS_TOO_DEEP)]
+    too_deep = nesting_too_deep(tree)
+    if too_deep is not None:
+        return [(min(too_deep, text.count("\n") + 1), DOES_NOT_PARSE + NESTS_TOO_DEEP)]
+    rules = _Rules(names, _bound(tree))
+    rules.walk(tree)
     seen: set[ExpressionProblem] = set()
     problems: list[ExpressionProblem] = []
     for problem in rules.problems:

@@ -18,12 +18,14 @@ import trio
 
 from ..content import chunks_of, digest_of
 from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey
+from ..faults import FaultLog
 from ..lease import LeaseFence, LeaseState
 from ..ledger import EncodedWrite, Ledger, SqlValue
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
 from ..records import Record
 from . import due_work_statements, lease_statements, statements
+from .faults import full_disk_cause, server_of, start_error
 from .loop_thread import LoopThread
 from .notifier import Notifier
 from .schema import ensure_projections, migrate
@@ -68,9 +70,13 @@ class PostgresLedger(Ledger):
         self._pool: Any = None
         self._notifier = Notifier(self._wake_followers)
         self._token: trio.lowlevel.TrioToken | None = None
+        self.faults = FaultLog(f"DATABASE_URL {server_of(database_url)}")
 
     async def start(self) -> None:
-        """Start the loop thread, create the pool on it, migrate, rebuild changed projections, listen."""
+        """Start the loop thread, create the pool on it, migrate, rebuild changed projections, listen.
+
+        A database that cannot be reached or used raises `LedgerStartError`, whose one line names
+        `DATABASE_URL` and the cause, never the URL's password."""
         self._token = trio.lowlevel.current_trio_token()
         thread = LoopThread()
         thread.start()
@@ -85,8 +91,11 @@ class PostgresLedger(Ledger):
 
         try:
             await thread.run(prepare())
-        except BaseException:
+        except BaseException as error:
             await self.stop()
+            line = start_error(error, self._url)
+            if line is not None:
+                raise line from error
             raise
 
     async def stop(self) -> None:
@@ -114,7 +123,9 @@ class PostgresLedger(Ledger):
                 self._token.run_sync_soon(self.appended.notify)
 
     async def with_connection(self, work: Callable[[Any], Awaitable[T]]) -> T:
-        """Run `work(connection)` on the loop thread with a pooled connection (cancellable)."""
+        """Run `work(connection)` on the loop thread with a pooled connection (cancellable).
+
+        The server's `disk_full` is a passing fault: `LedgerUnavailable` (nothing of the transaction was kept)."""
         thread = self._thread
         if thread is None:
             raise RuntimeError("the PostgreSQL ledger is not started")
@@ -124,7 +135,13 @@ class PostgresLedger(Ledger):
             async with pool.acquire() as conn:
                 return await work(conn)
 
-        return await thread.run(unit())
+        try:
+            return await thread.run(unit())
+        except asyncpg.PostgresError as error:
+            cause = full_disk_cause(error)
+            if cause is None:
+                raise
+            raise self.faults.refused(cause) from error
 
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
         projections = self.projections
@@ -135,6 +152,7 @@ class PostgresLedger(Ledger):
             return appended
 
         records = await self.with_connection(work)
+        self.faults.took()
         self.appended.notify()
         return records
 
@@ -181,6 +199,7 @@ class PostgresLedger(Ledger):
             return appended
 
         records = await self.with_connection(work)
+        self.faults.took()
         self.appended.notify()
         return records
 

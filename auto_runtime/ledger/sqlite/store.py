@@ -19,6 +19,8 @@ import trio
 
 from ..content import chunks_of, digest_of
 from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey
+from ..faults import FaultLog
+from ..files import private_sqlite_file
 from ..lease import LeaseFence, LeaseState
 from ..ledger import EncodedWrite, Ledger, SqlValue
 from ..paging import Order, ScanRow, SortKey
@@ -27,6 +29,7 @@ from ..records import Record
 from ..trio_bridge import Completion
 from . import due_work_statements, lease_statements, statements
 from .schema import connect_writer, ensure_projections, migrate
+from .start_errors import start_error
 from .writer import SqliteWriter
 
 T = TypeVar("T")
@@ -90,26 +93,49 @@ class SqliteLedger(Ledger):
         super().__init__(projections, SqliteContentStore(self))
         self.path = path
         self.readers = _ReaderPool(str(path))
+        self.faults = FaultLog(f"LEDGER_FILE {path}")
         self._writer: SqliteWriter | None = None
 
     async def start(self) -> None:
-        """Create the folder and tables, rebuild changed projections, start the writer thread."""
+        """Create the folder and tables, rebuild changed projections, start the writer thread.
+
+        The folder and files are made private (`files`). A file that cannot be made or opened raises
+        `LedgerStartError`, whose one line names `LEDGER_FILE` and the cause."""
         token = trio.lowlevel.current_trio_token()
 
         def notify() -> None:
             with contextlib.suppress(trio.RunFinishedError):
                 token.run_sync_soon(self.appended.notify)
 
-        def prepare() -> SqliteWriter:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = connect_writer(str(self.path))
+        path = self.path
+
+        def connect() -> sqlite3.Connection:
+            return connect_writer(str(path))
+
+        def opened() -> sqlite3.Connection:
+            try:
+                private_sqlite_file(path)
+                conn = connect()
+            except (OSError, sqlite3.Error) as error:
+                raise start_error(error, path) from error
             try:
                 migrate(conn)
+            except sqlite3.Error as error:
+                conn.close()
+                raise start_error(error, path) from error
+            return conn
+
+        def prepare() -> SqliteWriter:
+            conn = opened()
+            try:
                 self.rebuilt = ensure_projections(conn, self.projections)
+            except sqlite3.Error as error:
+                conn.close()
+                raise start_error(error, path) from error
             except BaseException:
                 conn.close()
                 raise
-            return SqliteWriter(conn, self.projections, notify)
+            return SqliteWriter(conn, self.projections, notify, connect=connect, folder=path.parent, faults=self.faults)
 
         self._writer = await trio.to_thread.run_sync(prepare)
         self._writer.start()

@@ -264,8 +264,8 @@ def test_a_refused_name_the_program_defines_is_its_own(client: httpx.Client, pla
         ("__builtins__", "__builtins__"),
         ("__name__", "__name__"),
         ("__import__('os')", "__import__"),
-        ("main.__globals__", "main.__globals__"),
-        ("input.__class__", "input.__class__"),
+        ("main.__globals__", "__globals__"),
+        ("input.__class__", "__class__"),
     ],
 )
 def test_names_and_attributes_with_two_underscores(

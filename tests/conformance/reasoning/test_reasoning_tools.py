@@ -123,6 +123,7 @@ def test_error_results_refused_arguments_and_repeated_calls_reach_the_model(
                 {**same, "id": "c-5"},
                 {"id": "c-6", "name": "helpdesk__get_customer", "arguments": "[1]"},
                 _call("c-7", "helpdesk__picture", {}),
+                {**same, "id": "c-8"},
             ]
         },
         {"content": "Done."},
@@ -152,7 +153,10 @@ def test_error_results_refused_arguments_and_repeated_calls_reach_the_model(
     }
     assert "the helpdesk is down" in results["c-1"]["content"]
     assert "id must name a customer" in results["c-2"]["content"]
-    assert "use call c-3" in results["c-5"]["content"]
+    # README settled point 21: a refused repeat names the most recent earlier identical call that was sent.
+    repeated = "The call was not sent: it repeats call c-4 with the same arguments; use call c-4."
+    assert results["c-5"]["content"] == repeated
+    assert results["c-8"]["content"] == repeated
     assert "not a JSON object" in results["c-6"]["content"]
     assert results["c-7"]["content"] == "[image content (image/png), not shown]"
 

@@ -111,6 +111,22 @@ do:
                 - done: { set: { winner: quick } }
 """)
 
+FORK_FAIL = workflow("""
+do:
+  - both:
+      fork:
+        branches:
+          - slow:
+              do:
+                - pause: { wait: PT20S }
+          - calling:
+              do:
+                - first: { set: { step: 1 } }
+                - ask: { call: run_definition, with: { type: computation, name: echo, input: { x: 1 } } }
+          - failing:
+              raise: { error: { type: https://example.com/errors/lost, status: 503, title: Lost } }
+""")
+
 COMPETE_TIE = workflow("""
 do:
   - race:
@@ -217,6 +233,12 @@ do:
   - pick: { set: '${ data["missing"] }' }
 """)
 
+NOT_JSON_SOURCE = '{"top": {1, 2}, "inside": {"a": [1, float("inf")]}, "deep": [[data.get("deep")]]}[data["what"]]'
+EXPRESSION_NOT_JSON = workflow(f"""
+do:
+  - pick: {{ set: '${{ {NOT_JSON_SOURCE} }}' }}
+""")
+
 CALLS = workflow("""
 do:
   - add:
@@ -305,6 +327,7 @@ def playbook(client: httpx.Client) -> str:
         ("for-default", FOR_DEFAULT_NAMES),
         ("for-not-array", FOR_NOT_ARRAY),
         ("fork-flow", FORK),
+        ("fork-fail", FORK_FAIL),
         ("compete-flow", COMPETE),
         ("compete-fail", COMPETE_ALL_FAIL),
         ("compete-tie", COMPETE_TIE),
@@ -317,6 +340,7 @@ def playbook(client: httpx.Client) -> str:
         ("wait-flow", WAIT),
         ("wait-computed", WAIT_COMPUTED),
         ("expression-raises", EXPRESSION_RAISES),
+        ("expression-not-json", EXPRESSION_NOT_JSON),
         ("calls", CALLS),
         ("callee-flow", CALLEE),
         ("caller-flow", CALLER),
@@ -387,6 +411,29 @@ def test_for_in_that_is_not_an_array_raises_validation(client: httpx.Client, pla
 
 def test_a_plain_fork_outputs_every_branch_in_branch_order(client: httpx.Client, playbook: str) -> None:
     assert output_of(client, playbook, "fork-flow", {"x": 1}) == [{"x": 1}, {"q": 1}]
+
+
+def test_a_failing_plain_branch_cancels_the_first_steps_its_earlier_branches_recorded(
+    client: httpx.Client, playbook: str
+) -> None:
+    """README settled point 18: a plain fork's branches start in branch order and each runs until it waits or
+    ends before the next starts, so when the last branch fails in the same input the earlier branches' first
+    steps are in the history, cancelled (inner first), not dropped unstarted."""
+    run = run_to_end(client, playbook, "fork-fail", {})
+    assert run["status"] == "rejected", run
+    assert run["rejection"]["reason"] == "unavailable", run
+    assert run["rejection"]["detail"] == "Lost (at /do/0/both/fork/branches/2/failing)"
+    steps = steps_of(history(client, playbook, run["run_id"]))
+    fork = "/do/0/both/fork/branches"
+    assert steps == [
+        ("step_failed", "/do/0/both", 1, "raised"),
+        ("step_failed", f"{fork}/0/slow", 1, "cancelled"),
+        ("step_failed", f"{fork}/0/slow/do/0/pause", 1, "cancelled"),
+        ("step_failed", f"{fork}/1/calling", 1, "cancelled"),
+        ("step_finished", f"{fork}/1/calling/do/0/first", 1, ""),
+        ("step_failed", f"{fork}/1/calling/do/1/ask", 1, "cancelled"),
+        ("step_failed", f"{fork}/2/failing", 1, "raised"),
+    ]
 
 
 def test_a_competing_fork_takes_the_first_to_complete_and_cancels_the_others(
@@ -535,6 +582,26 @@ def test_an_expression_that_raises_raises_expression(client: httpx.Client, playb
     rejection = rejection_of(client, playbook, "expression-raises", {})
     assert rejection["reason"] == "invalid_input"
     assert rejection["detail"] == 'An expression failed: data["missing"]: KeyError: missing (at /do/0/pick)'
+
+
+def test_an_expression_value_that_is_not_json_is_named_in_the_computation_pages_words(
+    client: httpx.Client, playbook: str
+) -> None:
+    """README settled point 19: `<source>: The value cannot be written as JSON: W at P` (spec 4.3), P a JSON
+    Pointer or `the top` for the value itself, and `it nests deeper than 512 levels at P` past the bound."""
+    deep: object = []
+    for _ in range(510):
+        deep = [deep]
+    cases = {
+        "top": "a value of type set at the top",
+        "inside": "a float that is not finite at /a/1",
+        "deep": "it nests deeper than 512 levels at " + "/0" * 512,
+    }
+    for what, words in cases.items():
+        rejection = rejection_of(client, playbook, "expression-not-json", {"what": what, "deep": deep})
+        assert rejection["reason"] == "invalid_input", rejection
+        failed = f"{NOT_JSON_SOURCE}: The value cannot be written as JSON: {words}"[:1000]
+        assert rejection["detail"] == f"An expression failed: {failed} (at /do/0/pick)"
 
 
 # call: run_definition

@@ -220,7 +220,7 @@ EXPRESSIONS: list[tuple[str, str]] = [
     ("[*data, 1]", "The sandbox's Python cannot read this expression: *x must be assignment target"),
     (
         "data.__class__",
-        "Names and attributes that begin with two underscores are not available; this expression uses data.__class__",
+        "Names and attributes that begin with two underscores are not available; this expression uses __class__",
     ),
     (
         "__import__('os')",

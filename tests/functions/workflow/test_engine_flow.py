@@ -5,7 +5,14 @@ from __future__ import annotations
 import uuid
 
 from auto_runtime.functions.workflow.engine.decider import CALL_NAMESPACE
-from auto_runtime.functions.workflow.engine.model import ArmTimer, CancelCall, EmitEvent, Settle
+from auto_runtime.functions.workflow.engine.model import (
+    ArmTimer,
+    CancelCall,
+    CancelTimer,
+    EmitEvent,
+    Settle,
+    Transition,
+)
 from auto_runtime.functions.workflow.engine.run_values import input_issues
 from auto_runtime.sandbox.engine import SandboxEngine
 from tests.functions.workflow.runner import RUN_ID, T0, Run, calls, outputs_of, settled, steps
@@ -498,3 +505,76 @@ def test_a_yield_inside_a_competing_branch_keeps_the_work_around_it(engine: Sand
     assert settled(resumed) == Settle("succeeded", output={"after": True, "winner": "second"})
     cancelled = [reference for _id, kind, reference, _cause in steps(resumed) if kind == "step_failed"]
     assert cancelled[-1] == "/do/0/race/fork/branches/0/first"
+
+
+def test_a_plain_fork_runs_each_branch_until_it_waits_before_the_next_starts(engine: SandboxEngine) -> None:
+    """README settled point 18: a plain fork's branches start in branch order, each running until it waits or
+    ends before the next starts. When a later branch fails in the same input, the earlier branches' first steps
+    were recorded (and then cancelled, inner first), not dropped unstarted; their waits are undone."""
+    source = (
+        HEAD
+        + "do:\n  - both:\n      fork:\n        branches:\n"
+        + "          - slow:\n              do:\n                - pause: { wait: PT1S }\n"
+        + "          - calling:\n              do:\n"
+        + "                - first: { set: { step: 1 } }\n"
+        + "                - ask: { call: run_definition, with: { type: computation, name: ask } }\n"
+        + "          - failing:\n"
+        + "              raise: { error: { type: https://example.com/errors/lost, status: 500 } }\n"
+    )
+    failed = Run(engine, source).start({})
+    assert _outcomes(failed) == [
+        ("step_failed", "/do/0/both", "raised"),
+        ("step_failed", "/do/0/both/fork/branches/0/slow", "cancelled"),
+        ("step_failed", "/do/0/both/fork/branches/0/slow/do/0/pause", "cancelled"),
+        ("step_failed", "/do/0/both/fork/branches/1/calling", "cancelled"),
+        ("step_finished", "/do/0/both/fork/branches/1/calling/do/0/first", ""),
+        ("step_failed", "/do/0/both/fork/branches/1/calling/do/1/ask", "cancelled"),
+        ("step_failed", "/do/0/both/fork/branches/2/failing", "raised"),
+    ]
+    # The call and the wait the earlier branches began are undone in the same input.
+    (call,) = calls(failed)
+    assert [(c.key, c.kind) for c in outputs_of(failed, CancelCall) if isinstance(c, CancelCall)] == [
+        (call.key, "parent_ended")
+    ]
+    (pause,) = timers(failed, "wait")
+    assert pause.timer_id in [o.timer_id for o in outputs_of(failed, CancelTimer) if isinstance(o, CancelTimer)]
+    assert settled(failed) == Settle(
+        "rejected",
+        rejection={
+            "reason": "unavailable",
+            "detail": "https://example.com/errors/lost (at /do/0/both/fork/branches/2/failing)",
+        },
+    )
+
+
+def _outcomes(transition: Transition) -> list[tuple[str, str, str]]:
+    """(type, reference, outcome words) of each fact after `workflow_input_applied`."""
+    return [(f.type, str(f.data["reference"]), str(f.data.get("outcome", ""))) for f in transition.facts[1:]]
+
+
+def test_a_yield_inside_a_plain_branch_starts_the_next_branches_in_the_next_input(engine: SandboxEngine) -> None:
+    """Past 100 tasks the input yields inside the branch running on its own: the branches after it do not start
+    in that input; they go on in the next, queued in branch order after the rest of the yielding branch, and
+    the fork still outputs every branch in branch order."""
+    source = (
+        HEAD
+        + "do:\n  - both:\n      fork:\n        branches:\n"
+        + "          - first:\n              do:\n"
+        + "                - loop:\n                    for: { in: '${ list(range(150)) }' }\n"
+        + "                    do:\n                      - step: { set: { n: 1 } }\n"
+        + "                - pause: { wait: PT1S }\n"
+        + "          - second: { set: { second: true } }\n"
+        + "          - third: { set: { third: true } }\n"
+        + "  - after: { set: '${ {\"after\": data} }' }\n"
+    )
+    run = Run(engine, source)
+    started = run.start({})
+    assert settled(started) is None
+    assert not any(f.data["reference"].startswith("/do/0/both/fork/branches/1") for f in started.facts[1:])
+    (pending,) = timers(started, "yield")
+    resumed = run.fire(pending.timer_id, T0 + 1)
+    references = [reference for _id, _kind, reference, _cause in steps(resumed)]
+    assert references.index("/do/0/both/fork/branches/1/second") < references.index("/do/0/both/fork/branches/2/third")
+    (pause,) = timers(resumed, "wait")
+    done = run.fire(pause.timer_id, T0 + 1000)
+    assert settled(done) == Settle("succeeded", output={"after": [{"n": 1}, {"second": True}, {"third": True}]})

@@ -46,7 +46,7 @@ def test_an_exception_is_an_expression_error(counted: tuple[SandboxEvaluator, li
         "expression",
         400,
         "An expression failed",
-        "{1, 2}: The value cannot be written as JSON: a value of type set at /",
+        "{1, 2}: The value cannot be written as JSON: a value of type set at the top",
     )
     recursion = "(f := lambda n: 0 if n == 0 else 1 + f(n - 1))(100000)"
     assert evaluator.evaluate(Place((recursion,), {})) == Failed(
@@ -56,9 +56,32 @@ def test_an_exception_is_an_expression_error(counted: tuple[SandboxEvaluator, li
         "expression",
         400,
         "An expression failed",
-        "2 ** 60: The value cannot be written as JSON: an integer outside ±9,007,199,254,740,991 at /",
+        "2 ** 60: The value cannot be written as JSON: an integer outside ±9,007,199,254,740,991 at the top",
     )
     assert launches == [1]
+
+
+def test_a_value_that_is_not_json_is_named_in_the_computation_pages_words(
+    counted: tuple[SandboxEvaluator, list[int]],
+) -> None:
+    """README settled point 19: `W at P` and `it nests deeper than 512 levels at P`, P `the top` for the
+    value itself, as a computation's output is refused. The detail is cut at 1,000 characters (spec 4.6)."""
+    evaluator, _launches = counted
+    deepest: object = []
+    for _ in range(511):
+        deepest = [deepest]
+    cases = {
+        '{"a": [1, {2}]}': "a value of type set at /a/1",
+        '{"a~/b": float("nan")}': "a float that is not finite at /a~0~1b",
+        "[data]": "it nests deeper than 512 levels at " + "/0" * 512,
+        "[[data]]": "it nests deeper than 512 levels at " + "/0" * 512,
+    }
+    for source, words in cases.items():
+        detail = f"{source}: The value cannot be written as JSON: {words}"
+        assert evaluator.evaluate(Place((source,), {"data": deepest})) == Failed(
+            "expression", 400, "An expression failed", detail[:1000]
+        )
+    assert evaluator.evaluate(Place(("data",), {"data": deepest})) == [deepest]
 
 
 def test_a_bound_stops_the_instance_and_the_next_place_starts_another(

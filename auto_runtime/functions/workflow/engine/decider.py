@@ -164,7 +164,7 @@ class _Apply:
     stale: bool = False
     queue: deque[tuple[str, int, Any]] = field(default_factory=deque)
     outer: list[deque[tuple[str, int, Any]]] = field(default_factory=list)
-    """The queues a competing fork set aside while it ran one branch on its own (`drain_branch`)."""
+    """The queues a fork set aside while it ran one branch on its own (`drain_branch`)."""
     yielded: bool = False
     begun: int = 0
 
@@ -561,9 +561,11 @@ class _Apply:
         self.start_in_list(a, 0, a.data, a.id)
 
     def body_fork(self, a: Activation, definition: dict[str, Any]) -> None:
-        """Start the branches in branch order. A competing fork runs each branch on its own until it waits or
-        ends before it starts the next, so of branches that complete in the same input the lowest index wins
-        (spec 3.2), and a branch after the winner never starts."""
+        """Start the branches in branch order, each run on its own until it waits or ends before the next
+        starts (README settled point 18). So of competing branches that complete in the same input the lowest
+        index wins (spec 3.2) and a branch after the winner never starts; and when a later branch of a plain
+        fork fails, the earlier branches' first steps were recorded and are cancelled, not dropped unstarted.
+        Once the input has yielded, the branches left are queued for the next input, in branch order."""
         branches = definition["fork"].get("branches", [])
         compete = bool(definition["fork"].get("compete", False))
         if not branches:
@@ -572,7 +574,7 @@ class _Apply:
         for index in range(len(branches)):
             if a.id not in self.state.activations:
                 return
-            if compete and not self.yielded:
+            if not self.yielded:
                 self.drain_branch(a, index)
             else:
                 self.start_branch(a, index)

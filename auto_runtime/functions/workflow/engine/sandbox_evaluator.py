@@ -14,6 +14,7 @@ An instance that passed a bound (work, memory, time) is over; the next place sta
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import json
@@ -32,6 +33,7 @@ from auto_runtime.sandbox.json_values import compact_json, pointer_of
 from auto_runtime.sandbox.limits import PRELUDE_FUEL, WRITER_FUEL
 from auto_runtime.sandbox.prelude import EVALUATE_PRELUDE
 from auto_runtime.sandbox.store_run import StoreSession, run_store
+from auto_runtime.sandbox.unwritable import not_json_words, too_deep_words
 from auto_runtime.sandbox.wire import read_wire
 from auto_runtime.sandbox.workers import (
     WORKER_STACK_BYTES,
@@ -55,6 +57,7 @@ sandbox's JSON reader grows a string it reads a few bytes at a time, so its work
 string's length (a 1 MB string would pass the reading allowance), while text the bridge hands over costs
 work in proportion to its length."""
 
+NOT_JSON = "The value cannot be written as JSON: "
 MORE_WORK = "it used more than its 250,000,000 units of work"
 MORE_INPUT_WORK = "the input used more than its 1,000,000,000 units of work"
 MORE_MEMORY = "it used more than the input's 64 MiB of memory"
@@ -269,9 +272,8 @@ class SandboxEvaluator:
                 continue
             instance.sent.add(key)
             keys.append(key)
-            strings: list[tuple[list[str | int], bytes]] = []
-            skeleton = _without_long_strings(value, [], strings)
-            payloads.append(compact_json(skeleton).encode("utf-8") if strings else text.encode("utf-8"))
+            strings = _long_strings(value)
+            payloads.append((_skeleton(text, strings) if strings else text).encode("utf-8"))
             self.bytes_read += len(text.encode("utf-8"))
             if strings:
                 long[key] = [path for path, _text in strings]
@@ -328,22 +330,36 @@ class SandboxEvaluator:
         return MORE_MEMORY
 
 
-def _without_long_strings(value: Any, path: list[str | int], strings: list[tuple[list[str | int], bytes]]) -> Any:
-    """The value with each string longer than `LONG_STRING` replaced by null, noting its path and its text."""
-    if isinstance(value, str):
-        if len(value) > LONG_STRING:
-            try:
-                raw = value.encode("utf-8")
-            except UnicodeEncodeError:
-                return value
-            strings.append((list(path), raw))
-            return None
-        return value
-    if isinstance(value, dict):
-        return {key: _without_long_strings(item, [*path, key], strings) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_without_long_strings(item, [*path, index], strings) for index, item in enumerate(value)]
-    return value
+def _long_strings(value: Any) -> list[tuple[list[str | int], bytes]]:
+    """The path and the UTF-8 text of each string longer than `LONG_STRING` in the value, depth-first.
+
+    Iterative, so a value as deep as a run may hold (512 levels) never meets Python's recursion limit. A
+    string with a lone surrogate stays in the value's JSON, whose writer names it."""
+    strings: list[tuple[list[str | int], bytes]] = []
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str) and len(item) > LONG_STRING:
+            with contextlib.suppress(UnicodeEncodeError):
+                strings.append((path, item.encode("utf-8")))
+        elif isinstance(item, dict):
+            stack.extend((child, [*path, key]) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((child, [*path, index]) for index, child in reversed(list(enumerate(item))))
+    return strings
+
+
+def _skeleton(text: str, strings: list[tuple[list[str | int], bytes]]) -> str:
+    """The value's JSON `text` with each long string at its path replaced by null."""
+    skeleton: Any = json.loads(text)
+    for path, _raw in strings:
+        if not path:
+            return "null"
+        target = skeleton
+        for token in path[:-1]:
+            target = target[token]
+        target[path[-1]] = None
+    return compact_json(skeleton)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -379,14 +395,11 @@ def _read_answer(source: str, payload: bytes) -> Any | Failed:
     if tag == b"M":
         return _bound(source, MORE_MEMORY)
     if tag in (b"W", b"D"):
-        header = body.partition(b"\n")[0]
+        header = json.loads(body.partition(b"\n")[0])
         if tag == b"D":
-            return _failed(
-                source,
-                f"The value cannot be written as JSON: it nests deeper than 512 at {pointer_of(json.loads(header))}",
-            )
-        what, tokens = json.loads(header)
-        return _failed(source, f"The value cannot be written as JSON: {what} at {pointer_of(tokens) or '/'}")
+            return _failed(source, NOT_JSON + too_deep_words(pointer_of(header)))
+        what, tokens = header
+        return _failed(source, NOT_JSON + not_json_words(str(what), pointer_of(tokens)))
     if tag in (b"L", b"H"):
         return _bound(source, MORE_MEMORY)
     return _bound(source, f"an answer the host cannot read ({tag!r})")

@@ -1,9 +1,10 @@
-"""Small ASGI helpers of the root callable: headers, whole responses, problem documents, JSON-RPC errors."""
+"""Small ASGI helpers of the outer callables (the framing guard, the MCP root): headers, whole responses,
+problem documents, JSON-RPC errors. Neither transport room owns them, so both import them from here."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from starlette.types import Message, Scope, Send
@@ -11,6 +12,8 @@ from starlette.types import Message, Scope, Send
 from auto_runtime.problems import Rejection
 
 Headers = list[tuple[bytes, bytes]]
+AsgiApp = Callable[..., Awaitable[Any]]
+"""Any ASGI application: Quart's, Hypercorn's and Starlette's type vocabularies differ, the protocol does not."""
 
 
 def header_values(scope: Scope, name: str) -> list[str]:
