@@ -8,10 +8,12 @@ JSON pointer of the field, under a base pointer such as `/input`.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import trio
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
@@ -187,3 +189,17 @@ def check_against_schema(
         detail = NOT_CHECKED.format(root=root_name, why=stopped)
         return [InputIssue(cut_text(detail), cut_text(base_pointer))]
     return issues_from_errors(errors, base_pointer, root_name)
+
+
+async def check_off_the_loop(
+    schema: Mapping[str, Any],
+    instance: Any,
+    base_pointer: str,
+    root_name: str = "The input",
+    *,
+    draft7: bool = False,
+) -> list[InputIssue]:
+    """`check_against_schema` on a worker thread: a check may spend its whole step budget (seconds of Python),
+    which the event loop must not; the Trio thread keeps its share of the interpreter meanwhile."""
+    check = functools.partial(check_against_schema, schema, instance, base_pointer, root_name, draft7=draft7)
+    return await trio.to_thread.run_sync(check)

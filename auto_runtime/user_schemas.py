@@ -42,6 +42,8 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from referencing import Registry
 
+from auto_runtime.json_limits import depth_of
+
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_07 = "http://json-schema.org/draft-07/schema"
 MAX_IN_PLACE = 10_000
@@ -59,6 +61,10 @@ ID_BELOW_ROOT = "$id may stand only at the root: a schema is one document, and i
 SCHEMA_BELOW_ROOT = "$schema may stand only at the root"
 OTHER_DIALECT = "$schema names {dialects}; nothing else is read"
 LOOP = "The reference {ref} reaches itself without a property or item in between"
+MAX_SCHEMA_DEPTH = 64
+"""How deep a schema's JSON may nest: the meta-schema check and validation recurse about ten frames for each
+level of subschemas, so a deeper schema would meet Python's recursion limit instead of an answer."""
+TOO_DEEP_SCHEMA = f"A schema may nest at most {MAX_SCHEMA_DEPTH} levels"
 TOO_MANY_IN_PLACE = (
     f"More than {MAX_IN_PLACE:,} subschemas would apply to one value through references and allOf, anyOf, "
     "oneOf, not, if, then, else and dependentSchemas"
@@ -322,6 +328,8 @@ def schema_rules(schema: Any, *, draft7: bool = False) -> list[tuple[str, str]]:
 def check_user_schema(schema: Any, *, draft7: bool = False) -> list[tuple[str, str]]:
     """`check_schema` against the meta-schema, then `schema_rules`: every reason to refuse `schema` at save."""
     base = Draft7Validator if draft7 else Draft202012Validator
+    if depth_of(schema) > MAX_SCHEMA_DEPTH:
+        return [("", TOO_DEEP_SCHEMA)]
     try:
         base.check_schema(schema)
     except SchemaError as error:

@@ -1,19 +1,26 @@
-"""What no user document's YAML may hold: anchors, aliases and merge keys, found before any value is built.
+"""What no user document's YAML may hold, found before any value is built: anchors, aliases, merge keys, and
+collections nested past a bound.
 
 An alias repeats a value without writing it out, so a few hundred bytes can stand for megabytes once built
 (each alias of an alias doubles it); a merge key (`<<`) copies a mapping in the same way. `anchor_refusals`
 reads only the parser's event stream (PyYAML's parser is an explicit state machine: nothing is composed or
 expanded), and gives each place with the words the workflow reader uses. A quoted `"<<"` is an ordinary key.
+
+`bounded_events` is the one way a user document's YAML is read into events. PyYAML's scanner keeps a possible
+simple key for every open flow collection and looks at all of them for every token, so reading a 64 KiB run of
+`[[[[…` to its end takes tens of seconds; reading stops at the first collection nested past `max_depth`, which
+bounds the work by the depth (the scanner looks at most 1,024 characters ahead of a possible key), not by the
+document's length.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import yaml
 
-from auto_runtime.functions.workflow.yaml_reader import NO_ANCHORS
-
+NO_ANCHORS = "YAML anchors and aliases are not available; write the value out where it is used"
 NO_MERGE_KEYS = "YAML merge keys (<<) are not available; write the value out where it is used"
 
 
@@ -26,15 +33,39 @@ class YamlRefusal:
     words: str
 
 
-def anchor_refusals(text: str, first_line: int) -> list[YamlRefusal]:
+class NestedTooDeep(Exception):
+    """A collection opens more than `max_depth` levels deep, at `line` (0-based in the text)."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"a collection nested too deep at line {line + 1}")
+        self.line = line
+
+
+def bounded_events(text: str, max_depth: int) -> Iterator[yaml.Event]:
+    """The parser's events of `text`, one at a time; raises `NestedTooDeep` where a collection opens past
+    `max_depth` levels, and `yaml.YAMLError` where the text does not parse."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > max_depth:
+                mark = event.start_mark
+                raise NestedTooDeep(int(mark.line) if mark is not None else 0)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        yield event
+
+
+def anchor_refusals(text: str, first_line: int, max_depth: int) -> list[YamlRefusal]:
     """Every anchor, alias and merge key in `text`, whose first line is line `first_line` of the document.
 
-    Text that does not parse gives what it gave before the fault; the caller's reader reports the fault.
+    Text that does not parse gives what it gave before the fault (the caller's reader reports the fault);
+    text nesting past `max_depth` raises `NestedTooDeep`, so the caller never reads it further.
     """
     refusals: list[YamlRefusal] = []
     open_mappings: list[list[bool]] = []  # per open collection: [is a mapping, its next node is a key]
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        for event in bounded_events(text, max_depth):
             mark = event.start_mark
             line = (int(mark.line) if mark is not None else 0) + first_line
             column = (int(mark.column) if mark is not None else 0) + 1

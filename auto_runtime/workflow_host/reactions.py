@@ -65,7 +65,7 @@ from auto_runtime.ledger import (
 )
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.sandbox.engine import SandboxEngine
-from auto_runtime.schema_issues import check_against_schema
+from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.workflow_host.follow_position import FollowPosition
 from auto_runtime.workflow_host.listeners import WORKFLOW_LISTENERS_PROJECTION, ListeningRun, listening_runs
 from auto_runtime.workflow_host.playbook_events import PlaybookEvent, playbook_event, scope_of
@@ -111,7 +111,7 @@ def triggered_run_id(scope: PlaybookScope, name: str, version: int, reference: s
     return str(uuid.uuid5(_RUN_NAMESPACE, f"{scope.key}\n{name}\n{version}\n{reference}\n{occasion}"))
 
 
-def input_refusal(document: Mapping[str, Any], value: Any) -> str | None:
+async def input_refusal(document: Mapping[str, Any], value: Any) -> str | None:
     """Why a triggered start's input does not fit the document's `input.schema` (a permanent refusal: the run
     is not started, as a start by hand would be refused `invalid_input`), or None."""
     given = document.get("input")
@@ -119,7 +119,7 @@ def input_refusal(document: Mapping[str, Any], value: Any) -> str | None:
     inline = schema.get("document") if isinstance(schema, dict) else None
     if not isinstance(inline, dict):
         return None
-    issues = check_against_schema(inline, value, "/input")
+    issues = await check_off_the_loop(inline, value, "/input")
     if not issues:
         return None
     return INPUT_REFUSED.format(issue=issues[0].detail, pointer=issues[0].pointer)
@@ -379,7 +379,7 @@ class Reactions:
         name, version = str(start["name"]), int(start["version"])
         try:
             document = await self._document(scope, str(start["saved"]))
-            refusal = RETIRED_PLAYBOOK if await self._retired(scope) else input_refusal(document, start["input"])
+            refusal = RETIRED_PLAYBOOK if await self._retired(scope) else await input_refusal(document, start["input"])
             if refusal is not None:
                 self.refusals.note(scope, name, version, self.clock(), refusal)
                 return

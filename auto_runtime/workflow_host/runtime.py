@@ -53,7 +53,7 @@ from auto_runtime.playbooks.run_view import RunState
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.workers import WorkerPool
-from auto_runtime.schema_issues import check_against_schema
+from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import cancel_key, cancel_payload
 from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
@@ -166,7 +166,7 @@ class WorkflowRuntime:
         run's rejection when it ended rejected in its first input, as a run that ends within its request does."""
         schema = definition.document.get("input_schema")
         if isinstance(schema, dict):
-            issues = check_against_schema(schema, value, "/input")
+            issues = await check_off_the_loop(schema, value, "/input")
             if issues:
                 raise invalid_input(issues)
         fence = self._holding()

@@ -3,6 +3,7 @@ before anything is built: a few hundred bytes of aliases can stand for megabytes
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -10,6 +11,8 @@ import pytest
 
 from auto_runtime.functions.computation.document import parse_document
 from tests.conformance.helpers import new_playbook, problem
+from tests.e2e.server_process import ServerProcess
+from tests.security.liveness import kept_live
 
 ANCHORS = "Line {line}: YAML anchors and aliases are not available; write the value out where it is used"
 MERGE = "Line {line}: YAML merge keys (<<) are not available; write the value out where it is used"
@@ -86,3 +89,35 @@ def test_reasoning_front_matter_refusals(client: httpx.Client, front: str, expec
         assert details == [ANCHORS.format(line=line) for line in (7, 8, 9, 10)]
     else:
         assert details == expected
+
+
+NESTED = 30_000
+"""Flow collections nested this deep fill most of a 64 KiB document; PyYAML's scanner took tens of seconds to
+read such a front matter to its end."""
+
+
+def _nested(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def test_deep_nesting_in_a_computation_front_matter_is_refused_at_its_line(server: ServerProcess) -> None:
+    source = f"---\nlanguage: python\ninput:\n  schema: {_nested(NESTED)}\n---\ndef main(input):\n    return input\n"
+    with kept_live(server), server.client() as client:
+        body = problem(_save(client, new_playbook(client), "computation", source), 422, "invalid_input")
+    assert _details(body) == ["Line 4: The front matter does not parse: it nests deeper than 256 levels"]
+
+
+def test_deep_nesting_in_a_reasoning_front_matter_is_refused_at_its_line(server: ServerProcess) -> None:
+    source = f"---\nmodel: openai/gpt-4o\nconfig: {_nested(NESTED)}\n---\nHello\n"
+    with kept_live(server), server.client() as client:
+        body = problem(_save(client, new_playbook(client), "reasoning", source), 422, "invalid_input")
+    assert _details(body) == ["Line 3: The front matter may nest at most 72 levels"]
+
+
+def test_a_schema_nested_past_64_levels_is_refused_at_save(client: httpx.Client) -> None:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(40):
+        schema = {"type": "object", "properties": {"k": schema}}
+    source = f"---\nlanguage: python\ninput:\n  schema: {json.dumps(schema)}\n---\ndef main(input):\n    return input\n"
+    body = problem(_save(client, new_playbook(client), "computation", source), 422, "invalid_input")
+    assert _details(body) == ["Line 4: input.schema is not a JSON Schema: A schema may nest at most 64 levels"]

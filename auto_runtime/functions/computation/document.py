@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from auto_runtime.functions.shapes import SHAPES
-from auto_runtime.functions.yaml_refusals import anchor_refusals
+from auto_runtime.functions.yaml_refusals import NestedTooDeep, anchor_refusals
 from auto_runtime.sandbox.program_rules import Problem, check_program
 from auto_runtime.user_schemas import check_user_schema, escape
 
@@ -23,6 +23,9 @@ NOT_A_FIELD = " is not a field of a computation function"
 SCHEMA_OR_SHAPE = "output takes schema or shape, not both"
 NOT_A_SCHEMA = " is not a JSON Schema: "
 FRONT_MATTER_DOES_NOT_PARSE = "The front matter does not parse: "
+MAX_FRONT_MATTER_DEPTH = 256
+"""How deep the front matter's collections may nest: PyYAML composes them recursively, two frames a level."""
+NESTS_TOO_DEEP = f"it nests deeper than {MAX_FRONT_MATTER_DEPTH} levels"
 NO_PROGRAM = "The document holds no program after its front matter"
 UNKNOWN_SHAPE = "output.shape names no output shape the runtime knows; the known shapes are "
 DESCRIPTION_LENGTH = "description is 1 to 1,000 characters of text"
@@ -128,18 +131,18 @@ def parse_document(source: str) -> ComputationDocument | list[Problem]:
     problems: list[Problem] = []
     fields: dict[str, Any] = {}
     offset = 2
-    refused = anchor_refusals(split.front_matter, offset)
     node: yaml.Node | None
     loaded: Any
     try:
+        refused = anchor_refusals(split.front_matter, offset, MAX_FRONT_MATTER_DEPTH)
         if refused:
             problems.extend((refusal.line, 0, refusal.words) for refusal in refused)
             node, loaded = None, None
         else:
             node = yaml.compose(split.front_matter, Loader=yaml.SafeLoader)
             loaded = yaml.safe_load(split.front_matter)
-    except RecursionError:
-        problems.append((offset, 0, FRONT_MATTER_DOES_NOT_PARSE + "it nests too deep to be read"))
+    except NestedTooDeep as deep:
+        problems.append((deep.line + offset, 0, FRONT_MATTER_DOES_NOT_PARSE + NESTS_TOO_DEEP))
         node, loaded = None, None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)

@@ -11,8 +11,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import trio
-
 from auto_runtime.functions.computation.document import ComputationDocument
 from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.problems import InputIssue as Issue
@@ -37,7 +35,7 @@ from auto_runtime.sandbox.outcomes import (
 from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.sandbox.unwritable import not_json_words, too_deep_words
 from auto_runtime.sandbox.workers import NoWorkerFree
-from auto_runtime.schema_issues import check_against_schema
+from auto_runtime.schema_issues import check_off_the_loop
 
 OUTPUT_LIMIT = 1_048_320
 INPUT_LIMIT = 256 * 1024
@@ -169,7 +167,7 @@ async def _checked(schema: dict[str, Any], value: JsonValue, base: str, root: st
     """The schema check of a value, on a worker thread: it takes at most the budget of `user_schemas`
     (a million keywords, a few seconds), which the event loop must not spend."""
     try:
-        return await trio.to_thread.run_sync(check_against_schema, schema, value, base, root)
+        return await check_off_the_loop(schema, value, base, root)
     except Rejection as unusable:
         return unusable
 

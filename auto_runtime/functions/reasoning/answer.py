@@ -10,7 +10,7 @@ from auto_runtime.functions.reasoning.document import ReasoningDocument
 from auto_runtime.functions.reasoning.json_schemas import is_draft7
 from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.json_limits import depth_of
-from auto_runtime.schema_issues import check_against_schema
+from auto_runtime.schema_issues import check_off_the_loop
 
 MAX_ANSWER_DEPTH = 128
 MAX_ISSUES = 20
@@ -23,7 +23,7 @@ class AnswerIssues:
     issues: tuple[str, ...]
 
 
-def checked_output(document: ReasoningDocument, text: str | None) -> Any | AnswerIssues:
+async def checked_output(document: ReasoningDocument, text: str | None) -> Any | AnswerIssues:
     """The run's output from the answer's text: the text itself, or the parsed and validated JSON."""
     if document.output_format == "text":
         return text or ""
@@ -35,7 +35,7 @@ def checked_output(document: ReasoningDocument, text: str | None) -> Any | Answe
         return AnswerIssues((f"The answer nests deeper than {MAX_ANSWER_DEPTH} levels.",))
     schema = document.output_schema or {}
     sentences: list[str] = []
-    for issue in check_against_schema(schema, value, "/output", "The answer", draft7=is_draft7(schema)):
+    for issue in await check_off_the_loop(schema, value, "/output", "The answer", draft7=is_draft7(schema)):
         if issue.detail not in sentences:
             sentences.append(issue.detail)
     if not sentences and document.shape is not None:

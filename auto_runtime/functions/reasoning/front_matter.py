@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from auto_runtime.functions.yaml_refusals import anchor_refusals
+from auto_runtime.functions.yaml_refusals import NestedTooDeep, anchor_refusals, bounded_events
 
 MAX_DEPTH = 72
 TOO_DEEP = "The front matter may nest at most 72 levels"
@@ -149,13 +149,15 @@ class _Builder:
 def read_front_matter(text: str, offset: int) -> FrontMatter:
     """The values of `text`, whose first line is line `offset` of the document."""
     try:
-        events = list(yaml.parse(text, Loader=yaml.SafeLoader))
+        events = list(bounded_events(text, MAX_DEPTH))
+        refused = anchor_refusals(text, offset, MAX_DEPTH)
+    except NestedTooDeep as deep:
+        return FrontMatter(None, problems=[Problem(deep.line + offset, "", TOO_DEEP)])
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = int(mark.line) + offset if mark is not None else offset
         words = " ".join(str(getattr(error, "problem", None) or error).split())
         return FrontMatter(None, problems=[Problem(line, "", f"The front matter is not readable YAML: {words}")])
-    refused = anchor_refusals(text, offset)
     if refused:
         return FrontMatter(None, problems=[Problem(refusal.line, "", refusal.words) for refusal in refused])
     documents = [e for e in events if isinstance(e, yaml.DocumentStartEvent)]

@@ -1,8 +1,14 @@
-"""The reasoning type as the generic layer sees it: documents parsed at save, runs that call a model."""
+"""The reasoning type as the generic layer sees it: documents parsed at save, runs that call a model.
+
+A document is parsed on a worker thread, at save and when a run finds it in no cache: a 64 KiB document with
+its front matter, schemas and template takes up to a few hundred milliseconds of Python, which the event loop
+must not spend (every part of the parse is bounded, so it ends well within the check's 2 seconds)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
+
+import trio
 
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest
 from auto_runtime.functions.reasoning.document import MEDIA_TYPE, ReasoningDocument, issue_lines, parse_document
@@ -33,7 +39,7 @@ class ReasoningType:
         self._parsed: OrderedDict[str, ReasoningDocument] = OrderedDict()
 
     async def check(self, source: str) -> CheckedDocument:
-        document = refusal(source)
+        document = await trio.to_thread.run_sync(refusal, source)
         if isinstance(document, Rejection):
             raise document
         return CheckedDocument(
@@ -47,12 +53,12 @@ class ReasoningType:
             extra={"calls_tools": True} if document.tools else {},
         )
 
-    def _document(self, source: str) -> ReasoningDocument | Rejection:
+    async def _document(self, source: str) -> ReasoningDocument | Rejection:
         cached = self._parsed.get(source)
         if cached is not None:
             self._parsed.move_to_end(source)
             return cached
-        document = refusal(source)
+        document = await trio.to_thread.run_sync(refusal, source)
         if isinstance(document, Rejection):
             return conflict(
                 "The saved document of this function no longer parses on this server; update it. " + document.detail,
@@ -64,7 +70,7 @@ class ReasoningType:
         return document
 
     async def run(self, request: RunRequest) -> RunEnding:
-        document = self._document(request.source)
+        document = await self._document(request.source)
         if isinstance(document, Rejection):
             return Rejected(document)
         return await run_reasoning(document, request, self.places)

@@ -37,7 +37,7 @@ from auto_runtime.models import (
     option_rejection,
 )
 from auto_runtime.problems import InputIssue, Rejection, invalid_input
-from auto_runtime.schema_issues import check_against_schema
+from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.tools import ToolNotOffered, ToolServerFailed, ToolServers, WantedTool
 
 
@@ -63,13 +63,13 @@ def call_settings(document: ReasoningDocument) -> CallSettings:
     )
 
 
-def _input_of(document: ReasoningDocument, value: Any) -> dict[str, Any] | Rejection:
+async def _input_of(document: ReasoningDocument, value: Any) -> dict[str, Any] | Rejection:
     if not isinstance(value, dict):
         return invalid_input([InputIssue("The input: expected an object.", "/input")])
     merged = {**document.input_default, **value}
     if document.input_schema is not None:
         schema = document.input_schema
-        issues = check_against_schema(schema, merged, "/input", draft7=is_draft7(schema))
+        issues = await check_off_the_loop(schema, merged, "/input", draft7=is_draft7(schema))
         if issues:
             return invalid_input(issues)
     return merged
@@ -87,7 +87,7 @@ def _admit(document: ReasoningDocument, models: ModelDirectory) -> ResolvedModel
 
 
 async def run_reasoning(document: ReasoningDocument, request: RunRequest, places: RunPlaces) -> RunEnding:
-    value = _input_of(document, request.input)
+    value = await _input_of(document, request.input)
     if isinstance(value, Rejection):
         return Rejected(value)
     started = request.started_at.astimezone(UTC)
@@ -164,7 +164,7 @@ async def run_reasoning(document: ReasoningDocument, request: RunRequest, places
             ),
             tally.usage_record(now),
         )
-    output = checked_output(document, answer.text)
+    output = await checked_output(document, answer.text)
     if isinstance(output, AnswerIssues):
         if loop.called:
             rejection = after_tools(NO_ANSWER, "The model's answer did not fit the output.", loop.called)

@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 
 from auto_runtime.functions.workflow.issues import Issue
+from auto_runtime.functions.yaml_refusals import NO_ANCHORS
 
-NO_ANCHORS = "YAML anchors and aliases are not available; write the value out where it is used"
 NO_TAGS = "YAML tags are not available; write plain values"
 DUPLICATE_KEY = "The key {key} is written twice in the same mapping"
 DOES_NOT_PARSE = "The document does not parse: "
