@@ -2,7 +2,7 @@
 
 The sandbox's MicroPython compiles every expression of the document, not running any, in one fresh
 instance, and only when the walk found nothing (spec 4.2). The check runs on a save-time checker within
-2 seconds; past them it is refused with one entry without a line.
+2 seconds, each pass stopped when they pass; past them it is refused with one entry without a line.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from auto_runtime.functions.workflow.document import Expression, WorkflowDocumen
 from auto_runtime.functions.workflow.expressions import SANDBOX_CANNOT_READ
 from auto_runtime.functions.workflow.issues import Issue, refusal
 from auto_runtime.problems import InputIssue, Rejection, invalid_input
-from auto_runtime.sandbox.checker import Checkers, CheckTimedOut, CompileBeyondBounds, compile_pass
+from auto_runtime.sandbox.checker import Checkers, CheckTimedOut, CompileBeyondBounds, compile_pass, stopped_at_deadline
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.program_rules import SANDBOX_CANNOT_READ as PROGRAM_CANNOT_READ
@@ -49,8 +49,10 @@ def _compile_issue(document: WorkflowDocument, line: int, message: str, starts: 
 
 
 def check_now(engine: SandboxEngine, source: str, max_duration_ms: int, control: RunControl) -> CheckResult:
-    """Every pass on this thread; raises `CheckTimedOut` past the control's deadline."""
-    checked = check_document(source, max_duration_ms)
+    """Every pass on this thread; raises `CheckTimedOut` past the control's deadline, the Python passes stopped
+    there as the sandbox's is."""
+    with stopped_at_deadline(control):
+        checked = check_document(source, max_duration_ms)
     if isinstance(checked, list):
         return refusal(checked)
     if checked.expressions:
