@@ -132,9 +132,9 @@ def compose_services(
         max_open_calls=settings.workflow_max_open_calls,
         workers=sandbox.pool.workers,
     )
-    runs.waiting["workflow"] = workflows
+    runs.serve_waiting("workflow", workflows)
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
-    workflows.loop.handlers[TRIGGER_KEY_PREFIX] = reactions.fire
+    workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)
     return RuntimeServices(
         playbooks=PlaybookRegistry(ledger),
