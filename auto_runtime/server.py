@@ -1,5 +1,19 @@
 """The composition root: settings → ledger, sandbox, models → catalog and services → one ASGI app (HTTP and MCP)
-→ Hypercorn on Trio, under the root supervisor.
+→ Hypercorn on Trio, under one supervision tree.
+
+The tree (design §4), built once the ledger and the sandbox's engine are open (a store or an engine that cannot
+start is the start's one-line error) and logged once at `info`:
+
+    root (one_for_one)
+    ├─ ledger      its store, stopped last: whatever is queued is committed before its writer ends
+    ├─ sandbox     the worker pool, stopped once nothing may submit a job to it
+    ├─ workflows   the timer loop, the followers and the lease
+    ├─ playbooks   (one_for_one) the playbook actors' supervisor, empty until they land
+    └─ http        Hypercorn, started last, stopped first
+
+Services are built in dependency order, each with what it needs as constructor arguments; the two cycles (run
+service and workflow runtime, workflow runtime and reactions) close through registration methods of the service
+that receives (`RunService.serve_waiting`, `WorkflowRuntime.add_due_handler` and `add_follower`).
 
 Nothing imports this module but the command line. A clean stop (SIGINT or SIGTERM) asks the root supervisor
 to stop: its children stop in reverse start order, the HTTP server first stops taking requests and lets those
@@ -38,7 +52,8 @@ from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.framing import RequestFraming
 from auto_runtime.http.openapi import build_openapi
-from auto_runtime.ledger import Ledger, LedgerStartError, open_ledger
+from auto_runtime.ledger import Ledger, LedgerStartError
+from auto_runtime.ledger.opening import LedgerStore, ledger_store
 from auto_runtime.ledger.secrets_key import SecretsKeyError, secrets_key_of
 from auto_runtime.logs import configure_logging
 from auto_runtime.mcp_server.asgi import McpRoot
@@ -58,7 +73,7 @@ from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
-from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor
+from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
 from auto_runtime.tools.mcp_http import McpHttpToolServers
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
 from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
@@ -67,6 +82,9 @@ from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
+CLOSE_SECONDS = 30.0
+"""How long the ledger and the sandbox may take to close (the writer commits what is queued; a sandbox job is
+bounded by its deadline) before their child is cancelled."""
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 RUNTIME_PROJECTIONS = (
     PLAYBOOKS_PROJECTION,
@@ -132,9 +150,9 @@ def compose_services(
         max_open_calls=settings.workflow_max_open_calls,
         workers=sandbox.pool.workers,
     )
-    runs.waiting["workflow"] = workflows
+    runs.serve_waiting("workflow", workflows)
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
-    workflows.loop.handlers[TRIGGER_KEY_PREFIX] = reactions.fire
+    workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)
     return RuntimeServices(
         playbooks=PlaybookRegistry(ledger),
@@ -160,6 +178,51 @@ def workflows_child(workflows: WorkflowRuntime) -> ChildSpec:
             context.started()
 
     return ChildSpec("workflows", run, restart=Restart.PERMANENT, shutdown=GRACEFUL_STOP_SECONDS)
+
+
+def ledger_child(ledger: LedgerStore) -> ChildSpec:
+    """The ledger as the root's first child: opened before the tree starts, so it is ready when the first child
+    that writes starts, and closed when the tree stops it, after every other child (its writer commits what is
+    queued first)."""
+
+    async def run(context: ChildContext) -> None:
+        context.started()
+        await context.wait_stop_requested()
+        await ledger.stop()
+
+    return ChildSpec("ledger", run, restart=Restart.PERMANENT, shutdown=CLOSE_SECONDS)
+
+
+def sandbox_child(sandbox: Sandbox) -> ChildSpec:
+    """The sandbox's worker pool as a child of the root, after the ledger: it starts every worker before the
+    services that submit jobs start, and is closed (each worker ends once its job has) after they stopped."""
+
+    async def run(context: ChildContext) -> None:
+        sandbox.pool.workers.prestart()
+        context.started()
+        await context.wait_stop_requested()
+        await trio.to_thread.run_sync(sandbox.pool.close)
+
+    return ChildSpec("sandbox", run, restart=Restart.PERMANENT, shutdown=CLOSE_SECONDS)
+
+
+def playbooks_supervisor() -> Supervisor:
+    """The supervisor of the playbook actors (one per org and playbook, spawned on demand): empty for now."""
+    return Supervisor("playbooks")
+
+
+def root_supervisor(ledger: LedgerStore, sandbox: Sandbox, services: RuntimeServices, http: ChildSpec) -> Supervisor:
+    """The root of the tree, one_for_one, its children in start order (see the module docstring)."""
+    return Supervisor(
+        "root",
+        [
+            ledger_child(ledger),
+            sandbox_child(sandbox),
+            workflows_child(services.workflows),
+            playbooks_supervisor().child_spec(),
+            http,
+        ],
+    )
 
 
 def compose_app(
@@ -232,29 +295,42 @@ async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | Non
         log.info(line)
     guides = load_guides()
     catalog = build_catalog(guides)
-    async with (
-        open_ledger(
-            ledger_file=None if settings.database_url else settings.ledger_file,
-            database_url=settings.database_url,
-            projections=RUNTIME_PROJECTIONS,
-        ) as ledger,
-        open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox,
-    ):
+    ledger = ledger_store(
+        ledger_file=None if settings.database_url else settings.ledger_file,
+        database_url=settings.database_url,
+        projections=RUNTIME_PROJECTIONS,
+    )
+    await ledger.start()
+    try:
+        await _serve_on(ledger, loaded, environ, guides, catalog)
+    finally:
+        await ledger.stop()  # the tree stopped it already, unless something failed before the tree ran
+    log.info("stopped")
+
+
+async def _serve_on(
+    ledger: LedgerStore,
+    loaded: LoadedSettings,
+    environ: Mapping[str, str] | None,
+    guides: Mapping[str, Guide],
+    catalog: Catalog,
+) -> None:
+    settings = loaded.settings
+    async with open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox:
         models = ModelDirectory.from_settings(settings, secrets=loaded.secret_values, environ=environ)
         try:
             services = compose_services(ledger, sandbox, models, settings, server_id_of())
             app = compose_app(settings, catalog, guides, services)
-            root = Supervisor("root")
+            root = root_supervisor(ledger, sandbox, services, http_child(app, settings))
             async with trio.open_nursery() as nursery:
                 await nursery.start(root.run)
-                await root.start_child(workflows_child(services.workflows))
-                await root.start_child(http_child(app, settings))
+                tree = root.tree()
+                log.info("supervision tree: %s", describe_tree(tree), extra={"tree": tree})
                 await _wait_for_signal()
                 services.workflows.stopping = True
                 await root.stop()
         finally:
             await models.aclose()
-    log.info("stopped")
 
 
 def run_server(environ: Mapping[str, str], cwd: Path) -> int:

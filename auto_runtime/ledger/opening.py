@@ -11,6 +11,26 @@ from .postgres.store import PostgresLedger
 from .projections import Projection, check_registrations
 from .sqlite.store import SqliteLedger
 
+LedgerStore = SqliteLedger | PostgresLedger
+"""A store not yet started (`start`) or already stopped (`stop`, which may be called again)."""
+
+
+def ledger_store(
+    ledger_file: Path | None = None,
+    database_url: str | None = None,
+    projections: Sequence[Projection] = (),
+) -> LedgerStore:
+    """The store `open_ledger` opens, not started: for an owner that starts and stops it itself (the server's
+    supervision tree stops it as its last child)."""
+    check_registrations(projections)
+    if database_url is not None and ledger_file is not None:
+        raise ValueError("give either a ledger file or a database URL, not both")
+    if database_url is not None:
+        return PostgresLedger(database_url, projections)
+    if ledger_file is not None:
+        return SqliteLedger(Path(ledger_file), projections)
+    raise ValueError("a ledger needs a ledger file or a database URL")
+
 
 @asynccontextmanager
 async def open_ledger(
@@ -29,16 +49,7 @@ async def open_ledger(
     Every projection the runtime keeps is registered here; changed ones are rebuilt before the block
     starts.
     """
-    check_registrations(projections)
-    if database_url is not None and ledger_file is not None:
-        raise ValueError("give either a ledger file or a database URL, not both")
-    ledger: SqliteLedger | PostgresLedger
-    if database_url is not None:
-        ledger = PostgresLedger(database_url, projections)
-    elif ledger_file is not None:
-        ledger = SqliteLedger(Path(ledger_file), projections)
-    else:
-        raise ValueError("a ledger needs a ledger file or a database URL")
+    ledger = ledger_store(ledger_file, database_url, projections)
     await ledger.start()
     try:
         yield ledger

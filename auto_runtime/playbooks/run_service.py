@@ -76,8 +76,17 @@ class RunService:
         self.ledger = ledger
         self.definitions = definitions
         self.types = types
-        self.waiting: dict[str, WaitingRuns] = dict(waiting or {})
+        self._waiting: dict[str, WaitingRuns] = dict(waiting or {})
         self._in_flight: dict[tuple[str, str, str], trio.Event] = {}
+
+    def serve_waiting(self, definition_type: str, runtime: WaitingRuns) -> None:
+        """Hand the runs of `definition_type` to `runtime` (a type whose runs wait: starts and cancels go to it).
+
+        The one way to add a runtime after construction, for a runtime that itself needs this service (the
+        workflow runtime starts its callees here); each type is served once."""
+        if definition_type in self._waiting:
+            raise ValueError(f"the {definition_type} runs are served already")
+        self._waiting[definition_type] = runtime
 
     async def read_run(self, scope: PlaybookScope, run_id: str) -> RunState | None:
         return fold_run(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
@@ -127,7 +136,7 @@ class RunService:
                     answered = self._answer_again(state)
                     if answered is not None:
                         return answered
-                runtime = self.waiting.get(definition_type)
+                runtime = self._waiting.get(definition_type)
                 if runtime is not None:
                     await runtime.start(scope, definition, value, run_id, caller_id, metadata)
                     started = await self.read_run(scope, run_id)
@@ -154,7 +163,7 @@ class RunService:
             raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
         if state.status != "started":
             raise conflict(f"The run {run_id} has ended ({state.status}), so there is nothing to cancel.")
-        runtime = self.waiting.get(state.type)
+        runtime = self._waiting.get(state.type)
         if runtime is None:
             raise conflict(
                 f"The run {run_id} ends within the request that started it, so it cannot be cancelled from outside."
@@ -172,7 +181,7 @@ class RunService:
             raise state.final_rejection()
         if state.status == "started" and state.waits:
             return state.shown(with_record=False)
-        if state.type in self.waiting:
+        if state.type in self._waiting:
             raise conflict(
                 f"The run {state.run_id} ended without a final result, and a {state.type} runs once for its id; "
                 "start it under a new run id.",

@@ -17,6 +17,7 @@ from auto_runtime.supervision.supervisor import (
     Supervisor,
     SupervisorFailedError,
     SupervisorNotRunningError,
+    describe_tree,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "Supervisor",
     "SupervisorFailedError",
     "SupervisorNotRunningError",
+    "describe_tree",
 ]

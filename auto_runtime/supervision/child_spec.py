@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 
@@ -118,13 +119,15 @@ class ChildSpec:
     """A supervised child.
 
     `shutdown` is the graceful-stop budget in seconds (`0` cancels at once, `math.inf` waits forever,
-    as a nested supervisor should); after it the child's cancel scope is cancelled.
+    as a nested supervisor should); after it the child's cancel scope is cancelled. `subtree`, for a child that
+    is itself a supervisor, describes its own children (see `Supervisor.tree`).
     """
 
     name: str
     start: StartFunction
     restart: Restart = Restart.PERMANENT
     shutdown: float = DEFAULT_SHUTDOWN_SECONDS
+    subtree: Callable[[], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if not self.name:

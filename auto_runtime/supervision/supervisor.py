@@ -18,6 +18,7 @@ import enum
 import logging
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import trio
 
@@ -133,7 +134,22 @@ class Supervisor:
 
     def child_spec(self, *, restart: Restart = Restart.PERMANENT, shutdown: float = math.inf) -> ChildSpec:
         """This supervisor as a child of another one; a restart re-runs it with its current specs."""
-        return ChildSpec(name=self.name, start=self._run_as_child, restart=restart, shutdown=shutdown)
+        return ChildSpec(
+            name=self.name, start=self._run_as_child, restart=restart, shutdown=shutdown, subtree=self.tree
+        )
+
+    def tree(self) -> dict[str, Any]:
+        """This supervisor and the children it keeps, in start order, nested supervisors with theirs::
+
+        {"name": "root", "strategy": "one_for_one", "children": [{"name": "http", "restart": "transient"}, ...]}
+        """
+        children: list[dict[str, Any]] = []
+        for spec in self._specs:
+            child: dict[str, Any] = {"name": spec.name, "restart": spec.restart.value}
+            if spec.subtree is not None:
+                child |= {key: value for key, value in spec.subtree().items() if key != "name"}
+            children.append(child)
+        return {"name": self.name, "strategy": self.strategy.value, "children": children}
 
     async def start_child(self, spec: ChildSpec) -> None:
         """Add a child after the others and start it; returns once it has reported started."""
@@ -337,6 +353,18 @@ class Supervisor:
     def _check_new_name(self, name: str) -> None:
         if any(spec.name == name for spec in self._specs):
             raise ValueError(f"supervisor {self.name!r} already has a child named {name!r}")
+
+
+def describe_tree(tree: dict[str, Any]) -> str:
+    """A `Supervisor.tree` on one line: `root (one_for_one) [ledger permanent, playbooks permanent one_for_one []]`."""
+
+    def child(node: dict[str, Any]) -> str:
+        text = f"{node['name']} {node['restart']}"
+        if "strategy" in node:
+            text += f" {node['strategy']} [{', '.join(child(c) for c in node['children'])}]"
+        return text
+
+    return f"{tree['name']} ({tree['strategy']}) [{', '.join(child(c) for c in tree['children'])}]"
 
 
 def _once(callback: Callable[[], None]) -> Callable[[], None]:

@@ -119,6 +119,13 @@ class WorkflowRuntime:
         self.stopping = False
         self._followers: list[Callable[[Callable[[], LeaseFence | None]], Awaitable[None]]] = []
 
+    def add_due_handler(self, prefix: str, handler: DueHandler) -> None:
+        """Carry out the due entries whose keys start with `prefix` with `handler` (a schedule trigger's, say), for
+        a handler built after this runtime (it needs the runtime's store); call before `run`."""
+        if prefix in self.loop.handlers:
+            raise ValueError(f"due entries under {prefix!r} have a handler already")
+        self.loop.handlers[prefix] = handler
+
     def add_follower(self, follower: Callable[[Callable[[], LeaseFence | None]], Awaitable[None]]) -> None:
         """Run `follower(fence)` beside the timer loop (a reactor that follows the ledger while holding the lease)."""
         self._followers.append(follower)

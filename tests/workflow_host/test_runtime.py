@@ -43,17 +43,19 @@ async def runs(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunServic
 def runtime_of(
     ledger: Ledger, engine: SandboxEngine, runs: RunService, server_id: str, sweep: timedelta = SWEEP
 ) -> WorkflowRuntime:
+    """A server's workflow runtime over a run service of its own (each server process has one)."""
+    own = RunService(ledger, runs.definitions, runs.types)
     runtime = WorkflowRuntime(
         ledger,
         engine,
-        runs,
+        own,
         server_id=server_id,
         runtime_version="0.1.0",
         max_duration=timedelta(days=30),
         sweep=sweep,
         nested_runs=4,
     )
-    runs.waiting["workflow"] = runtime
+    own.serve_waiting("workflow", runtime)
     return runtime
 
 
@@ -69,14 +71,14 @@ async def test_a_server_that_does_not_hold_the_lease_refuses_starts_and_events(
     holder = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
         await nursery.start(holder.run)
-        started = await runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
+        started = await holder.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
         assert started["status"] == "started"
 
         standby = runtime_of(ledger, engine, runs, "server-b")
         await standby.loop.sweep_once()
         assert standby.fence() is None
         with pytest.raises(Rejection) as refused:
-            await runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
+            await standby.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
         assert_unavailable(refused)
         with pytest.raises(Rejection) as refused:
             await standby.send_event(SCOPE, started["run_id"], {"type": "com.acme.go"}, "caller-1")
@@ -90,10 +92,10 @@ async def test_a_stopping_runtime_refuses_starts_and_events(
     runtime = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
         await nursery.start(runtime.run)
-        started = await runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
+        started = await runtime.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
         runtime.stopping = True
         with pytest.raises(Rejection) as refused:
-            await runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
+            await runtime.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
         assert_unavailable(refused)
         with pytest.raises(Rejection) as refused:
             await runtime.send_event(SCOPE, started["run_id"], {"type": "com.acme.go"}, "caller-1")
@@ -110,7 +112,7 @@ async def test_a_cancellation_is_recorded_once_on_any_server_and_the_holder_ends
     async with trio.open_nursery() as nursery:
         await nursery.start(holder.run)
         run_id = str(uuid7())
-        await runs.run_definition(SCOPE, "workflow", "listens", {}, run_id, "caller-1")
+        await holder.runs.run_definition(SCOPE, "workflow", "listens", {}, run_id, "caller-1")
         standby = runtime_of(ledger, engine, runs, "server-b")
         state = await runs.read_run(SCOPE, run_id)
         assert state is not None
@@ -133,7 +135,7 @@ async def test_a_cancellation_is_recorded_once_on_any_server_and_the_holder_ends
         "detail": "Not needed.",
     }
     with pytest.raises(Rejection) as refused:
-        await runs.cancel_run(SCOPE, run_id, None, "caller-4")
+        await holder.runs.cancel_run(SCOPE, run_id, None, "caller-4")
     assert refused.value.reason == "conflict"
 
 
@@ -144,7 +146,7 @@ async def test_a_timer_armed_by_a_start_fires_when_due_not_at_the_next_sweep(
     async with trio.open_nursery() as nursery:
         await nursery.start(runtime.run)
         run_id = str(uuid7())
-        await runs.run_definition(SCOPE, "workflow", "pauses", {}, run_id, "caller-1")
+        await runtime.runs.run_definition(SCOPE, "workflow", "pauses", {}, run_id, "caller-1")
         with trio.fail_after(30):  # a bound, half the sweep: the loop was woken by the start, not by its sweep
             while True:
                 seen = ledger.appended.generation

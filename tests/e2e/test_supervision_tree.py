@@ -1,0 +1,57 @@
+"""The supervision tree of a running server, read from its start log (issue 15, point 1; design §4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.server_process import start_server
+
+TREE = {
+    "name": "root",
+    "strategy": "one_for_one",
+    "children": [
+        {"name": "ledger", "restart": "permanent"},
+        {"name": "sandbox", "restart": "permanent"},
+        {"name": "workflows", "restart": "permanent"},
+        {"name": "playbooks", "restart": "permanent", "strategy": "one_for_one", "children": []},
+        {"name": "http", "restart": "transient"},
+    ],
+}
+
+
+def tree_entries(log: str) -> list[dict[str, Any]]:
+    entries = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    return [entry for entry in entries if entry["message"].startswith("supervision tree: ")]
+
+
+def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tmp_path: Path) -> None:
+    server = start_server(tmp_path, {"LOG_FORMAT": "json", "LOG_LEVEL": "info"})
+    try:
+        with server.client() as client:
+            assert client.get("/health").status_code == 200
+    finally:
+        code = server.stop()
+    assert code == 0, server.log()
+    entries = tree_entries(server.log())
+    assert len(entries) == 1, server.log()
+    (entry,) = entries
+    assert entry["level"] == "info"
+    assert entry["logger"] == "auto_runtime.server"
+    assert entry["tree"] == TREE
+    assert entry["message"] == (
+        "supervision tree: root (one_for_one) [ledger permanent, sandbox permanent, workflows permanent, "
+        "playbooks permanent one_for_one [], http transient]"
+    )
+
+
+def test_the_tree_is_logged_after_the_children_started_and_before_http_stops(tmp_path: Path) -> None:
+    server = start_server(tmp_path, {"LOG_FORMAT": "json", "LOG_LEVEL": "info"})
+    code = server.stop()
+    assert code == 0, server.log()
+    messages = [json.loads(line)["message"] for line in server.log().splitlines() if line.startswith("{")]
+    listening = next(i for i, message in enumerate(messages) if message.startswith("listening on "))
+    tree = next(i for i, message in enumerate(messages) if message.startswith("supervision tree: "))
+    stopped = messages.index("stopped")
+    assert listening < tree < stopped
