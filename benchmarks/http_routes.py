@@ -19,7 +19,8 @@ measures every route of both, one after the other, so the ratio compares rates t
 
 The load generator is `--processes` processes (2 by default), each driving `--connections` keep-alive sockets
 (4 by default) with raw HTTP/1.1 written once and read back by `Content-Length`: it costs a few tens of
-microseconds a request, well under either server's cost. The rate printed is the median of the rounds.
+microseconds a request, well under either server's cost. Beside each rate, the server's CPU a request (every
+thread, from `/proc`). Printed: the median of the rounds, and the median of each round's ratio to the bare twin.
 `--server-path` runs the real server from another checkout too (its `PYTHONPATH`), for a before-and-after in
 one run: `git archive <commit> | tar -x -C /tmp/before` and pass `--server-path /tmp/before`. `--profile`
 runs the (first) real server under cProfile and writes its statistics to FILE when it stops.
@@ -34,6 +35,7 @@ import os
 import selectors
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -297,29 +299,54 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(servers: Sequence[Server], arguments: argparse.Namespace) -> dict[tuple[str, str], tuple[float, float]]:
-    """Each server's median rate of each route, and its CPU a request in the round of the median rate."""
-    rounds: dict[tuple[str, str], list[tuple[float, float]]] = {}
+Measurements = dict[tuple[str, str], list[tuple[float, float]]]
+"""Per server label and route name: the rate and the server's CPU a request of each round, in round order."""
+
+
+def measure(servers: Sequence[Server], routes: Sequence[Route], arguments: argparse.Namespace) -> Measurements:
+    """Every round measures each route on each server in turn, so one round's figures are moments apart; a round
+    before the first warms every server up and is not kept."""
+    rounds: Measurements = {}
     for round_number in range(arguments.rounds + 1):
-        for route in ROUTES:
+        for route in routes:
             for server in servers:
                 cpu_before = cpu_seconds(server.process.pid)
                 rate = load(server.port, route, arguments.processes, arguments.connections, arguments.seconds)
                 cpu = (cpu_seconds(server.process.pid) - cpu_before) / (rate * arguments.seconds)
                 if round_number:
                     rounds.setdefault((server.label, route.name), []).append((rate, cpu))
-    return {key: sorted(values)[len(values) // 2] for key, values in rounds.items()}
+    return rounds
+
+
+def report(rounds: Measurements, servers: Sequence[Server], bare: Server, routes: Sequence[Route]) -> None:
+    """Median rate and CPU of each server and route, and the median over rounds of each round's ratio to the
+    bare twin (a ratio of figures taken moments apart, steadier on a shared machine than a ratio of medians)."""
+    for route in routes:
+        print(f"{route.name}:")
+        floor = rounds[(bare.label, route.name)]
+        for server in servers:
+            own = rounds[(server.label, route.name)]
+            rate = statistics.median(r for r, _ in own)
+            cpu = statistics.median(c for _, c in own)
+            line = f"  {server.label:<40} {rate:8.0f} requests/s {cpu * 1e6:6.0f} us CPU a request"
+            if server is not bare:
+                ratio = statistics.median(f / r for (f, _), (r, _) in zip(floor, own, strict=True))
+                cpu_ratio = statistics.median(c / f for (_, f), (_, c) in zip(floor, own, strict=True))
+                line += f"   bare/this {ratio:5.2f}x (CPU {cpu_ratio:5.2f}x)"
+            print(line)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=1.5)
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--server-path", action="append", default=[], help="another checkout to serve from")
     parser.add_argument("--profile", help="run the first real server under cProfile, stats to this file")
+    parser.add_argument("--route", action="append", choices=[r.name for r in ROUTES], help="measure only these")
     arguments = parser.parse_args(argv)
+    routes = [route for route in ROUTES if not arguments.route or route.name in arguments.route]
 
     here = str(Path(__file__).resolve().parent.parent)
     runtimes = [("this checkout", here), *((f"server at {path}", path) for path in arguments.server_path)]
@@ -335,16 +362,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{arguments.processes} load processes x {arguments.connections} connections, "
             f"{arguments.seconds:g} s a measurement, median of {arguments.rounds} rounds (the machine may be shared)"
         )
-        rates = measure(servers, arguments)
-        for route in ROUTES:
-            print(f"{route.name}:")
-            floor, floor_cpu = rates[(bare.label, route.name)]
-            for server in servers:
-                rate, cpu = rates[(server.label, route.name)]
-                line = f"  {server.label:<40} {rate:8.0f} requests/s {cpu * 1e6:6.0f} us CPU a request"
-                if server is not bare:
-                    line += f"   bare/this {floor / rate:5.2f}x (CPU {cpu / floor_cpu:5.2f}x)"
-                print(line)
+        report(measure(servers, routes, arguments), servers, bare, routes)
     finally:
         for server in servers:
             server.stop()
