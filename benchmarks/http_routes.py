@@ -17,6 +17,10 @@ served by Hypercorn in another process with the configuration the server's `http
 graceful timeout, no access log, the error log on a logger). Both servers run at the same time; each round
 measures every route of both, one after the other, so the ratio compares rates taken moments apart.
 
+First, in this process, the cost of decoding the inputs of a few operations both ways: the pydantic model first
+(`decode_input`) and the JSON Schema first (`checked_decode`, the path every input took before and the one a
+refused input still takes).
+
 The load generator is `--processes` processes (2 by default), each driving `--connections` keep-alive sockets
 (4 by default) with raw HTTP/1.1 written once and read back by `Content-Length`: it costs a few tens of
 microseconds a request, well under either server's cost. Beside each rate, the server's CPU a request (every
@@ -40,9 +44,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import timeit
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +97,6 @@ def free_port() -> int:
 def serve_bare(port: int, answers_file: Path) -> None:
     """The bare Quart-Trio app on `port`, answering the bytes of `answers_file` (route name to body)."""
     import logging
-    from functools import partial
 
     import trio
     from hypercorn.config import Config
@@ -290,6 +295,38 @@ def load(port: int, route: Route, processes: int, connections: int, seconds: flo
     return total / seconds
 
 
+# Decoding alone ----------------------------------------------------------------------------------------------
+
+DECODED = (
+    ("get_playbook", {"playbook": PLAYBOOK}),
+    ("update_playbook", {"playbook": PLAYBOOK, **json.loads(UPDATE_BODY)}),
+    ("list_runs", {"status": "succeeded", "limit": 20}),
+    (
+        "run_definition",
+        {"type": "computation", "name": "echo", "input": {"rows": [{"n": i, "x": 1.5} for i in range(20)]}},
+    ),
+)
+
+
+def decoding(repeats: int = 5, calls: int = 2000) -> None:
+    """Microseconds a call of `decode_input` (the strict model first) and of `checked_decode` (the schema, then the
+    lax model: what `decode_input` did before), in this process, each the best of `repeats` runs of `calls`."""
+    from auto_runtime.guides import load_guides
+    from auto_runtime.operations.decode import checked_decode, decode_input
+    from auto_runtime.operations.runtime_catalog import build_catalog
+
+    catalog = build_catalog(load_guides())
+    print("decoding an input, in this process (best of 5):")
+    for name, raw in DECODED:
+        operation = catalog.named(name)
+        timings = []
+        for decode in (checked_decode, decode_input):
+            call = partial(decode, operation, raw)
+            timings.append(min(timeit.timeit(call, number=calls) for _ in range(repeats)) / calls)
+        before, after = timings
+        print(f"  {name:<40} schema first {before * 1e6:6.1f} us   model first {after * 1e6:6.1f} us")
+
+
 # The run ------------------------------------------------------------------------------------------------------
 
 
@@ -347,6 +384,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--route", action="append", choices=[r.name for r in ROUTES], help="measure only these")
     arguments = parser.parse_args(argv)
     routes = [route for route in ROUTES if not arguments.route or route.name in arguments.route]
+    decoding()
 
     here = str(Path(__file__).resolve().parent.parent)
     runtimes = [("this checkout", here), *((f"server at {path}", path) for path in arguments.server_path)]
