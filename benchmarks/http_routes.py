@@ -37,6 +37,7 @@ import json
 import multiprocessing
 import os
 import selectors
+import shutil
 import signal
 import socket
 import statistics
@@ -153,6 +154,7 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def wait_for_health(server: Server) -> None:
