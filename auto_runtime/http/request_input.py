@@ -152,6 +152,8 @@ def _query_integer(text: str) -> int:
 
 
 def query_input(request: Request, operation: Operation) -> dict[str, Any]:
+    if not request.query_string:
+        return {}
     properties = input_schema_of(operation.name, operation.input_model).get("properties", {})
     values: dict[str, Any] = {}
     for name in request.args:

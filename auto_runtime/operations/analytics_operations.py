@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
 
 from auto_runtime.operations.definition_operations import PLAYBOOK_READ, DefinitionTypeField
+from auto_runtime.operations.fields import OrLeftOut
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
 
@@ -15,19 +15,19 @@ DAY_DESCRIPTION = "as YYYY-MM-DD, a day that exists in the calendar"
 
 
 class AnalyticsInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    days: int | SkipJsonSchema[None] = Field(
+    model_config = ConfigDict(extra="forbid")
+    days: OrLeftOut[int] = Field(
         default=None,
         description="The last days, ending today (UTC): 7, 14 or 30; 7 when nothing is given",
     )
-    from_: str | SkipJsonSchema[None] = Field(
+    from_: OrLeftOut[str] = Field(
         default=None,
         alias="from",
         description=f"The first day of the window, {DAY_DESCRIPTION}; give it with to, and not with days",
         examples=["2026-09-01"],
         json_schema_extra={"format": "date"},
     )
-    to: str | SkipJsonSchema[None] = Field(
+    to: OrLeftOut[str] = Field(
         default=None,
         description=(
             f"The last day of the window, {DAY_DESCRIPTION}, not before from and not after today (UTC); "
@@ -36,8 +36,8 @@ class AnalyticsInput(BaseModel):
         examples=["2026-09-30"],
         json_schema_extra={"format": "date"},
     )
-    type: DefinitionTypeField | SkipJsonSchema[None] = Field(default=None, description="Keep the runs of one type")
-    name: str | SkipJsonSchema[None] = Field(default=None, description="Keep the runs of definitions of one name")
+    type: OrLeftOut[DefinitionTypeField] = Field(default=None, description="Keep the runs of one type")
+    name: OrLeftOut[str] = Field(default=None, description="Keep the runs of definitions of one name")
 
 
 class RunCounts(BaseModel):

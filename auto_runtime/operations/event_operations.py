@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
 
 from auto_runtime.operations.definition_operations import PLAYBOOK_READ
+from auto_runtime.operations.fields import OrLeftOut
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.run_operations import (
     CURSOR_DESCRIPTION,
@@ -21,18 +21,18 @@ from auto_runtime.operations.services import services_of
 
 class ListEventsInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    type: str | SkipJsonSchema[None] = Field(default=None, description="Keep the events of one type")
-    since: str | SkipJsonSchema[None] = Field(
+    type: OrLeftOut[str] = Field(default=None, description="Keep the events of one type")
+    since: OrLeftOut[str] = Field(
         default=None,
         description="Keep what the playbook recorded from this time on, an ISO 8601 time with its offset",
         examples=["2026-10-05T09:00:00Z"],
     )
-    run_id: RunId | SkipJsonSchema[None] = Field(
+    run_id: OrLeftOut[RunId] = Field(
         default=None, description="Keep what one run and every run it started recorded: its whole tree"
     )
     order: Literal["asc", "desc"] = Field(default="desc", description="Newest first (desc) or oldest first (asc)")
     limit: int = Field(default=20, ge=1, le=100, description=LIMIT_DESCRIPTION)
-    cursor: str | SkipJsonSchema[None] = Field(default=None, description=CURSOR_DESCRIPTION)
+    cursor: OrLeftOut[str] = Field(default=None, description=CURSOR_DESCRIPTION)
 
 
 class EventInPath(BaseModel):

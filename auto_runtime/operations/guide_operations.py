@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from auto_runtime.guides import Guide
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
@@ -16,9 +16,16 @@ def guide_operation(guides: Mapping[str, Guide]) -> Operation:
     """`get_guide`, whose input names one of `guides` (an enum of their names in its schema)."""
     names = tuple(guides)
 
+    def known(name: str) -> str:
+        if name not in guides:
+            raise ValueError(f"expected one of {', '.join(names)}")
+        return name
+
     class GuideInput(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        guide: str = Field(description="The name of the guide to read", json_schema_extra={"enum": list(names)})
+        guide: Annotated[str, AfterValidator(known)] = Field(
+            description="The name of the guide to read", json_schema_extra={"enum": list(names)}
+        )
 
     async def read_guide(context: OperationContext, data: Any) -> str:
         name: str = data.guide

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from auto_runtime.auth.caller import Permission
+from auto_runtime.operations.fields import OrLeftOut
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
 
@@ -16,7 +17,7 @@ PROVIDER_PATTERN = "^[a-z][a-z0-9-]{0,31}$"
 
 class ListModelsInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    provider: Annotated[str, Field(pattern=PROVIDER_PATTERN)] | SkipJsonSchema[None] = Field(
+    provider: OrLeftOut[Annotated[str, Field(pattern=PROVIDER_PATTERN)]] = Field(
         default=None,
         description=(
             "Only the models of one provider prefix or gateway name: 1 to 32 lowercase letters, digits or "

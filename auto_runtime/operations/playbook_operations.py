@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from auto_runtime.auth.caller import Permission
-from auto_runtime.operations.fields import PlaybookId, trimmed
+from auto_runtime.operations.fields import NotOnlySpace, OrLeftOut, PlaybookId, trimmed
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
 from auto_runtime.problems import forbidden
@@ -37,8 +37,8 @@ class PlaybookListOutput(BaseModel):
 class CreatePlaybookInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     playbook: PlaybookId
-    name: str = Field(min_length=1, pattern=r"\S", description=NAME_RULE)
-    description: str | SkipJsonSchema[None] = Field(default=None, description=DESCRIPTION_RULE)
+    name: NotOnlySpace = Field(description=NAME_RULE)
+    description: OrLeftOut[str] = Field(default=None, description=DESCRIPTION_RULE)
 
 
 class ListPlaybooksInput(BaseModel):
@@ -54,7 +54,7 @@ class PlaybookInPath(BaseModel):
 class UpdatePlaybookInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     playbook: PlaybookId
-    name: str = Field(min_length=1, pattern=r"\S", description=NAME_RULE)
+    name: NotOnlySpace = Field(description=NAME_RULE)
     description: str = Field(description=DESCRIPTION_RULE)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
 
 from auto_runtime.operations.definition_operations import (
     NAME_DESCRIPTION,
@@ -16,7 +15,7 @@ from auto_runtime.operations.definition_operations import (
     TYPE_ENUM,
     DefinitionTypeField,
 )
-from auto_runtime.operations.fields import ID_PATTERN
+from auto_runtime.operations.fields import ID_PATTERN, OrLeftOut
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
 from auto_runtime.playbooks.run_ids import RUN_ID_PATTERN, canonical_run_id
@@ -70,8 +69,8 @@ class RunDefinitionInput(BaseModel):
     input: Any = Field(
         default=None, description="The run's input, any JSON value its definition takes; {} when left out"
     )
-    run_id: Annotated[str, Field(pattern=RUN_ID_PATTERN), AfterValidator(canonical_run_id)] | SkipJsonSchema[None] = (
-        Field(default=None, description="A UUID to retry under, or to read the run by later")
+    run_id: OrLeftOut[Annotated[str, Field(pattern=RUN_ID_PATTERN), AfterValidator(canonical_run_id)]] = Field(
+        default=None, description="A UUID to retry under, or to read the run by later"
     )
 
 
@@ -82,33 +81,33 @@ class RunInPath(BaseModel):
 
 class ListRunsInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    type: DefinitionTypeField | SkipJsonSchema[None] = Field(default=None, description="Keep the runs of one type")
-    name: str | SkipJsonSchema[None] = Field(default=None, description="Keep the runs of definitions of one name")
-    status: Literal["started", "succeeded", "rejected", "failed"] | SkipJsonSchema[None] = Field(
+    type: OrLeftOut[DefinitionTypeField] = Field(default=None, description="Keep the runs of one type")
+    name: OrLeftOut[str] = Field(default=None, description="Keep the runs of definitions of one name")
+    status: OrLeftOut[Literal["started", "succeeded", "rejected", "failed"]] = Field(
         default=None, description="Keep the runs in one status"
     )
     limit: int = Field(default=20, ge=1, le=100, description=LIMIT_DESCRIPTION)
-    cursor: str | SkipJsonSchema[None] = Field(default=None, description=CURSOR_DESCRIPTION)
+    cursor: OrLeftOut[str] = Field(default=None, description=CURSOR_DESCRIPTION)
 
 
 class CancelRunInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     run_id: RunId = Field(description="The id of the run")
-    reason: (
-        Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^[^\x00-\x1f\x7f]*$")] | SkipJsonSchema[None]
-    ) = Field(default=None, description="Why the run is cancelled; the run keeps it as the detail of its ending")
+    reason: OrLeftOut[Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^[^\x00-\x1f\x7f]*$")]] = Field(
+        default=None, description="Why the run is cancelled; the run keeps it as the detail of its ending"
+    )
 
 
 class SentEvent(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: str = Field(min_length=1, max_length=256, description="The event's type, such as com.acme.approved")
-    id: Annotated[str, Field(min_length=1, max_length=256)] | SkipJsonSchema[None] = Field(
+    id: OrLeftOut[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
         default=None, description="The event's id; the run takes an id once, so a request can be sent again"
     )
-    source: Annotated[str, Field(min_length=1, max_length=1024)] | SkipJsonSchema[None] = Field(
+    source: OrLeftOut[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(
         default=None, description="A URI reference naming where it comes from; /callers/<your caller id> when left out"
     )
-    subject: Annotated[str, Field(min_length=1, max_length=1024)] | SkipJsonSchema[None] = Field(
+    subject: OrLeftOut[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(
         default=None, description="What the event is about"
     )
     data: Any = Field(default=None, description="Any JSON value, nesting at most 510 levels deep")
@@ -130,7 +129,7 @@ class RunHistoryInput(BaseModel):
     run_id: RunId = Field(description="The id of the run")
     order: Literal["asc", "desc"] = Field(default="asc", description="Oldest first (asc) or newest first (desc)")
     limit: int = Field(default=20, ge=1, le=100, description=LIMIT_DESCRIPTION)
-    cursor: str | SkipJsonSchema[None] = Field(default=None, description=CURSOR_DESCRIPTION)
+    cursor: OrLeftOut[str] = Field(default=None, description=CURSOR_DESCRIPTION)
 
 
 async def run_definition(context: OperationContext, data: RunDefinitionInput) -> dict[str, Any]:

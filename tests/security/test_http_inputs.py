@@ -4,7 +4,8 @@
   iterative one that reads bodies nested past the recursion limit), and in an MCP tool call's arguments.
 - Integers longer than the interpreter converts (4,300 digits): in a body, a number too large for a double
   at its pointer; in `limit=` and `days=`, the words of the parameter's bounds.
-- A lone surrogate in a text field (a definition's `source`, a playbook's `name`) is `invalid_input` there.
+- A lone surrogate in a text field (a definition's `source`, a playbook's `name`) is `invalid_input` there, and
+  so is a list nested past the recursion limit where a text goes.
 - `Content-Length` with `Transfer-Encoding: chunked` is `400` and the connection closes (a raw socket: httpx
   sends only one of them).
 - A WebSocket handshake on any path is a `400` problem document (raw socket).
@@ -98,6 +99,16 @@ def test_the_same_deep_body_without_a_duplicate_is_still_refused_for_its_depth(
     response = post_text(client, f"{playbook_url}/definitions/computation/echo/run", text)
     body = problem(response, 422, "invalid_input")
     assert pointers(body) == ["/input"]
+
+
+def test_a_list_nested_past_the_recursion_limit_where_text_goes_is_refused_at_its_field(client: httpx.Client) -> None:
+    depth = 3000
+    text = '{"playbook": "pb-deep", "name": ' + "[" * depth + "]" * depth + "}"
+    body = problem(post_text(client, "/v1/orgs/acme/playbooks", text), 422, "invalid_input")
+    assert only_issue(body) == {
+        "detail": "name, The name of the playbook, 1 to 100 characters: expected a string.",
+        "pointer": "/name",
+    }
 
 
 def test_nan_is_not_json(client: httpx.Client, playbook_url: str) -> None:
