@@ -14,6 +14,7 @@ passes it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 
@@ -22,7 +23,17 @@ import pytest
 
 from tests.conformance.helpers import new_playbook
 from tests.e2e.server_process import ServerProcess
-from tests.security.hostile_programs import CORPUS, Hostile, Refused, check_ran, check_saved
+from tests.security.hostile_programs import (
+    CORPUS,
+    PAST_TIME,
+    USED_UP,
+    Hostile,
+    Refused,
+    Unavailable,
+    Unworkable,
+    check_ran,
+    check_saved,
+)
 from tests.security.liveness import kept_live
 
 RUNS = 200
@@ -66,6 +77,18 @@ def resident_mib(server: ServerProcess) -> int:
     raise AssertionError("no VmRSS")
 
 
+def check_ran_in_a_crowd(hostile: Hostile, response: httpx.Response) -> None:
+    """`check_ran`, except that a program the spec stops for using up its work may meet its 10 seconds first:
+    it spends seconds of CPU on its work (about 3 s for `loop-swallows-errors` alone on this machine), and four
+    at once on a busy machine get a share of a core each, so which bound it meets first depends on the machine,
+    and either ending is the spec's for it. `test_a_hostile_program_ends_as_the_spec_says` checks the work
+    ending of each, one at a time."""
+    if hostile.ending == Unworkable(USED_UP) and response.status_code == 503:
+        check_ran(dataclasses.replace(hostile, ending=Unavailable(PAST_TIME)), response)
+    else:
+        check_ran(hostile, response)
+
+
 def run_all(server: ServerProcess, playbook: str, hostiles: list[Hostile]) -> list[str]:
     """Send each program of `hostiles` (saving it first if no earlier pass did), `SENDERS` at a time; the
     mismatches with the spec's endings."""
@@ -85,7 +108,7 @@ def run_all(server: ServerProcess, playbook: str, hostiles: list[Hostile]) -> li
                     if isinstance(hostile.ending, Refused):
                         check_saved(hostile, response)
                     else:
-                        check_ran(hostile, response)
+                        check_ran_in_a_crowd(hostile, response)
                 except AssertionError as error:
                     with lock:
                         failures.append(f"{hostile.name}: {error}")
