@@ -56,10 +56,10 @@ def session_cache_folder() -> Path:
 
 
 def seed_cache(cache_folder: Path) -> None:
-    """Copy the session's compiled module into `cache_folder` (the folder a server will look in), making the
-    folders above it as the server would (private, `make_private_folder`). A folder that cannot be made is
-    left for the server to meet (the start-error tests), and so is a disk too full for the copy; files already
-    there are kept."""
+    """Copy the session's compiled module, with its modification time, into `cache_folder` (the folder a server
+    will look in), making the folders above it as the server would (private, `make_private_folder`). A folder
+    that cannot be made is left for the server to meet (the start-error tests), and so is a disk too full for
+    the copy; files already there are kept."""
     source = session_cache_folder()
     try:
         make_private_folder(cache_folder.parent)
@@ -72,7 +72,7 @@ def seed_cache(cache_folder: Path) -> None:
             continue
         temporary = cache_folder / f".{compiled.name}.{os.getpid()}.{threading.get_ident()}.partial"
         try:
-            shutil.copyfile(compiled, temporary)
+            shutil.copy2(compiled, temporary)
             os.replace(temporary, target)
         except OSError:
             temporary.unlink(missing_ok=True)

@@ -72,11 +72,17 @@ class ServerProcess:
 def sandbox_cache_of(environment: Mapping[str, str], folder: Path) -> Path | None:
     """The folder a server with this environment, started in `folder`, keeps its compiled sandbox module in,
     found the way the server finds it (`load_settings`, `cache_folder_of`); None when its settings are wrong
-    (it will not get as far as the sandbox)."""
+    (it will not get as far as the sandbox).
+
+    Without a SQLite ledger the server's folder is under its home, and `cache_folder_of` reads the home of
+    the process that calls it: here it is taken from the server's `HOME` instead, the same path."""
     try:
-        return cache_folder_of(load_settings(environment, folder).settings)
+        settings = load_settings(environment, folder).settings
     except SettingsError:
         return None
+    if settings.ledger_file is None:
+        return Path(environment["HOME"]) / ".auto-runtime" / "cache"
+    return cache_folder_of(settings)
 
 
 def start_server(
