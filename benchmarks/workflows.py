@@ -53,7 +53,7 @@ from auto_runtime.ledger import open_ledger
 from benchmarks.ledger_appends import ledger_rate
 from tests.conformance.helpers import create_computation, new_playbook
 from tests.e2e.server_process import ServerProcess, start_server
-from tests.e2e.test_workflow_crashes import ECHO, history, seed_sandbox_cache, send
+from tests.e2e.test_workflow_crashes import ECHO, history, send
 
 STARTERS = (1, 50)
 BOUND_SECONDS = 600.0
@@ -311,7 +311,6 @@ def listeners(server: ServerProcess, playbook: str, count: int) -> None:
 def ledger_server(ledger: str, folder: Path, database_url: str) -> Iterator[tuple[ServerProcess, Callable[[], Any]]]:
     """A server on a fresh ledger, and how to open a fresh ledger of the same kind for the raw append rate."""
     with ExitStack() as stack:
-        seed_sandbox_cache(folder)
         settings: dict[str, str] = {}
         if ledger == "postgres":
             name = f"bench_wf_{secrets.token_hex(6)}"

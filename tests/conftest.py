@@ -12,6 +12,14 @@ import pytest
 
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.postgres_support import fresh_database
+from tests.sandbox_engine import keep_session_cache_under
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_sandbox_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The session's compiled sandbox module is kept in pytest's temporary folder (`tests/sandbox_engine.py`);
+    it is compiled on first use, by the first engine or server that needs it."""
+    keep_session_cache_under(tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])

@@ -14,6 +14,10 @@ from pathlib import Path
 
 import httpx
 
+from auto_runtime.server import cache_folder_of
+from auto_runtime.settings import SettingsError, load_settings
+from tests.sandbox_engine import seed_cache
+
 START_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 30.0
 
@@ -65,13 +69,41 @@ class ServerProcess:
         return code
 
 
-def start_server(folder: Path, settings: Mapping[str, str] | None = None, *, port: int | None = None) -> ServerProcess:
-    """Starts `python -m auto_runtime serve` in `folder` and waits for `/health`."""
+def sandbox_cache_of(environment: Mapping[str, str], folder: Path) -> Path | None:
+    """The folder a server with this environment, started in `folder`, keeps its compiled sandbox module in,
+    found the way the server finds it (`load_settings`, `cache_folder_of`); None when its settings are wrong
+    (it will not get as far as the sandbox).
+
+    Without a SQLite ledger the server's folder is under its home, and `cache_folder_of` reads the home of
+    the process that calls it: here it is taken from the server's `HOME` instead, the same path."""
+    try:
+        settings = load_settings(environment, folder).settings
+    except SettingsError:
+        return None
+    if settings.ledger_file is None:
+        return Path(environment["HOME"]) / ".auto-runtime" / "cache"
+    return cache_folder_of(settings)
+
+
+def start_server(
+    folder: Path,
+    settings: Mapping[str, str] | None = None,
+    *,
+    port: int | None = None,
+    seed_sandbox: bool = True,
+) -> ServerProcess:
+    """Starts `python -m auto_runtime serve` in `folder` and waits for `/health`.
+
+    With `seed_sandbox` (the default) the session's compiled sandbox module is first copied where the server
+    looks for it (`tests/sandbox_engine.py`), so its start loads the module instead of compiling it; a test of
+    how the server makes its own folders passes False, so that nothing is made before the server."""
     folder.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     environment = base_environment(folder)
     environment["PORT"] = str(port)
     environment.update(settings or {})
+    if seed_sandbox and (cache_folder := sandbox_cache_of(environment, folder)) is not None:
+        seed_cache(cache_folder)
     log_path = folder / "server.log"
     with log_path.open("ab") as log_file:
         process = subprocess.Popen(

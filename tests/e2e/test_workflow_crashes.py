@@ -14,8 +14,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import secrets
-import shutil
-import tempfile
 import threading
 import time
 import uuid
@@ -28,7 +26,6 @@ from typing import Any
 import httpx
 import pytest
 
-from auto_runtime.sandbox.engine import SandboxEngine
 from tests.conformance.helpers import create_computation, new_playbook
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.postgres_support import fresh_database
@@ -213,22 +210,6 @@ def check_callees_once(client: httpx.Client, playbook: str, events: list[dict[st
         assert sum(types[ending] for ending in ENDINGS) == 1, (callee, types)
 
 
-def seed_sandbox_cache(folder: Path) -> None:
-    """Puts the sandbox's compiled module where a server in `folder` looks for it (`~/.auto-runtime/cache`
-    with HOME = `folder`), compiled once for the test session: a start then skips the compile."""
-    global _compiled
-    if _compiled is None:
-        _compiled = Path(tempfile.mkdtemp(prefix="wf-cwasm-"))
-        SandboxEngine(_compiled).close()
-    target = folder / ".auto-runtime" / "cache"
-    target.mkdir(parents=True, exist_ok=True)
-    for compiled in _compiled.iterdir():
-        shutil.copy2(compiled, target / compiled.name)
-
-
-_compiled: Path | None = None
-
-
 def kill(server: ServerProcess) -> None:
     server.process.kill()
     server.process.wait()
@@ -312,7 +293,6 @@ def test_workflow_runs_finish_once_after_a_sigkill(tmp_path: Path, ledger: str) 
     """(a) a timer, (b) calls with a child workflow waiting on its timer, (c) a listen, each waiting when the
     server is killed; (d) starts killed mid-way. After a restart on the same ledger every run ends once."""
     folder = tmp_path / "server"
-    seed_sandbox_cache(folder)
     short_ids = [str(uuid.uuid4()) for _ in range(400)]
     with ledger_settings(ledger) as settings:
         server = start_server(folder, settings)
@@ -373,7 +353,6 @@ def test_a_stopping_server_stops_its_workflow_runtime_within_the_graceful_budget
     """SIGTERM asks the workflow runtime to stop: it should end on its own (releasing the lease so a standby
     takes over at once, `TimerLoop.run`), not be cancelled by the supervisor once the budget ran out."""
     folder = tmp_path / "server"
-    seed_sandbox_cache(folder)
     server = start_server(folder, {"WORKFLOW_SWEEP_INTERVAL": SWEEP})
     assert server.stop() == 0, server.log()
     assert "child workflows did not stop within" not in server.log()

@@ -28,7 +28,6 @@ from tests.e2e.test_workflow_crashes import (
     history,
     kill,
     save_workflows,
-    seed_sandbox_cache,
     send,
     start_run,
     wait_ended,
@@ -53,13 +52,11 @@ def start_both(tmp_path: Path, settings: dict[str, str]) -> list[ServerProcess]:
 
     def one(number: int) -> None:
         folder = tmp_path / f"server{number}"
-        seed_sandbox_cache(folder)
         try:
             started[number] = start_server(folder, settings)
         except BaseException as error:
             failures.append(error)
 
-    seed_sandbox_cache(tmp_path / "warm")
     threads = [threading.Thread(target=one, args=(number,)) for number in (0, 1)]
     for thread in threads:
         thread.start()

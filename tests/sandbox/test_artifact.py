@@ -19,6 +19,7 @@ from auto_runtime.sandbox.evaluate import Evaluation, evaluate
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.outcomes import Raised, Returned
 from auto_runtime.sandbox.store_run import StoreEnding, StoreSession, run_store
+from tests.sandbox_engine import session_cache_folder
 
 
 def raw(engine: SandboxEngine, code: str, heap: str = "16M", memory: int = 64 << 20) -> StoreEnding:
@@ -192,11 +193,11 @@ def test_a_clean_exit_prints_no_panic() -> None:
     threads can abort an interpreter that finalizes after sandbox runs, under load, however the stores were
     dropped; skipping finalization once everything is closed never does."""
     script = (
-        "import gc, json, time\nfrom pathlib import Path\nimport tempfile\n"
+        "import gc, json, time\nfrom pathlib import Path\n"
         "from auto_runtime.sandbox.engine import SandboxEngine\n"
         "from auto_runtime.sandbox.evaluate import Evaluation, evaluate\n"
         "from auto_runtime.sandbox.interruption import RunControl\n"
-        "engine = SandboxEngine(Path(tempfile.mkdtemp()))\n"
+        f"engine = SandboxEngine(Path({str(session_cache_folder())!r}))\n"
         "for _ in range(3):\n"
         "    evaluate(engine, Evaluation('def main(x):\\n    return x\\n', 1, '1', 0, 100), "
         "RunControl(time.monotonic() + 5))\n"

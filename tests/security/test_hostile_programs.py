@@ -14,6 +14,7 @@ passes it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -23,7 +24,17 @@ import pytest
 
 from tests.conformance.helpers import new_playbook
 from tests.e2e.server_process import ServerProcess
-from tests.security.hostile_programs import CORPUS, Hostile, Refused, check_ran, check_saved
+from tests.security.hostile_programs import (
+    CORPUS,
+    PAST_TIME,
+    USED_UP,
+    Hostile,
+    Refused,
+    Unavailable,
+    Unworkable,
+    check_ran,
+    check_saved,
+)
 from tests.security.liveness import kept_live
 
 RUNS = 200
@@ -70,15 +81,28 @@ def resident_mib(server: ServerProcess) -> int:
 
 
 def sent_until_served(client: httpx.Client, playbook: str, hostile: Hostile) -> httpx.Response:
-    """`send`, again while the server answers `unavailable`, as the seeds tell a client to: with four senders,
-    the bystander's probes and two workers and two checkers, a loaded machine can find none free in time."""
+    """`send`, again while the server answers that no worker or checker was free, as the seeds tell a client to:
+    with four senders, the bystander's probes, two workers and two checkers, a loaded machine can find none free
+    in time. A run that met its own 10 seconds is an ending, not sent again (`check_ran_in_a_crowd`)."""
     response = send(client, playbook, hostile)
     for _ in range(UNAVAILABLE_RETRIES):
-        if response.status_code != 503:
+        if response.status_code != 503 or PAST_TIME in response.text:
             break
         time.sleep(RETRY_PACE_SECONDS)
         response = send(client, playbook, hostile)
     return response
+
+
+def check_ran_in_a_crowd(hostile: Hostile, response: httpx.Response) -> None:
+    """`check_ran`, except that a program the spec stops for using up its work may meet its 10 seconds first:
+    it spends seconds of CPU on its work (about 3 s for `loop-swallows-errors` alone on this machine), and four
+    at once on a busy machine get a share of a core each, so which bound it meets first depends on the machine,
+    and either ending is the spec's for it. `test_a_hostile_program_ends_as_the_spec_says` checks the work
+    ending of each, one at a time."""
+    if hostile.ending == Unworkable(USED_UP) and response.status_code == 503:
+        check_ran(dataclasses.replace(hostile, ending=Unavailable(PAST_TIME)), response)
+    else:
+        check_ran(hostile, response)
 
 
 def run_all(server: ServerProcess, playbook: str, hostiles: list[Hostile]) -> list[str]:
@@ -100,7 +124,7 @@ def run_all(server: ServerProcess, playbook: str, hostiles: list[Hostile]) -> li
                     if isinstance(hostile.ending, Refused):
                         check_saved(hostile, response)
                     else:
-                        check_ran(hostile, response)
+                        check_ran_in_a_crowd(hostile, response)
                 except AssertionError as error:
                     with lock:
                         failures.append(f"{hostile.name}: {error}")

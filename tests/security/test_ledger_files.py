@@ -23,7 +23,7 @@ def test_a_fresh_ledger_folder_is_0700_and_its_files_0600(tmp_path: Path) -> Non
     kept.mkdir(mode=0o755)
     os.chmod(kept, 0o755)
     folder = kept / "made" / "data"
-    server = start_server(tmp_path, {"LEDGER_FILE": str(folder / "ledger.db")})
+    server = start_server(tmp_path, {"LEDGER_FILE": str(folder / "ledger.db")}, seed_sandbox=False)
     try:
         with server.client() as client:
             new_playbook(client)

@@ -38,6 +38,27 @@ async def ended(ledger: Ledger, run_id: str) -> str:
     return status
 
 
+async def until_due(ledger: Ledger) -> None:
+    """Until the ledger answers an entry as due at the time the loop reads (the clock passed its `due_at`,
+    which is no Trio event, so it is polled); the bound only keeps a broken ledger from hanging the suite."""
+    with trio.fail_after(BOUND_SECONDS):
+        while not await ledger.due_work.due(datetime.now(UTC), limit=10):  # noqa: ASYNC110
+            await trio.sleep(0.01)
+
+
+async def states_of(ledger: Ledger, run_id: str) -> list[str]:
+    return sorted(row.state for row in await ledger.due_work.entries_of_run(SCOPE, run_id))
+
+
+async def until_none_armed(ledger: Ledger, run_id: str) -> None:
+    """Until none of the run's due entries is armed: the loop marks an entry fired after the input it fired
+    was applied, so a run may have ended before it (a mark is no Trio event, so it is polled); the bound only
+    keeps a broken loop from hanging the suite."""
+    with trio.fail_after(BOUND_SECONDS):
+        while "armed" in await states_of(ledger, run_id):  # noqa: ASYNC110
+            await trio.sleep(0.01)
+
+
 async def test_the_loop_fires_a_due_wait_and_the_run_succeeds(ledger: Ledger, store: RunStore) -> None:
     run_id = str(uuid7())
     async with trio.open_nursery() as nursery:
@@ -46,6 +67,7 @@ async def test_the_loop_fires_a_due_wait_and_the_run_succeeds(ledger: Ledger, st
         await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
         loop.wake()
         assert await ended(ledger, run_id) == "succeeded"
+        await until_none_armed(ledger, run_id)
         nursery.cancel_scope.cancel()
     records = await ledger.read_stream(run_stream(SCOPE, run_id))
     assert [r.type for r in records] == [
@@ -59,8 +81,7 @@ async def test_the_loop_fires_a_due_wait_and_the_run_succeeds(ledger: Ledger, st
         "run_succeeded",
     ]
     assert records[-1].data["output"] == {"done": True}
-    rows = {row.key: row.state for row in await ledger.due_work.entries_of_run(SCOPE, run_id)}
-    assert sorted(rows.values()) == ["cancelled", "fired"]
+    assert await states_of(ledger, run_id) == ["cancelled", "fired"]
     assert (await ledger.lease().holder()).holder is None  # released when the loop stopped
 
 
@@ -71,8 +92,7 @@ async def test_only_the_lease_holder_fires_and_a_second_fire_is_stale(ledger: Le
     await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
     (wait,) = [row for row in await ledger.due_work.entries_of_run(SCOPE, run_id) if row.payload == {"purpose": "wait"}]
     assert wait.due_at is not None
-    await trio.sleep((wait.due_at - datetime.now(UTC)).total_seconds() + 0.01)  # until it is due
-    assert await ledger.due_work.due(datetime.now(UTC), limit=10)
+    await until_due(ledger)
     assert await standby.sweep_once() == SWEEP
     assert await status_of(ledger, run_id) == "started"
 
@@ -143,6 +163,7 @@ async def test_an_input_that_breaks_down_ends_its_run_failed_and_the_loop_goes_o
         loop.wake()
         assert await ended(ledger, broken) == "failed"
         assert await ended(ledger, healthy) == "succeeded"
+        await until_none_armed(ledger, broken)
         nursery.cancel_scope.cancel()
     failed = (await ledger.read_stream(run_stream(SCOPE, broken)))[-1]
     assert failed.type == "run_failed"
