@@ -57,7 +57,15 @@ from .errors import (
 )
 from .feed import AppendSignal, FeedPosition
 from .ids import uuid7
-from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseLost, LeaseState, workflow_lease_lapse
+from .lease import (
+    WORKFLOW_HOST_LEASE,
+    Lease,
+    LeaseFence,
+    LeaseLost,
+    LeaseState,
+    workflow_lease_lapse,
+    workflow_lease_renewal,
+)
 from .ledger import Ledger, SqlValue
 from .opening import open_ledger
 from .paging import DEFAULT_PAGE_LIMIT, MAX_LOOKED_AT, MAX_PAGE_BYTES, MAX_PAGE_LIMIT, Order, Page
@@ -113,4 +121,5 @@ __all__ = [
     "open_ledger",
     "uuid7",
     "workflow_lease_lapse",
+    "workflow_lease_renewal",
 ]

@@ -99,9 +99,12 @@ async def publish(ledger: Ledger, region: str, event_type: str = MONTH_CLOSED) -
 
 
 async def follow_all(reactions: Reactions, fence: LeaseFence) -> None:
+    """React to the whole feed after the saved position, then save the position (as `follow` does, once)."""
     position = await reactions.position.load()
     while (moved := await reactions.follow_once(position, fence)) != position:
         position = moved
+    if position is not None:
+        await reactions.position.save(position, fence)
 
 
 async def started_runs(ledger: Ledger, name: str) -> list[Record]:
