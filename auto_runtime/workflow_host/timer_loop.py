@@ -110,6 +110,8 @@ class TimerLoop:
         self._held_until = 0.0
         self._firing_until = 0.0
         self._renew_at = 0.0
+        self.sweeps = 0
+        """Sweeps made so far (the first, and one each time the loop was woken or its pause ran out)."""
         self._fault: LedgerUnavailable | None = None
         self.faults = FaultPause("the workflow timer loop")
 
@@ -175,6 +177,7 @@ class TimerLoop:
         most until its claim is due for renewal. Outside `run`, due calls are dispatched before it returns. A
         ledger that cannot take writes raises `LedgerUnavailable` once the calls taken are dispatched (see the
         module's rules)."""
+        self.sweeps += 1
         fence = await self._claimed()
         if fence is None:
             return self.sweep
