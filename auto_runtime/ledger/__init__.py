@@ -35,9 +35,9 @@ The workflow host claims the lease every sweep and fires due timers only while i
         # Stop before the claim lapses (a standby may take it from then on).
         with trio.move_on_at(asked_at + state.remaining.total_seconds()):
             for entry in await ledger.due_work.due(datetime.now(UTC), limit=100):
-                facts, changes = engine.apply(entry)  # the run's input: TimerFired(entry.key)
-                await ledger.append(facts, due_work=changes, fence=fence)  # LeaseLost: stand by
-                await ledger.due_work.mark_fired([entry.due_key], fence=fence)
+                facts, arm, cancel = engine.apply(entry)  # the run's input: TimerFired(entry.key)
+                taken = DueWorkChanges(arm=arm, cancel=cancel, fire=[entry.due_key])  # marked with its input
+                await ledger.append(facts, due_work=taken, fence=fence)  # LeaseLost: stand by
             next_due = await ledger.due_work.next_due()
             pause = sweep if next_due is None else min(sweep, next_due - datetime.now(UTC))
             await trio.sleep(max(pause.total_seconds(), 0))
@@ -57,7 +57,15 @@ from .errors import (
 )
 from .feed import AppendSignal, FeedPosition
 from .ids import uuid7
-from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseLost, LeaseState, workflow_lease_lapse
+from .lease import (
+    WORKFLOW_HOST_LEASE,
+    Lease,
+    LeaseFence,
+    LeaseLost,
+    LeaseState,
+    workflow_lease_lapse,
+    workflow_lease_renewal,
+)
 from .ledger import Ledger, SqlValue
 from .opening import open_ledger
 from .paging import DEFAULT_PAGE_LIMIT, MAX_LOOKED_AT, MAX_PAGE_BYTES, MAX_PAGE_LIMIT, Order, Page
@@ -113,4 +121,5 @@ __all__ = [
     "open_ledger",
     "uuid7",
     "workflow_lease_lapse",
+    "workflow_lease_renewal",
 ]

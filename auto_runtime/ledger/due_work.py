@@ -16,7 +16,10 @@ Invariants (both stores):
   key both armed and cancelled ends `cancelled` either way.
 - `mark_fired` moves only `armed` entries to `fired`; it is called after the engine took the input,
   so a crash in between delivers the entry again on the next sweep (the engine ignores the stale
-  second delivery).
+  second delivery). Better, the append that records the input carries the mark itself
+  (`DueWorkChanges.fire`): the input and its entry's mark then commit together, in one transaction,
+  and there is no in between. Marks apply after the arms and cancels of the same changes, to armed
+  entries only (one cancelled by the same changes stays cancelled).
 - `due(now, limit)` answers armed entries with `due_at <= now`, oldest due first (ties by scope, run
   id and key), through a partial index on armed entries' due times, so it reads only what it answers
   however many playbooks, fired entries or tombstones the table holds. `next_due` reads the same
@@ -92,13 +95,22 @@ class DueRow:
 
 @dataclass(frozen=True, slots=True)
 class DueWorkChanges:
-    """Arms and cancels applied together, alone or in the transaction of an append."""
+    """Arms, cancels and marks (`fire`: armed entries to mark fired) applied together, alone or in the
+    transaction of an append."""
 
     arm: Sequence[DueEntry] = ()
     cancel: Sequence[DueKey] = ()
+    fire: Sequence[DueKey] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.arm) or bool(self.cancel)
+        return bool(self.arm) or bool(self.cancel) or bool(self.fire)
+
+    @property
+    def net_arms(self) -> list[DueEntry]:
+        """The arms whose key the same changes do not cancel: the entries they can leave armed (an arm that
+        is cancelled in the same changes ends `cancelled`, so nothing comes due from it)."""
+        cancelled = set(self.cancel)
+        return [entry for entry in self.arm if entry.due_key not in cancelled]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +139,10 @@ class EncodedChanges:
 
     arm: list[EncodedEntry] = field(default_factory=list)
     cancel: list[EncodedKey] = field(default_factory=list)
+    fire: list[EncodedKey] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.arm) or bool(self.cancel) or bool(self.fire)
 
 
 def scope_from_key(scope_key: str) -> Scope:
@@ -186,16 +202,18 @@ def encode_changes(changes: DueWorkChanges) -> EncodedChanges:
     """Validate and encode changes; a key armed twice keeps its first entry (as the table would)."""
     if not isinstance(changes, DueWorkChanges):
         raise TypeError("due work changes are a DueWorkChanges")
-    if len(changes.arm) + len(changes.cancel) > MAX_CHANGES:
+    if len(changes.arm) + len(changes.cancel) + len(changes.fire) > MAX_CHANGES:
         raise ValueError(f"one call carries at most {MAX_CHANGES} due-work changes")
     arms: dict[tuple[str, str, str], EncodedEntry] = {}
     for entry in changes.arm:
         encoded = encode_entry(entry)
         arms.setdefault(_order(encoded), encoded)
     cancels = {_order(key): key for key in map(encode_key, changes.cancel)}
+    fires = {_order(key): key for key in map(encode_key, changes.fire)}
     return EncodedChanges(
         arm=[arms[k] for k in sorted(arms)],
         cancel=[cancels[k] for k in sorted(cancels)],
+        fire=[fires[k] for k in sorted(fires)],
     )
 
 
@@ -245,12 +263,12 @@ class DueWork:
         await self.change(DueWorkChanges(cancel=keys), fence)
 
     async def change(self, changes: DueWorkChanges, fence: LeaseFence | None = None) -> None:
-        """Apply arms and cancels in one transaction (see the module docstring for the rules)."""
+        """Apply arms, cancels and marks in one transaction (see the module docstring for the rules)."""
         self.ledger._check_open()
         encoded = encode_changes(changes)
         if fence is not None:
             validate_fence(fence)
-        if not encoded.arm and not encoded.cancel and fence is None:
+        if not encoded and fence is None:
             return
         await self.ledger._change_due_work(encoded, fence)
 

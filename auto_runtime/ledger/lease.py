@@ -3,7 +3,10 @@
 The workflow host holds the lease named `WORKFLOW_HOST_LEASE`: due work (timers, sweeps, workflow
 inputs, deliveries) runs only on its holder. The host claims it when it opens and again every sweep,
 with a lapse of the longer of three sweeps and 3 s; a standby claims it every sweep too, and takes it
-once the holder's claim has lapsed. A clean stop releases it, so a standby takes over at its next
+once the holder's claim has lapsed. A holder renews once its claim is due for renewal
+(`workflow_lease_renewal`: a sweep after the claim was asked, or half the time it had left, whichever
+comes first), not each time it looks at its due work: a claim is a write and a commit, and a fresh one
+gains nothing by being made again. A clean stop releases it, so a standby takes over at its next
 sweep rather than after the lapse.
 
 Invariants (both stores):
@@ -57,6 +60,13 @@ def workflow_lease_lapse(sweep_interval: timedelta) -> timedelta:
     if not isinstance(sweep_interval, timedelta) or sweep_interval <= timedelta(0):
         raise ValueError("a sweep interval is a positive timedelta")
     return max(3 * sweep_interval, MIN_WORKFLOW_LAPSE)
+
+
+def workflow_lease_renewal(sweep_interval: timedelta, remaining: timedelta) -> timedelta:
+    """How long after asking for a claim of the workflow lease its holder claims again: a sweep, or half of
+    what the claim had left (`LeaseState.remaining`) when that is sooner. Until then the claim is fresh and
+    is not claimed again; the holder's fenced writes check it all the same."""
+    return min(sweep_interval, remaining / 2)
 
 
 _NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")

@@ -83,10 +83,11 @@ class Ledger(abc.ABC):
         whose task is cancelled while it waits may or may not have been committed: reload the
         stream to know.
 
-        `due_work` arms and cancels due-work entries in the same transaction (see `due_work`): an
-        applied workflow input appends its facts and changes its timers atomically, so a refused
-        append changes no entry. `fence` makes the append conditional on the lease: when its holder
-        or fencing number changed, `LeaseLost` is raised and nothing is written (see `lease`).
+        `due_work` arms, cancels and marks fired due-work entries in the same transaction (see
+        `due_work`): an applied workflow input appends its facts, changes its timers and marks the entry
+        it took fired atomically, so a refused append changes no entry. `fence` makes the append
+        conditional on the lease: when its holder or fencing number changed, `LeaseLost` is raised and
+        nothing is written (see `lease`).
         """
         self._check_open()
         validate_writes(writes)
@@ -102,7 +103,7 @@ class Ledger(abc.ABC):
             )
             for write in writes
         ]
-        if (changes is None or not (changes.arm or changes.cancel)) and fence is None:
+        if not changes and fence is None:
             return await self._append(encoded)
         return await self._append_guarded(encoded, changes or EncodedChanges(), fence)
 

@@ -106,9 +106,12 @@ class CallDispatcher:
     async def _answer(
         self, scope: PlaybookScope, run_id: str, call: StartCall, answer: CallAnswered, fence: LeaseFence | None
     ) -> Applied:
-        """Apply the answer, then take the call out of the outbox (a crash in between dispatches it again)."""
-        applied = await self.store.apply_input(scope, run_id, answer, fence=fence)
-        await self._taken(scope, run_id, call, fence)
+        """Apply the answer and take the call out of the outbox (its entry marked fired) in one append; alone
+        when the caller's state found the answer stale (a crash before that dispatches it again)."""
+        taken = DueKey(scope, run_id, call_key(call.run_id))
+        applied = await self.store.apply_input(scope, run_id, answer, fence=fence, fired=[taken])
+        if applied.stale:
+            await self._taken(scope, run_id, call, fence)
         return applied
 
     async def _taken(self, scope: PlaybookScope, run_id: str, call: StartCall, fence: LeaseFence | None) -> None:

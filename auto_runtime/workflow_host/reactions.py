@@ -9,7 +9,10 @@
   - each playbook event (`playbook_events`) is offered (`EventOffered`) to the runs of its playbook whose open
     listen takes its type (`listeners`), never to the run that emitted it, and starts a run of each workflow
     whose event trigger matches it, in the version current when it was recorded (`workflow_versions`).
-  The position is saved (fenced) after every reaction to the records before it was appended.
+  The position is saved (fenced) after every reaction to the records before it was appended, at most once a
+  sweep (`poll_seconds`, the follower's sweep: it also looks at the feed at least that often), so a busy
+  ledger costs the follower one commit a sweep rather than one a batch. A position moved since the last save
+  is saved within about a sweep, when records keep coming or not.
 - `fire(entry, fence)` takes the due-work entries whose key begins `trigger:` (`is_trigger_key`): a schedule's
   due time, or an event-triggered start queued by the rate limit.
 
@@ -25,7 +28,9 @@ Concurrency rules:
   ids (a second start of one id is stale) and arm idempotent keys, so their order does not matter.
 - Re-reading the feed from an older position is harmless: triggered runs have deterministic ids (uuid5 of
   playbook, workflow, version, trigger reference and event record id, or due time), and an offer reaches
-  only listens opened before the event was recorded and runs that did not take that record already.
+  only listens opened before the event was recorded and runs that did not take that record already. A
+  server that takes over (or this one after `LeaseLost` or a fault) re-reads at most the records of the
+  last sweep before the saved position moved; that is the only cost of saving once a sweep.
 - Any error other than `LeaseLost` inside one reaction is logged and ends only that reaction (the position
   still moves past it: a failed start is counted in `reaction_refused`); an error reading the feed or saving
   the position ends `follow`, for its owner to restart (it resumes from the saved position).
@@ -175,6 +180,8 @@ class Reactions:
         """Follow the feed until cancelled, reacting while `fence()` answers a fence (see the module rules)."""
         task_status.started()
         position: FeedPosition | None = None
+        saved: FeedPosition | None = None
+        save_at = 0.0
         loaded_for: LeaseFence | None = None
         faults = FaultPause("the reactions follower")
         while True:
@@ -186,10 +193,15 @@ class Reactions:
             generation = self.ledger.appended.generation
             try:
                 if current != loaded_for:
-                    position = await self.position.load()
+                    position = saved = await self.position.load()
+                    save_at = trio.current_time() + self.poll_seconds
                     self._versions.clear()
                     loaded_for = current
-                moved = await self.follow_once(position, current)
+                before = position
+                position = await self.follow_once(position, current)
+                if position != saved and position is not None and trio.current_time() >= save_at:
+                    await self.position.save(position, current)
+                    saved, save_at = position, trio.current_time() + self.poll_seconds
                 await self.flush_refusals(current)
             except LeaseLost:
                 loaded_for = None
@@ -199,22 +211,21 @@ class Reactions:
                 await trio.sleep(faults.after_fault())
                 continue
             faults.went_through()
-            if moved != position:
-                position = moved
+            if position != before:
                 continue
-            with trio.move_on_after(self.poll_seconds):
+            pause = self.poll_seconds if position == saved else max(save_at - trio.current_time(), 0.0)
+            with trio.move_on_after(min(pause, self.poll_seconds)):
                 await self.ledger.appended.wait_beyond(generation)
 
     async def follow_once(self, after: FeedPosition | None, fence: LeaseFence | None) -> FeedPosition | None:
-        """React to the next batch of records after `after`, save the position, answer it (`after` if none)."""
+        """React to the next batch of records after `after` and answer the position after it (`after` if there
+        was none). Saving the position is the caller's (`follow` saves it at most once a sweep)."""
         records, position = await self.ledger.read_forward(after, FEED_BATCH)
-        if not records:
+        if not records or position is None:
             return after
         listening: dict[PlaybookScope, list[ListeningRun]] = {}
         for record in records:
             await self.react(record, fence, listening)
-        if position is not None:
-            await self.position.save(position, fence)
         return position
 
     async def react(
@@ -471,13 +482,14 @@ class Reactions:
             await self.ledger.due_work.change(DueWorkChanges(arm=arm, cancel=cancel), fence=fence)
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
-        """Take one due entry whose key begins `trigger:`, then mark it fired (a crash in between fires it again,
-        which starts nothing twice). `LeaseLost` leaves it armed for the next holder."""
+        """Take one due entry whose key begins `trigger:` and mark it fired: a schedule's in the write that arms
+        its next due time, else alone once its run was started (a crash before the mark fires it again, which
+        starts nothing twice). `LeaseLost` leaves it armed for the next holder."""
         if isinstance(entry.scope, PlaybookScope) and isinstance(entry.payload, dict):
             if entry.key.startswith(QUEUED_PREFIX):
                 await self._fire_queued(entry.scope, entry.payload, fence)
-            else:
-                await self._fire_schedule(entry.scope, entry.payload, fence)
+            elif await self._fire_schedule(entry.scope, entry.payload, fence, entry.due_key):
+                return
         await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
 
     async def _fire_queued(self, scope: PlaybookScope, start: Mapping[str, Any], fence: LeaseFence) -> None:
@@ -486,13 +498,17 @@ class Reactions:
             return  # retired since: a permanent refusal, not retried
         await self._start(scope, start, fence)
 
-    async def _fire_schedule(self, scope: PlaybookScope, payload: Mapping[str, Any], fence: LeaseFence) -> None:
+    async def _fire_schedule(
+        self, scope: PlaybookScope, payload: Mapping[str, Any], fence: LeaseFence, fired: DueKey
+    ) -> bool:
+        """Start the schedule's run for its due time and arm the next one, `fired` marked in that arm; answers
+        whether it marked `fired` (not when the schedule is gone)."""
         name, reference = str(payload.get("name")), str(payload.get("reference"))
         versions = await self._workflow_versions(scope)
         latest = versions.latest(name)
         schedule = next((s for s in await self._schedules(versions, latest) if s.reference == reference), None)
         if latest is None or schedule is None or schedule.anchor_id != payload.get("anchor"):
-            return  # retired, removed or changed: the new form has entries of its own
+            return False  # retired, removed or changed: the new form has entries of its own
         now = self.clock()
         due = schedule.latest_due(int(payload["due"]), now)
         previous = payload.get("previous_run_id")
@@ -512,7 +528,8 @@ class Reactions:
             await self._start(scope, start, fence)
             previous = run_id
         following = schedule.entry(scope, name, schedule.next_after(max(due, now)), previous)
-        await self.ledger.due_work.arm([following], fence=fence)
+        await self.ledger.due_work.change(DueWorkChanges(arm=[following], fire=[fired]), fence=fence)
+        return True
 
     async def _running(self, scope: PlaybookScope, run_id: str) -> bool:
         rows = await self.ledger.fetch(

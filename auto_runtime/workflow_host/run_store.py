@@ -10,7 +10,10 @@ stating the run stream's version they read:
 - with the due-work changes of the transition's `ArmTimer` / `CancelTimer` outputs, and its calls to
   functions that finish within their request kept in the outbox (`outbox`: `StartCall` arms, `CancelCall`
   cancels), in the same transaction (`Ledger.append(..., due_work=...)`), and under the lease's `fence`
-  when one is given.
+  when one is given;
+- with the marks of the due-work entries the input came from (`fired`: the timer, answer or cancel entry
+  the timer loop fired, the call entry an answer takes out of the outbox), so an input and its entry's mark
+  commit together and need no commit of their own. A stale input appends nothing and marks nothing.
 
 Concurrency: appliers of one run race on the stream's version. A `VersionConflict` means another applier
 won: the store reloads and applies again, and an input the state has already taken is stale and appends
@@ -25,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -140,8 +143,9 @@ class Applied:
     ending: Settle | None = None
     """How the run ended when this input ended it."""
     arms: bool = False
-    """Whether the input armed due work (a timer, a call, an answer, a cancel): the timer loop should look at
-    the due-work table again now rather than at its next sweep."""
+    """Whether the input left due work armed (a timer, a call, an answer, a cancel): the timer loop should look
+    at the due-work table again now rather than at its next sweep. An input that arms and cancels the same key
+    (a deadline armed and cancelled within the input) leaves nothing armed: False."""
 
     @property
     def status(self) -> str | None:
@@ -342,9 +346,16 @@ class RunStore:
         return self._applied(transition, appended, due)
 
     async def apply_input(
-        self, scope: PlaybookScope, run_id: str, applied: Input, fence: LeaseFence | None = None
+        self,
+        scope: PlaybookScope,
+        run_id: str,
+        applied: Input,
+        fence: LeaseFence | None = None,
+        *,
+        fired: Sequence[DueKey] = (),
     ) -> Applied:
-        """Apply one input to the run: the facts, the ending and the timer changes in one append.
+        """Apply one input to the run: the facts, the ending, the timer changes and the marks of the `fired`
+        entries (those the input came from) in one append.
 
         `UnknownRun` when the playbook has no workflow run `run_id`; stale (nothing appended) when the
         state has taken the input already or ignores it (an ended run, a timer or call it no longer has).
@@ -368,7 +379,9 @@ class RunStore:
                         *self._emitted(transition, scope, loaded.metadata),
                     ],
                     due_work=(
-                        due := self._due_work(transition, scope, run_id, applied.at, loaded.metadata, loaded.state)
+                        due := self._due_work(
+                            transition, scope, run_id, applied.at, loaded.metadata, loaded.state, fired
+                        )
                     ),
                     fence=fence,
                 )
@@ -378,11 +391,19 @@ class RunStore:
         raise RunStoreConflict(f"other appliers kept winning the run {run_id}; try the input again")
 
     async def fail_run(
-        self, scope: PlaybookScope, run_id: str, incident: str, fence: LeaseFence | None = None
+        self,
+        scope: PlaybookScope,
+        run_id: str,
+        incident: str,
+        fence: LeaseFence | None = None,
+        *,
+        fired: Sequence[DueKey] = (),
     ) -> Record | None:
         """End a run whose input could not be applied (a breakdown inside the runtime) `failed`, with its
-        incident, and cancel its timers; a caller waiting for it is answered `failed`. None when the run had
-        ended or is unknown. Reads the stored state as plain JSON, since it may be what broke down."""
+        incident, and cancel its timers (marking the `fired` entries, those the input came from, fired in the
+        same append); a caller waiting for it is answered `failed`. None when the run had ended or is unknown
+        (nothing appended, nothing marked). Reads the stored state as plain JSON, since it may be what broke
+        down."""
         for _ in range(MAX_ATTEMPTS):
             row = await self._row(scope, run_id)
             if row is None:
@@ -404,11 +425,11 @@ class RunStore:
             armed = [
                 row.key for row in await self.ledger.due_work.entries_of_run(scope, run_id) if row.state == "armed"
             ]
-            cancel = [DueKey(scope, run_id, key) for key in armed]
+            cancel = [DueKey(scope, run_id, key) for key in armed if DueKey(scope, run_id, key) not in fired]
             try:
                 appended = await self.ledger.append(
                     [StreamWrite(run_stream(scope, run_id), version, [failed])],
-                    due_work=DueWorkChanges(arm=arm, cancel=cancel),
+                    due_work=DueWorkChanges(arm=arm, cancel=cancel, fire=fired),
                     fence=fence,
                 )
             except VersionConflict:
@@ -493,9 +514,10 @@ class RunStore:
         at: int,
         metadata: Mapping[str, Any],
         before: RunState | None = None,
+        fired: Sequence[DueKey] = (),
     ) -> DueWorkChanges:
-        """The due-work changes of a transition: its timers, and the outbox entries of its calls, cancels and
-        ending (see `outbox`)."""
+        """The due-work changes of a transition: its timers, the outbox entries of its calls, cancels and
+        ending (see `outbox`), and the marks of the entries the input came from (`fired`)."""
         arm: list[DueEntry] = []
         cancel: list[DueKey] = []
         now = _moment(at)
@@ -517,7 +539,7 @@ class RunStore:
                 called_by = metadata["called_by"]
                 payload = answer_payload(caller_call_key(called_by), o.status, o.output, o.rejection)
                 arm.append(DueEntry(scope, str(called_by["run_id"]), answer_key(run_id), now, payload))
-        return DueWorkChanges(arm=arm, cancel=cancel)
+        return DueWorkChanges(arm=arm, cancel=cancel, fire=fired)
 
     @staticmethod
     def _callee_types(before: RunState | None, transition: Transition) -> dict[str, str]:
@@ -529,4 +551,4 @@ class RunStore:
     def _applied(self, transition: Transition, appended: list[Record], due: DueWorkChanges) -> Applied:
         settle = next((o for o in transition.outputs if isinstance(o, Settle)), None)
         rest = tuple(o for o in transition.outputs if not isinstance(o, ArmTimer | CancelTimer | Settle))
-        return Applied(False, appended, rest, settle, arms=bool(due.arm))
+        return Applied(False, appended, rest, settle, arms=bool(due.net_arms))

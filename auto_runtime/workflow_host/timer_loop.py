@@ -1,20 +1,27 @@
 """The host loop for due work: fire timers as `TimerFired` inputs and carry out the outbox (calls, answers,
 cancels; see `outbox`), while holding the workflow lease.
 
-Each sweep claims the lease (`workflow_lease_lapse(sweep)`). A standby (the lease is another server's)
-sleeps a sweep and claims again. The holder reads the due entries and, for each timer, applies
-`TimerFired(entry.key)` to its run through `RunStore.apply_input` under the lease's fence (an `answer:`
-entry as `CallAnswered`, a `cancel:` entry as `CancelRequested`, a key with a handler through it), then
-marks the entry fired under the same fence. It fires for at most half its claim, then claims again at once
-when work is left; otherwise it sleeps until the next due entry or the next sweep, whichever comes first.
+A sweep claims the lease (`workflow_lease_lapse(sweep)`) unless this server holds a fresh claim: the holder
+claims again only once its claim is due for renewal (`workflow_lease_renewal`: a sweep after it was asked),
+so a sweep a run's new timer woke early reads the due work without a write of its own. A standby (the lease
+is another server's) sleeps a sweep and claims again. The holder reads the due entries and, for each timer,
+applies `TimerFired(entry.key)` to its run through `RunStore.apply_input` under the lease's fence (an
+`answer:` entry as `CallAnswered`, a `cancel:` entry as `CancelRequested`, a key with a handler through it),
+the entry marked fired in the input's own append (`RunStore.apply_input(..., fired=...)`). It fires for at
+most half its claim, then sweeps again at once when work is left (claiming, since the claim is then due for
+renewal); otherwise it sleeps until the next due entry, the next sweep or the claim's renewal, whichever
+comes first.
 
 Rules:
 
-- An entry is marked fired only after its input was applied (or found stale): a crash in between delivers
-  it again at the next sweep, and the run's state, which took it already, makes it stale (nothing appended).
+- An entry is marked fired in the append that records its input, so the two commit together. An input the
+  run's state finds stale appends nothing, and the entry is then marked fired alone; a crash before that
+  mark delivers it again at the next sweep, stale again.
 - `LeaseLost` (another server took the lease) ends the sweep: nothing of that input was appended, and the
   loop stands by.
 - An entry whose run is not a workflow run here (`UnknownRun`) is marked fired: nothing can take it.
+- The loop is woken (`wake`) only by inputs that leave due work armed (`Applied.arms`: an input that arms
+  and cancels the same timer wakes nothing).
 - Only one server fires timers at a time; within it, the entries of different runs fire concurrently, those
   of one run one after another in due order (concurrent appliers of one run would only race on its version).
   `fence()` tells the server's other parts (starts, sent events) whether it holds the lease.
@@ -23,9 +30,9 @@ Rules:
   once the caller took the answer. A call's answer needs no fence: the caller's stream version guards it,
   and a second dispatch runs nothing twice. A loop without a dispatcher leaves calls for one that has one.
 - An input that breaks down inside the runtime (the engine raises, a state this server cannot read, an
-  input too large to record) ends its run `failed` with an incident (`RunStore.fail_run`), logged with the
-  traceback, so one broken run never stops the others. A store that fails ends the loop with that error,
-  leaving the entry armed: the loop's owner (a supervisor) restarts it.
+  input too large to record) ends its run `failed` with an incident (`RunStore.fail_run`, the entry marked
+  fired in that append), logged with the traceback, so one broken run never stops the others. A store that
+  fails ends the loop with that error, leaving the entry armed: the loop's owner (a supervisor) restarts it.
 - A ledger that cannot take writes (`LedgerUnavailable`, a full disk) does not end the loop: the sweep stops,
   what it could not record stays armed (a call it could not start waits for a later sweep), and the loop
   sweeps again after a back-off (`store_faults`). The claim it could not renew lapses as any claim does.
@@ -51,6 +58,7 @@ from auto_runtime.ledger import (
     PlaybookScope,
     uuid7,
     workflow_lease_lapse,
+    workflow_lease_renewal,
 )
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import answer_of, call_of, cancel_of, is_answer_key, is_call_key, is_cancel_key
@@ -65,7 +73,8 @@ FIRING_AT_ONCE = 16
 HELD_SHARE = 0.9
 """The share of a claim's remaining time during which `fence()` answers it (the fenced writes are the guard)."""
 DueHandler = Callable[[DueEntry, LeaseFence], Awaitable[None]]
-"""Carries out one due entry of a kind the loop does not know (`handlers`); the loop marks it fired after."""
+"""Carries out one due entry of a kind the loop does not know (`handlers`) and marks it fired, in its own last
+write when it can (the loop does not mark it again)."""
 
 
 class TimerLoop:
@@ -99,6 +108,10 @@ class TimerLoop:
         self._in_flight: set[DueKey] = set()
         self._fence: LeaseFence | None = None
         self._held_until = 0.0
+        self._firing_until = 0.0
+        self._renew_at = 0.0
+        self.sweeps = 0
+        """Sweeps made so far (the first, and one each time the loop was woken or its pause ran out)."""
         self._fault: LedgerUnavailable | None = None
         self.faults = FaultPause("the workflow timer loop")
 
@@ -137,27 +150,41 @@ class TimerLoop:
                 except LedgerUnavailable:
                     log.warning("the workflow lease could not be released (the ledger's disk is full); it lapses")
 
-    async def sweep_once(self) -> timedelta:
-        """One sweep: claim, fire what is due for at most half the claim; answers how long to sleep.
-
-        Entries of different runs fire concurrently (`FIRING_AT_ONCE`), those of one run in due order. A sweep
-        that found a full batch, or ran out of its time, asks to sweep again at once, so a busy holder renews
-        its claim at least every half lapse and `fence()` never lapses under load. Outside `run`, due calls
-        are dispatched before it returns. A ledger that cannot take writes raises `LedgerUnavailable` once
-        the calls taken are dispatched (see the module's rules)."""
+    async def _claimed(self) -> LeaseFence | None:
+        """The fence of this server's claim: the claim it holds while that is fresh, else a new claim (None when
+        another server holds the lease)."""
         asked_at = trio.current_time()
+        if self._fence is not None and asked_at < self._renew_at:
+            return self._fence
         state = await self.ledger.lease().claim(self.server_id, self.lapse)
         if not state.held_by(self.server_id):
             self._fence = None
+            return None
+        remaining = state.remaining
+        self._fence = state.fence()
+        self._held_until = asked_at + remaining.total_seconds() * HELD_SHARE
+        self._firing_until = asked_at + remaining.total_seconds() / 2
+        self._renew_at = asked_at + workflow_lease_renewal(self.sweep, remaining).total_seconds()
+        return self._fence
+
+    async def sweep_once(self) -> timedelta:
+        """One sweep: claim unless the claim held is fresh, fire what is due for at most half the claim; answers
+        how long to sleep.
+
+        Entries of different runs fire concurrently (`FIRING_AT_ONCE`), those of one run in due order. A sweep
+        that found a full batch, or ran out of its time, asks to sweep again at once, so a busy holder renews
+        its claim at least every half lapse and `fence()` never lapses under load; an idle holder sleeps at
+        most until its claim is due for renewal. Outside `run`, due calls are dispatched before it returns. A
+        ledger that cannot take writes raises `LedgerUnavailable` once the calls taken are dispatched (see the
+        module's rules)."""
+        self.sweeps += 1
+        fence = await self._claimed()
+        if fence is None:
             return self.sweep
-        fence = state.fence()
-        remaining = state.remaining.total_seconds()
-        self._fence = fence
-        self._held_until = asked_at + remaining * HELD_SHARE
         calls: list[DueEntry] = []
         runs: dict[tuple[str, str], list[DueEntry]] = {}
         more = True
-        with trio.move_on_at(asked_at + remaining / 2):
+        with trio.move_on_at(self._firing_until):
             limit = DUE_BATCH + len(self._in_flight)
             entries = await self.ledger.due_work.due(datetime.now(UTC), limit=limit)
             for entry in entries:
@@ -183,10 +210,11 @@ class TimerLoop:
             return self.sweep
         if more:
             return timedelta(0)
+        renewal = timedelta(seconds=max(self._renew_at - trio.current_time(), 0.0))
         next_due = await self.ledger.due_work.next_due()
         if next_due is None:
-            return self.sweep
-        return max(min(self.sweep, next_due - datetime.now(UTC)), timedelta(0))
+            return min(self.sweep, renewal)
+        return max(min(self.sweep, renewal, next_due - datetime.now(UTC)), timedelta(0))
 
     async def _fire_in_order(self, group: list[DueEntry], fence: LeaseFence, sweep: trio.CancelScope) -> None:
         """Fire one run's due entries in order; `LeaseLost` or `LedgerUnavailable` ends the whole sweep (nothing
@@ -205,12 +233,15 @@ class TimerLoop:
                     return
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> Applied | None:
-        """Carry out one due entry that is not a call (a timer, an answer, a cancel, or a handler's), then mark
-        it fired; None when its run is not a workflow run here or a handler took it."""
+        """Carry out one due entry that is not a call (a timer, an answer, a cancel, or a handler's), marked fired
+        in the append of its input (alone when nothing was appended); None when its run is not a workflow run
+        here or a handler took it."""
         applied: Applied | None = None
+        marked = False
         handler = next((h for prefix, h in self.handlers.items() if entry.key.startswith(prefix)), None)
         if handler is not None:
             await handler(entry, fence)
+            marked = True
         elif isinstance(entry.scope, PlaybookScope):
             at = max(now_ms(), int(entry.due_at.timestamp() * 1000))
             applied_input: Input
@@ -221,7 +252,10 @@ class TimerLoop:
             else:
                 applied_input = TimerFired(str(uuid7()), at, entry.key)
             try:
-                applied = await self.store.apply_input(entry.scope, entry.run_id, applied_input, fence=fence)
+                applied = await self.store.apply_input(
+                    entry.scope, entry.run_id, applied_input, fence=fence, fired=[entry.due_key]
+                )
+                marked = not applied.stale
             except UnknownRun:
                 applied = None
             except (LedgerError, RunStoreConflict):
@@ -231,9 +265,13 @@ class TimerLoop:
                 log.exception(
                     "input %s of the workflow run %s broke down: incident %s", entry.key, entry.run_id, incident
                 )
-                await self.store.fail_run(entry.scope, entry.run_id, incident, fence=fence)
+                failed = await self.store.fail_run(
+                    entry.scope, entry.run_id, incident, fence=fence, fired=[entry.due_key]
+                )
+                marked = failed is not None
                 applied = None
-        await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+        if not marked:
+            await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
         if applied is not None and applied.arms:
             self.wake()
         return applied

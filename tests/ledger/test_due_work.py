@@ -172,6 +172,41 @@ async def test_a_version_conflict_changes_no_timer(ledger: Ledger) -> None:
     assert await states(ledger) == {"armed-before": "cancelled", "would-arm": "armed", "would-tombstone": "cancelled"}
 
 
+async def test_an_append_marks_the_entries_it_fired_with_its_records_or_not_at_all(ledger: Ledger) -> None:
+    stream = ACME.stream("run-logs", "r1")
+    await ledger.append([StreamWrite(stream, 0, [NewRecord("started", {})])])
+    await ledger.due_work.arm([entry("wait", 1), entry("also", 2)])
+    await ledger.due_work.cancel([DueKey(ACME, "r1", "gone")])
+    took = DueWorkChanges(arm=[entry("next", 5)], fire=[DueKey(ACME, "r1", "wait"), DueKey(ACME, "r1", "gone")])
+    with pytest.raises(VersionConflict):
+        await ledger.append([StreamWrite(stream, 0, [NewRecord("timer_fired", {})])], due_work=took)
+    assert await states(ledger) == {"wait": "armed", "also": "armed", "gone": "cancelled"}
+    assert await ledger.due_work.due(at(10)) == [entry("wait", 1), entry("also", 2)]
+    await ledger.append([StreamWrite(stream, 1, [NewRecord("timer_fired", {})])], due_work=took)
+    assert await states(ledger) == {"wait": "fired", "also": "armed", "gone": "cancelled", "next": "armed"}
+    assert await ledger.due_work.due(at(10)) == [entry("also", 2), entry("next", 5)]
+
+
+async def test_marks_apply_after_the_arms_and_cancels_of_the_same_changes(ledger: Ledger) -> None:
+    await ledger.due_work.arm([entry("a", 1), entry("b", 2)])
+    both = DueWorkChanges(cancel=[DueKey(ACME, "r1", "a")], fire=[DueKey(ACME, "r1", "a"), DueKey(ACME, "r1", "b")])
+    await ledger.due_work.change(both)
+    assert await states(ledger) == {"a": "cancelled", "b": "fired"}
+
+
+def test_only_arms_the_same_changes_do_not_cancel_are_net_arms() -> None:
+    changes = DueWorkChanges(
+        arm=[entry("deadline", 60), entry("wait", 1)],
+        cancel=[DueKey(ACME, "r1", "deadline"), DueKey(ACME, "r1", "other")],
+    )
+    assert changes.net_arms == [entry("wait", 1)]
+    assert DueWorkChanges(arm=[entry("deadline", 60)], cancel=[DueKey(ACME, "r1", "deadline")]).net_arms == []
+    assert DueWorkChanges(arm=[entry("deadline", 60)], cancel=[DueKey(ACME, "r2", "deadline")]).net_arms == [
+        entry("deadline", 60)
+    ]
+    assert bool(DueWorkChanges(fire=[DueKey(ACME, "r1", "x")]))
+
+
 async def test_other_refused_appends_change_no_timer_either(target: Target) -> None:
     def keys(record: Record) -> list[tuple[Any, ...]]:
         return [(record.type,)]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
@@ -19,6 +20,7 @@ from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.server import RUNTIME_PROJECTIONS
+from auto_runtime.workflow_host.follow_position import POSITION_SCOPE, PSEUDO_RUNS
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions, is_trigger_key
 from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.workflow_host.run_store import RunStore
@@ -99,9 +101,12 @@ async def publish(ledger: Ledger, region: str, event_type: str = MONTH_CLOSED) -
 
 
 async def follow_all(reactions: Reactions, fence: LeaseFence) -> None:
+    """React to the whole feed after the saved position, then save the position (as `follow` does, once)."""
     position = await reactions.position.load()
     while (moved := await reactions.follow_once(position, fence)) != position:
         position = moved
+    if position is not None:
+        await reactions.position.save(position, fence)
 
 
 async def started_runs(ledger: Ledger, name: str) -> list[Record]:
@@ -306,3 +311,37 @@ async def test_a_retired_playbook_s_triggers_start_nothing_and_are_counted_as_re
     await reactions.flush_refusals(fence, everything=True)
     (refused,) = (await ledger.read_playbook(SCOPE, types={"reaction_refused"})).records
     assert refused.data["reason"] == "The playbook is retired, so its triggers start no run."
+
+
+async def saved_positions(ledger: Ledger) -> int:
+    """How many times the follower saved its position (each save is one row, see `follow_position`)."""
+    return sum([len(await ledger.due_work.entries_of_run(POSITION_SCOPE, run)) for run in PSEUDO_RUNS])
+
+
+async def test_the_follower_saves_its_position_at_most_once_a_sweep(
+    ledger: Ledger,
+    registry: DefinitionRegistry,
+    reactions: Reactions,
+    fence: LeaseFence,
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    await save(registry, "digest", ON_EU)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lambda task_status: reactions.follow(lambda: fence, task_status=task_status))
+        for count in range(1, 6):  # five events, each its own append and batch, each starting a run
+            await publish(ledger, "eu")
+            while len(await started_runs(ledger, "digest")) < count:
+                seen = ledger.appended.generation
+                await ledger.appended.wait_beyond(seen)
+        await trio.testing.wait_all_tasks_blocked()
+        assert await saved_positions(ledger) == 0, "saved within the sweep (the clock stands still)"
+        mock_clock.jump(reactions.poll_seconds)  # a sweep passed: one save, of the position after everything
+        for _ in range(10_000):  # until the follower saved (a save signals no append on PostgreSQL)
+            await trio.testing.wait_all_tasks_blocked()
+            if await saved_positions(ledger):
+                break
+        await trio.testing.wait_all_tasks_blocked()
+        assert await saved_positions(ledger) == 1
+        nursery.cancel_scope.cancel()
+    position = await reactions.position.load()
+    assert position is not None and (await ledger.read_forward(position, 10))[0] == []

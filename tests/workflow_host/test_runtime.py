@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
@@ -24,6 +25,7 @@ from tests.workflow_host.conftest import HEAD, SCOPE
 
 LISTENS = "do:\n  - hear: { listen: { to: { one: { with: { type: com.acme.go } } } } }\n"
 PAUSES = "do:\n  - pause: { wait: PT0.05S }\n  - done: { set: { done: true } }\n"
+SETS = "do:\n  - one: { set: { n: 1 } }\n  - two: { set: { n: 2 } }\n  - three: { set: { n: 3 } }\n"
 SWEEP = timedelta(milliseconds=50)
 
 
@@ -35,6 +37,7 @@ async def runs(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunServic
         definitions = DefinitionRegistry(ledger, types)
         await definitions.create(SCOPE, "workflow", "listens", HEAD + LISTENS, "tester")
         await definitions.create(SCOPE, "workflow", "pauses", HEAD + PAUSES, "tester")
+        await definitions.create(SCOPE, "workflow", "sets", HEAD + SETS, "tester")
         yield RunService(ledger, definitions, types)
     finally:
         checkers.close()
@@ -155,3 +158,24 @@ async def test_a_timer_armed_by_a_start_fires_when_due_not_at_the_next_sweep(
                 await ledger.appended.wait_beyond(seen)
         nursery.cancel_scope.cancel()
     assert ended.status == "succeeded" and ended.output == {"done": True}
+
+
+async def test_only_an_input_that_leaves_due_work_armed_wakes_the_loop(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService, mock_clock: trio.testing.MockClock
+) -> None:
+    runtime = runtime_of(ledger, engine, runs, "server-a")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.run)
+        await trio.testing.wait_all_tasks_blocked()  # the loop sleeps (the clock stands still: until woken)
+        sweeps = runtime.loop.sweeps
+        ended = await runs.run_definition(SCOPE, "workflow", "sets", {}, None, "caller-1")
+        assert ended["status"] == "succeeded"
+        rows = await ledger.due_work.entries_of_run(SCOPE, ended["run_id"])
+        assert [row.state for row in rows] == ["cancelled"]  # its deadline, armed and cancelled in its one append
+        await trio.testing.wait_all_tasks_blocked()
+        assert runtime.loop.sweeps == sweeps, "an input that arms and cancels the same timer woke the loop"
+        waiting = await runs.run_definition(SCOPE, "workflow", "pauses", {}, None, "caller-1")
+        assert waiting["status"] == "started"
+        await trio.testing.wait_all_tasks_blocked()
+        assert runtime.loop.sweeps == sweeps + 1  # its wait is armed: the loop looks at the table again
+        nursery.cancel_scope.cancel()

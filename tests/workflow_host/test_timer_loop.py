@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import trio
+import trio.testing
 
 from auto_runtime.ledger import DueEntry, Ledger, NewRecord, StreamWrite, uuid7
+from auto_runtime.ledger.sqlite.store import SqliteLedger
 from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.run_store import RunStore
@@ -172,3 +174,47 @@ async def test_an_input_that_breaks_down_ends_its_run_failed_and_the_loop_goes_o
     assert not await store.is_running(SCOPE, broken), "the ending ends the stored state, so later inputs are stale"
     assert await store.is_running(SCOPE, str(uuid7())) is False
     assert {row.state for row in await ledger.due_work.entries_of_run(SCOPE, broken)} <= {"cancelled", "fired"}
+
+
+async def test_a_fired_timer_is_marked_in_the_append_of_the_input_it_fed(ledger: Ledger, store: RunStore) -> None:
+    run_id = str(uuid7())
+    await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
+    (wait,) = [row for row in await ledger.due_work.entries_of_run(SCOPE, run_id) if row.payload == {"purpose": "wait"}]
+    assert wait.due_at is not None
+    fence = (await ledger.lease().claim("server-a", timedelta(minutes=5))).fence()
+    commits = ledger.writer.batches if isinstance(ledger, SqliteLedger) else 0
+    applied = await TimerLoop(store, "server-a", SWEEP).fire(
+        DueEntry(SCOPE, run_id, wait.key, wait.due_at, wait.payload), fence
+    )
+    assert applied is not None and not applied.stale and applied.status == "succeeded"
+    (fed,) = [record for record in applied.records if record.type == "workflow_input_applied"]
+    assert fed.data["input"] == {"kind": "timer_fired", "key": wait.key}
+    rows = {row.key: row.state for row in await ledger.due_work.entries_of_run(SCOPE, run_id)}
+    assert rows[wait.key] == "fired"
+    if isinstance(ledger, SqliteLedger):
+        assert ledger.writer.batches == commits + 1  # one commit: the input's append, which carried the mark
+    else:  # the row's mark and the input's record were written by one transaction
+        (mark,) = await ledger.fetch(
+            "SELECT xmin::text AS tx FROM ledger_due_work WHERE run_id = ? AND key = ?", [run_id, wait.key]
+        )
+        (record,) = await ledger.fetch("SELECT xmin::text AS tx FROM ledger_records WHERE id = ?", [fed.id])
+        assert mark["tx"] == record["tx"]
+
+
+async def test_a_fresh_claim_is_not_claimed_again_until_it_is_due_for_renewal(
+    ledger: Ledger, store: RunStore, mock_clock: trio.testing.MockClock
+) -> None:
+    loop = TimerLoop(store, "server-a", SWEEP)
+    assert await loop.sweep_once() <= SWEEP
+    first = await ledger.lease().holder()
+    assert first.holder == "server-a" and first.until is not None
+    for _ in range(3):  # woken again and again within the sweep: the claim is fresh, nothing is written
+        assert await loop.sweep_once() <= SWEEP
+    again = await ledger.lease().holder()
+    assert (again.holder, again.until, again.fencing) == (first.holder, first.until, first.fencing)
+    assert loop.fence() == first.fence()
+    mock_clock.jump(SWEEP.total_seconds())  # a sweep later the claim is due for renewal
+    await loop.sweep_once()
+    renewed = await ledger.lease().holder()
+    assert renewed.holder == "server-a" and renewed.fencing == first.fencing
+    assert renewed.until is not None and renewed.until > first.until

@@ -80,17 +80,38 @@ def change_arguments(changes: EncodedChanges, fence: LeaseFence | None) -> list[
 
 
 async def change(conn: Any, changes: EncodedChanges, fence: LeaseFence | None) -> None:
-    """Check the fence and apply the changes: one statement, so one transaction and one round trip."""
+    """Check the fence and apply the changes: one statement, so one transaction and one round trip (two
+    statements in one transaction when the changes mark entries fired, see `mark_in_transaction`)."""
     try:
-        await conn.execute(
-            "SELECT ledger_change_due_work($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-            *change_arguments(changes, fence),
-        )
+        if not changes.fire:
+            await conn.execute(
+                "SELECT ledger_change_due_work($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                *change_arguments(changes, fence),
+            )
+            return
+        async with conn.transaction():
+            await conn.execute(
+                "SELECT ledger_change_due_work($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                *change_arguments(changes, fence),
+            )
+            await mark_in_transaction(conn, changes.fire)
     except asyncpg.PostgresError as error:
         lost = lease_lost(error, fence)
         if lost is None:
             raise
         raise lost from error
+
+
+async def mark_in_transaction(conn: Any, keys: Sequence[EncodedKey]) -> None:
+    """Mark armed entries fired inside the caller's transaction, whose statement before checked the fence
+    (and holds the lease row's share lock until the commit): the marks of an append's `DueWorkChanges.fire`,
+    after its arms and cancels."""
+    await conn.execute(
+        "SELECT ledger_mark_fired(NULL, NULL, NULL, $1, $2, $3)",
+        [k.scope_key for k in keys],
+        [k.run_id for k in keys],
+        [k.key for k in keys],
+    )
 
 
 def _count(status: Any) -> int:

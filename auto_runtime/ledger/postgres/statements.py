@@ -28,7 +28,7 @@ from ..paging import Order, ScanRow, SortKey
 from ..placeholders import to_numbered
 from ..projections import Delete, Projection, Upsert
 from ..records import Record, decode_record, record_from_encoded
-from .due_work_statements import change_arguments
+from .due_work_statements import change_arguments, mark_in_transaction
 from .lease_statements import lease_lost
 
 RECORD_COLUMNS = "id, stream, position, global_position, type, data, metadata, recorded_at"
@@ -184,12 +184,15 @@ async def append_writes(
     fence: LeaseFence | None = None,
 ) -> list[Record]:
     """Append through `ledger_append` (or `ledger_append_guarded` with due-work changes or a fence):
-    alone (one round trip) without projections, else in a transaction with the projections' row
-    changes."""
-    if not projections:
+    alone (one round trip) without projections or marks, else in a transaction with the projections' row
+    changes and the marks of entries fired (`changes.fire`, after the guarded append checked the fence)."""
+    marks = changes.fire if changes is not None else []
+    if not projections and not marks:
         return await _call_append(conn, writes, changes, fence)
     async with conn.transaction():
         appended = await _call_append(conn, writes, changes, fence)
+        if marks:
+            await mark_in_transaction(conn, marks)
         await apply_projections(conn, projections, appended)
     return appended
 

@@ -40,7 +40,8 @@ NEXT_DUE_SQL = (
 
 
 def apply_changes(conn: sqlite3.Connection, changes: EncodedChanges) -> None:
-    """Arm (unless the key has a row) and cancel (tombstone when it has none), in the caller's transaction."""
+    """Arm (unless the key has a row), cancel (tombstone when it has none), then mark armed entries fired, in
+    the caller's transaction."""
     conn.executemany(
         "INSERT INTO ledger_due_work (scope_key, run_id, key, due_us, payload, state) "
         "VALUES (?, ?, ?, ?, ?, 'armed') ON CONFLICT DO NOTHING",
@@ -52,6 +53,8 @@ def apply_changes(conn: sqlite3.Connection, changes: EncodedChanges) -> None:
         "ON CONFLICT (scope_key, run_id, key) DO UPDATE SET state = 'cancelled' WHERE state = 'armed'",
         [(k.scope_key, k.run_id, k.key) for k in changes.cancel],
     )
+    if changes.fire:
+        mark_fired(conn, changes.fire)
 
 
 def mark_fired(conn: sqlite3.Connection, keys: Sequence[EncodedKey]) -> int:
