@@ -168,13 +168,13 @@ async def test_only_an_input_that_leaves_due_work_armed_wakes_the_loop(
         await nursery.start(runtime.run)
         await trio.testing.wait_all_tasks_blocked()  # the loop sleeps (the clock stands still: until woken)
         sweeps = runtime.loop.sweeps
-        ended = await runs.run_definition(SCOPE, "workflow", "sets", {}, None, "caller-1")
+        ended = await runtime.runs.run_definition(SCOPE, "workflow", "sets", {}, None, "caller-1")
         assert ended["status"] == "succeeded"
         rows = await ledger.due_work.entries_of_run(SCOPE, ended["run_id"])
         assert [row.state for row in rows] == ["cancelled"]  # its deadline, armed and cancelled in its one append
         await trio.testing.wait_all_tasks_blocked()
         assert runtime.loop.sweeps == sweeps, "an input that arms and cancels the same timer woke the loop"
-        waiting = await runs.run_definition(SCOPE, "workflow", "pauses", {}, None, "caller-1")
+        waiting = await runtime.runs.run_definition(SCOPE, "workflow", "pauses", {}, None, "caller-1")
         assert waiting["status"] == "started"
         await trio.testing.wait_all_tasks_blocked()
         assert runtime.loop.sweeps == sweeps + 1  # its wait is armed: the loop looks at the table again
