@@ -203,10 +203,12 @@ def callee_ids(events: list[dict[str, Any]]) -> list[str]:
 
 
 def check_callees_once(client: httpx.Client, playbook: str, events: list[dict[str, Any]]) -> None:
-    """Each callee of the run was started once and ended once."""
+    """Each callee of the run ended exactly once. It was started once, or again under its id when the kill landed
+    while it ran (on a loaded machine a timer can fire before the kill, so a callee may be in flight): a started
+    attempt the crash cut short has no ending, and the one after it ends."""
     for callee in callee_ids(events):
         types = Counter(event["type"] for event in history(client, playbook, callee))
-        assert types["run_started"] == 1, (callee, types)
+        assert types["run_started"] >= 1, (callee, types)
         assert sum(types[ending] for ending in ENDINGS) == 1, (callee, types)
 
 
