@@ -15,7 +15,8 @@ document's length.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import yaml
@@ -63,29 +64,32 @@ def anchor_refusals(text: str, first_line: int, max_depth: int) -> list[YamlRefu
     text nesting past `max_depth` raises `NestedTooDeep`, so the caller never reads it further.
     """
     refusals: list[YamlRefusal] = []
-    open_mappings: list[list[bool]] = []  # per open collection: [is a mapping, its next node is a key]
-    try:
-        for event in bounded_events(text, max_depth):
-            mark = event.start_mark
-            line = (int(mark.line) if mark is not None else 0) + first_line
-            column = (int(mark.column) if mark is not None else 0) + 1
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-                refusals.append(YamlRefusal(line, column, NO_ANCHORS))
-            if isinstance(event, yaml.CollectionEndEvent):
-                open_mappings.pop()
-                continue
-            if not isinstance(event, yaml.NodeEvent):
-                continue
-            parent = open_mappings[-1] if open_mappings else None
-            if parent is not None and parent[0]:
-                is_key = parent[1]
-                parent[1] = not is_key
-                if is_key and isinstance(event, yaml.ScalarEvent) and event.value == "<<" and event.implicit[0]:
-                    refusals.append(YamlRefusal(line, column, NO_MERGE_KEYS))
-            if isinstance(event, yaml.MappingStartEvent):
-                open_mappings.append([True, True])
-            elif isinstance(event, yaml.SequenceStartEvent):
-                open_mappings.append([False, False])
-    except yaml.YAMLError:
-        pass
+    with contextlib.suppress(yaml.YAMLError):
+        refusals.extend(refusals_in(bounded_events(text, max_depth), first_line))
     return refusals
+
+
+def refusals_in(events: Iterable[yaml.Event], first_line: int) -> Iterator[YamlRefusal]:
+    """Every anchor, alias and merge key among `events` (read already, for a caller that keeps them), in order."""
+    open_mappings: list[list[bool]] = []  # per open collection: [is a mapping, its next node is a key]
+    for event in events:
+        mark = event.start_mark
+        line = (int(mark.line) if mark is not None else 0) + first_line
+        column = (int(mark.column) if mark is not None else 0) + 1
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            yield YamlRefusal(line, column, NO_ANCHORS)
+        if isinstance(event, yaml.CollectionEndEvent):
+            open_mappings.pop()
+            continue
+        if not isinstance(event, yaml.NodeEvent):
+            continue
+        parent = open_mappings[-1] if open_mappings else None
+        if parent is not None and parent[0]:
+            is_key = parent[1]
+            parent[1] = not is_key
+            if is_key and isinstance(event, yaml.ScalarEvent) and event.value == "<<" and event.implicit[0]:
+                yield YamlRefusal(line, column, NO_MERGE_KEYS)
+        if isinstance(event, yaml.MappingStartEvent):
+            open_mappings.append([True, True])
+        elif isinstance(event, yaml.SequenceStartEvent):
+            open_mappings.append([False, False])

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from auto_runtime.functions.yaml_refusals import NestedTooDeep, anchor_refusals, bounded_events
+from auto_runtime.functions.yaml_refusals import NestedTooDeep, bounded_events, refusals_in
 
 MAX_DEPTH = 72
 TOO_DEEP = "The front matter may nest at most 72 levels"
@@ -150,7 +150,7 @@ def read_front_matter(text: str, offset: int) -> FrontMatter:
     """The values of `text`, whose first line is line `offset` of the document."""
     try:
         events = list(bounded_events(text, MAX_DEPTH))
-        refused = anchor_refusals(text, offset, MAX_DEPTH)
+        refused = list(refusals_in(events, offset))
     except NestedTooDeep as deep:
         return FrontMatter(None, problems=[Problem(deep.line + offset, "", TOO_DEEP)])
     except yaml.YAMLError as error:
