@@ -58,6 +58,19 @@ class Jobs:
         nursery.start_soon(send)
         await trio.testing.wait_all_tasks_blocked()
 
+    async def submit_cancellable(self, nursery: trio.Nursery, label: str, owner: JobOwner) -> trio.CancelScope:
+        """Start a task that submits the job inside a scope the test cancels, and wait until it waits or runs."""
+        scope = trio.CancelScope()
+        job = self.job(label)
+
+        async def gives_up() -> None:
+            with scope:
+                await self.pool.submit(job, RunControl(time.monotonic() + LIVENESS_SECONDS), owner=owner)  # type: ignore[arg-type]
+
+        nursery.start_soon(gives_up)
+        await trio.testing.wait_all_tasks_blocked()
+        return scope
+
     async def next_start(self) -> str:
         label: str = await trio.to_thread.run_sync(lambda: self.starts.get(timeout=LIVENESS_SECONDS))
         return label
@@ -185,14 +198,7 @@ async def test_a_cancelled_waiter_leaves_the_queue(one_worker: WorkerPool) -> No
     async with trio.open_nursery() as nursery:
         await jobs.submit(nursery, "a0", A)
         assert await jobs.next_start() == "a0"
-        cancelled = trio.CancelScope()
-
-        async def gives_up() -> None:
-            with cancelled:
-                await one_worker.submit(jobs.job("b1"), RunControl(time.monotonic() + LIVENESS_SECONDS), owner=B)  # type: ignore[arg-type]
-
-        nursery.start_soon(gives_up)
-        await trio.testing.wait_all_tasks_blocked()
+        cancelled = await jobs.submit_cancellable(nursery, "b1", B)
         await jobs.submit(nursery, "c1", C)
         assert waiting(one_worker) == 2
         cancelled.cancel()
@@ -209,14 +215,7 @@ async def test_a_worker_handed_to_a_waiter_that_was_cancelled_goes_to_the_next(o
     async with trio.open_nursery() as nursery:
         await jobs.submit(nursery, "a0", A)
         assert await jobs.next_start() == "a0"
-        cancelled = trio.CancelScope()
-
-        async def gives_up() -> None:
-            with cancelled:
-                await one_worker.submit(jobs.job("b1"), RunControl(time.monotonic() + LIVENESS_SECONDS), owner=B)  # type: ignore[arg-type]
-
-        nursery.start_soon(gives_up)
-        await trio.testing.wait_all_tasks_blocked()
+        cancelled = await jobs.submit_cancellable(nursery, "b1", B)
         await jobs.submit(nursery, "c1", C)
         jobs.gates["a0"].set()
         # Without yielding to Trio, so that B's wake-up cannot run first: wait until the worker thread has
