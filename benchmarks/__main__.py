@@ -12,7 +12,15 @@ import time
 from pathlib import Path
 
 FOLDER = Path(__file__).parent
-BENCHMARKS = ("ledger_appends", "actors", "computation", "http_routes", "reasoning_overhead", "workflows")
+BENCHMARKS = (
+    "ledger_appends",
+    "actors",
+    "sandbox_start",
+    "computation",
+    "http_routes",
+    "reasoning_overhead",
+    "workflows",
+)
 
 
 def main(names: list[str]) -> int:
