@@ -111,22 +111,11 @@ class McpConnection:
 
     @asynccontextmanager
     async def _one_off(self) -> AsyncIterator[Client]:
-        client = Client(self.open_transport(), mode="legacy", cache=None)
-        with trio.fail_after(self.connect_seconds):
-            await client.__aenter__()
-        self.connects += 1
-        failed: BaseException | None = None
-        try:
+        """A session for one request; the caller's own limit bounds its connect (the client's task groups must
+        open and close inside one cancel scope)."""
+        async with Client(self.open_transport(), mode="legacy", cache=None) as client:
+            self.connects += 1
             yield client
-        except BaseException as error:
-            failed = error
-            raise
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(self.connect_seconds):
-                if failed is None:
-                    await client.__aexit__(None, None, None)
-                else:
-                    await client.__aexit__(type(failed), failed, failed.__traceback__)
 
     async def _live(self, nursery: trio.Nursery) -> _Kept:
         async with self._lock:
