@@ -51,6 +51,7 @@ log = logging.getLogger("auto_runtime.tools")
 
 STDERR_LINE_CHARS = 4096
 STOP_SECONDS = 5.0
+ENDED_LIFE_POLL_SECONDS = 0.005
 
 
 def _too_large(line: bytes) -> SessionMessage | Exception:
@@ -121,8 +122,13 @@ class StdioProcess:
         """The number of the live, ready process (starting its supervisor first when none runs)."""
         await self._ensure_supervised()
         with trio.move_on_after(connect_seconds):
-            await self.child.wait_ready()
-            return self.child.starts
+            while True:
+                await self.child.wait_ready()
+                if self.child.pid is not None:
+                    return self.child.starts
+                # The process has exited and its life has not yet ended in the child (which then clears its
+                # ready event): `ProcessChild` offers no event for that moment, so look again shortly.
+                await trio.sleep(ENDED_LIFE_POLL_SECONDS)
         raise ToolServerFailed("unreachable", f"The tool server {self.name} did not start in time.", 5)
 
     async def _ensure_supervised(self) -> None:
