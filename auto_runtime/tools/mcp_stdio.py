@@ -113,6 +113,8 @@ class StdioProcess:
         self._supervisor: Supervisor | None = None
         self._lives = 0
         self._start_lock = trio.Lock()
+        self.ended_life = 0
+        """The newest life of the process whose session saw its pipes end: never connected to again."""
 
     def attach(self, nursery: trio.Nursery, parent: Supervisor) -> None:
         self._parent = parent
@@ -124,7 +126,7 @@ class StdioProcess:
         with trio.move_on_after(connect_seconds):
             while True:
                 await self.child.wait_ready()
-                if self.child.pid is not None:
+                if self.child.pid is not None and self.child.starts > self.ended_life:
                     return self.child.starts
                 # The process has exited and its life has not yet ended in the child (which then clears its
                 # ready event): `ProcessChild` offers no event for that moment, so look again shortly.
@@ -266,7 +268,17 @@ class StdioServer:
         self._life = await self.process.ready_life(self.limits.connect)
 
     def _open_transport(self) -> Any:
-        return process_transport(self.process.child, self._life, self.tracker, self.connection.drop)
+        life = self._life
+
+        def ended() -> None:
+            """One session per life: a session that ends for any reason ends its process too (the supervisor
+            starts a fresh one), since what the process would write next on the old pipes is unknown."""
+            self.process.ended_life = max(self.process.ended_life, life)
+            if self.process.child.starts == life:
+                self.process.child.kill()
+            self.connection.drop()
+
+        return process_transport(self.process.child, life, self.tracker, ended)
 
     def attach(self, nursery: trio.Nursery, parent: Supervisor) -> None:
         self.process.attach(nursery, parent)

@@ -253,9 +253,9 @@ class ToolServerSet:
                     await self._stop.wait()
                 finally:
                     with trio.CancelScope(shield=True):
-                        await self._close_clients()
                         with trio.move_on_after(STOP_SECONDS):
                             await supervisor.stop()
+                        await self._close_clients()
                     nursery.cancel_scope.cancel()
         finally:
             self.supervisor = None
