@@ -142,14 +142,17 @@ def convert_document(name: str, entry: ToolServer, raw: bytes) -> ApiDocument:
     if not re.fullmatch(r"3\.[01](\.\d+)?(-.+)?", version):
         raise refused(name, "document", "expects an OpenAPI document of version 3.0 or 3.1 (Swagger 2.0 is refused)")
     _check_references(name, document, document, "#")
+    converter = _Converter(name, entry, document)
+    paths = document.get("paths")
+    for path in paths if isinstance(paths, dict) else ():
+        converter.check_path(str(path))
     try:
         validate(document)
     except OpenAPIValidationError as error:
-        place = "/".join(str(part) for part in error.absolute_path) or "(the root)"
-        raise refused(
-            name, "document", f"is not of the shape OpenAPI gives it at {place}: {error.message[:200]}"
-        ) from None
-    return _Converter(name, entry, document).convert()
+        place = "#" + "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in error.absolute_path)
+        words = error.message.splitlines()[0][:200] if error.message else "not valid"
+        raise refused(name, "document", f"is not of the shape OpenAPI gives it at {place}: {words}") from None
+    return converter.convert()
 
 
 def _parse(name: str, raw: bytes) -> dict[str, Any]:
@@ -224,7 +227,6 @@ class _Converter:
         count = 0
         for path, item in (self.document.get("paths") or {}).items():
             item = self.resolve(item)
-            self._check_path(path)
             for method in METHODS:
                 operation = item.get(method) if isinstance(item, dict) else None
                 if not isinstance(operation, dict):
@@ -320,13 +322,14 @@ class _Converter:
             raise self.fail("document", "names a first server with a query or a fragment")
         return url.rstrip("/")
 
-    def _check_path(self, path: str) -> None:
+    def check_path(self, path: str) -> None:
+        at = "#/paths/" + path.replace("~", "~0").replace("/", "~1")
         if not path.startswith("/"):
-            raise self.fail("document", f"has a path that does not begin with /, at paths/{path}")
+            raise self.fail("document", f"has a path that does not begin with /, at {at}")
         if "?" in path or "#" in path:
-            raise self.fail("document", f"has a path holding a ? or a #, at paths/{path}")
+            raise self.fail("document", f"has a path holding a ? or a #, at {at}")
         if any(segment in (".", "..") for segment in path.split("/")):
-            raise self.fail("document", f"has a path holding a . or .. segment, at paths/{path}")
+            raise self.fail("document", f"has a path holding a . or .. segment, at {at}")
 
     def _operation(self, path: str, method: str, item: dict[str, Any], operation: dict[str, Any]) -> Operation | None:
         what = f"{method.upper()} {path}"
