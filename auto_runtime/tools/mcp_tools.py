@@ -19,6 +19,7 @@ import trio
 from auto_runtime.settings import ToolServer
 from auto_runtime.tools.kinds import RATE_LIMIT_TRIES, RUN_ID_META, Limits, ListedTool
 from auto_runtime.tools.mcp_connection import McpConnection, mcp_error_in
+from auto_runtime.tools.oauth import TokenFailed
 from auto_runtime.tools.scrubbing import SecretSet
 from auto_runtime.tools.servers import ContentBlock, ToolCallFailed, ToolCallResult, ToolServerFailed
 from auto_runtime.tools.tracking import Pending, RequestTracker
@@ -82,9 +83,13 @@ class McpTools:
         self.connection.detach()
 
     async def list_tools(self) -> list[ListedTool]:
+        connecting: Pending | None = None
         try:
             await self.before_request()
-            with trio.fail_after(self.limits.connect + self.limits.list):
+            with (
+                trio.fail_after(self.limits.connect + self.limits.list),
+                self.tracker.track("initialize", None) as connecting,
+            ):
                 async with self.connection.session() as client:
                     tools: list[mcp_types.Tool] = []
                     cursor: str | None = None
@@ -106,11 +111,9 @@ class McpTools:
         except ToolServerFailed:
             raise
         except Exception as error:  # connecting failed: transports raise many kinds, often grouped
-            raise self._list_failure(error, None) from None
+            raise self._list_failure(error, connecting) from None
 
     def _list_failure(self, error: BaseException, pending: Pending | None) -> ToolServerFailed:
-        from auto_runtime.tools.oauth import TokenFailed
-
         if isinstance(error, TokenFailed):
             return ToolServerFailed(error.because, self.secrets(error.detail), 5)
         status = pending.status if pending is not None else 0
@@ -149,8 +152,6 @@ class McpTools:
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     async def _call_once(self, tool: str, arguments: Mapping[str, Any], meta: Any) -> ToolCallResult:
-        from auto_runtime.tools.oauth import TokenFailed
-
         params = {"name": tool, "arguments": dict(arguments)}
         with self.tracker.track("tools/call", params) as pending:
             try:

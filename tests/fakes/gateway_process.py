@@ -113,10 +113,11 @@ class McpToolServerProcess:
         _interrupt(self.process)
 
 
-def start_mcp_tool_server(folder: Path) -> McpToolServerProcess:
-    """``python -m tests.fakes.mcp_tool_server --port 0``; waits for its ``listening on`` line."""
+def start_mcp_tool_server(folder: Path, *options: str, port: int = 0) -> McpToolServerProcess:
+    """``python -m tests.fakes.mcp_tool_server --port 0``; waits for its ``listening on`` line. ``options`` are
+    more of its arguments (``--require-header``, ``--issuer``...)."""
     log = folder / "mcp-calls.jsonl"
-    command = [sys.executable, "-m", "tests.fakes.mcp_tool_server", "--port", "0", "--log", str(log)]
+    command = [sys.executable, "-m", "tests.fakes.mcp_tool_server", "--port", str(port), "--log", str(log), *options]
     process, url = _started(command, "the MCP tool server")
     return McpToolServerProcess(process, url, log)
 
