@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 FOLDER = Path(__file__).parent
-BENCHMARKS = ("ledger_appends", "actors", "computation", "http_routes", "reasoning_overhead", "workflows")
+BENCHMARKS = ("ledger_appends", "actors", "computation", "http_routes", "reasoning_overhead", "workflows", "tools")
 
 
 def main(names: list[str]) -> int:
