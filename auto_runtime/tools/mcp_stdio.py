@@ -51,7 +51,7 @@ log = logging.getLogger("auto_runtime.tools")
 
 STDERR_LINE_CHARS = 4096
 STOP_SECONDS = 5.0
-ENDED_LIFE_POLL_SECONDS = 0.005
+SETTLE_POLL_SECONDS = 0.005
 
 
 def _too_large(line: bytes) -> SessionMessage | Exception:
@@ -114,23 +114,33 @@ class StdioProcess:
         self._lives = 0
         self._start_lock = trio.Lock()
         self.ended_life = 0
+        self._reading = False
         """The newest life of the process whose session saw its pipes end: never connected to again."""
 
     def attach(self, nursery: trio.Nursery, parent: Supervisor) -> None:
         self._parent = parent
-        nursery.start_soon(self._log_stderr)
+        if not self._reading:
+            self._reading = True
+            nursery.start_soon(self._log_stderr)
 
     async def ready_life(self, connect_seconds: float) -> int:
-        """The number of the live, ready process (starting its supervisor first when none runs)."""
-        await self._ensure_supervised()
+        """The number of the live, ready process (starting a supervisor first when none runs).
+
+        `ProcessChild` offers no event for the end of a life (its ready event of an ended life stays set until
+        its task has cleaned up), nor does a supervisor for giving up; so while neither has settled, this looks
+        again every `SETTLE_POLL_SECONDS`, within the connect limit.
+        """
         with trio.move_on_after(connect_seconds):
             while True:
-                await self.child.wait_ready()
-                if self.child.pid is not None and self.child.starts > self.ended_life:
-                    return self.child.starts
-                # The process has exited and its life has not yet ended in the child (which then clears its
-                # ready event): `ProcessChild` offers no event for that moment, so look again shortly.
-                await trio.sleep(ENDED_LIFE_POLL_SECONDS)
+                await self._ensure_supervised()
+                child = self.child
+                if child.ready and child.pid is not None and child.starts > self.ended_life:
+                    return child.starts
+                if child.ready:
+                    await trio.sleep(SETTLE_POLL_SECONDS)
+                else:
+                    with trio.move_on_after(SETTLE_POLL_SECONDS * 20):
+                        await child.wait_ready()
         raise ToolServerFailed("unreachable", f"The tool server {self.name} did not start in time.", 5)
 
     async def _ensure_supervised(self) -> None:
@@ -182,11 +192,14 @@ class StdioProcess:
             log.warning("tool server %s (stderr): %s", self.name, self.secrets(text))
 
     def close_pipe(self) -> None:
-        """Close the write end kept for the next lives; the read end closes with its reader task."""
-        try:
-            os.close(self._stderr_write)
-        except OSError:
-            return
+        """Close the write end kept for the next lives; the read end closes with its reader task, or here when
+        none ever ran."""
+        ends = [self._stderr_write] if self._reading else [self._stderr_write, self._stderr_read]
+        for end in ends:
+            try:
+                os.close(end)
+            except OSError:
+                continue
 
 
 @asynccontextmanager

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from auto_runtime.settings import ToolServer
-from auto_runtime.supervision import NO_BACKOFF, Backoff
+from auto_runtime.supervision import NO_BACKOFF, Backoff, RestartIntensity
 from auto_runtime.tools import OfferedTool, ToolCallFailed, WantedTool
 from auto_runtime.tools.kinds import Limits
 from auto_runtime.tools.tool_server_set import ToolServerSet
@@ -175,3 +175,24 @@ async def test_a_stdio_server_without_the_set_running_is_unreachable(tmp_path: P
         await tools.offered("acme", "sales", [WantedTool("notes", "*")])
     assert failed.value.because == "unreachable"
     await tools.aclose()
+
+
+async def test_a_supervisor_that_gives_up_is_replaced_when_the_server_is_next_needed(tmp_path: Path) -> None:
+    starts = tmp_path / "starts.log"
+    tools = ToolServerSet(
+        {"notes": entry(starts)},
+        secrets=set(),
+        limits=Limits(call=CALL_SECONDS),
+        reconnect_backoff=NO_BACKOFF,
+        stdio_backoff=NO_BACKOFF,
+        stdio_intensity=RestartIntensity(max_restarts=0, period=60.0),
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(tools.run)
+        with pytest.raises(ToolCallFailed):
+            await tools.call("acme", "sales", tool("crash"), {}, "run-1")
+        result = await tools.call("acme", "sales", tool("echo"), {"text": "again"}, "run-1")
+        assert result.blocks[0].text == "again"
+        assert len(starts_of(starts)) == 2
+        assert tools.supervisor is not None and tools.supervisor.running
+        await tools.aclose()
