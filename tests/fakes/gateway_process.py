@@ -147,12 +147,19 @@ def start_openapi_service(signing_key: str, audience: str) -> HttpFakeProcess:
 
 
 def start_oauth_server(
-    signing_key: str, audience: str, mode: str = "normal", redirect_to: str | None = None, expires_in: int = 3600
+    signing_key: str,
+    audience: str,
+    mode: str = "normal",
+    redirect_to: str | None = None,
+    expires_in: int = 3600,
+    client_public_key: Path | None = None,
 ) -> HttpFakeProcess:
     """``python -m tests.fakes.oauth_server --port 0``; waits for its ``listening on`` line."""
     command = [sys.executable, "-m", "tests.fakes.oauth_server", "--port", "0", "--mode", mode]
     command += ["--signing-key", signing_key, "--audience", audience, "--expires-in", str(expires_in)]
     if redirect_to is not None:
         command += ["--redirect-to", redirect_to]
+    if client_public_key is not None:
+        command += ["--client-public-key", str(client_public_key)]
     process, origin = _started(command, "the OAuth server")
     return HttpFakeProcess(process, origin)

@@ -5,7 +5,9 @@
 Its metadata (RFC 8414 and OpenID Connect discovery) names its own origin as the issuer and ``/token`` as the
 token endpoint. ``/token`` takes ``grant_type=client_credentials`` with ``client_id=tools-client`` and
 ``client_secret=tools-client-secret-0123`` (``client_secret_post``), and answers an HS256 JWT for the audience,
-``expires_in`` 3600 (or ``--expires-in``). Modes that misbehave:
+``expires_in`` 3600 (or ``--expires-in``). With ``--client-public-key PATH`` it also takes ``private_key_jwt``: a
+``client_assertion`` JWT signed by that key's private half, whose ``iss`` and ``sub`` are the client id and whose
+``aud`` is the token endpoint. Modes that misbehave:
 
 * ``slow``: the token endpoint never answers;
 * ``wrong_audience``: the tokens are for another audience, so the API refuses them;
@@ -22,6 +24,8 @@ import asyncio
 import sys
 import time
 import uuid
+from pathlib import Path
+from typing import Any
 
 import jwt
 from starlette.applications import Starlette
@@ -35,7 +39,27 @@ CLIENT_ID = "tools-client"
 CLIENT_SECRET = "tools-client-secret-0123"
 
 
-def build(signing_key: str, audience: str, mode: str, redirect_to: str | None, expires_in: int) -> Starlette:
+def _asserted(form: Any, public_key: str | None, endpoint: str) -> bool:
+    assertion = form.get("client_assertion")
+    if public_key is None or not isinstance(assertion, str):
+        return False
+    if form.get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+        return False
+    try:
+        claims = jwt.decode(assertion, public_key, algorithms=["ES256", "RS256", "EdDSA"], audience=endpoint)
+    except jwt.PyJWTError:
+        return False
+    return bool(claims.get("iss") == CLIENT_ID and claims.get("sub") == CLIENT_ID)
+
+
+def build(
+    signing_key: str,
+    audience: str,
+    mode: str,
+    redirect_to: str | None,
+    expires_in: int,
+    public_key: str | None = None,
+) -> Starlette:
     minted = {"count": 0}
 
     def origin(request: Request) -> str:
@@ -60,7 +84,10 @@ def build(signing_key: str, audience: str, mode: str, redirect_to: str | None, e
         form = await request.form()
         if form.get("grant_type") != "client_credentials":
             return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
-        if form.get("client_id") != CLIENT_ID or form.get("client_secret") != CLIENT_SECRET:
+        secret_ok = form.get("client_secret") == CLIENT_SECRET
+        if form.get("client_id") != CLIENT_ID or not (
+            secret_ok or _asserted(form, public_key, f"{origin(request)}/token")
+        ):
             return JSONResponse({"error": "invalid_client"}, status_code=401)
         minted["count"] += 1
         claims = {
@@ -96,8 +123,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--redirect-to")
     parser.add_argument("--expires-in", type=int, default=3600)
+    parser.add_argument("--client-public-key", type=Path)
     arguments = parser.parse_args(argv)
-    app = build(arguments.signing_key, arguments.audience, arguments.mode, arguments.redirect_to, arguments.expires_in)
+    public_key = arguments.client_public_key.read_text() if arguments.client_public_key else None
+    app = build(
+        arguments.signing_key,
+        arguments.audience,
+        arguments.mode,
+        arguments.redirect_to,
+        arguments.expires_in,
+        public_key,
+    )
     serve_on_loopback(app, arguments.port)
     return 0
 

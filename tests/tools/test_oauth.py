@@ -4,9 +4,12 @@ authorization servers that misbehave (slow, wrong audience, a redirect, another 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
 
 from auto_runtime.settings import OAuthClient, ToolServer
 from auto_runtime.tools import OfferedTool, ToolCallFailed
@@ -168,3 +171,26 @@ async def test_an_authorization_server_on_a_host_not_allowed_is_never_asked(
     assert "The host localhost is not one the operator allows" in failed.value.detail
     assert minted(oauth_server) == before
     await tools.aclose()
+
+
+async def test_a_private_key_signs_a_client_assertion_instead_of_a_secret(
+    tmp_path: Path, openapi_service: HttpFakeProcess
+) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    private = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
+    public = tmp_path / "client.pub"
+    public.write_bytes(key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo))
+    server = start_oauth_server(SIGNING_KEY, AUDIENCE, client_public_key=public)
+    try:
+        signed = {"issuer": server.origin, "client_id": CLIENT_ID, "private_key": private, "algorithm": "ES256"}
+        entry = ToolServer.model_validate(
+            {"document": f"{openapi_service.origin}/openapi.json", "auth": signed, "org": "acme"}
+        )
+        tools = ToolServerSet({"billing": entry}, secrets=set())
+        await tools.prepare()
+        result = await tools.call("acme", "sales", REPORTS, {}, "run-1")
+        assert result.structured["for"] == CLIENT_ID and result.structured["token"] == "[redacted]"
+        assert private in tools.secrets()
+        await tools.aclose()
+    finally:
+        server.stop()
