@@ -228,12 +228,13 @@ async def process_transport(
     async def write() -> None:
         async with write_receive:
             async for message in write_receive:
-                data = message.message.model_dump(mode="json", by_alias=True, exclude_unset=True)
-                tracker.sent(data)
+                outgoing = message.message
+                if isinstance(outgoing, mcp_types.JSONRPCRequest):
+                    tracker.sent({"method": outgoing.method, "id": outgoing.id, "params": outgoing.params})
                 if child.starts != life:
                     break
                 try:
-                    await child.write_line(json.dumps(data, separators=(",", ":")).encode("utf-8"))
+                    await child.write_line(outgoing.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8"))
                 except (ProcessChildError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     break
         on_end()

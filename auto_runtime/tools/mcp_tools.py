@@ -165,7 +165,7 @@ class McpTools:
                     f"The tool server {self.name} did not answer within {self.limits.call:g} seconds.",
                     pending.jsonrpc_id,
                 ) from None
-            except TokenFailed as failed:
+            except (TokenFailed, ToolServerFailed) as failed:
                 raise ToolCallFailed("server_failure", self.secrets(failed.detail), pending.jsonrpc_id) from None
             except Exception as error:
                 raise self._call_failure(error, pending) from None
