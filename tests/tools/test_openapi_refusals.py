@@ -220,3 +220,13 @@ async def test_a_document_url_that_redirects_or_is_swagger_is_refused(openapi_se
         await read_document(
             "billing", entry(document=f"{openapi_service.origin}/openapi.json"), Path("."), only_elsewhere
         )
+
+
+async def test_the_set_refuses_to_start_naming_the_entry(tmp_path: Path) -> None:
+    from auto_runtime.tools.tool_server_set import ToolServerSet
+
+    (tmp_path / "api.json").write_text(json.dumps({**BASE, "openapi": "2.0"}))
+    tools = ToolServerSet({"billing": entry(security={"key": SECRET})}, directory=tmp_path)
+    with pytest.raises(SettingsError, match=r"^tool_servers\.billing\.document: expects an OpenAPI document"):
+        await tools.run()  # it reads the documents before it reports started, and before it opens its nursery
+    await tools.aclose()
