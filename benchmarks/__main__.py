@@ -20,6 +20,7 @@ BENCHMARKS = (
     "http_routes",
     "reasoning_overhead",
     "workflows",
+    "tools",
 )
 
 

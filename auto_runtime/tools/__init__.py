@@ -1,4 +1,5 @@
-"""Tool servers as a reasoning run reaches them: `ToolServers` and its MCP (Streamable HTTP) implementation."""
+"""Tool servers as a reasoning run reaches them: the `ToolServers` interface and `ToolServerSet`, which serves it
+for the three kinds of server (`mcp`, `stdio`, `openapi`); `scrubbing` removes their secrets."""
 
 from auto_runtime.tools.servers import (
     ContentBlock,

@@ -113,9 +113,53 @@ class McpToolServerProcess:
         _interrupt(self.process)
 
 
-def start_mcp_tool_server(folder: Path) -> McpToolServerProcess:
-    """``python -m tests.fakes.mcp_tool_server --port 0``; waits for its ``listening on`` line."""
+def start_mcp_tool_server(folder: Path, *options: str, port: int = 0) -> McpToolServerProcess:
+    """``python -m tests.fakes.mcp_tool_server --port 0``; waits for its ``listening on`` line. ``options`` are
+    more of its arguments (``--require-header``, ``--issuer``...)."""
     log = folder / "mcp-calls.jsonl"
-    command = [sys.executable, "-m", "tests.fakes.mcp_tool_server", "--port", "0", "--log", str(log)]
+    command = [sys.executable, "-m", "tests.fakes.mcp_tool_server", "--port", str(port), "--log", str(log), *options]
     process, url = _started(command, "the MCP tool server")
     return McpToolServerProcess(process, url, log)
+
+
+@dataclass
+class HttpFakeProcess:
+    """A fake served on loopback: its process and its origin (``http://127.0.0.1:<port>``)."""
+
+    process: subprocess.Popen[str]
+    origin: str
+
+    def get(self, path: str) -> Any:
+        response = httpx.get(f"{self.origin}{path}", timeout=10)
+        response.raise_for_status()
+        return response.json()
+
+    def stop(self) -> None:
+        _interrupt(self.process)
+
+
+def start_openapi_service(signing_key: str, audience: str) -> HttpFakeProcess:
+    """``python -m tests.fakes.openapi_service --port 0``; waits for its ``listening on`` line."""
+    command = [sys.executable, "-m", "tests.fakes.openapi_service", "--port", "0"]
+    command += ["--signing-key", signing_key, "--audience", audience]
+    process, origin = _started(command, "the OpenAPI service")
+    return HttpFakeProcess(process, origin)
+
+
+def start_oauth_server(
+    signing_key: str,
+    audience: str,
+    mode: str = "normal",
+    redirect_to: str | None = None,
+    expires_in: int = 3600,
+    client_public_key: Path | None = None,
+) -> HttpFakeProcess:
+    """``python -m tests.fakes.oauth_server --port 0``; waits for its ``listening on`` line."""
+    command = [sys.executable, "-m", "tests.fakes.oauth_server", "--port", "0", "--mode", mode]
+    command += ["--signing-key", signing_key, "--audience", audience, "--expires-in", str(expires_in)]
+    if redirect_to is not None:
+        command += ["--redirect-to", redirect_to]
+    if client_public_key is not None:
+        command += ["--client-public-key", str(client_public_key)]
+    process, origin = _started(command, "the OAuth server")
+    return HttpFakeProcess(process, origin)

@@ -15,6 +15,10 @@ It prints ``listening on http://127.0.0.1:<port>/mcp`` once it accepts connectio
 * ``swamped``: every call is answered HTTP 429 with ``retry-after: 60``.
 
 Each ``tools/call`` is appended to the log file as a JSON line ``{"name", "arguments", "meta"}``.
+
+With ``--require-header NAME=VALUE`` every request without that header is answered 401. With ``--issuer URL
+--signing-key K --audience A`` it is an OAuth-protected resource: ``/.well-known/oauth-protected-resource/mcp``
+names the issuer, and every request needs a bearer HS256 JWT of the signing key for the audience.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jwt
 import mcp_types as types
 import trio
 from hypercorn.config import Config
@@ -97,10 +103,32 @@ def build(log: Path | None) -> Server[Any]:
     return Server("fake-tools", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+@dataclass(frozen=True)
+class Guard:
+    """What a request must carry: a header, or a bearer token of the issuer."""
+
+    header: tuple[str, str] | None = None
+    issuer: str | None = None
+    signing_key: str = ""
+    audience: str = ""
+
+    def refuses(self, headers: dict[str, str]) -> bool:
+        if self.header is not None and headers.get(self.header[0].lower()) != self.header[1]:
+            return True
+        if self.issuer is not None:
+            token = headers.get("authorization", "").removeprefix("Bearer ")
+            try:
+                jwt.decode(token, self.signing_key, algorithms=["HS256"], audience=self.audience)
+            except jwt.PyJWTError:
+                return True
+        return False
+
+
 class App:
-    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
+    def __init__(self, manager: StreamableHTTPSessionManager, guard: Guard | None = None) -> None:
         self.manager = manager
         self.busy_calls = 0
+        self.guard = guard or Guard()
 
     def _limited(self, body: bytes) -> str | None:
         """The retry-after to answer a 429 with, for a call of busy or swamped; else None."""
@@ -125,6 +153,18 @@ class App:
                 await send({"type": "lifespan.startup.complete"})
             message = await receive()
             await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["path"].startswith("/.well-known/oauth-protected-resource") and self.guard.issuer is not None:
+            document = json.dumps({"resource": "mcp", "authorization_servers": [self.guard.issuer]}).encode()
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+            )
+            await send({"type": "http.response.body", "body": document})
+            return
+        headers = {name.decode().lower(): value.decode() for name, value in scope.get("headers", [])}
+        if self.guard.refuses(headers):
+            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"unauthorized"})
             return
         chunks: list[bytes] = []
         while True:
@@ -157,7 +197,7 @@ async def _running(manager: StreamableHTTPSessionManager) -> AsyncIterator[None]
         yield
 
 
-async def run(port: int, log: Path | None) -> None:
+async def run(port: int, log: Path | None, guard: Guard | None = None) -> None:
     manager = StreamableHTTPSessionManager(build(log), stateless=True, json_response=True)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -168,7 +208,7 @@ async def run(port: int, log: Path | None) -> None:
     config.accesslog = None
     config.graceful_timeout = 1.0
     async with _running(manager), trio.open_nursery() as nursery:
-        nursery.start_soon(serve, App(manager), config)
+        nursery.start_soon(serve, App(manager, guard), config)
         print(f"listening on http://127.0.0.1:{listener.getsockname()[1]}/mcp", flush=True)
 
 
@@ -176,9 +216,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="A small MCP tool server for tests")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--log", type=Path)
+    parser.add_argument("--require-header")
+    parser.add_argument("--issuer")
+    parser.add_argument("--signing-key", default="")
+    parser.add_argument("--audience", default="")
     arguments = parser.parse_args(argv)
+    header = tuple(arguments.require_header.split("=", 1)) if arguments.require_header else None
+    guard = Guard(header, arguments.issuer, arguments.signing_key, arguments.audience)  # type: ignore[arg-type]
     try:
-        trio.run(run, arguments.port, arguments.log)
+        trio.run(run, arguments.port, arguments.log, guard)
     except KeyboardInterrupt:
         return 0
     return 0

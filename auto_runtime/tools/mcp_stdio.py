@@ -1,0 +1,309 @@
+"""The `stdio` kind: an MCP server the runtime runs as an OS process, under the supervision tree.
+
+- The process is a `ProcessChild` (its `command` and `args`, its `env` as its whole environment, an optional
+  address-space limit) under a supervisor of its own (restarts with back-off, within a restart intensity), which
+  the set starts, as a temporary child of the set's supervisor, when a run or a listing first needs the server.
+  A supervisor that gives up is removed; the next need starts a new one.
+- The MCP session speaks newline-delimited JSON-RPC over the process's stdin and stdout, bound to one life of
+  the process: when that process ends, the session ends, its calls in flight fail (`server_failure`), and the
+  next request waits for the restarted process (within the connect limit) and opens a new session.
+- The process's stderr goes to the server's log line by line, scrubbed of the shared secrets.
+- A message past 4 MiB answers its request `too_large`; one past the process child's line cap ends the process.
+
+Concurrency rules: all on the Trio thread; one reader and one writer task per session; the process child
+serialises nothing else, since the session alone talks to the pipes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types
+import trio
+import trio.lowlevel
+from mcp.client._transport import TransportStreams
+from mcp.shared.message import SessionMessage
+
+from auto_runtime.settings import ToolServer
+from auto_runtime.supervision import (
+    Backoff,
+    ProcessChild,
+    ProcessChildError,
+    Restart,
+    RestartIntensity,
+    Supervisor,
+    SupervisorNotRunningError,
+)
+from auto_runtime.tools.kinds import STDIO_RESULT_CAP, Limits, ListedTool
+from auto_runtime.tools.mcp_connection import McpConnection
+from auto_runtime.tools.mcp_tools import TOO_LARGE_CODE, McpTools
+from auto_runtime.tools.scrubbing import SecretSet
+from auto_runtime.tools.servers import ToolCallResult, ToolServerFailed
+from auto_runtime.tools.tracking import RequestTracker
+
+log = logging.getLogger("auto_runtime.tools")
+
+STDERR_LINE_CHARS = 4096
+STOP_SECONDS = 5.0
+SETTLE_POLL_SECONDS = 0.005
+
+
+def _too_large(line: bytes) -> SessionMessage | Exception:
+    """An error answer, in place of a message past the stdio cap, to the request it answered."""
+    try:
+        identifier = json.loads(line).get("id")
+    except (ValueError, AttributeError):
+        identifier = None
+    if not isinstance(identifier, str | int):
+        return ValueError(f"a message of {len(line):,} bytes, past the stdio cap, answering no request")
+    error = mcp_types.JSONRPCError(
+        jsonrpc="2.0",
+        id=identifier,
+        error=mcp_types.ErrorData(
+            code=TOO_LARGE_CODE, message=f"The result took {len(line):,} bytes; one call may return 4 MiB."
+        ),
+    )
+    return SessionMessage(error)
+
+
+def _parsed(line: bytes) -> SessionMessage | Exception:
+    if len(line) > STDIO_RESULT_CAP:
+        return _too_large(line)
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as error:
+        return error
+
+
+class StdioProcess:
+    """The supervised process of one `stdio` entry, and its stderr pipe into the log."""
+
+    def __init__(
+        self,
+        name: str,
+        entry: ToolServer,
+        secrets: SecretSet,
+        *,
+        memory_limit: int | None,
+        backoff: Backoff,
+        intensity: RestartIntensity,
+        cwd: str | None,
+    ) -> None:
+        assert entry.command is not None
+        self.name = name
+        self.secrets = secrets
+        self.backoff = backoff
+        self.intensity = intensity
+        self._stderr_read, self._stderr_write = os.pipe()
+        self.child = ProcessChild(
+            f"stdio:{name}",
+            [entry.command, *(entry.args or ())],
+            memory_limit=memory_limit,
+            env=dict(entry.env or {}),
+            cwd=cwd,
+            stderr=self._stderr_write,
+        )
+        self._parent: Supervisor | None = None
+        self._supervisor: Supervisor | None = None
+        self._lives = 0
+        self._start_lock = trio.Lock()
+        self.ended_life = 0
+        self._reading = False
+        """The newest life of the process whose session saw its pipes end: never connected to again."""
+
+    def attach(self, nursery: trio.Nursery, parent: Supervisor) -> None:
+        self._parent = parent
+        if not self._reading:
+            self._reading = True
+            nursery.start_soon(self._log_stderr)
+
+    async def ready_life(self, connect_seconds: float) -> int:
+        """The number of the live, ready process (starting a supervisor first when none runs).
+
+        `ProcessChild` offers no event for the end of a life (its ready event of an ended life stays set until
+        its task has cleaned up), nor does a supervisor for giving up; so while neither has settled, this looks
+        again every `SETTLE_POLL_SECONDS`, within the connect limit.
+        """
+        with trio.move_on_after(connect_seconds):
+            while True:
+                await self._ensure_supervised()
+                child = self.child
+                if child.ready and child.pid is not None and child.starts > self.ended_life:
+                    return child.starts
+                if child.ready:
+                    await trio.sleep(SETTLE_POLL_SECONDS)
+                else:
+                    with trio.move_on_after(SETTLE_POLL_SECONDS * 20):
+                        await child.wait_ready()
+        raise ToolServerFailed("unreachable", f"The tool server {self.name} did not start in time.", 5)
+
+    async def _ensure_supervised(self) -> None:
+        async with self._start_lock:
+            if self._supervisor is not None and self._supervisor.running:
+                return
+            parent = self._parent
+            if parent is None:
+                raise ToolServerFailed(
+                    "unreachable",
+                    f"The tool server {self.name} runs as a process, and the tool servers are not running.",
+                    5,
+                )
+            self._lives += 1
+            supervisor = Supervisor(
+                f"stdio:{self.name}#{self._lives}",
+                [self.child.child_spec(restart=Restart.PERMANENT, shutdown=STOP_SECONDS)],
+                intensity=self.intensity,
+                backoff=self.backoff,
+            )
+            try:
+                await parent.start_child(supervisor.child_spec(restart=Restart.TEMPORARY, shutdown=STOP_SECONDS * 2))
+            except SupervisorNotRunningError:
+                raise ToolServerFailed("unreachable", f"The tool server {self.name} is stopping.", 5) from None
+            self._supervisor = supervisor
+
+    async def _log_stderr(self) -> None:
+        stream = trio.lowlevel.FdStream(self._stderr_read)
+        buffer = bytearray()
+        try:
+            while True:
+                chunk = await stream.receive_some(65536)
+                if not chunk:
+                    return
+                buffer += chunk
+                while (end := buffer.find(b"\n")) >= 0:
+                    self._log_line(bytes(buffer[:end]))
+                    del buffer[: end + 1]
+                if len(buffer) > STDERR_LINE_CHARS:
+                    self._log_line(bytes(buffer))
+                    buffer.clear()
+        finally:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    def _log_line(self, line: bytes) -> None:
+        text = line.decode("utf-8", errors="replace").rstrip()[:STDERR_LINE_CHARS]
+        if text:
+            log.warning("tool server %s (stderr): %s", self.name, self.secrets(text))
+
+    def close_pipe(self) -> None:
+        """Close the write end kept for the next lives; the read end closes with its reader task, or here when
+        none ever ran."""
+        ends = [self._stderr_write] if self._reading else [self._stderr_write, self._stderr_read]
+        for end in ends:
+            try:
+                os.close(end)
+            except OSError:
+                continue
+
+
+@asynccontextmanager
+async def process_transport(
+    child: ProcessChild, life: int, tracker: RequestTracker, on_end: Callable[[], None]
+) -> AsyncIterator[TransportStreams]:
+    """Newline-delimited JSON-RPC over one life of `child`; ends when that process does."""
+    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read() -> None:
+        async with read_send:
+            while child.starts == life:
+                try:
+                    line = await child.read_line()
+                except ProcessChildError:
+                    if child.starts == life:
+                        child.kill()  # past its line cap, or its output ended: this life is over
+                    break
+                try:
+                    await read_send.send(_parsed(line))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break
+        on_end()
+
+    async def write() -> None:
+        async with write_receive:
+            async for message in write_receive:
+                outgoing = message.message
+                if isinstance(outgoing, mcp_types.JSONRPCRequest):
+                    tracker.sent({"method": outgoing.method, "id": outgoing.id, "params": outgoing.params})
+                if child.starts != life:
+                    break
+                try:
+                    await child.write_line(outgoing.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8"))
+                except (ProcessChildError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    break
+        on_end()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read)
+        nursery.start_soon(write)
+        try:
+            yield read_receive, write_send
+        finally:
+            nursery.cancel_scope.cancel()
+            await read_receive.aclose()
+            await write_send.aclose()
+
+
+class StdioServer:
+    """One `stdio` entry's client: its supervised process and a kept session to the live one."""
+
+    def __init__(
+        self,
+        name: str,
+        entry: ToolServer,
+        secrets: SecretSet,
+        limits: Limits,
+        backoff: Backoff,
+        intensity: RestartIntensity,
+        *,
+        memory_limit: int | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        self.name = name
+        self.entry = entry
+        self.limits = limits
+        self.tracker = RequestTracker()
+        self.process = StdioProcess(
+            name, entry, secrets, memory_limit=memory_limit, backoff=backoff, intensity=intensity, cwd=cwd
+        )
+        self._life = 0
+        self.connection = McpConnection(name, self._open_transport, connect_seconds=limits.connect, backoff=backoff)
+        self.tools = McpTools(
+            name, entry, self.connection, self.tracker, secrets, limits, STDIO_RESULT_CAP, before_request=self._ready
+        )
+
+    async def _ready(self) -> None:
+        self._life = await self.process.ready_life(self.limits.connect)
+
+    def _open_transport(self) -> Any:
+        life = self._life
+
+        def ended() -> None:
+            """One session per life: a session that ends for any reason ends its process too (the supervisor
+            starts a fresh one), since what the process would write next on the old pipes is unknown."""
+            self.process.ended_life = max(self.process.ended_life, life)
+            if self.process.child.starts == life:
+                self.process.child.kill()
+            self.connection.drop()
+
+        return process_transport(self.process.child, life, self.tracker, ended)
+
+    def attach(self, nursery: trio.Nursery, parent: Supervisor) -> None:
+        self.process.attach(nursery, parent)
+        self.tools.attach(nursery)
+
+    async def list_tools(self) -> list[ListedTool]:
+        return await self.tools.list_tools()
+
+    async def call(self, tool: str, arguments: Mapping[str, Any], run_id: str) -> ToolCallResult:
+        return await self.tools.call(tool, arguments, run_id)
+
+    async def aclose(self) -> None:
+        await self.tools.aclose()
+        self.process.close_pipe()
