@@ -15,7 +15,9 @@ Concurrency rules (beyond `thread_actor`'s, which hold for the mailbox, claims a
   is not a cancellation) ends the life as a crash: its asker gets it, the tasks still running are cancelled
   and their askers get `ActorCrashedError`; the supervisor decides what comes next.
 - A graceful stop lets the tasks running finish, runs `on_stop` and ends the loop and its thread. A cancelled
-  life (shutdown timeout) cancels the running tasks and skips what was not started.
+  life (shutdown timeout) cancels the running tasks and skips what was not started. Unlike a thread actor's,
+  `on_stop` also runs after a crash once the tasks are cancelled (the loop can still run it), so a life's
+  connections are closed however it ends; only a crash that stops the loop itself skips it.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class LoopActor(abc.ABC, Generic[M, R]):
         """Handle one message as a task of its own; the return value is the reply to an `ask`."""
 
     async def on_stop(self) -> None:
-        """Release what the instance holds after a graceful end."""
+        """Release what the instance holds at the end of the life (graceful, or after a crash)."""
 
 
 class _LoopHost:
@@ -108,11 +110,10 @@ class _LoopHost:
                 task.cancel()
         while self._tasks:
             await asyncio.wait(list(self._tasks.values()))
-        if not self._dead:
-            try:
-                await instance.on_stop()
-            except BaseException as error:
-                log.warning("loop actor %s: on_stop failed: %r", self._ref.name, error)
+        try:
+            await instance.on_stop()
+        except BaseException as error:
+            log.warning("loop actor %s: on_stop failed: %r", self._ref.name, error)
         self._flush()
         self._life.report(self._life.stopped.set)
 
