@@ -12,8 +12,9 @@ Concurrency rules (beyond `thread_actor`'s, which hold for the mailbox, claims a
 - Cancelling an asker cancels the message's asyncio task (through `Reply.on_abandon`); the task's work is
   cancelled the asyncio way (asyncpg cancels the running query and rolls back).
 - An `Exception` from `receive` answers its asker; the life goes on. Anything else (a `BaseException` that
-  is not a cancellation) ends the life as a crash: its asker gets it, the tasks still running are cancelled
-  and their askers get `ActorCrashedError`; the supervisor decides what comes next.
+  is not a cancellation) ends the life as a crash: its asker gets it, the tasks already running are cancelled
+  and their askers get `ActorCrashedError`, and the messages taken but not yet begun go back to the mailbox
+  for the next life; the supervisor decides what comes next.
 - A graceful stop lets the tasks running finish, runs `on_stop` and ends the loop and its thread. A cancelled
   life (shutdown timeout) cancels the running tasks and skips what was not started. Unlike a thread actor's,
   `on_stop` also runs after a crash once the tasks are cancelled (the loop can still run it), so a life's
@@ -67,6 +68,7 @@ class _LoopHost:
         self._loop = asyncio.new_event_loop()
         self._halted: asyncio.Event | None = None
         self._tasks: dict[_Envelope, asyncio.Task[Any]] = {}
+        self._started: set[_Envelope] = set()
         self._finished: list[tuple[_Envelope, outcome.Outcome[Any]]] = []
         self._instance: LoopActor[Any, Any] | None = None
         self._dead = False
@@ -134,11 +136,15 @@ class _LoopHost:
             if envelope.abandoned:
                 self._finish(envelope, None)
                 continue
-            task = self._loop.create_task(instance.receive(envelope.message))
+            task = self._loop.create_task(self._handle(instance, envelope))
             self._tasks[envelope] = task
             task.add_done_callback(functools.partial(self._done, envelope))
             if envelope.reply is not None:
                 envelope.reply.on_abandon = lambda task=task: self._cancel_soon(task)
+
+    async def _handle(self, instance: LoopActor[Any, Any], envelope: _Envelope) -> Any:
+        self._started.add(envelope)
+        return await instance.receive(envelope.message)
 
     def _cancel_soon(self, task: asyncio.Task[Any]) -> None:
         """The asker was cancelled (called on the Trio thread)."""
@@ -147,6 +153,10 @@ class _LoopHost:
 
     def _done(self, envelope: _Envelope, task: asyncio.Task[Any]) -> None:
         self._tasks.pop(envelope, None)
+        started = envelope in self._started
+        self._started.discard(envelope)
+        if self._dead and not started:
+            return  # given back to the mailbox by the crash: the next life runs it
         if task.cancelled():
             self._finish(envelope, outcome.Error(asyncio.CancelledError()))
             return
@@ -177,7 +187,9 @@ class _LoopHost:
         crashed = [envelope] if envelope is not None else []
         for running, task in self._tasks.items():
             task.cancel()
-            if running.reply is not None:
+            if running not in self._started:
+                self._ref._unclaim(running)
+            elif running.reply is not None:
                 self._finished.append((running, outcome.Error(ActorCrashedError(self._ref.name, error))))
         self._life.report(self._ref._crashed, self._life, crashed, error)
         self._halt()

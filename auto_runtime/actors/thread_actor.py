@@ -360,6 +360,11 @@ class BridgedRef(Generic[M, R, B]):
             envelope.claimed = True
             return True
 
+    def _unclaim(self, envelope: _Envelope) -> None:
+        """Called in an actor thread: give back a message it claimed and did not begin (a crashed loop life)."""
+        with self._claim_lock:
+            envelope.claimed = False
+
     def _complete_all(self, envelopes: Sequence[_Envelope], results: Sequence[outcome.Outcome[Any]]) -> None:
         """Trio thread: the envelopes are done; the first `len(envelopes) - len(results)` were skipped."""
         skipped = len(envelopes) - len(results)
