@@ -86,7 +86,8 @@ class SqliteWriter(ThreadActor[WriterMessage, Any]):
     """One life of the writer: owns its connection from its construction until `on_stop` or a crash.
 
     `connection` is the connection for this life (the one the store opened and migrated, for the first life),
-    or None to open one with `connect`, which also opens a new one when a fault left the current one unusable;
+    or None to open one with `connect` at the first batch (an error opening it fails that batch, not the life);
+    `connect` also opens a new one when a fault left the current one unusable;
     `folder` is where the ledger file lives (its free space tells a full disk from another I/O error).
     `after_commit` runs in the writer's thread after a batch committed something.
     """
@@ -104,7 +105,7 @@ class SqliteWriter(ThreadActor[WriterMessage, Any]):
         folder: Path,
         faults: FaultLog,
     ) -> None:
-        self._conn: sqlite3.Connection | None = connection if connection is not None else connect()
+        self._conn = connection
         self._connect = connect
         self._folder = folder
         self._faults = faults
