@@ -35,7 +35,7 @@ from typing import Any, Generic, TypeVar
 import outcome
 
 from auto_runtime.actors.errors import ActorCrashedError
-from auto_runtime.actors.thread_actor import BridgedRef, _Envelope, _Life
+from auto_runtime.actors.thread_actor import BridgedRef, Envelope, Life
 from auto_runtime.actors.trio_actor import DEFAULT_MAILBOX_CAPACITY
 
 log = logging.getLogger("auto_runtime.supervision.loop_actor")
@@ -61,15 +61,15 @@ class LoopActor(abc.ABC, Generic[M, R]):
 class _LoopHost:
     """One life: a thread running an event loop. `wake` and `halt` are called from the Trio thread."""
 
-    def __init__(self, ref: LoopActorRef[Any, Any], life: _Life, factory: Callable[[], LoopActor[Any, Any]]) -> None:
+    def __init__(self, ref: LoopActorRef[Any, Any], life: Life, factory: Callable[[], LoopActor[Any, Any]]) -> None:
         self._ref = ref
         self._life = life
         self._factory = factory
         self._loop = asyncio.new_event_loop()
         self._halted: asyncio.Event | None = None
-        self._tasks: dict[_Envelope, asyncio.Task[Any]] = {}
-        self._started: set[_Envelope] = set()
-        self._finished: list[tuple[_Envelope, outcome.Outcome[Any]]] = []
+        self._tasks: dict[Envelope, asyncio.Task[Any]] = {}
+        self._started: set[Envelope] = set()
+        self._finished: list[tuple[Envelope, outcome.Outcome[Any]]] = []
         self._instance: LoopActor[Any, Any] | None = None
         self._dead = False
         self.thread = threading.Thread(target=self._run, name=f"actor-{ref.name}", daemon=True)
@@ -142,7 +142,7 @@ class _LoopHost:
             if envelope.reply is not None:
                 envelope.reply.on_abandon = lambda task=task: self._cancel_soon(task)
 
-    async def _handle(self, instance: LoopActor[Any, Any], envelope: _Envelope) -> Any:
+    async def _handle(self, instance: LoopActor[Any, Any], envelope: Envelope) -> Any:
         self._started.add(envelope)
         return await instance.receive(envelope.message)
 
@@ -151,7 +151,7 @@ class _LoopHost:
         with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(task.cancel)
 
-    def _done(self, envelope: _Envelope, task: asyncio.Task[Any]) -> None:
+    def _done(self, envelope: Envelope, task: asyncio.Task[Any]) -> None:
         self._tasks.pop(envelope, None)
         started = envelope in self._started
         self._started.discard(envelope)
@@ -168,7 +168,7 @@ class _LoopHost:
         else:
             self._die(envelope, error)
 
-    def _finish(self, envelope: _Envelope, result: outcome.Outcome[Any] | None) -> None:
+    def _finish(self, envelope: Envelope, result: outcome.Outcome[Any] | None) -> None:
         """Queue an outcome (None: skipped); one flush per turn of the loop answers them all."""
         if not self._finished:
             self._loop.call_soon(self._flush)
@@ -179,7 +179,7 @@ class _LoopHost:
         if finished:
             self._life.report(self._ref._answer, finished)
 
-    def _die(self, envelope: _Envelope | None, error: BaseException) -> None:
+    def _die(self, envelope: Envelope | None, error: BaseException) -> None:
         if self._dead:
             return
         self._dead = True
@@ -205,13 +205,13 @@ class LoopActorRef(BridgedRef[M, R, LoopActor[M, R]]):
     def __init__(self, name: str, capacity: int = DEFAULT_MAILBOX_CAPACITY, *, stack_size: int = 0) -> None:
         super().__init__(name, capacity, stack_size=stack_size)
 
-    def _launch(self, life: _Life, factory: Callable[[], LoopActor[M, R]]) -> None:
+    def _launch(self, life: Life, factory: Callable[[], LoopActor[M, R]]) -> None:
         host = _LoopHost(self, life, factory)
         life.wake = host.wake
         life.halt = host.halt
         host.thread.start()
 
-    def _answer(self, finished: list[tuple[_Envelope, outcome.Outcome[Any]]]) -> None:
+    def _answer(self, finished: list[tuple[Envelope, outcome.Outcome[Any]]]) -> None:
         """Trio thread: the messages are done; answer their askers in the order they finished."""
         for envelope, result in finished:
             self._pending.pop(envelope.seq, None)

@@ -91,7 +91,9 @@ class ThreadActor(abc.ABC, Generic[M, R]):
         """Release what the instance holds after a graceful end."""
 
 
-class _Envelope:
+class Envelope:
+    """A message in a mailbox, with its reply slot (None for `tell`); for the hosts of this package only."""
+
     __slots__ = ("claimed", "message", "reply", "seq")
 
     def __init__(self, seq: int, message: Any, reply: Reply[Any] | None) -> None:
@@ -106,8 +108,10 @@ class _Envelope:
         return self.reply is not None and self.reply.abandoned
 
 
-class _Life:
-    """One thread's life. `abandoned` is written by the Trio thread and read by the actor thread.
+class Life:
+    """One thread's life (for the hosts of this package only).
+
+    `abandoned` is written by the Trio thread and read by the actor thread.
 
     `inbox` holds the envelopes forwarded to this life (appended on the Trio thread, taken by the actor
     thread); `wake` tells the thread there is something in it and `halt` asks it to end once it has
@@ -121,7 +125,7 @@ class _Life:
         self.stopped = trio.Event()
         self.crash: BaseException | None = None
         self.abandoned = False
-        self.inbox: collections.deque[_Envelope] = collections.deque()
+        self.inbox: collections.deque[Envelope] = collections.deque()
         self.wake: Callable[[], None] = _nothing
         self.halt: Callable[[], None] = _nothing
 
@@ -139,9 +143,7 @@ class _Host(pykka.ThreadingActor):
 
     use_daemon_thread = True
 
-    def __init__(
-        self, ref: ThreadActorRef[Any, Any], life: _Life, factory: Callable[[], ThreadActor[Any, Any]]
-    ) -> None:
+    def __init__(self, ref: ThreadActorRef[Any, Any], life: Life, factory: Callable[[], ThreadActor[Any, Any]]) -> None:
         super().__init__()
         self._ref = ref
         self._life = life
@@ -183,11 +185,11 @@ class _Host(pykka.ThreadingActor):
         self._life.report(self._ref._complete_all, skipped + batch, results)
         return None
 
-    def _take(self, instance: ThreadActor[Any, Any]) -> tuple[list[_Envelope], list[_Envelope]]:
+    def _take(self, instance: ThreadActor[Any, Any]) -> tuple[list[Envelope], list[Envelope]]:
         """Claim up to `max_batch` envelopes from the life's inbox, without waiting: (to handle, skipped)."""
         inbox = self._life.inbox
-        batch: list[_Envelope] = []
-        skipped: list[_Envelope] = []
+        batch: list[Envelope] = []
+        skipped: list[Envelope] = []
         while len(batch) < instance.max_batch:
             try:
                 envelope = inbox.popleft()
@@ -210,7 +212,7 @@ class _Host(pykka.ThreadingActor):
                 log.warning("thread actor %s: on_stop failed: %r", self._ref.name, error)
         self._life.report(self._life.stopped.set)
 
-    def _die(self, batch: list[_Envelope], error: BaseException) -> None:
+    def _die(self, batch: list[Envelope], error: BaseException) -> None:
         self._dead = True
         self._life.report(self._ref._crashed, self._life, batch, error)
         _stop_host(self.actor_ref)
@@ -229,11 +231,11 @@ class BridgedRef(Generic[M, R, B]):
         self.name = name
         self.capacity = capacity
         self.stack_size = stack_size
-        self._pending: dict[int, _Envelope] = {}
+        self._pending: dict[int, Envelope] = {}
         self._next_seq = 0
         self._claim_lock = threading.Lock()
-        self._forward_to: _Life | None = None
-        self._life: _Life | None = None
+        self._forward_to: Life | None = None
+        self._life: Life | None = None
         self._closed = False
 
     def __repr__(self) -> str:
@@ -305,7 +307,7 @@ class BridgedRef(Generic[M, R, B]):
         """
         if self._life is not None:
             raise RuntimeError(f"thread actor {self.name!r} is already served")
-        life = _Life(TrioPort())
+        life = Life(TrioPort())
         self._life = life
         try:
             _start_with_stack_size(self.stack_size, lambda: self._launch(life, factory))
@@ -335,7 +337,7 @@ class BridgedRef(Generic[M, R, B]):
             self._forward_to = None
             self._life = None
 
-    def _launch(self, life: _Life, factory: Callable[[], B]) -> None:
+    def _launch(self, life: Life, factory: Callable[[], B]) -> None:
         """Start the thread of `life` and set its `wake` and `halt` (Trio thread)."""
         raise NotImplementedError
 
@@ -344,7 +346,7 @@ class BridgedRef(Generic[M, R, B]):
             raise ActorStoppedError(self.name)
         if len(self._pending) >= self.capacity:
             raise MailboxFull(self.name, self.capacity)
-        envelope = _Envelope(self._next_seq, message, reply)
+        envelope = Envelope(self._next_seq, message, reply)
         self._next_seq += 1
         self._pending[envelope.seq] = envelope
         target = self._forward_to
@@ -352,7 +354,7 @@ class BridgedRef(Generic[M, R, B]):
             target.inbox.append(envelope)
             target.wake()
 
-    def _claim(self, envelope: _Envelope) -> bool:
+    def _claim(self, envelope: Envelope) -> bool:
         """Called in an actor thread: True for the one thread that may handle `envelope`."""
         with self._claim_lock:
             if envelope.claimed:
@@ -360,12 +362,12 @@ class BridgedRef(Generic[M, R, B]):
             envelope.claimed = True
             return True
 
-    def _unclaim(self, envelope: _Envelope) -> None:
+    def _unclaim(self, envelope: Envelope) -> None:
         """Called in an actor thread: give back a message it claimed and did not begin (a crashed loop life)."""
         with self._claim_lock:
             envelope.claimed = False
 
-    def _complete_all(self, envelopes: Sequence[_Envelope], results: Sequence[outcome.Outcome[Any]]) -> None:
+    def _complete_all(self, envelopes: Sequence[Envelope], results: Sequence[outcome.Outcome[Any]]) -> None:
         """Trio thread: the envelopes are done; the first `len(envelopes) - len(results)` were skipped."""
         skipped = len(envelopes) - len(results)
         for index, envelope in enumerate(envelopes):
@@ -373,7 +375,7 @@ class BridgedRef(Generic[M, R, B]):
             if index >= skipped and envelope.reply is not None:
                 envelope.reply.settle(results[index - skipped])
 
-    def _crashed(self, life: _Life, batch: Sequence[_Envelope], error: BaseException) -> None:
+    def _crashed(self, life: Life, batch: Sequence[Envelope], error: BaseException) -> None:
         for envelope in batch:
             self._pending.pop(envelope.seq, None)
             if envelope.reply is not None:
@@ -392,7 +394,7 @@ class ThreadActorRef(BridgedRef[M, R, ThreadActor[M, R]]):
     position = await writer.ask(Append(event))
     """
 
-    def _launch(self, life: _Life, factory: Callable[[], ThreadActor[M, R]]) -> None:
+    def _launch(self, life: Life, factory: Callable[[], ThreadActor[M, R]]) -> None:
         host = _Host.start(self, life, factory)
         life.wake = lambda: _wake_host(host)
         life.halt = lambda: _stop_host(host)
