@@ -125,6 +125,7 @@ class _LoopHost:
 
     def _take(self) -> None:
         """Start a task for each message in the life's inbox (on the loop)."""
+        self._life.wake_pending = False
         instance = self._instance
         if instance is None or self._dead or self._life.abandoned:
             return

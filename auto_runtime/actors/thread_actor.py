@@ -7,7 +7,8 @@ asyncio loop thread (the PostgreSQL ledger).
 Concurrency rules
 - The mailbox belongs to the `ThreadActorRef` (on the Trio side): a bounded, ordered table of messages
   not yet completed. `tell`/`ask` (Trio thread only) add to it and forward the message to the current
-  life's inbox (a deque the thread drains, plus a wake-up in the pykka inbox); they raise `MailboxFull`
+  life's inbox (a deque the thread drains until empty, plus a wake-up in the pykka inbox when none is
+  pending already: `Life.deliver`); they raise `MailboxFull`
   when the table is full. No thread is used per message.
 - The actor thread reports outcomes back through the one bridge (`thread_bridge.TrioPort`), one hop per
   batch, in order; the Trio side then removes the messages from the table and answers the askers.
@@ -117,7 +118,7 @@ class Life:
     thread); `wake` tells the thread there is something in it and `halt` asks it to end once it has
     handled what it was sent. Both are set by the host that runs the life, on the Trio thread."""
 
-    __slots__ = ("abandoned", "crash", "halt", "inbox", "port", "ready", "stopped", "wake")
+    __slots__ = ("abandoned", "crash", "halt", "inbox", "port", "ready", "stopped", "wake", "wake_pending")
 
     def __init__(self, port: TrioPort) -> None:
         self.port = port
@@ -127,7 +128,19 @@ class Life:
         self.abandoned = False
         self.inbox: collections.deque[Envelope] = collections.deque()
         self.wake: Callable[[], None] = _nothing
+        self.wake_pending = False
         self.halt: Callable[[], None] = _nothing
+
+    def deliver(self, envelopes: Sequence[Envelope]) -> None:
+        """Put messages in the inbox and wake the thread unless a wake-up is pending already (Trio thread).
+
+        The thread clears `wake_pending` before it drains the inbox, so a message added after its last look
+        always finds the flag clear and sends a wake-up of its own: none is left behind, and a burst of
+        messages costs the thread one wake-up, not one each."""
+        self.inbox.extend(envelopes)
+        if not self.wake_pending:
+            self.wake_pending = True
+            self.wake()
 
     def report(self, callback: Callable[..., object], *args: object) -> None:
         """Run `callback(*args)` on the Trio thread; called from the actor thread."""
@@ -162,14 +175,22 @@ class _Host(pykka.ThreadingActor):
         self._life.report(self._life.ready.set)
 
     def on_receive(self, message: Any) -> Any:
+        """A wake-up: handle everything in the life's inbox, batch after batch, until it is empty."""
+        self._life.wake_pending = False
+        while self._handle_next():
+            pass
+        return None
+
+    def _handle_next(self) -> bool:
+        """Handle one batch from the inbox; False once there is nothing (more) to handle in this life."""
         instance = self._instance
         if self._dead or self._life.abandoned or instance is None:
-            return None
+            return False
         batch, skipped = self._take(instance)
         if not batch:
             if skipped:
                 self._life.report(self._ref._complete_all, skipped, ())
-            return None
+            return bool(skipped)
         try:
             if instance.max_batch > 1:
                 results = list(instance.receive_batch([envelope.message for envelope in batch]))
@@ -181,9 +202,9 @@ class _Host(pykka.ThreadingActor):
             if skipped:
                 self._life.report(self._ref._complete_all, skipped, ())
             self._die(batch, error)
-            return None
+            return False
         self._life.report(self._ref._complete_all, skipped + batch, results)
-        return None
+        return True
 
     def _take(self, instance: ThreadActor[Any, Any]) -> tuple[list[Envelope], list[Envelope]]:
         """Claim up to `max_batch` envelopes from the life's inbox, without waiting: (to handle, skipped)."""
@@ -316,10 +337,7 @@ class BridgedRef(Generic[M, R, B]):
                 raise ActorCrashedError(self.name, life.crash) from life.crash
             if not self._closed:
                 self._forward_to = life
-            pending = list(self._pending.values())
-            life.inbox.extend(pending)
-            for _ in pending:
-                life.wake()
+            life.deliver(list(self._pending.values()))
             if self._closed:
                 life.halt()
             if started is not None:
@@ -351,8 +369,7 @@ class BridgedRef(Generic[M, R, B]):
         self._pending[envelope.seq] = envelope
         target = self._forward_to
         if target is not None:
-            target.inbox.append(envelope)
-            target.wake()
+            target.deliver((envelope,))
 
     def _claim(self, envelope: Envelope) -> bool:
         """Called in an actor thread: True for the one thread that may handle `envelope`."""
