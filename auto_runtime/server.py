@@ -5,7 +5,8 @@ The tree (design §4), built once the ledger and the sandbox's engine are open (
 start is the start's one-line error) and logged once at `info`:
 
     root (one_for_one)
-    ├─ ledger      its store, stopped last: whatever is queued is committed before its writer ends
+    ├─ ledger      (one_for_one) its store's actor (writer, or loop on PostgreSQL), stopped last: whatever is
+    │              queued is committed before the actor ends
     ├─ sandbox     the worker pool, stopped once nothing may submit a job to it
     ├─ workflows   the timer loop, the followers and the lease
     ├─ playbooks   (one_for_one) the playbook actors' supervisor, empty until they land
@@ -55,6 +56,7 @@ from auto_runtime.http.openapi import build_openapi
 from auto_runtime.ledger import Ledger, LedgerStartError
 from auto_runtime.ledger.opening import LedgerStore, ledger_store
 from auto_runtime.ledger.secrets_key import SecretsKeyError, secrets_key_of
+from auto_runtime.ledger.serving import ledger_supervisor
 from auto_runtime.logs import configure_logging
 from auto_runtime.mcp_server.asgi import McpRoot
 from auto_runtime.mcp_server.service import McpService
@@ -181,16 +183,22 @@ def workflows_child(workflows: WorkflowRuntime) -> ChildSpec:
 
 
 def ledger_child(ledger: LedgerStore) -> ChildSpec:
-    """The ledger as the root's first child: opened before the tree starts, so it is ready when the first child
-    that writes starts, and closed when the tree stops it, after every other child (its writer commits what is
-    queued first)."""
+    """The ledger as the root's first child: opened before the tree starts (a start error is the one-line
+    `LedgerStartError`), it runs the ledger's supervisor, whose child serves the store's actor (the SQLite writer,
+    the PostgreSQL loop; `ledger.serving`), and is closed when the tree stops it, after every other child: the
+    actor commits what is queued first. The supervisor failing (its actor crashing too often) fails this child,
+    so the root restarts the subtree or gives up in turn."""
+    supervisor = ledger_supervisor(ledger)
 
     async def run(context: ChildContext) -> None:
-        context.started()
-        await context.wait_stop_requested()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(supervisor.run)
+            context.started()
+            await context.wait_stop_requested()
+            await supervisor.stop()
         await ledger.stop()
 
-    return ChildSpec("ledger", run, restart=Restart.PERMANENT, shutdown=CLOSE_SECONDS)
+    return ChildSpec("ledger", run, restart=Restart.PERMANENT, shutdown=CLOSE_SECONDS, subtree=supervisor.tree)
 
 
 def sandbox_child(sandbox: Sandbox) -> ChildSpec:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 import outcome
@@ -26,13 +27,19 @@ TIMEOUT_RESOLUTION = 0.01
 class Reply(Generic[R]):
     """Set once (value or error) by the actor, awaited once by the asker.
 
-    `succeed`, `fail` and the timer run on the Trio thread (thread actors cross over with
-    `TrioToken.run_sync_soon`). Whatever comes first wins: a reply after a timeout is dropped.
+    `succeed`, `fail`, `settle` and the timer run on the Trio thread (thread actors cross over through
+    `thread_bridge`). Whatever comes first wins: a reply after a timeout is dropped.
+
+    `abandoned` turns True (on the Trio thread) when the waiting task was cancelled; any thread may read it
+    to skip work nobody waits for. `on_abandon`, when set, is called then (on the Trio thread, so it must
+    only hand off: a loop actor uses it to cancel the task running the message).
     """
 
-    __slots__ = ("_actor", "_bucket", "_error", "_has_value", "_task", "_timeout", "_value")
+    __slots__ = ("_actor", "_bucket", "_error", "_has_value", "_task", "_timeout", "_value", "abandoned", "on_abandon")
 
     def __init__(self) -> None:
+        self.abandoned = False
+        self.on_abandon: Callable[[], None] | None = None
         self._has_value = False
         self._value: R | None = None
         self._error: BaseException | None = None
@@ -55,6 +62,13 @@ class Reply(Generic[R]):
         if not self.done:
             self._error = error
             self._wake(outcome.Error(error))
+
+    def settle(self, result: outcome.Outcome[R]) -> None:
+        """Succeed or fail with `result` (an `outcome.Value` or `outcome.Error`)."""
+        if isinstance(result, outcome.Error):
+            self.fail(result.error)
+        else:
+            self.succeed(result.unwrap())
 
     async def wait(self, actor: str, timeout: float | None) -> R:
         """Wait for the reply; raises the actor's error, or `AskTimeoutError` after `timeout` seconds."""
@@ -86,6 +100,9 @@ class Reply(Generic[R]):
         if self._bucket is not None:
             _AskTimer.current().remove(self)
         self._task = None
+        self.abandoned = True
+        if self.on_abandon is not None:
+            self.on_abandon()
         return trio.lowlevel.Abort.SUCCEEDED
 
 

@@ -41,7 +41,8 @@ class LedgerClosedError(LedgerError):
 
 class LedgerUnavailable(LedgerError):
     """The store cannot take this work now: its disk is full (SQLite's `SQLITE_FULL`, a disk I/O error on a
-    disk with no space left, PostgreSQL's `disk_full`). Nothing of the work was kept.
+    disk with no space left, PostgreSQL's `disk_full`), or its writer's bounded mailbox is full
+    (`overloaded`). Nothing of the work was kept.
 
     A passing fault, not a failure of the runtime: a request answers `unavailable` with `Retry-After`, a
     background loop backs off and tries again, and the same work succeeds once space returns. `detail` is
@@ -53,9 +54,19 @@ class LedgerUnavailable(LedgerError):
         "Send the same request again later."
     )
 
-    def __init__(self, cause: str) -> None:
+    def __init__(self, cause: str, detail: str | None = None) -> None:
         super().__init__(f"the ledger cannot take writes: {cause}")
         self.cause = cause
+        if detail is not None:
+            self.detail = detail
+
+
+OVERLOADED_DETAIL = "The server is busy recording other work at the moment. Send the same request again shortly."
+
+
+def overloaded(actor: str, capacity: int) -> LedgerUnavailable:
+    """The error for work the store's actor refused because its mailbox is full (back-pressure, not a fault)."""
+    return LedgerUnavailable(f"the {actor}'s mailbox holds {capacity} units of work already", OVERLOADED_DETAIL)
 
 
 class LedgerStartError(LedgerError):

@@ -6,13 +6,17 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import trio
+
 from .ledger import Ledger
 from .postgres.store import PostgresLedger
 from .projections import Projection, check_registrations
+from .serving import ledger_supervisor
 from .sqlite.store import SqliteLedger
 
 LedgerStore = SqliteLedger | PostgresLedger
-"""A store not yet started (`start`) or already stopped (`stop`, which may be called again)."""
+"""A store not yet started (`start`) or already stopped (`stop`, which may be called again). Between the two,
+its actor is served by `serving.ledger_supervisor(store)`."""
 
 
 def ledger_store(
@@ -40,11 +44,12 @@ async def open_ledger(
 ) -> AsyncIterator[Ledger]:
     """Open the ledger for the life of the block (call from a Trio task).
 
-    With `database_url` (`DATABASE_URL`, `postgresql://...`) the PostgreSQL store: its asyncio thread
-    and pool start here and stop at the end of the block. Otherwise the SQLite store at `ledger_file`
+    With `database_url` (`DATABASE_URL`, `postgresql://...`) the PostgreSQL store: its asyncio loop
+    actor and pool start here and stop at the end of the block. Otherwise the SQLite store at `ledger_file`
     (`LEDGER_FILE`; its folder is made 0700 when missing, its files are 0600: see `files`): its writer
-    thread starts here, and at the end of the block whatever is queued is committed before the thread
-    stops. Setting both is an error. A store that cannot be opened raises `LedgerStartError`.
+    actor starts here, and at the end of the block whatever is queued is committed before it stops. Either
+    actor runs under the block's own `ledger` supervisor (`serving`). Setting both is an error. A store that
+    cannot be opened raises `LedgerStartError`.
 
     Every projection the runtime keeps is registered here; changed ones are rebuilt before the block
     starts.
@@ -52,6 +57,14 @@ async def open_ledger(
     ledger = ledger_store(ledger_file, database_url, projections)
     await ledger.start()
     try:
-        yield ledger
+        async with trio.open_nursery() as nursery:
+            supervisor = ledger_supervisor(ledger)
+            await nursery.start(supervisor.run)
+            try:
+                yield ledger
+            finally:
+                with trio.CancelScope(shield=True):
+                    await supervisor.stop()
     finally:
-        await ledger.stop()
+        with trio.CancelScope(shield=True):
+            await ledger.stop()

@@ -4,7 +4,8 @@ authenticate (done by the transport) → org of the caller → permission → pl
 (a retired playbook answers commands with `conflict`, kind `retired`) → decode input → handler → output.
 A handler that fails with a reason its operation does not declare, or with any other exception, is an
 `internal` error with an incident reference; the input is never logged. A ledger that cannot take writes
-(`LedgerUnavailable`, a full disk) is a passing fault of any operation: `unavailable` with `Retry-After`.
+(`LedgerUnavailable`: a full disk, or its writer's mailbox full) is a passing fault of any operation: `unavailable`
+with `Retry-After`.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ class Dispatcher:
             if rejection.reason in operation.reasons or rejection.reason in ALWAYS_ALLOWED_REASONS:
                 raise
             raise incident(rejection, operation.name, request_id) from None
-        except LedgerUnavailable:
-            raise unavailable(LedgerUnavailable.detail) from None
+        except LedgerUnavailable as error:
+            raise unavailable(error.detail) from None
         except Exception as error:
             raise incident(error, operation.name, request_id) from None

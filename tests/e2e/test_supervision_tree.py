@@ -12,7 +12,12 @@ TREE = {
     "name": "root",
     "strategy": "one_for_one",
     "children": [
-        {"name": "ledger", "restart": "permanent"},
+        {
+            "name": "ledger",
+            "restart": "permanent",
+            "strategy": "one_for_one",
+            "children": [{"name": "writer", "restart": "permanent"}],
+        },
         {"name": "sandbox", "restart": "permanent"},
         {"name": "workflows", "restart": "permanent"},
         {"name": "playbooks", "restart": "permanent", "strategy": "one_for_one", "children": []},
@@ -41,7 +46,8 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
     assert entry["logger"] == "auto_runtime.server"
     assert entry["tree"] == TREE
     assert entry["message"] == (
-        "supervision tree: root (one_for_one) [ledger permanent, sandbox permanent, workflows permanent, "
+        "supervision tree: root (one_for_one) [ledger permanent one_for_one [writer permanent], "
+        "sandbox permanent, workflows permanent, "
         "playbooks permanent one_for_one [], http transient]"
     )
 

@@ -1,20 +1,27 @@
 """`PostgresLedger`: the store for `DATABASE_URL`, which several server processes may share.
 
-All asyncpg work runs on the ledger's `LoopThread` (one per process): the pool is created there, and
-each Trio call submits one coroutine holding a whole unit of work (one transaction). Appends are
-correct across processes through row locks on `ledger_streams` and unique constraints; other
-processes' appends wake this process's followers through LISTEN/NOTIFY (`notifier`).
+All asyncpg work runs on the ledger's loop actor (`loop_actor`, one per process): each life of it is an
+asyncio loop thread that creates its own pool and listener (`PostgresLoop`), and each Trio call asks it to
+run one unit of work (a whole transaction) on a pooled connection, as a task of its own; cancelling the call
+cancels the task. The ledger's supervisor serves the actor's lives (`actor_spec`, see `serving`). Appends are
+correct across processes through row locks on `ledger_streams` and unique constraints; other processes'
+appends wake this process's followers through LISTEN/NOTIFY (`notifier`).
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
 import asyncpg
 import trio
+
+from auto_runtime.actors.errors import ActorCrashedError
+from auto_runtime.actors.loop_actor import LoopActor, LoopActorRef
+from auto_runtime.actors.thread_bridge import TrioPort
+from auto_runtime.supervision.child_spec import ChildSpec
 
 from ..content import chunks_of, digest_of
 from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey
@@ -24,9 +31,9 @@ from ..ledger import EncodedWrite, Ledger, SqlValue
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
 from ..records import Record
+from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
 from . import due_work_statements, lease_statements, statements
 from .faults import full_disk_cause, server_of, start_error
-from .loop_thread import LoopThread
 from .notifier import Notifier
 from .schema import ensure_projections, migrate
 
@@ -41,6 +48,50 @@ async def _keep_session(conn: Any) -> None:
     pooled connections: no session advisory locks (only transaction-level ones), no cursors outside
     transactions, no LISTEN (the listener has a connection of its own), no SET.
     """
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One unit of work for the loop: `work(connection)` on a pooled connection; `notify` asks the listener
+    to tell other processes that something was appended, once the work succeeded."""
+
+    work: Callable[[Any], Awaitable[Any]]
+    notify: bool = False
+
+
+class PostgresLoop(LoopActor[Unit, Any]):
+    """One life of the loop actor: its pool and (when `on_notify` is given) its listener, on its own loop."""
+
+    def __init__(self, url: str, pool_size: int, on_notify: Callable[[], None] | None) -> None:
+        self._url = url
+        self._pool_size = pool_size
+        self._on_notify = on_notify
+        self._pool: Any = None
+        self._notifier: Notifier | None = None
+
+    async def on_start(self) -> None:
+        self._pool = await asyncpg.create_pool(self._url, min_size=1, max_size=self._pool_size, reset=_keep_session)
+        if self._on_notify is not None:
+            notifier = Notifier(self._on_notify)
+            try:
+                await notifier.start(self._url)
+            except BaseException:
+                await self._pool.close()
+                raise
+            self._notifier = notifier
+            self._on_notify()  # what was appended while no listener ran: followers read again
+
+    async def receive(self, message: Unit) -> Any:
+        async with self._pool.acquire() as conn:
+            result = await message.work(conn)
+        if message.notify and self._notifier is not None:
+            self._notifier.request()
+        return result
+
+    async def on_stop(self) -> None:
+        if self._notifier is not None:
+            await self._notifier.close()
+        await self._pool.close()
 
 
 class PostgresContentStore:
@@ -60,98 +111,100 @@ class PostgresContentStore:
 
 
 class PostgresLedger(Ledger):
-    """The PostgreSQL store. Create with `open_ledger`; `start` and `stop` bracket its loop thread."""
+    """The PostgreSQL store. Create with `open_ledger`; `start` opens the database (migrates, rebuilds changed
+    projections), the ledger's supervisor serves the loop actor (`actor_spec`), `stop` closes its address."""
 
     def __init__(self, database_url: str, projections: Sequence[Projection], pool_size: int = POOL_SIZE) -> None:
         super().__init__(projections, PostgresContentStore(self))
         self._url = database_url
         self._pool_size = pool_size
-        self._thread: LoopThread | None = None
-        self._pool: Any = None
-        self._notifier = Notifier(self._wake_followers)
-        self._token: trio.lowlevel.TrioToken | None = None
+        self.loop_ref = LoopActorRef[Unit, Any]("loop", ACTOR_MAILBOX)
+        self._port: TrioPort | None = None
         self.faults = FaultLog(f"DATABASE_URL {server_of(database_url)}")
 
     async def start(self) -> None:
-        """Start the loop thread, create the pool on it, migrate, rebuild changed projections, listen.
+        """Migrate and rebuild changed projections, on a loop of its own that ends once they are done.
 
         A database that cannot be reached or used raises `LedgerStartError`, whose one line names
         `DATABASE_URL` and the cause, never the URL's password."""
-        self._token = trio.lowlevel.current_trio_token()
-        thread = LoopThread()
-        thread.start()
-        self._thread = thread
-
-        async def prepare() -> None:
-            self._pool = await asyncpg.create_pool(self._url, min_size=1, max_size=self._pool_size, reset=_keep_session)
-            async with self._pool.acquire() as conn:
-                await migrate(conn)
-                self.rebuilt = await ensure_projections(conn, self.projections)
-            await self._notifier.start(self._url)
-
+        self._port = TrioPort()
         try:
-            await thread.run(prepare())
+            await self._open_once()
         except BaseException as error:
-            await self.stop()
             line = start_error(error, self._url)
             if line is not None:
                 raise line from error
             raise
 
+    async def _open_once(self) -> None:
+        opening = LoopActorRef[Unit, Any]("loop-opening", 1)
+        failures: list[BaseException] = []
+
+        async def prepare(conn: Any) -> None:
+            await migrate(conn)
+            self.rebuilt = await ensure_projections(conn, self.projections)
+
+        async with trio.open_nursery() as nursery:
+
+            async def serve() -> None:
+                try:
+                    await opening.serve_life(lambda: PostgresLoop(self._url, 1, None))
+                except ActorCrashedError as crash:
+                    failures.append(crash.error)
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(serve)
+            try:
+                await opening.ask(Unit(prepare), timeout=None)
+            except Exception as error:
+                failures.append(error)
+            finally:
+                opening.stop()
+        if failures:
+            raise failures[0]
+
+    def actor_spec(self) -> ChildSpec:
+        """The ledger supervisor's child: one loop life at a time."""
+        return self.loop_ref.child_spec(self._new_loop, shutdown=ACTOR_SHUTDOWN_SECONDS)
+
+    def _new_loop(self) -> PostgresLoop:
+        return PostgresLoop(self._url, self._pool_size, self._wake_followers)
+
     async def stop(self) -> None:
-        """Close the listener and the pool on the loop thread, then stop the thread."""
+        """Close the loop's address; work still queued runs on a last life when the supervisor serves none."""
         self._closed = True
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-
-        async def close() -> None:
-            await self._notifier.close()
-            if self._pool is not None:
-                await self._pool.close()
-
-        try:
+        ref = self.loop_ref
+        ref.stop()
+        if ref.pending and not ref.serving and self._port is not None:
             with trio.CancelScope(shield=True):
-                await thread.run(close())
-        finally:
-            await trio.to_thread.run_sync(thread.stop)
+                await ref.serve_life(self._new_loop)
 
     def _wake_followers(self) -> None:
         """A notification arrived (on the loop thread): wake this process's followers."""
-        if self._token is not None:
-            with contextlib.suppress(trio.RunFinishedError):
-                self._token.run_sync_soon(self.appended.notify)
+        if self._port is not None:
+            self._port.call_soon(self.appended.notify)
 
-    async def with_connection(self, work: Callable[[Any], Awaitable[T]]) -> T:
-        """Run `work(connection)` on the loop thread with a pooled connection (cancellable).
+    async def with_connection(self, work: Callable[[Any], Awaitable[T]], *, notify: bool = False) -> T:
+        """Run `work(connection)` on the loop with a pooled connection (cancellable).
 
-        The server's `disk_full` is a passing fault: `LedgerUnavailable` (nothing of the transaction was kept)."""
-        thread = self._thread
-        if thread is None:
-            raise RuntimeError("the PostgreSQL ledger is not started")
-        pool = self._pool
-
-        async def unit() -> T:
-            async with pool.acquire() as conn:
-                return await work(conn)
-
+        The server's `disk_full` is a passing fault: `LedgerUnavailable` (nothing of the transaction was kept);
+        so is a full mailbox."""
         try:
-            return await thread.run(unit())
+            result: T = await ask_store_actor(self.loop_ref, Unit(work, notify))
         except asyncpg.PostgresError as error:
             cause = full_disk_cause(error)
             if cause is None:
                 raise
             raise self.faults.refused(cause) from error
+        return result
 
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
         projections = self.projections
 
         async def work(conn: Any) -> list[Record]:
-            appended = await statements.append_with_retry(conn, writes, projections)
-            self._notifier.request()
-            return appended
+            return await statements.append_with_retry(conn, writes, projections)
 
-        records = await self.with_connection(work)
+        records = await self.with_connection(work, notify=True)
         self.faults.took()
         self.appended.notify()
         return records
@@ -194,11 +247,9 @@ class PostgresLedger(Ledger):
         projections = self.projections
 
         async def work(conn: Any) -> list[Record]:
-            appended = await statements.append_with_retry(conn, writes, projections, changes, fence)
-            self._notifier.request()
-            return appended
+            return await statements.append_with_retry(conn, writes, projections, changes, fence)
 
-        records = await self.with_connection(work)
+        records = await self.with_connection(work, notify=True)
         self.faults.took()
         self.appended.notify()
         return records

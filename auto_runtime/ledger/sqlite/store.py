@@ -1,13 +1,12 @@
 """`SqliteLedger`: the default store, one SQLite file (`LEDGER_FILE`) per server process.
 
-Writes go through the one writer thread (`writer`); reads run on a small pool of reader connections
-(`query_only`, WAL lets them read while the writer commits) in Trio worker threads. Only one process
-may use a file at a time.
+Writes go through the one writer, a thread actor (`writer`) whose lives the ledger's supervisor serves
+(`actor_spec`, see `serving`); reads run on a small pool of reader connections (`query_only`, WAL lets them
+read while the writer commits) in Trio worker threads. Only one process may use a file at a time.
 """
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -16,6 +15,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
+
+from auto_runtime.actors.thread_actor import ThreadActorRef
+from auto_runtime.actors.thread_bridge import TrioPort
+from auto_runtime.supervision.child_spec import ChildSpec
 
 from ..content import chunks_of, digest_of
 from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey
@@ -26,11 +29,11 @@ from ..ledger import EncodedWrite, Ledger, SqlValue
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
 from ..records import Record
-from ..trio_bridge import Completion
+from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
 from . import due_work_statements, lease_statements, statements
 from .schema import connect_writer, ensure_projections, migrate
 from .start_errors import start_error
-from .writer import SqliteWriter
+from .writer import Append, SqliteWriter, Write, WriterMessage
 
 T = TypeVar("T")
 READERS = 4
@@ -87,35 +90,32 @@ class SqliteContentStore:
 
 
 class SqliteLedger(Ledger):
-    """The SQLite store. Create with `open_ledger`; `start` and `stop` bracket its threads."""
+    """The SQLite store. Create with `open_ledger`; `start` opens the file, the ledger's supervisor serves the
+    writer (`actor_spec`), `stop` commits what is still queued and closes every connection."""
 
     def __init__(self, path: Path, projections: Sequence[Projection]) -> None:
         super().__init__(projections, SqliteContentStore(self))
         self.path = path
         self.readers = _ReaderPool(str(path))
         self.faults = FaultLog(f"LEDGER_FILE {path}")
+        self.writer_ref = ThreadActorRef[WriterMessage, Any]("writer", ACTOR_MAILBOX, stack_size=0)
+        self._opened: list[sqlite3.Connection] = []
+        self._port: TrioPort | None = None
         self._writer: SqliteWriter | None = None
 
     async def start(self) -> None:
-        """Create the folder and tables, rebuild changed projections, start the writer thread.
+        """Create the folder and tables and rebuild changed projections, on a connection the writer's first
+        life then takes.
 
         The folder and files are made private (`files`). A file that cannot be made or opened raises
         `LedgerStartError`, whose one line names `LEDGER_FILE` and the cause."""
-        token = trio.lowlevel.current_trio_token()
-
-        def notify() -> None:
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(self.appended.notify)
-
+        self._port = TrioPort()
         path = self.path
-
-        def connect() -> sqlite3.Connection:
-            return connect_writer(str(path))
 
         def opened() -> sqlite3.Connection:
             try:
                 private_sqlite_file(path)
-                conn = connect()
+                conn = connect_writer(str(path))
             except (OSError, sqlite3.Error) as error:
                 raise start_error(error, path) from error
             try:
@@ -125,7 +125,7 @@ class SqliteLedger(Ledger):
                 raise start_error(error, path) from error
             return conn
 
-        def prepare() -> SqliteWriter:
+        def prepare() -> sqlite3.Connection:
             conn = opened()
             try:
                 self.rebuilt = ensure_projections(conn, self.projections)
@@ -135,35 +135,64 @@ class SqliteLedger(Ledger):
             except BaseException:
                 conn.close()
                 raise
-            return SqliteWriter(conn, self.projections, notify, connect=connect, folder=path.parent, faults=self.faults)
+            return conn
 
-        self._writer = await trio.to_thread.run_sync(prepare)
-        self._writer.start()
+        self._opened.append(await trio.to_thread.run_sync(prepare))
+
+    def actor_spec(self) -> ChildSpec:
+        """The ledger supervisor's child: one writer life at a time (see `writer`)."""
+        return self.writer_ref.child_spec(self._new_writer, shutdown=ACTOR_SHUTDOWN_SECONDS)
+
+    def _new_writer(self) -> SqliteWriter:
+        """A writer life (built in its thread): the first takes the opened connection, later ones open their own."""
+        port = self._port
+        if port is None:
+            raise RuntimeError("the SQLite ledger is not started")
+        path = str(self.path)
+
+        def notify() -> None:
+            port.call_soon(self.appended.notify)
+
+        writer = SqliteWriter(
+            self._opened.pop() if self._opened else None,
+            self.projections,
+            notify,
+            connect=lambda: connect_writer(path),
+            folder=self.path.parent,
+            faults=self.faults,
+        )
+        self._writer = writer
+        return writer
 
     async def stop(self) -> None:
-        """Commit what is queued, stop the writer and close every connection."""
+        """Close the writer's address, commit what is still queued (with a last life when the supervisor no
+        longer serves one) and close every connection. Call after the ledger's supervisor stopped."""
         self._closed = True
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            await trio.to_thread.run_sync(writer.stop)
+        ref = self.writer_ref
+        ref.stop()
+        if ref.pending and not ref.serving and self._port is not None:
+            with trio.CancelScope(shield=True):
+                await ref.serve_life(self._new_writer)
+        for conn in self._opened:
+            conn.close()
+        self._opened.clear()
         self.readers.close()
 
     @property
     def writer(self) -> SqliteWriter:
+        """The writer's current (or last) life."""
         if self._writer is None:
-            raise RuntimeError("the SQLite ledger is not started")
+            raise RuntimeError("the SQLite ledger's writer has not started")
         return self._writer
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work` on the writer thread inside a group-committed transaction; return after commit."""
-        completion: Completion[T] = Completion()
-        self.writer.submit(work, completion)
-        return await completion.wait()
+        result: T = await ask_store_actor(self.writer_ref, Write(work))
+        return result
 
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
-        completion: Completion[list[Record]] = Completion()
-        self.writer.submit_append(writes, completion)
-        return await completion.wait()
+        records: list[Record] = await ask_store_actor(self.writer_ref, Append(writes))
+        return records
 
     async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]:
         return await self.readers.run(lambda conn: statements.read_stream(conn, stream, from_position, limit))

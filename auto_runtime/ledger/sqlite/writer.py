@@ -1,12 +1,13 @@
-"""The SQLite store's one writer: a plain thread that group-commits whatever work is queued.
+"""The SQLite store's one writer: a thread actor (`ThreadActor`) that group-commits whatever work is queued.
 
-Trio tasks queue appends (`submit_append`) and other writes (`submit`, a function of the writer's
-connection), each with a `Completion`. The thread blocks for the first unit, then takes whatever else
-is already queued, up to `MAX_BATCH` units, without waiting for more (opportunistic group commit: no
-added latency when traffic is light), runs them in one `BEGIN IMMEDIATE` transaction, commits
-(`synchronous=FULL`: durable once COMMIT returns) and only then settles and wakes the units' waiters,
-one wake-up per batch. A failed COMMIT fails every unit of the batch. Units whose waiter was
-cancelled before they ran are skipped.
+Trio tasks ask it (`Append`, and `Write`: a function of the writer's connection) through its
+`ThreadActorRef`, the ledger's bounded mailbox (a full one raises `MailboxFull`, which the store turns into
+`LedgerUnavailable`). Its thread blocks for the first message, then takes whatever else is already queued, up
+to `MAX_BATCH` messages, without waiting for more (opportunistic group commit: no added latency when traffic
+is light; `receive_batch`), runs them in one `BEGIN IMMEDIATE` transaction, commits (`synchronous=FULL`:
+durable once COMMIT returns) and only then answers the batch's askers, with one hop to Trio per batch. A
+failed COMMIT fails every message of the batch. Messages whose asker was cancelled before they ran are
+skipped (`skips_abandoned`).
 
 Appends take a fast path: the batch's version checks are decided in memory from one read of the
 streams' versions (this thread is the only writer), and its records and versions are written with
@@ -16,30 +17,36 @@ it). When that fails (a duplicate record id, a projection raising), the batch is
 savepoint and run again one append at a time, each in a savepoint of its own, so one failing
 append is refused alone. Other work always runs one unit per savepoint.
 
-A full disk (`faults.full_disk_cause`) is a passing fault, never the end of the thread: it fails the whole
+A full disk (`faults.full_disk_cause`) is a passing fault, never the end of the life: it fails the whole
 batch with `LedgerUnavailable` (SQLite may have rolled the transaction back already, so no savepoint of it
 is left to return to), the transaction is rolled back, and a connection that cannot be rolled back is closed
-and opened again before the next batch. The thread goes on taking work, and the first batch that commits
-once space returns is durable as any other. No error of a batch, whatever it is, ends the thread.
+and opened again before the next batch. The actor goes on taking work, and the first batch that commits
+once space returns is durable as any other. No `Exception` of a batch ends the life.
+
+Anything else that escapes a batch (a `BaseException`: a projection or a statement broken beyond an error)
+ends the life: the batch is rolled back and the connection closed, the batch's askers get the error, and the
+ledger's supervisor starts a new life with a new connection and the same mailbox, so what was queued behind
+the batch is kept.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import queue
 import sqlite3
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
+
+import outcome
+
+from auto_runtime.actors.thread_actor import ThreadActor
 
 from ..faults import FaultLog
 from ..ledger import EncodedWrite
 from ..projections import Projection
-from ..trio_bridge import Completion, wake_all
 from . import statements
 from .faults import full_disk_cause
 
@@ -49,10 +56,22 @@ MAX_BATCH: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
-class _Unit:
-    completion: Completion[Any]
-    writes: list[EncodedWrite] | None = None
-    work: Callable[[sqlite3.Connection], Any] | None = None
+class Append:
+    """Append these writes (validated and encoded); the reply is the list of records as recorded."""
+
+    writes: list[EncodedWrite]
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Run `work` on the writer's connection inside the batch's transaction; the reply is what it returns."""
+
+    work: Callable[[sqlite3.Connection], Any]
+
+
+WriterMessage = Append | Write
+
+_Outcome = outcome.Outcome[Any]
 
 
 class _BatchAborted(Exception):
@@ -63,117 +82,101 @@ class _BatchAborted(Exception):
         self.error = error
 
 
-class SqliteWriter:
-    """Owns the writer connection from `start` until `stop`; see the module docstring.
+class SqliteWriter(ThreadActor[WriterMessage, Any]):
+    """One life of the writer: owns its connection from its construction until `on_stop` or a crash.
 
-    `connect` opens a new writer connection, for when a fault left the current one unusable; `folder` is
-    where the ledger file lives (its free space tells a full disk from another I/O error).
+    `connection` is the connection for this life (the one the store opened and migrated, for the first life),
+    or None to open one with `connect` at the first batch (an error opening it fails that batch, not the life);
+    `connect` also opens a new one when a fault left the current one unusable;
+    `folder` is where the ledger file lives (its free space tells a full disk from another I/O error).
+    `after_commit` runs in the writer's thread after a batch committed something.
     """
+
+    max_batch: ClassVar[int] = MAX_BATCH
+    skips_abandoned: ClassVar[bool] = True
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        connection: sqlite3.Connection | None,
         projections: Sequence[Projection],
         after_commit: Callable[[], None],
         *,
-        connect: Callable[[], sqlite3.Connection] | None = None,
-        folder: Path | None = None,
-        faults: FaultLog | None = None,
+        connect: Callable[[], sqlite3.Connection],
+        folder: Path,
+        faults: FaultLog,
     ) -> None:
-        self._conn: sqlite3.Connection | None = conn
+        self._conn = connection
         self._connect = connect
-        self._folder = folder if folder is not None else Path(".")
-        self._faults = faults if faults is not None else FaultLog("the SQLite ledger")
+        self._folder = folder
+        self._faults = faults
         self._projections = projections
         self._after_commit = after_commit
-        self._queue: queue.SimpleQueue[_Unit | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="ledger-sqlite-writer", daemon=True)
         self.batches = 0
         self.units = 0
 
-    def start(self) -> None:
-        self._thread.start()
+    def receive(self, message: WriterMessage) -> Any:
+        """One message as a batch of one."""
+        return self.receive_batch([message])[0].unwrap()
 
-    def submit_append(self, writes: list[EncodedWrite], completion: Completion[Any]) -> None:
-        """Queue an append; its completion settles after the commit that includes it (any thread)."""
-        self._queue.put(_Unit(completion, writes=writes))
+    def receive_batch(self, messages: Sequence[WriterMessage]) -> list[_Outcome]:
+        """Commit the batch in one transaction and give each message its outcome (see the module docstring)."""
+        try:
+            return self._commit(messages)
+        except Exception as error:  # the life outlives every batch
+            log.exception("the SQLite writer failed a batch outside its transaction")
+            return [outcome.Error(error) for _ in messages]
+        except BaseException:
+            self._discard_connection()
+            raise
 
-    def submit(self, work: Callable[[sqlite3.Connection], Any], completion: Completion[Any]) -> None:
-        """Queue other work; its completion settles after the commit that includes it (any thread)."""
-        self._queue.put(_Unit(completion, work=work))
+    def on_stop(self) -> None:
+        """Close the connection (what was queued was committed before the life was asked to end)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
-    def stop(self) -> None:
-        """Commit what is queued, then end the thread and close the connection (blocks)."""
-        self._queue.put(None)
-        self._thread.join()
-        if self._conn is not None:
-            self._conn.close()
-
-    def _run(self) -> None:
-        stopping = False
-        while not stopping:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while len(batch) < MAX_BATCH:
-                try:
-                    unit = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if unit is None:
-                    stopping = True
-                    break
-                batch.append(unit)
-            units = [unit for unit in batch if not unit.completion.abandoned]
-            try:
-                self._commit(units)
-            except Exception as error:  # the thread outlives every batch
-                log.exception("the SQLite writer failed a batch outside its transaction")
-                for unit in units:
-                    unit.completion.settle_error(error)
-                wake_all(unit.completion for unit in units)
+    def _discard_connection(self) -> None:
+        """Roll back and close the connection of a life that is ending in a crash (the next life opens its own)."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        with contextlib.suppress(sqlite3.Error):
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
 
     def _connection(self) -> sqlite3.Connection:
         """The writer connection, opened again when a fault closed it (raises what opening raises)."""
         if self._conn is None:
-            assert self._connect is not None
             self._conn = self._connect()
         return self._conn
 
-    def _commit(self, batch: list[_Unit]) -> None:
-        if not batch:
-            return
-        outcomes: list[tuple[_Unit, bool, Any]] = []
+    def _commit(self, batch: Sequence[WriterMessage]) -> list[_Outcome]:
+        outcomes: dict[int, _Outcome] = {}
         try:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
-            appends = [unit for unit in batch if unit.writes is not None]
+            appends = [(index, message) for index, message in enumerate(batch) if isinstance(message, Append)]
             if appends:
-                outcomes += self._appends(appends)
-            for unit in batch:
-                if unit.work is not None:
-                    outcomes.append(self._in_savepoint(unit, unit.work))
+                outcomes.update(
+                    zip((index for index, _ in appends), self._appends([m for _, m in appends]), strict=True)
+                )
+            for index, message in enumerate(batch):
+                if isinstance(message, Write):
+                    outcomes[index] = self._in_savepoint(message.work)
             conn.execute("COMMIT")
         except Exception as raised:
             error = raised.error if isinstance(raised, _BatchAborted) else raised
             self._undo()
             cause = full_disk_cause(error, self._folder)
-            for unit in batch:
-                unit.completion.settle_error(error if cause is None else self._refused(cause, error))
-            wake_all(unit.completion for unit in batch)
-            return
+            return [outcome.Error(error if cause is None else self._refused(cause, error)) for _ in batch]
         self._faults.took()
         self.batches += 1
         self.units += len(outcomes)
-        for unit, ok, value in outcomes:
-            if ok:
-                unit.completion.settle(value)
-            else:
-                unit.completion.settle_error(value)
-        wake_all(unit.completion for unit, _, _ in outcomes)
-        if any(ok for _, ok, _ in outcomes):
+        if any(isinstance(result, outcome.Value) for result in outcomes.values()):
             self._after_commit()
+        return [outcomes[index] for index in range(len(batch))]
 
     def _refused(self, cause: str, error: Exception) -> Exception:
         refused = self._faults.refused(cause)
@@ -190,7 +193,7 @@ class SqliteWriter:
                 conn.execute("ROLLBACK")
         except sqlite3.Error:
             log.warning("the SQLite writer could not roll back a failed batch; opening its connection again")
-        if conn.in_transaction and self._connect is not None:
+        if conn.in_transaction:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
             self._conn = None
@@ -200,11 +203,11 @@ class SqliteWriter:
         conn = self._conn
         return conn is None or not conn.in_transaction or full_disk_cause(error, self._folder) is not None
 
-    def _appends(self, units: list[_Unit]) -> list[tuple[_Unit, bool, Any]]:
+    def _appends(self, appends: list[Append]) -> list[_Outcome]:
         conn = self._connection()
         conn.execute("SAVEPOINT appends")
         try:
-            results = statements.append_batch(conn, [unit.writes or [] for unit in units], self._projections)
+            results = statements.append_batch(conn, [append.writes for append in appends], self._projections)
         except Exception as error:
             if self._aborts(error):
                 raise _BatchAborted(error) from error
@@ -212,15 +215,14 @@ class SqliteWriter:
             conn.execute("RELEASE appends")
             return [
                 self._in_savepoint(
-                    unit,
-                    partial(statements.append_writes, writes=unit.writes or [], projections=self._projections),
+                    partial(statements.append_writes, writes=append.writes, projections=self._projections)
                 )
-                for unit in units
+                for append in appends
             ]
         conn.execute("RELEASE appends")
-        return [(unit, not isinstance(result, Exception), result) for unit, result in zip(units, results, strict=True)]
+        return [outcome.Error(result) if isinstance(result, Exception) else outcome.Value(result) for result in results]
 
-    def _in_savepoint(self, unit: _Unit, work: Callable[[sqlite3.Connection], Any]) -> tuple[_Unit, bool, Any]:
+    def _in_savepoint(self, work: Callable[[sqlite3.Connection], Any]) -> _Outcome:
         conn = self._connection()
         conn.execute("SAVEPOINT unit")
         try:
@@ -230,6 +232,6 @@ class SqliteWriter:
                 raise _BatchAborted(error) from error
             conn.execute("ROLLBACK TO unit")
             conn.execute("RELEASE unit")
-            return (unit, False, error)
+            return outcome.Error(error)
         conn.execute("RELEASE unit")
-        return (unit, True, value)
+        return outcome.Value(value)
