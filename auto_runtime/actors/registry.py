@@ -26,7 +26,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable
+from contextlib import asynccontextmanager
 from typing import Generic, TypeVar
 
 import trio
@@ -113,6 +114,17 @@ class Registry(Generic[K, M, R]):
         if address is not None:
             self._passivating.add(key)
             address.request_stop()
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[Registry[K, M, R]]:
+        """Host the actors for the block's length, outside a supervisor (tests, benchmarks, simple owners); the
+        block's end cancels every live actor, as a nursery's end would."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.run)
+            try:
+                yield self
+            finally:
+                nursery.cancel_scope.cancel()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the actors until cancelled or stopped through `child_spec`'s stop request."""

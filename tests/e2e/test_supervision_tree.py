@@ -15,7 +15,15 @@ TREE = {
         {"name": "ledger", "restart": "permanent"},
         {"name": "sandbox", "restart": "permanent"},
         {"name": "workflows", "restart": "permanent"},
-        {"name": "playbooks", "restart": "permanent", "strategy": "one_for_one", "children": []},
+        {
+            "name": "playbooks",
+            "restart": "permanent",
+            "strategy": "one_for_one",
+            "children": [
+                {"name": "org-actors", "restart": "permanent"},
+                {"name": "playbook-actors", "restart": "permanent"},
+            ],
+        },
         {"name": "http", "restart": "transient"},
     ],
 }
@@ -42,7 +50,7 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
     assert entry["tree"] == TREE
     assert entry["message"] == (
         "supervision tree: root (one_for_one) [ledger permanent, sandbox permanent, workflows permanent, "
-        "playbooks permanent one_for_one [], http transient]"
+        "playbooks permanent one_for_one [org-actors permanent, playbook-actors permanent], http transient]"
     )
 
 

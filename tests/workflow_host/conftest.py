@@ -62,9 +62,10 @@ async def dispatcher(ledger: Ledger, store: RunStore, engine: SandboxEngine) -> 
     try:
         types = function_types(ComputationType(engine, pool, checkers))
         definitions = DefinitionRegistry(ledger, types)
-        await definitions.create(SCOPE, "computation", "double", DOUBLE, "tester")
-        await definitions.create(SCOPE, "computation", "raising", RAISING, "tester")
-        yield CallDispatcher(store, RunService(ledger, definitions, types))
+        async with definitions.actors.serving():
+            await definitions.create(SCOPE, "computation", "double", DOUBLE, "tester")
+            await definitions.create(SCOPE, "computation", "raising", RAISING, "tester")
+            yield CallDispatcher(store, RunService(ledger, definitions, types))
     finally:
         pool.close()
         checkers.close()

@@ -35,10 +35,11 @@ async def runs(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunServic
     try:
         types = function_types(WorkflowType(engine, checkers))
         definitions = DefinitionRegistry(ledger, types)
-        await definitions.create(SCOPE, "workflow", "listens", HEAD + LISTENS, "tester")
-        await definitions.create(SCOPE, "workflow", "pauses", HEAD + PAUSES, "tester")
-        await definitions.create(SCOPE, "workflow", "sets", HEAD + SETS, "tester")
-        yield RunService(ledger, definitions, types)
+        async with definitions.actors.serving():
+            await definitions.create(SCOPE, "workflow", "listens", HEAD + LISTENS, "tester")
+            await definitions.create(SCOPE, "workflow", "pauses", HEAD + PAUSES, "tester")
+            await definitions.create(SCOPE, "workflow", "sets", HEAD + SETS, "tester")
+            yield RunService(ledger, definitions, types)
     finally:
         checkers.close()
 
