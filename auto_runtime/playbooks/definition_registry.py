@@ -90,6 +90,7 @@ class DefinitionRegistry:
             max_live=limits.max_live,
             idle_timeout=limits.idle_seconds,
             capacity=limits.capacity,
+            intensity=limits.intensity,
         )
         """One actor per (org, playbook): its saves and retirements decide and append one at a time in this
         process, after the document's check (which runs outside the actor, so slow checks overlap)."""

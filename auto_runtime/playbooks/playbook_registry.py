@@ -116,6 +116,7 @@ class PlaybookRegistry:
             max_live=limits.max_live,
             idle_timeout=limits.idle_seconds,
             capacity=limits.capacity,
+            intensity=limits.intensity,
         )
         """One actor per org: its playbooks' creations, changes and retirements share the org's stream."""
 
