@@ -7,10 +7,11 @@ start is the start's one-line error) and logged once at `info`:
     root (one_for_one)
     ├─ ledger      its store, stopped last: whatever is queued is committed before its writer ends
     ├─ sandbox     the worker pool, stopped once nothing may submit a job to it
-    ├─ workflows   the timer loop, the followers and the lease
     ├─ playbooks   (one_for_one) the registries of keyed actors: `org-actors` (each org's playbook
-    │              changes) and `playbook-actors` (each playbook's definitions), each actor spawned on its
-    │              first message and passivated when idle
+    │              changes), `playbook-actors` (each playbook's definitions) and `run-actors` (each workflow
+    │              run with inputs to apply), each actor spawned on its first message and passivated when idle;
+    │              before the workflow host, which applies inputs through the run actors from its first sweep
+    ├─ workflows   the timer loop, the followers and the lease
     └─ http        Hypercorn, started last, stopped first
 
 Services are built in dependency order, each with what it needs as constructor arguments; the two cycles (run
@@ -161,6 +162,7 @@ def compose_services(
         nested_runs=settings.workflow_nested_runs,
         max_open_calls=settings.workflow_max_open_calls,
         workers=sandbox.pool.workers,
+        limits=limits,
     )
     runs.serve_waiting("workflow", workflows)
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
@@ -219,10 +221,19 @@ def sandbox_child(sandbox: Sandbox) -> ChildSpec:
 
 
 def playbooks_supervisor(services: RuntimeServices) -> Supervisor:
-    """The supervisor of the keyed actors: the org actors (each org's playbook stream) and the playbook actors
-    (each playbook's definitions), one registry each, spawned on demand. A registry's graceful stop passivates
-    its live actors after the message each has in flight."""
-    return Supervisor("playbooks", [services.playbooks.actors.child_spec(), services.definitions.actors.child_spec()])
+    """The supervisor of the keyed actors: the org actors (each org's playbook stream), the playbook actors
+    (each playbook's definitions) and the run actors (each workflow run with inputs to apply), one registry
+    each, every actor spawned on its first message. A registry's graceful stop passivates its live actors after
+    the message each has in flight. It starts before the workflow host, whose first sweep already applies
+    inputs through the run actors, and stops after it."""
+    return Supervisor(
+        "playbooks",
+        [
+            services.playbooks.actors.child_spec(),
+            services.definitions.actors.child_spec(),
+            services.workflows.store.actors.child_spec(),
+        ],
+    )
 
 
 def root_supervisor(ledger: LedgerStore, sandbox: Sandbox, services: RuntimeServices, http: ChildSpec) -> Supervisor:
@@ -232,8 +243,8 @@ def root_supervisor(ledger: LedgerStore, sandbox: Sandbox, services: RuntimeServ
         [
             ledger_child(ledger),
             sandbox_child(sandbox),
-            workflows_child(services.workflows),
             playbooks_supervisor(services).child_spec(),
+            workflows_child(services.workflows),
             http,
         ],
     )

@@ -14,7 +14,6 @@ TREE = {
     "children": [
         {"name": "ledger", "restart": "permanent"},
         {"name": "sandbox", "restart": "permanent"},
-        {"name": "workflows", "restart": "permanent"},
         {
             "name": "playbooks",
             "restart": "permanent",
@@ -22,8 +21,10 @@ TREE = {
             "children": [
                 {"name": "org-actors", "restart": "permanent"},
                 {"name": "playbook-actors", "restart": "permanent"},
+                {"name": "run-actors", "restart": "permanent"},
             ],
         },
+        {"name": "workflows", "restart": "permanent"},
         {"name": "http", "restart": "transient"},
     ],
 }
@@ -49,8 +50,9 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
     assert entry["logger"] == "auto_runtime.server"
     assert entry["tree"] == TREE
     assert entry["message"] == (
-        "supervision tree: root (one_for_one) [ledger permanent, sandbox permanent, workflows permanent, "
-        "playbooks permanent one_for_one [org-actors permanent, playbook-actors permanent], http transient]"
+        "supervision tree: root (one_for_one) [ledger permanent, sandbox permanent, playbooks permanent one_for_one "
+        "[org-actors permanent, playbook-actors permanent, run-actors permanent], workflows permanent, "
+        "http transient]"
     )
 
 

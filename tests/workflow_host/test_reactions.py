@@ -48,8 +48,10 @@ async def ledger(target: Target) -> AsyncIterator[Ledger]:
 
 
 @pytest.fixture
-def store(ledger: Ledger, engine: SandboxEngine) -> RunStore:
-    return RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS)
+async def store(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunStore]:
+    served = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS)
+    async with served.actors.serving():
+        yield served
 
 
 @pytest.fixture
