@@ -75,6 +75,7 @@ from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.fair_queue import JobOwner
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.workers import NoWorkerFree, WorkerPool
+from auto_runtime.supervision import RestartIntensity
 from auto_runtime.workflow_host.listeners import LISTENING_METADATA, open_listeners
 from auto_runtime.workflow_host.outbox import (
     answer_key,
@@ -201,6 +202,7 @@ class RunStore:
         clock: Callable[[], int] = now_ms,
         workers: WorkerPool | None = None,
         limits: ActorLimits | None = None,
+        intensity: RestartIntensity = RUN_ACTORS_INTENSITY,
     ) -> None:
         self.ledger = ledger
         self.engine = engine
@@ -217,7 +219,7 @@ class RunStore:
             max_live=limits.max_live,
             idle_timeout=limits.idle_seconds,
             capacity=limits.capacity,
-            intensity=RUN_ACTORS_INTENSITY,
+            intensity=intensity,
         )
         """One actor per run that has inputs to apply (see `apply_input`); run it (a child of the playbooks
         supervisor, or `actors.serving()`) before the first input."""
@@ -388,15 +390,23 @@ class RunStore:
     ) -> tuple[Applied, LoadedRun | None]:
         """Apply `applied` to the run as `loaded` holds it (read from the ledger when None, and again after a
         `VersionConflict`: another applier moved the run). Returns what the input did and the run as it left
-        it (None when that is unknown: read it again for the next input). Called by the run's actor only."""
+        it (None when that is unknown: read it again for the next input). Called by the run's actor only.
+
+        A stale answer is only given on the state as the ledger holds it now: a kept state that finds the input
+        stale is read again first (another applier may have moved the run to where the input applies), since a
+        stale input appends nothing and so meets no version check."""
         stream = run_stream(scope, run_id)
         for _ in range(MAX_ATTEMPTS):
+            read_now = loaded is None
             if loaded is None:
                 loaded = await self.load(scope, run_id)
                 if loaded is None:
                     raise UnknownRun(f"the playbook {scope.playbook} has no workflow run {run_id}")
             transition = await self._transition(scope, loaded.state, applied)
             if transition.stale:
+                if not read_now:
+                    loaded = None
+                    continue
                 return Applied(stale=True), loaded
             digest = loaded.document_digest or await self._keep_document(scope, loaded.state.document)
             records = self._records(transition, loaded.metadata, run_id, digest)
