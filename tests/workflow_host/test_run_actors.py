@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import trio
+import trio.testing
 
 from auto_runtime.actors import ActorStoppedError
 from auto_runtime.functions.workflow.engine.model import TimerFired
@@ -98,6 +99,7 @@ async def test_queued_inputs_of_one_run_are_applied_in_one_life_and_a_waiting_ru
             nursery.start_soon(fire, now_ms() + offset)
     assert sorted(result.stale for result in results) == [False, True, True]
     assert store.actors.spawns == 1, "the three inputs met in one actor's mailbox"
+    await trio.testing.wait_all_tasks_blocked()  # the actor, asked to passivate, has left the registry
     assert store.actors.live_count == 0
     records = await ledger.read_stream(run_stream(SCOPE, run_id))
     assert [r.type for r in records].count("run_succeeded") == 1
@@ -132,6 +134,7 @@ async def test_a_run_actor_that_breaks_down_is_restarted_and_its_run_ends_failed
     await break_state(ledger, store, broken)
     assert await fire_wait(ledger, store, SCOPE, broken) is None
     assert store.actors.restarts == 1
+    await trio.testing.wait_all_tasks_blocked()
     assert store.actors.live_count == 0
     history = [r.type for r in await ledger.read_stream(run_stream(SCOPE, broken))]
     assert history.count("run_failed") == 1 and history[-1] == "run_failed"
