@@ -14,6 +14,7 @@ DEFINITION_UPDATED = "definition_updated"
 DEFINITION_RETIRED = "definition_retired"
 MAX_SOURCE_BYTES = 65_536
 ATTEMPTS = 4
+"""Times a command reads and decides again after another server's change clashed with it."""
 MAX_TRIGGERED_WORKFLOWS = 1_024
 """Active workflows with triggers one playbook keeps (workflow-format 2.1): a 1,025th save is a `conflict`."""
 

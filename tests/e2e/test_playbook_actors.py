@@ -54,7 +54,8 @@ def test_two_concurrent_updates_of_one_playbook_fifty_times_make_consecutive_ver
 def test_a_full_mailbox_answers_unavailable_with_retry_after_and_the_saves_it_took_still_land(tmp_path: Path) -> None:
     """The ledger's file is locked for writing by another connection (a real SQLite lock), so the save the
     playbook's actor is handling waits in its append and the next one waits in its mailbox of one: the other
-    saves sent at the same time are refused at once. Once the lock goes, the two it took land."""
+    saves sent at the same time are refused at once. Once the lock goes, the two it took land. (The ledger's
+    writer waits up to its busy timeout, 10 s, for the lock: the refusals come back in milliseconds.)"""
     ledger_file = tmp_path / "ledger.db"
     server = start_server(tmp_path, {"ACTOR_MAILBOX_CAPACITY": str(CAPACITY), "LEDGER_FILE": str(ledger_file)})
     try:
