@@ -8,8 +8,9 @@ start is the start's one-line error) and logged once at `info`:
     ├─ ledger      its store, stopped last: whatever is queued is committed before its writer ends
     ├─ sandbox     the worker pool, stopped once nothing may submit a job to it
     ├─ playbooks   (one_for_one) the registries of keyed actors: `org-actors` (each org's playbook
-    │              changes), `playbook-actors` (each playbook's definitions) and `run-actors` (each workflow
-    │              run with inputs to apply), each actor spawned on its first message and passivated when idle;
+    │              changes), `playbook-actors` (each playbook's definitions), `run-id-actors` (each run a
+    │              request is running) and `run-actors` (each workflow run with inputs to apply), each actor
+    │              spawned on its first message and passivated when idle;
     │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ workflows   the timer loop, the followers and the lease
     └─ http        Hypercorn, started last, stopped first
@@ -150,7 +151,7 @@ def compose_services(
     )
     limits = actor_limits_of(settings)
     definitions = DefinitionRegistry(ledger, types, limits)
-    runs = RunService(ledger, definitions, types)
+    runs = RunService(ledger, definitions, types, limits=limits)
     workflows = WorkflowRuntime(
         ledger,
         sandbox.engine,
@@ -222,15 +223,16 @@ def sandbox_child(sandbox: Sandbox) -> ChildSpec:
 
 def playbooks_supervisor(services: RuntimeServices) -> Supervisor:
     """The supervisor of the keyed actors: the org actors (each org's playbook stream), the playbook actors
-    (each playbook's definitions) and the run actors (each workflow run with inputs to apply), one registry
-    each, every actor spawned on its first message. A registry's graceful stop passivates its live actors after
-    the message each has in flight. It starts before the workflow host, whose first sweep already applies
-    inputs through the run actors, and stops after it."""
+    (each playbook's definitions), the run id actors (each run a request is running) and the run actors (each
+    workflow run with inputs to apply), one registry each, every actor spawned on its first message. A
+    registry's graceful stop passivates its live actors after the message each has in flight. It starts before
+    the workflow host, whose first sweep already applies inputs through the run actors, and stops after it."""
     return Supervisor(
         "playbooks",
         [
             services.playbooks.actors.child_spec(),
             services.definitions.actors.child_spec(),
+            services.runs.actors.child_spec(),
             services.workflows.store.actors.child_spec(),
         ],
     )

@@ -21,6 +21,7 @@ TREE = {
             "children": [
                 {"name": "org-actors", "restart": "permanent"},
                 {"name": "playbook-actors", "restart": "permanent"},
+                {"name": "run-id-actors", "restart": "permanent"},
                 {"name": "run-actors", "restart": "permanent"},
             ],
         },
@@ -51,7 +52,8 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
     assert entry["tree"] == TREE
     assert entry["message"] == (
         "supervision tree: root (one_for_one) [ledger permanent, sandbox permanent, playbooks permanent one_for_one "
-        "[org-actors permanent, playbook-actors permanent, run-actors permanent], workflows permanent, "
+        "[org-actors permanent, playbook-actors permanent, run-id-actors permanent, run-actors permanent], "
+        "workflows permanent, "
         "http transient]"
     )
 

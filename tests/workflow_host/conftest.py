@@ -68,7 +68,9 @@ async def dispatcher(ledger: Ledger, store: RunStore, engine: SandboxEngine) -> 
         async with definitions.actors.serving():
             await definitions.create(SCOPE, "computation", "double", DOUBLE, "tester")
             await definitions.create(SCOPE, "computation", "raising", RAISING, "tester")
-            yield CallDispatcher(store, RunService(ledger, definitions, types))
+            runs = RunService(ledger, definitions, types)
+            async with runs.actors.serving():
+                yield CallDispatcher(store, runs)
     finally:
         pool.close()
         checkers.close()

@@ -15,6 +15,7 @@ from auto_runtime.ledger import DueEntry, Ledger, LedgerError, NewRecord, Playbo
 from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.supervision import NO_BACKOFF, RestartIntensity, Supervisor, SupervisorFailedError
+from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.run_store import Applied, RunStore, UnknownRun, now_ms
 from auto_runtime.workflow_host.timer_loop import TimerLoop
 from tests.workflow_host.conftest import MAX_DURATION_MS, SCOPE, definition
@@ -181,3 +182,24 @@ async def test_breakdowns_that_repeat_escalate_from_the_run_actors_to_their_supe
     (failure,) = ended_with
     assert failure.child == "run-actors"
     assert store.actors.restarts == 4
+
+
+async def test_two_requests_under_one_run_id_meet_in_its_actor_and_the_run_runs_once(
+    ledger: Ledger, dispatcher: CallDispatcher
+) -> None:
+    runs = dispatcher.runs
+    run_id = str(uuid7())
+    answers: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        answers.append(await runs.run_definition(SCOPE, "computation", "double", {"n": 2}, run_id, "caller-1"))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        nursery.start_soon(run)
+    assert [answer["output"] for answer in answers] == [{"n": 4}, {"n": 4}]
+    kinds = [r.type for r in await ledger.read_stream(run_stream(SCOPE, run_id))]
+    assert kinds == ["run_started", "run_succeeded"]
+    assert runs.actors.spawns == 1, "the second request waited in the run id's mailbox"
+    await trio.testing.wait_all_tasks_blocked()
+    assert runs.actors.live_count == 0

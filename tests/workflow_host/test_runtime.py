@@ -39,7 +39,9 @@ async def runs(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunServic
             await definitions.create(SCOPE, "workflow", "listens", HEAD + LISTENS, "tester")
             await definitions.create(SCOPE, "workflow", "pauses", HEAD + PAUSES, "tester")
             await definitions.create(SCOPE, "workflow", "sets", HEAD + SETS, "tester")
-            yield RunService(ledger, definitions, types)
+            runs = RunService(ledger, definitions, types)
+            async with runs.actors.serving():
+                yield runs
     finally:
         checkers.close()
 
@@ -74,12 +76,15 @@ async def test_a_server_that_does_not_hold_the_lease_refuses_starts_and_events(
 ) -> None:
     holder = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
+        await nursery.start(holder.runs.actors.run)
         await nursery.start(holder.store.actors.run)
         await nursery.start(holder.run)
         started = await holder.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
         assert started["status"] == "started"
 
         standby = runtime_of(ledger, engine, runs, "server-b")
+
+        await nursery.start(standby.runs.actors.run)
         await standby.loop.sweep_once()
         assert standby.fence() is None
         with pytest.raises(Rejection) as refused:
@@ -96,6 +101,7 @@ async def test_a_stopping_runtime_refuses_starts_and_events(
 ) -> None:
     runtime = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.runs.actors.run)
         await nursery.start(runtime.store.actors.run)
         await nursery.start(runtime.run)
         started = await runtime.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
@@ -116,11 +122,13 @@ async def test_a_cancellation_is_recorded_once_on_any_server_and_the_holder_ends
 ) -> None:
     holder = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
+        await nursery.start(holder.runs.actors.run)
         await nursery.start(holder.store.actors.run)
         await nursery.start(holder.run)
         run_id = str(uuid7())
         await holder.runs.run_definition(SCOPE, "workflow", "listens", {}, run_id, "caller-1")
         standby = runtime_of(ledger, engine, runs, "server-b")
+        await nursery.start(standby.runs.actors.run)
         state = await runs.read_run(SCOPE, run_id)
         assert state is not None
         await standby.cancel(SCOPE, state, "Not needed.", "caller-2")
@@ -151,6 +159,7 @@ async def test_a_timer_armed_by_a_start_fires_when_due_not_at_the_next_sweep(
 ) -> None:
     runtime = runtime_of(ledger, engine, runs, "server-a", sweep=timedelta(minutes=1))
     async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.runs.actors.run)
         await nursery.start(runtime.store.actors.run)
         await nursery.start(runtime.run)
         run_id = str(uuid7())
@@ -170,6 +179,7 @@ async def test_only_an_input_that_leaves_due_work_armed_wakes_the_loop(
 ) -> None:
     runtime = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.runs.actors.run)
         await nursery.start(runtime.store.actors.run)
         await nursery.start(runtime.run)
         await trio.testing.wait_all_tasks_blocked()  # the loop sleeps (the clock stands still: until woken)

@@ -35,7 +35,9 @@ async def services(tmp_path: Path) -> AsyncIterator[tuple[Ledger, RunService]]:
         try:
             async with definitions.actors.serving():
                 await definitions.create(SCOPE, "reasoning", "helper", SOURCE, "tester")
-                yield ledger, RunService(ledger, definitions, types)
+                runs = RunService(ledger, definitions, types)
+                async with runs.actors.serving():
+                    yield ledger, runs
         finally:
             await models.aclose()
 
