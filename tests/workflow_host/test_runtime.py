@@ -83,7 +83,6 @@ async def test_a_server_that_does_not_hold_the_lease_refuses_starts_and_events(
         assert started["status"] == "started"
 
         standby = runtime_of(ledger, engine, runs, "server-b")
-
         await nursery.start(standby.runs.actors.run)
         await standby.loop.sweep_once()
         assert standby.fence() is None
