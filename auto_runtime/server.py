@@ -8,8 +8,12 @@ start is the start's one-line error) and logged once at `info`:
     ├─ ledger      (one_for_one) its store's actor (writer, or loop on PostgreSQL), stopped last: whatever is
     │              queued is committed before the actor ends
     ├─ sandbox     the worker pool, stopped once nothing may submit a job to it
+    ├─ playbooks   (one_for_one) the registries of keyed actors: `org-actors` (each org's playbook
+    │              changes), `playbook-actors` (each playbook's definitions), `run-id-actors` (each run a
+    │              request is running) and `run-actors` (each workflow run with inputs to apply), each actor
+    │              spawned on its first message and passivated when idle;
+    │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ workflows   the timer loop, the followers and the lease
-    ├─ playbooks   (one_for_one) the playbook actors' supervisor, empty until they land
     └─ http        Hypercorn, started last, stopped first
 
 Services are built in dependency order, each with what it needs as constructor arguments; the two cycles (run
@@ -66,6 +70,7 @@ from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.dispatcher import Dispatcher
 from auto_runtime.operations.runtime_catalog import build_catalog
 from auto_runtime.operations.services import RuntimeServices
+from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.analytics import PlaybookAnalytics
 from auto_runtime.playbooks.definition_registry import DEFINITIONS_PROJECTION, DefinitionRegistry
 from auto_runtime.playbooks.event_publishing import EventPublishing
@@ -129,6 +134,14 @@ def tools_may_change_outside(settings: Settings) -> bool:
     return bool(settings.tool_servers) or (settings.connections.people_may_add and person_may_add)
 
 
+def actor_limits_of(settings: Settings) -> ActorLimits:
+    return ActorLimits(
+        idle_seconds=settings.playbook_idle_time.total_seconds(),
+        max_live=settings.playbook_actors_live,
+        capacity=settings.actor_mailbox_capacity,
+    )
+
+
 def compose_services(
     ledger: Ledger, sandbox: Sandbox, models: ModelDirectory, settings: Settings, server_id: str
 ) -> RuntimeServices:
@@ -138,8 +151,9 @@ def compose_services(
         ReasoningType(models, tools, settings.reasoning_max_input_tokens),
         WorkflowType(sandbox.engine, sandbox.checkers, settings.workflow_max_duration),
     )
-    definitions = DefinitionRegistry(ledger, types)
-    runs = RunService(ledger, definitions, types)
+    limits = actor_limits_of(settings)
+    definitions = DefinitionRegistry(ledger, types, limits)
+    runs = RunService(ledger, definitions, types, limits=limits)
     workflows = WorkflowRuntime(
         ledger,
         sandbox.engine,
@@ -151,13 +165,14 @@ def compose_services(
         nested_runs=settings.workflow_nested_runs,
         max_open_calls=settings.workflow_max_open_calls,
         workers=sandbox.pool.workers,
+        limits=limits,
     )
     runs.serve_waiting("workflow", workflows)
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)
     return RuntimeServices(
-        playbooks=PlaybookRegistry(ledger),
+        playbooks=PlaybookRegistry(ledger, limits),
         definitions=definitions,
         runs=runs,
         events=EventReads(ledger),
@@ -214,9 +229,21 @@ def sandbox_child(sandbox: Sandbox) -> ChildSpec:
     return ChildSpec("sandbox", run, restart=Restart.PERMANENT, shutdown=CLOSE_SECONDS)
 
 
-def playbooks_supervisor() -> Supervisor:
-    """The supervisor of the playbook actors (one per org and playbook, spawned on demand): empty for now."""
-    return Supervisor("playbooks")
+def playbooks_supervisor(services: RuntimeServices) -> Supervisor:
+    """The supervisor of the keyed actors: the org actors (each org's playbook stream), the playbook actors
+    (each playbook's definitions), the run id actors (each run a request is running) and the run actors (each
+    workflow run with inputs to apply), one registry each, every actor spawned on its first message. A
+    registry's graceful stop passivates its live actors after the message each has in flight. It starts before
+    the workflow host, whose first sweep already applies inputs through the run actors, and stops after it."""
+    return Supervisor(
+        "playbooks",
+        [
+            services.playbooks.actors.child_spec(),
+            services.definitions.actors.child_spec(),
+            services.runs.actors.child_spec(),
+            services.workflows.store.actors.child_spec(),
+        ],
+    )
 
 
 def root_supervisor(ledger: LedgerStore, sandbox: Sandbox, services: RuntimeServices, http: ChildSpec) -> Supervisor:
@@ -226,8 +253,8 @@ def root_supervisor(ledger: LedgerStore, sandbox: Sandbox, services: RuntimeServ
         [
             ledger_child(ledger),
             sandbox_child(sandbox),
+            playbooks_supervisor(services).child_spec(),
             workflows_child(services.workflows),
-            playbooks_supervisor().child_spec(),
             http,
         ],
     )

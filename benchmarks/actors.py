@@ -11,17 +11,24 @@ of the per-round ratios); it asserts nothing.
 - Memory per idle actor: `tracemalloc` bytes per actor (the Python heap: tasks, frames, channels,
   refs; one run, it barely varies) and RSS growth per actor (noisy: the allocator reuses freed memory;
   thread stacks only show here), for 10,000 idle actors (thread actors: 50, each is an OS thread).
+- The runtime's own actors, on a fresh SQLite ledger with the real sandbox and workflow type: the Python heap
+  held per playbook while 10,000 playbook actors are live (each started by a real command, which rebuilds its
+  definitions from the ledger) and after they all passivated; and per run for 10,000 workflow runs that each
+  took an input through their run actor and now wait (the run actors passivated: none is live).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import os
 import statistics
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pykka
@@ -29,13 +36,32 @@ import trio
 import trio.lowlevel
 import trio.testing
 
+from auto_runtime import __version__
 from auto_runtime.actors import Actor, ActorRef, Registry, ThreadActor, ThreadActorRef
+from auto_runtime.functions.registry import function_types
+from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
+from auto_runtime.functions.workflow.engine.model import TimerFired
+from auto_runtime.functions.workflow.workflow_type import WorkflowType
+from auto_runtime.ledger import Ledger, PlaybookScope, open_ledger, uuid7
+from auto_runtime.playbooks.actor_limits import ActorLimits
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.problems import Rejection
+from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
+from auto_runtime.server import RUNTIME_PROJECTIONS
+from auto_runtime.workflow_host.run_store import Definition, RunStore, now_ms
 
 REPEATS = 5
 ROUND_SECONDS = 0.15
 IDLE_ACTORS = 10_000
 IDLE_THREAD_ACTORS = 50
 CONCURRENT = 100
+PLAYBOOKS = 10_000
+WAITING_RUNS = 10_000
+MAX_DURATION_MS = 30 * 86_400_000
+TWO_WAITS = (
+    "document: { dsl: '1.0.3', namespace: bench, name: waits, version: '1.0.0' }\n"
+    "do:\n  - a: { wait: { seconds: 3600 } }\n  - b: { wait: { seconds: 3600 } }\n  - done: { set: { done: true } }\n"
+)
 
 
 class Echo(Actor[int, int]):
@@ -228,6 +254,85 @@ async def bench_memory() -> dict[str, tuple[float, float]]:
     return results
 
 
+async def heap_now() -> int:
+    gc.collect()
+    await trio.testing.wait_all_tasks_blocked()
+    return tracemalloc.get_traced_memory()[0]
+
+
+async def bench_playbook_actors(ledger: Ledger, sandbox: Sandbox) -> dict[str, float]:
+    """Heap per playbook with 10,000 live playbook actors, and after they passivated (asked to, as the idle sweep
+    and the live bound ask them)."""
+    types = function_types(WorkflowType(sandbox.engine, sandbox.checkers))
+    definitions = DefinitionRegistry(ledger, types, ActorLimits(idle_seconds=3600.0, max_live=PLAYBOOKS))
+    async with definitions.actors.serving():
+        tracemalloc.start()
+        before = await heap_now()
+        started = time.perf_counter()
+        for index in range(PLAYBOOKS):
+            with contextlib.suppress(Rejection):  # a real command: the actor starts, reads its definitions, answers
+                await definitions.retire(PlaybookScope("bench", f"pb-{index:05d}"), "workflow", "none", "bench")
+        took = time.perf_counter() - started
+        live = await heap_now()
+        assert definitions.actors.live_count == PLAYBOOKS
+        for index in range(PLAYBOOKS):
+            definitions.actors.passivate(("bench", f"pb-{index:05d}"))
+        while definitions.actors.live_count:  # noqa: ASYNC110 - passivation is no event: polled
+            await trio.sleep(0.05)
+        passivated = await heap_now()
+        tracemalloc.stop()
+    return {
+        "live": (live - before) / PLAYBOOKS,
+        "passivated": (passivated - before) / PLAYBOOKS,
+        "command ms": took * 1000 / PLAYBOOKS,
+    }
+
+
+async def bench_waiting_runs(ledger: Ledger, sandbox: Sandbox) -> dict[str, float]:
+    """Heap per run for 10,000 workflow runs that took an input through their run actor and wait again."""
+    document = check_document(TWO_WAITS, MAX_DURATION_MS)
+    assert isinstance(document, WorkflowDocument)
+    definition = Definition("waits", 1, document.value)
+    store = RunStore(
+        ledger,
+        sandbox.engine,
+        runtime_version=__version__,
+        max_duration_ms=MAX_DURATION_MS,
+        workers=sandbox.pool.workers,
+    )
+    scope = PlaybookScope("bench", "runs")
+    async with store.actors.serving():
+        await store.start_run(scope, str(uuid7()), definition, {}, "bench")  # the document kept once, the pool warm
+        tracemalloc.start()
+        before = await heap_now()
+        started = time.perf_counter()
+        for _ in range(WAITING_RUNS):
+            run_id = str(uuid7())
+            await store.start_run(scope, run_id, definition, {}, "bench")
+            (wait,) = [
+                row for row in await ledger.due_work.entries_of_run(scope, run_id) if row.payload == {"purpose": "wait"}
+            ]
+            applied = await store.apply_input(scope, run_id, TimerFired(str(uuid7()), now_ms(), wait.key))
+            assert not applied.stale and applied.status is None
+        took = time.perf_counter() - started
+        waiting = await heap_now()  # every task blocked: the last run actor has passivated
+        assert store.actors.live_count == 0
+        tracemalloc.stop()
+    return {"waiting": (waiting - before) / WAITING_RUNS, "start+input ms": took * 1000 / WAITING_RUNS}
+
+
+async def bench_runtime_actors() -> tuple[dict[str, float], dict[str, float]]:
+    with tempfile.TemporaryDirectory(prefix="actors-bench-") as folder:
+        cache = Path.home() / ".auto-runtime" / "cache"
+        async with (
+            open_sandbox(cache, 1) as sandbox,
+            open_ledger(Path(folder) / "ledger.db", None, RUNTIME_PROJECTIONS) as ledger,
+        ):
+            playbooks = await bench_playbook_actors(ledger, sandbox)
+            runs = await bench_waiting_runs(ledger, sandbox)
+    return playbooks, runs
+
+
 async def main() -> None:
     started = time.perf_counter()
     print(f"actor benchmark: median of {REPEATS} rounds of {ROUND_SECONDS}s; pid {os.getpid()}")
@@ -249,6 +354,13 @@ async def main() -> None:
     print(f"  {'kind':<20} {'heap bytes':>11} {'RSS bytes':>10} {'heap vs bare':>13}")
     for name, (heap, rss) in memory.items():
         print(f"  {name:<20} {heap:>11,.0f} {rss:>10,.0f} {heap / baseline_heap:>12.2f}x")
+    playbooks, runs = await bench_runtime_actors()
+    print("\nruntime actors (SQLite ledger, real sandbox): Python heap per playbook / run")
+    print(f"  {PLAYBOOKS:,} playbook actors live:        {playbooks['live']:>9,.0f} bytes each")
+    print(f"  the same after passivation:            {playbooks['passivated']:>9,.0f} bytes each")
+    print(f"  one command that starts an actor:      {playbooks['command ms']:>9.2f} ms")
+    print(f"  {WAITING_RUNS:,} waiting workflow runs:       {runs['waiting']:>9,.0f} bytes each (0 run actors live)")
+    print(f"  one start and one input, per run:      {runs['start+input ms']:>9.2f} ms")
     print(f"\ntook {time.perf_counter() - started:.1f}s")
 
 

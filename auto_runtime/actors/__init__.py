@@ -1,7 +1,7 @@
 """Actors: Trio-task actors with bounded mailboxes, pykka thread actors bridged to Trio, keyed registries."""
 
 from auto_runtime.actors.errors import ActorCrashedError, ActorStoppedError, AskTimeoutError, MailboxFull
-from auto_runtime.actors.registry import KeyedRef, Registry
+from auto_runtime.actors.registry import KeyedRef, Registry, RegistryFailedError
 from auto_runtime.actors.thread_actor import THREAD_STACK_SIZE, ThreadActor, ThreadActorRef
 from auto_runtime.actors.trio_actor import (
     DEFAULT_ASK_TIMEOUT,
@@ -24,6 +24,7 @@ __all__ = [
     "LifeEnd",
     "MailboxFull",
     "Registry",
+    "RegistryFailedError",
     "ThreadActor",
     "ThreadActorRef",
 ]

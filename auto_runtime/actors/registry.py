@@ -19,6 +19,11 @@ Concurrency rules
   every queued ask with its error and drops the key's queued tells.
 - `max_live` is a soft bound: only idle actors are evicted, so a burst of busy actors can exceed it
   until they become idle.
+- Restart intensity (OTP's, for all the keys of the registry together, like a `simple_one_for_one`
+  supervisor's): every crashed life and every failed start counts as one restart. With `intensity` set, a
+  restart past it makes the registry fail: every live actor is cancelled (queued asks answered with
+  `ActorStoppedError`) and `run` raises `RegistryFailedError`, for its supervisor to restart it (a new run
+  starts with a fresh window) or to escalate. Without `intensity`, the registry never escalates.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable
+from contextlib import asynccontextmanager
 from typing import Generic, TypeVar
 
 import trio
@@ -40,12 +46,23 @@ from auto_runtime.actors.trio_actor import (
     LifeEnd,
 )
 from auto_runtime.supervision.child_spec import DEFAULT_SHUTDOWN_SECONDS, ChildContext, ChildSpec, Restart
+from auto_runtime.supervision.intensity import RestartIntensity, RestartWindow
 
 log = logging.getLogger("auto_runtime.supervision.registry")
 
 K = TypeVar("K", bound=Hashable)
 M = TypeVar("M")
 R = TypeVar("R")
+
+
+class RegistryFailedError(Exception):
+    """A registry's actors crashed or failed to start more often than its restart intensity allows."""
+
+    def __init__(self, registry: str, key: object, error: BaseException) -> None:
+        super().__init__(f"registry {registry!r} exceeded its restart intensity; last: actor {key!r} after {error!r}")
+        self.registry = registry
+        self.key = key
+        self.error = error
 
 
 class Registry(Generic[K, M, R]):
@@ -65,6 +82,7 @@ class Registry(Generic[K, M, R]):
         max_live: int = 1024,
         idle_timeout: float = 60.0,
         capacity: int = DEFAULT_MAILBOX_CAPACITY,
+        intensity: RestartIntensity | None = None,
     ) -> None:
         if max_live < 1:
             raise ValueError("max_live must be >= 1")
@@ -75,6 +93,9 @@ class Registry(Generic[K, M, R]):
         self.max_live = max_live
         self.idle_timeout = idle_timeout
         self.capacity = capacity
+        self.intensity = intensity
+        self._restarts = RestartWindow(intensity) if intensity is not None else None
+        self._failure: RegistryFailedError | None = None
         self._live: OrderedDict[K, ActorRef[M, R]] = OrderedDict()
         self._passivating: set[K] = set()
         self._nursery: trio.Nursery | None = None
@@ -82,6 +103,8 @@ class Registry(Generic[K, M, R]):
         self._trim_wanted: trio.Event | None = None
         self.spawns = 0
         """Lives started so far (first spawns, re-spawns after passivation, restarts after a crash)."""
+        self.restarts = 0
+        """Lives that crashed or failed to start so far (each one counts against `intensity`)."""
 
     @property
     def running(self) -> bool:
@@ -114,6 +137,17 @@ class Registry(Generic[K, M, R]):
             self._passivating.add(key)
             address.request_stop()
 
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[Registry[K, M, R]]:
+        """Host the actors for the block's length, outside a supervisor (tests, benchmarks, simple owners); the
+        block's end cancels every live actor, as a nursery's end would."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.run)
+            try:
+                yield self
+            finally:
+                nursery.cancel_scope.cancel()
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the actors until cancelled or stopped through `child_spec`'s stop request."""
         await self._run(task_status.started, None)
@@ -140,6 +174,9 @@ class Registry(Generic[K, M, R]):
         if self._nursery is not None:
             raise RuntimeError(f"registry {self.name!r} is already running")
         self._closing = False
+        self._failure = None
+        if self._restarts is not None:
+            self._restarts.clear()
         self._trim_wanted = trio.Event()
         try:
             async with trio.open_nursery() as nursery:
@@ -151,6 +188,8 @@ class Registry(Generic[K, M, R]):
                 started()
                 await self._trim_forever()
                 nursery.cancel_scope.cancel()
+            if self._failure is not None:
+                raise self._failure
         finally:
             self._nursery = None
             self._closing = True
@@ -181,6 +220,8 @@ class Registry(Generic[K, M, R]):
         while True:
             assert self._trim_wanted is not None
             await self._trim_wanted.wait()
+            if self._failure is not None:
+                return
             if self._closing:
                 if not self._live:
                     return
@@ -252,6 +293,7 @@ class Registry(Generic[K, M, R]):
                 crash.error,
             )
             self._passivating.discard(key)
+            self._count_restart(key, crash.error)
             return LifeEnd.STOP_REQUESTED
         try:
             await instance.on_stop()
@@ -273,6 +315,18 @@ class Registry(Generic[K, M, R]):
         log.warning("registry %s: actor %r failed to start: %r", self.name, key, error)
         address.refuse_pending(error)
         self._remove(key, address)
+        self._count_restart(key, error)
+
+    def _count_restart(self, key: K, error: BaseException) -> None:
+        """One more restart; past the intensity the registry fails (see the module's rules)."""
+        self.restarts += 1
+        if self._restarts is None or self._failure is not None or self._restarts.admit(trio.current_time()):
+            return
+        log.error("registry %s: restart intensity exceeded (last: actor %r after %r)", self.name, key, error)
+        self._failure = RegistryFailedError(self.name, key, error)
+        self._closing = True
+        if self._trim_wanted is not None:
+            self._trim_wanted.set()
 
     def _remove(self, key: K, address: ActorRef[M, R]) -> None:
         if self._live.get(key) is address:

@@ -5,7 +5,9 @@ authenticate (done by the transport) → org of the caller → permission → pl
 A handler that fails with a reason its operation does not declare, or with any other exception, is an
 `internal` error with an incident reference; the input is never logged. A ledger that cannot take writes
 (`LedgerUnavailable`: a full disk, or its writer's mailbox full) is a passing fault of any operation: `unavailable`
-with `Retry-After`.
+with `Retry-After`. So is an actor that cannot take the request now: its bounded mailbox is full (`MailboxFull`),
+it is stopping with the server (`ActorStoppedError`), or it did not answer within the ask's bound
+(`AskTimeoutError`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
+from auto_runtime.actors import ActorStoppedError, AskTimeoutError, MailboxFull
 from auto_runtime.auth.caller import Caller
 from auto_runtime.ledger import LedgerUnavailable
 from auto_runtime.operations.decode import decode_input
@@ -28,6 +31,8 @@ PLAYBOOK_ID = re.compile(r"^[a-z][a-z0-9-]{2,47}$")
 ORG_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 ALWAYS_ALLOWED_REASONS = frozenset({"client_closed_request"})
 PlaybookStatus = Literal["active", "retired"]
+OVERLOADED = "The server has more requests for this playbook in hand than it takes at once; send it again shortly."
+STOPPING = "The server is stopping; send the request again, to this server once it is back or to another one."
 
 
 class PlaybookDirectory(Protocol):
@@ -112,5 +117,9 @@ class Dispatcher:
             raise incident(rejection, operation.name, request_id) from None
         except LedgerUnavailable as error:
             raise unavailable(error.detail) from None
+        except (MailboxFull, AskTimeoutError):
+            raise unavailable(OVERLOADED) from None
+        except ActorStoppedError:
+            raise unavailable(STOPPING) from None
         except Exception as error:
             raise incident(error, operation.name, request_id) from None

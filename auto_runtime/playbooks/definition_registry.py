@@ -1,10 +1,10 @@
 """Definitions of every type: versions as facts on `playbook/<org>/<playbook>/definitions/<type>`.
 
 One stream per type holds every definition of that type in the playbook. The `definitions` projection keeps
-each definition's latest version in the append's transaction. A command reads the stream's version first and
-the projection after it, decides, and appends with that version: a change that lands in between makes the
-append clash, and the command decides again (see `command_loop`). Inside one process the commands of one
-playbook take turns (`OneAtATime`), so only another server's change can clash with them.
+each definition's latest version in the append's transaction. A save is checked first (outside any turn, so
+slow checks overlap), then handed to the playbook's actor (`playbook_actor`), which decides on its playbook's
+current versions and appends with the type's stream version: inside one process two saves of one playbook
+never race, and only another server's change can clash with them (the actor reads and decides again).
 
 Rules (seeds, "Reasoning functions", for every type): names follow the playbook id rule and are unique within
 their type and playbook, never reused after retirement; a source is at most 65,536 UTF-8 bytes; a changed
@@ -14,110 +14,44 @@ document makes a version and an identical one records nothing; a retired definit
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from auto_runtime.actors import Registry
 from auto_runtime.functions.function_type import CheckedDocument, FunctionType
-from auto_runtime.ledger import (
-    Ledger,
-    NewRecord,
-    PlaybookScope,
-    Projection,
-    Record,
-    Row,
-    StreamWrite,
-    TableSpec,
-    VersionConflict,
+from auto_runtime.ledger import Ledger, PlaybookScope
+from auto_runtime.playbooks.actor_limits import ActorLimits
+from auto_runtime.playbooks.definition_facts import (
+    DEFINITION_CREATED,
+    DEFINITION_RETIRED,
+    DEFINITION_UPDATED,
+    DEFINITIONS_PROJECTION,
+    MAX_SOURCE_BYTES,
+    MAX_TRIGGERED_WORKFLOWS,
+    DefinitionVersion,
+    definitions_stream,
+    version_of,
 )
-from auto_runtime.playbooks.clock import iso_utc
-from auto_runtime.playbooks.command_loop import CHANGED_AT_THE_SAME_MOMENT
-from auto_runtime.playbooks.one_at_a_time import OneAtATime
 from auto_runtime.playbooks.overview import used_by_section
-from auto_runtime.problems import InputIssue, conflict, invalid_input, not_found
-
-DEFINITION_CREATED = "definition_created"
-DEFINITION_UPDATED = "definition_updated"
-DEFINITION_RETIRED = "definition_retired"
-MAX_SOURCE_BYTES = 65_536
-ATTEMPTS = 4
-MAX_TRIGGERED_WORKFLOWS = 1_024
-"""Active workflows with triggers one playbook keeps (workflow-format 2.1): a 1,025th save is a `conflict`."""
-
-
-@dataclass(frozen=True)
-class DefinitionVersion:
-    """The latest version of one definition, as the projection keeps it."""
-
-    type: str
-    name: str
-    version: int
-    status: str
-    source: str
-    document: Mapping[str, Any]
-    created_at: str
-    created_by: str
-    updated_at: str
-    retired_at: str | None
-    saved_record_id: str
-
-
-def definitions_stream(scope: PlaybookScope, definition_type: str) -> Any:
-    return scope.stream("definitions", definition_type)
-
-
-def _keys(record: Record) -> list[tuple[Any, ...]]:
-    if record.type not in (DEFINITION_CREATED, DEFINITION_UPDATED, DEFINITION_RETIRED):
-        return []
-    _, org, playbook, _, definition_type = record.stream.split("/")[:5]
-    return [(org, playbook, definition_type, record.data["name"])]
-
-
-def _row_after(row: Row | None, record: Record) -> Row | None:
-    at = iso_utc(record.recorded_at)
-    by = record.metadata.get("by", "")
-    data = record.data
-    if record.type == DEFINITION_RETIRED:
-        return None if row is None else {**row, "status": "retired", "retired_at": at}
-    document = {key: value for key, value in data.items() if key not in ("name", "version", "source")}
-    base = row if row is not None and record.type == DEFINITION_UPDATED else {"created_at": at, "created_by": by}
-    return {
-        **base,
-        "version": data["version"],
-        "status": "active",
-        "source": data["source"],
-        "document": document,
-        "updated_at": at,
-        "retired_at": None,
-        "saved_record_id": record.id,
-    }
-
-
-DEFINITIONS_PROJECTION = Projection(
-    name="definitions",
-    version=1,
-    table=TableSpec(
-        name="definitions",
-        columns={
-            "org": "text",
-            "playbook": "text",
-            "type": "text",
-            "name": "text",
-            "version": "integer",
-            "status": "text",
-            "source": "text",
-            "document": "json",
-            "created_at": "text",
-            "created_by": "text",
-            "updated_at": "text",
-            "retired_at": "text",
-            "saved_record_id": "text",
-        },
-        primary_key=("org", "playbook", "type", "name"),
-        indexes=(("org", "playbook", "status"),),
-    ),
-    keys=_keys,
-    row_after=_row_after,
+from auto_runtime.playbooks.playbook_actor import (
+    PlaybookActor,
+    PlaybookAnswer,
+    PlaybookCommand,
+    PlaybookKey,
+    RetireDefinition,
+    SaveDefinition,
 )
+from auto_runtime.problems import InputIssue, Rejection, invalid_input, not_found
+
+__all__ = [
+    "DEFINITIONS_PROJECTION",
+    "DEFINITION_CREATED",
+    "DEFINITION_RETIRED",
+    "DEFINITION_UPDATED",
+    "MAX_TRIGGERED_WORKFLOWS",
+    "DefinitionRegistry",
+    "DefinitionVersion",
+    "definitions_stream",
+]
 
 
 def _document_of(checked: CheckedDocument, name: str, definition_type: str) -> dict[str, Any]:
@@ -135,35 +69,6 @@ def _document_of(checked: CheckedDocument, name: str, definition_type: str) -> d
     return document
 
 
-def _definition_record(
-    kind: str, data: dict[str, Any], by: str, definition_type: str, name: str, version: int
-) -> NewRecord:
-    """A change of a definition: ``by`` made it, to version ``version`` of ``definition_type`` ``name``."""
-    metadata = {
-        "correlation_id": None,
-        "causation_id": None,
-        "by": by,
-        "definition": {"type": definition_type, "name": name, "version": version},
-    }
-    return NewRecord(kind, data, metadata)
-
-
-def _version_of(row: Mapping[str, Any]) -> DefinitionVersion:
-    return DefinitionVersion(
-        type=row["type"],
-        name=row["name"],
-        version=row["version"],
-        status=row["status"],
-        source=row["source"],
-        document=row["document"],
-        created_at=row["created_at"],
-        created_by=row["created_by"],
-        updated_at=row["updated_at"],
-        retired_at=row["retired_at"],
-        saved_record_id=row["saved_record_id"],
-    )
-
-
 def check_source_size(source: str) -> None:
     if len(source.encode("utf-8")) > MAX_SOURCE_BYTES:
         raise invalid_input(
@@ -172,21 +77,36 @@ def check_source_size(source: str) -> None:
 
 
 class DefinitionRegistry:
-    """Commands and reads over the definitions of every type."""
+    """Commands and reads over the definitions of every type. Run `actors` (the registry of playbook actors, a
+    child of the playbooks supervisor) before the first command."""
 
-    def __init__(self, ledger: Ledger, types: Mapping[str, FunctionType]) -> None:
+    def __init__(self, ledger: Ledger, types: Mapping[str, FunctionType], limits: ActorLimits | None = None) -> None:
         self.ledger = ledger
         self.types = types
-        self.saves: OneAtATime[tuple[str, str]] = OneAtATime()
-        """A turn per (org, playbook): its saves and retirements read, decide and append one at a time in this
-        process, after the document's check (which runs outside the turn, so slow checks overlap)."""
+        limits = limits or ActorLimits()
+        self.actors: Registry[PlaybookKey, PlaybookCommand, PlaybookAnswer] = Registry(
+            "playbook-actors",
+            lambda key: PlaybookActor(ledger, types, key),
+            max_live=limits.max_live,
+            idle_timeout=limits.idle_seconds,
+            capacity=limits.capacity,
+            intensity=limits.intensity,
+        )
+        """One actor per (org, playbook): its saves and retirements decide and append one at a time in this
+        process, after the document's check (which runs outside the actor, so slow checks overlap)."""
+
+    async def _command(self, scope: PlaybookScope, command: PlaybookCommand) -> DefinitionVersion:
+        answer = await self.actors.ask((scope.org, scope.playbook), command)
+        if isinstance(answer, Rejection):
+            raise answer
+        return answer
 
     async def _row(self, scope: PlaybookScope, definition_type: str, name: str) -> DefinitionVersion | None:
         rows = await self.ledger.fetch(
             "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
             (scope.org, scope.playbook, definition_type, name),
         )
-        return _version_of(DEFINITIONS_PROJECTION.decode_row(rows[0])) if rows else None
+        return version_of(DEFINITIONS_PROJECTION.decode_row(rows[0])) if rows else None
 
     async def latest(self, scope: PlaybookScope, definition_type: str, name: str) -> DefinitionVersion:
         row = await self._row(scope, definition_type, name)
@@ -194,63 +114,13 @@ class DefinitionRegistry:
             raise not_found(f"The playbook {scope.playbook} has no {definition_type} definition {name}.")
         return row
 
-    async def _appended(self, stream: Any, expected: int, record: NewRecord) -> bool:
-        """Append ``record`` if the stream is still at ``expected``; False when another change came first."""
-        try:
-            await self.ledger.append([StreamWrite(stream, expected, [record])])
-        except VersionConflict:
-            return False
-        return True
-
     async def _save(
         self, scope: PlaybookScope, definition_type: str, name: str, source: str, by: str, *, creating: bool
     ) -> DefinitionVersion:
         check_source_size(source)
         checked = await self.types[definition_type].check(source)
-        stream = definitions_stream(scope, definition_type)
-        async with self.saves.turn((scope.org, scope.playbook)):
-            for _ in range(ATTEMPTS):
-                expected = await self.ledger.stream_version(stream)
-                current = await self._row(scope, definition_type, name)
-                if creating and current is not None:
-                    raise conflict(
-                        f"The playbook already has or had a {definition_type} definition {name}; "
-                        "a name is never reused."
-                    )
-                if not creating:
-                    if current is None:
-                        raise not_found(f"The playbook {scope.playbook} has no {definition_type} definition {name}.")
-                    if current.status == "retired":
-                        raise conflict(f"The {definition_type} definition {name} is retired, so it cannot change.")
-                    if current.source == source:
-                        return current
-                if checked.extra.get("triggers"):
-                    await self._check_room_for_triggers(scope, definition_type, name)
-                version = 1 if current is None else current.version + 1
-                document = _document_of(checked, name, definition_type)
-                data = {"name": name, "version": version, "source": source, **document}
-                kind = DEFINITION_CREATED if creating else DEFINITION_UPDATED
-                record = _definition_record(kind, data, by, definition_type, name, version)
-                if await self._appended(stream, expected, record):
-                    return await self.latest(scope, definition_type, name)
-        raise conflict(CHANGED_AT_THE_SAME_MOMENT)
-
-    async def _check_room_for_triggers(self, scope: PlaybookScope, definition_type: str, name: str) -> None:
-        """`conflict` when the playbook has `MAX_TRIGGERED_WORKFLOWS` other active definitions with triggers."""
-        rows = await self.ledger.fetch(
-            "SELECT name, document FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND status = ?",
-            (scope.org, scope.playbook, definition_type, "active"),
-        )
-        others = sum(
-            1
-            for row in rows
-            if row["name"] != name and DEFINITIONS_PROJECTION.decode_row(row)["document"].get("triggers")
-        )
-        if others >= MAX_TRIGGERED_WORKFLOWS:
-            raise conflict(
-                f"The playbook already has {MAX_TRIGGERED_WORKFLOWS:,} workflows with triggers; "
-                "retire one or save this workflow without a schedule."
-            )
+        document = _document_of(checked, name, definition_type)
+        return await self._command(scope, SaveDefinition(definition_type, name, source, by, creating, document))
 
     async def create(
         self, scope: PlaybookScope, definition_type: str, name: str, source: str, by: str
@@ -263,18 +133,7 @@ class DefinitionRegistry:
         return await self._save(scope, definition_type, name, source, by, creating=False)
 
     async def retire(self, scope: PlaybookScope, definition_type: str, name: str, by: str) -> DefinitionVersion:
-        stream = definitions_stream(scope, definition_type)
-        async with self.saves.turn((scope.org, scope.playbook)):
-            for _ in range(ATTEMPTS):
-                expected = await self.ledger.stream_version(stream)
-                current = await self.latest(scope, definition_type, name)
-                if current.status == "retired":
-                    return current
-                data = {"name": name, "version": current.version}
-                record = _definition_record(DEFINITION_RETIRED, data, by, definition_type, name, current.version)
-                if await self._appended(stream, expected, record):
-                    return await self.latest(scope, definition_type, name)
-        raise conflict(CHANGED_AT_THE_SAME_MOMENT)
+        return await self._command(scope, RetireDefinition(definition_type, name, by))
 
     async def listed(
         self, scope: PlaybookScope, definition_type: str, include_retired: bool
@@ -283,7 +142,7 @@ class DefinitionRegistry:
             "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ? ORDER BY name",
             (scope.org, scope.playbook, definition_type),
         )
-        versions = [_version_of(DEFINITIONS_PROJECTION.decode_row(row)) for row in rows]
+        versions = [version_of(DEFINITIONS_PROJECTION.decode_row(row)) for row in rows]
         return [v for v in versions if include_retired or v.status == "active"]
 
     async def count_active(self, scope: PlaybookScope, definition_type: str) -> int:

@@ -1,9 +1,9 @@
 """An org's playbooks: created, updated and retired as facts on the stream `org/<org>/playbooks`.
 
-Commands fold the org's stream and append with its version (`decide_and_append`), one at a time per org inside
-this process (`OneAtATime`), so only another server's change can clash with them. Reads go to the
-`playbooks` projection, kept in the same transaction as each append, so `playbook_status` — asked on every
-playbook request — is one indexed row.
+Commands go through the org's actor (`org_actor`, one per org in this process, spawned on its first command
+and passivated when idle), which folds the org's stream and appends with its version, so only another server's
+change can clash with them. Reads go to the `playbooks` projection, kept in the same transaction as each append,
+so `playbook_status` — asked on every playbook request — is one indexed row.
 
 Rules (seeds, "Playbooks"): ids are never reused, retirement is permanent, an update that changes nothing
 records nothing, retiring again succeeds and records nothing.
@@ -11,78 +11,24 @@ records nothing, retiring again succeeds and records nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any
 
-from auto_runtime.ledger import Ledger, NewRecord, OrgScope, Projection, Record, Row, StreamName, TableSpec
+from auto_runtime.actors import Registry
+from auto_runtime.ledger import Ledger, NewRecord, Projection, Record, Row, TableSpec
+from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.clock import iso_utc
-from auto_runtime.playbooks.command_loop import decide_and_append
-from auto_runtime.playbooks.one_at_a_time import OneAtATime
-from auto_runtime.problems import conflict, not_found
+from auto_runtime.playbooks.org_actor import ChangePlaybooks, OrgActor, PlaybooksChanged
+from auto_runtime.playbooks.playbook_facts import (
+    PLAYBOOK_CREATED,
+    PLAYBOOK_RETIRED,
+    PLAYBOOK_UPDATED,
+    Playbook,
+    PlaybookStatus,
+)
+from auto_runtime.problems import Rejection, conflict, not_found
 
-PLAYBOOK_CREATED = "playbook_created"
-PLAYBOOK_UPDATED = "playbook_updated"
-PLAYBOOK_RETIRED = "playbook_retired"
-PlaybookStatus = Literal["active", "retired"]
-
-
-@dataclass(frozen=True)
-class Playbook:
-    id: str
-    name: str
-    description: str
-    status: PlaybookStatus
-    created_at: datetime
-    created_by: str
-    updated_at: datetime
-    retired_at: datetime | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        shown: dict[str, Any] = {
-            "id": self.id,
-            "name": self.name,
-            "description": self.description,
-            "status": self.status,
-            "created_at": iso_utc(self.created_at),
-            "created_by": self.created_by,
-            "updated_at": iso_utc(self.updated_at),
-        }
-        if self.retired_at is not None:
-            shown["retired_at"] = iso_utc(self.retired_at)
-        return shown
-
-
-def registry_stream(org: str) -> StreamName:
-    return OrgScope(org).stream("playbooks")
-
-
-def fold_playbooks(history: Sequence[Record]) -> dict[str, Playbook]:
-    playbooks: dict[str, Playbook] = {}
-    for record in history:
-        data = record.data
-        if record.type == PLAYBOOK_CREATED:
-            playbooks[data["playbook"]] = Playbook(
-                id=data["playbook"],
-                name=data["name"],
-                description=data["description"],
-                status="active",
-                created_at=record.recorded_at,
-                created_by=record.metadata.get("by", ""),
-                updated_at=record.recorded_at,
-            )
-        elif record.type == PLAYBOOK_UPDATED:
-            current = playbooks[data["playbook"]]
-            playbooks[current.id] = replace(
-                current, name=data["name"], description=data["description"], updated_at=record.recorded_at
-            )
-        elif record.type == PLAYBOOK_RETIRED:
-            current = playbooks[data["playbook"]]
-            playbooks[current.id] = replace(
-                current, status="retired", retired_at=record.recorded_at, updated_at=record.recorded_at
-            )
-    return playbooks
+__all__ = ["PLAYBOOKS_PROJECTION", "Playbook", "PlaybookRegistry", "PlaybookStatus"]
 
 
 def _org_of(record: Record) -> str:
@@ -158,18 +104,27 @@ def _metadata(by: str) -> dict[str, Any]:
 
 
 class PlaybookRegistry:
-    """Commands and reads over the orgs' playbooks."""
+    """Commands and reads over the orgs' playbooks. Run `actors` (a registry of org actors, a child of the
+    playbooks supervisor) before the first command."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, limits: ActorLimits | None = None) -> None:
         self.ledger = ledger
-        self.changes: OneAtATime[str] = OneAtATime()
-        """A turn per org: its playbooks' creations, changes and retirements share the org's stream."""
+        limits = limits or ActorLimits()
+        self.actors: Registry[str, ChangePlaybooks, PlaybooksChanged | Rejection] = Registry(
+            "org-actors",
+            lambda org: OrgActor(ledger, org),
+            max_live=limits.max_live,
+            idle_timeout=limits.idle_seconds,
+            capacity=limits.capacity,
+            intensity=limits.intensity,
+        )
+        """One actor per org: its playbooks' creations, changes and retirements share the org's stream."""
 
-    async def _decided(
-        self, org: str, decide: Callable[[dict[str, Playbook]], list[NewRecord]]
-    ) -> tuple[dict[str, Playbook], list[Record]]:
-        async with self.changes.turn(org):
-            return await decide_and_append(self.ledger, registry_stream(org), fold_playbooks, decide)
+    async def _decided(self, org: str, decide: Callable[[dict[str, Playbook]], list[NewRecord]]) -> PlaybooksChanged:
+        outcome = await self.actors.ask(org, ChangePlaybooks(decide))
+        if isinstance(outcome, Rejection):
+            raise outcome
+        return outcome
 
     async def playbook_status(self, org: str, playbook: str) -> PlaybookStatus | None:
         rows = await self.ledger.fetch("SELECT status FROM playbooks WHERE org = ? AND playbook = ?", (org, playbook))
@@ -199,8 +154,8 @@ class PlaybookRegistry:
             data = {"playbook": playbook, "name": name, "description": description}
             return [NewRecord(PLAYBOOK_CREATED, data, _metadata(by))]
 
-        _, appended = await self._decided(org, decide)
-        return fold_playbooks(appended)[playbook].as_json()
+        changed = await self._decided(org, decide)
+        return changed.playbooks[playbook].as_json()
 
     async def update(self, org: str, playbook: str, name: str, description: str, by: str) -> dict[str, Any]:
         def decide(playbooks: dict[str, Playbook]) -> list[NewRecord]:

@@ -2,8 +2,9 @@
 
 A run that finishes within its request appends `run_started` before the type runs and its ending after, so a
 run interrupted by a crash is `started` without waiting, and a request under its id runs it again ("Retrying
-under a run id"). Within one process, a request under the id of a run still in progress waits for that run
-instead of starting it twice.
+under a run id"). Within one process every request under one run id goes through that id's actor
+(`run_actor`), so a request under the id of a run still in progress waits for that run instead of starting it
+twice, and a computation or reasoning run lives in its actor for its whole life.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-import trio
-
+from auto_runtime.actors import Registry
 from auto_runtime.functions.function_type import FunctionType, Rejected, RunRequest, Succeeded
 from auto_runtime.json_limits import (
     MAX_INPUT_BYTES,
@@ -25,8 +25,10 @@ from auto_runtime.json_limits import (
     non_finite_pointer,
 )
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict, uuid7
+from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry, DefinitionVersion
+from auto_runtime.playbooks.run_actor import RunIdActor, RunIdKey, RunRefused, RunUnderId
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.playbooks.run_ids import canonical_run_id, is_run_id
 from auto_runtime.playbooks.run_view import RunState, fold_run
@@ -72,12 +74,23 @@ class RunService:
         definitions: DefinitionRegistry,
         types: Mapping[str, FunctionType],
         waiting: Mapping[str, WaitingRuns] | None = None,
+        limits: ActorLimits | None = None,
     ) -> None:
         self.ledger = ledger
         self.definitions = definitions
         self.types = types
         self._waiting: dict[str, WaitingRuns] = dict(waiting or {})
-        self._in_flight: dict[tuple[str, str, str], trio.Event] = {}
+        limits = limits or ActorLimits()
+        self.actors: Registry[RunIdKey, RunUnderId, dict[str, Any] | RunRefused] = Registry(
+            "run-id-actors",
+            lambda key: RunIdActor(),
+            max_live=limits.max_live,
+            idle_timeout=limits.idle_seconds,
+            capacity=limits.capacity,
+            intensity=limits.intensity,
+        )
+        """One actor per run id a request is running; run it (a child of the playbooks supervisor, or
+        `actors.serving()`) before the first run."""
 
     def serve_waiting(self, definition_type: str, runtime: WaitingRuns) -> None:
         """Hand the runs of `definition_type` to `runtime` (a type whose runs wait: starts and cancels go to it).
@@ -118,12 +131,35 @@ class RunService:
         run_id = canonical_run_id(run_id) if run_id else str(uuid7())
         digest = canonical_digest(value)
         key = (scope.org, scope.playbook, run_id)
+
+        async def run_under_id() -> dict[str, Any]:
+            return await self._run_under_id(
+                scope, definition_type, name, value, run_id, digest, caller_id, definition, metadata
+            )
+
+        try:
+            outcome = await self.actors.ask(key, RunUnderId(run_under_id), timeout=None)
+        finally:
+            self.actors.passivate(key)
+        if isinstance(outcome, RunRefused):
+            raise outcome.error
+        return outcome
+
+    async def _run_under_id(
+        self,
+        scope: PlaybookScope,
+        definition_type: str,
+        name: str,
+        value: Any,
+        run_id: str,
+        digest: str,
+        caller_id: str,
+        definition: DefinitionVersion,
+        metadata: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The request's run, in the run id's actor: answered from what is recorded, or started and run."""
         stream = run_stream(scope, run_id)
         for _ in range(ATTEMPTS):
-            while key in self._in_flight:
-                await self._in_flight[key].wait()
-            event = trio.Event()
-            self._in_flight[key] = event
             try:
                 history = await self.ledger.read_stream(stream)
                 state = fold_run(run_id, history)
@@ -147,9 +183,6 @@ class RunService:
                 )
             except VersionConflict:
                 continue
-            finally:
-                del self._in_flight[key]
-                event.set()
         raise conflict("Another request under this run id was made at the same moment; send it again.")
 
     async def cancel_run(

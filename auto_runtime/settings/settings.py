@@ -74,6 +74,10 @@ class Settings:
     workflow_nested_runs: int
     workflow_max_open_calls: int
     workflow_sweep_interval: timedelta
+    # Playbook actors
+    playbook_idle_time: timedelta
+    playbook_actors_live: int
+    actor_mailbox_capacity: int
     # Telemetry
     otel_exporter_otlp_endpoint: str | None
     telemetry_content: bool

@@ -135,6 +135,11 @@ WORKFLOW_SWEEP_INTERVAL = Variable(
     "WORKFLOW_SWEEP_INTERVAL", parsers.duration("PT0.01S", "PT1M"), _same(timedelta(seconds=1))
 )
 
+# Playbook actors
+PLAYBOOK_IDLE_TIME = Variable("PLAYBOOK_IDLE_TIME", parsers.duration("PT1S", "PT24H"), _same(timedelta(minutes=1)))
+PLAYBOOK_ACTORS_LIVE = _count("PLAYBOOK_ACTORS_LIVE", 1, 1_000_000, 10_000)
+ACTOR_MAILBOX_CAPACITY = _count("ACTOR_MAILBOX_CAPACITY", 1, 100_000, 100)
+
 # Telemetry
 OTEL_EXPORTER_OTLP_ENDPOINT = _url("OTEL_EXPORTER_OTLP_ENDPOINT")
 TELEMETRY_CONTENT = Variable("TELEMETRY_CONTENT", parsers.boolean, _same(False))

@@ -51,6 +51,7 @@ from typing import Any, Final
 
 import trio
 
+from auto_runtime.actors import MailboxFull
 from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
 from auto_runtime.functions.workflow.engine.model import EventOffered
 from auto_runtime.ledger import (
@@ -206,7 +207,7 @@ class Reactions:
             except LeaseLost:
                 loaded_for = None
                 continue
-            except LedgerUnavailable:
+            except (LedgerUnavailable, MailboxFull):  # the event is offered again from the same position
                 loaded_for = None
                 await trio.sleep(faults.after_fault())
                 continue
@@ -280,7 +281,7 @@ class Reactions:
             for run in runs
             if not (item.emitted and run.run_id == item.run_id) and run.wants(item.type, item.record)
         ]
-        lost: list[LeaseLost | LedgerUnavailable] = []
+        lost: list[LeaseLost | LedgerUnavailable | MailboxFull] = []
 
         async def offer(run_id: str, offers: trio.Nursery) -> None:
             async with self.offering:
@@ -289,7 +290,7 @@ class Reactions:
                     applied = await self.store.apply_input(item.scope, run_id, offered, fence=fence)
                 except UnknownRun:
                     return
-                except (LeaseLost, LedgerUnavailable) as error:
+                except (LeaseLost, LedgerUnavailable, MailboxFull) as error:
                     lost.append(error)
                     offers.cancel_scope.cancel()
                     return

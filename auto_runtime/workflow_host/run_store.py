@@ -35,6 +35,7 @@ from typing import Any
 
 import trio
 
+from auto_runtime.actors import Registry
 from auto_runtime.events.cloudevents import read_event
 from auto_runtime.functions.workflow.engine.decider import apply, new_state
 from auto_runtime.functions.workflow.engine.model import (
@@ -67,12 +68,14 @@ from auto_runtime.ledger import (
     VersionConflict,
     uuid7,
 )
+from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.event_publishing import EVENT_PUBLISHED, event_stream, published_data
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.fair_queue import JobOwner
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.workers import NoWorkerFree, WorkerPool
+from auto_runtime.supervision import RestartIntensity
 from auto_runtime.workflow_host.listeners import LISTENING_METADATA, open_listeners
 from auto_runtime.workflow_host.outbox import (
     answer_key,
@@ -84,11 +87,15 @@ from auto_runtime.workflow_host.outbox import (
     cancel_payload,
     in_request,
 )
+from auto_runtime.workflow_host.run_actor import RUN_ACTORS_INTENSITY, ApplyInput, InputRefused, RunActor, RunKey
+from auto_runtime.workflow_host.run_errors import RunStoreConflict, TransitionTooLarge, UnknownRun
 from auto_runtime.workflow_host.run_state import (
     STATE_METADATA,
     WORKFLOW_INPUT_APPLIED,
     WORKFLOW_RUNS_PROJECTION,
 )
+
+__all__ = ["Applied", "Definition", "LoadedRun", "RunStore", "RunStoreConflict", "TransitionTooLarge", "UnknownRun"]
 
 RUN_DEFERRED = "run_deferred"
 PARENT_ENDED = "The workflow run {run_id} that waited for this run ended first."
@@ -100,22 +107,6 @@ DOCUMENTS_KEPT = 256
 WORKER_WAIT_SECONDS = 10.0
 """How long one ask for a sandbox worker waits before asking again (an input waits until it gets one)."""
 """Version conflicts one input survives before `RunStoreConflict` (each means another applier won)."""
-
-
-class RunStoreConflict(Exception):
-    """Other appliers kept winning the run's stream; nothing of this input was appended."""
-
-
-class TransitionTooLarge(ValueError):
-    """The input recorded more facts than one append takes (`MAX_RECORDS_PER_APPEND`); nothing was appended.
-
-    The engine moves up to `TASKS_PER_INPUT` (100) tasks per input, each with a step event, while an append
-    takes at most 64 records: until the two limits agree, an input that moves more than about 60 tasks
-    cannot be recorded, and the run stays where it was."""
-
-
-class UnknownRun(LookupError):
-    """The playbook has no workflow run under this id."""
 
 
 @dataclass(frozen=True)
@@ -210,6 +201,8 @@ class RunStore:
         max_duration_ms: int,
         clock: Callable[[], int] = now_ms,
         workers: WorkerPool | None = None,
+        limits: ActorLimits | None = None,
+        intensity: RestartIntensity = RUN_ACTORS_INTENSITY,
     ) -> None:
         self.ledger = ledger
         self.engine = engine
@@ -219,6 +212,17 @@ class RunStore:
         self.clock = clock
         self._documents: dict[str, dict[str, Any]] = {}
         self._kept: set[tuple[str, str]] = set()
+        limits = limits or ActorLimits()
+        self.actors: Registry[RunKey, ApplyInput, Applied | InputRefused] = Registry(
+            "run-actors",
+            lambda key: RunActor(self, key),
+            max_live=limits.max_live,
+            idle_timeout=limits.idle_seconds,
+            capacity=limits.capacity,
+            intensity=intensity,
+        )
+        """One actor per run that has inputs to apply (see `apply_input`); run it (a child of the playbooks
+        supervisor, or `actors.serving()`) before the first input."""
 
     async def _transition(self, scope: PlaybookScope, state: RunState, applied: Input) -> Transition:
         """Apply the input on a worker of the sandbox pool (`COMPUTATION_WORKERS`, shared with computation
@@ -357,19 +361,53 @@ class RunStore:
         """Apply one input to the run: the facts, the ending, the timer changes and the marks of the `fired`
         entries (those the input came from) in one append.
 
+        The input goes through the run's actor (`run_actor`): the inputs of one run are applied one at a time,
+        in the order they were sent, and a second queued input finds the run's decoded state in the actor's
+        memory. The actor passivates once no input of the run waits. A full mailbox raises `MailboxFull`.
+
         `UnknownRun` when the playbook has no workflow run `run_id`; stale (nothing appended) when the
         state has taken the input already or ignores it (an ended run, a timer or call it no longer has).
         """
         if isinstance(applied, Started):
             raise TypeError("start a run with start_run")
+        key = (scope.org, scope.playbook, run_id)
+        try:
+            outcome = await self.actors.ask(key, ApplyInput(applied, fence, tuple(fired)), timeout=None)
+        finally:
+            self.actors.passivate(key)
+        if isinstance(outcome, InputRefused):
+            raise outcome.error
+        return outcome
+
+    async def apply_to(
+        self,
+        scope: PlaybookScope,
+        run_id: str,
+        loaded: LoadedRun | None,
+        applied: Input,
+        fence: LeaseFence | None = None,
+        fired: Sequence[DueKey] = (),
+    ) -> tuple[Applied, LoadedRun | None]:
+        """Apply `applied` to the run as `loaded` holds it (read from the ledger when None, and again after a
+        `VersionConflict`: another applier moved the run). Returns what the input did and the run as it left
+        it (None when that is unknown: read it again for the next input). Called by the run's actor only.
+
+        A stale answer is only given on the state as the ledger holds it now: a kept state that finds the input
+        stale is read again first (another applier may have moved the run to where the input applies), since a
+        stale input appends nothing and so meets no version check."""
         stream = run_stream(scope, run_id)
         for _ in range(MAX_ATTEMPTS):
-            loaded = await self.load(scope, run_id)
+            read_now = loaded is None
             if loaded is None:
-                raise UnknownRun(f"the playbook {scope.playbook} has no workflow run {run_id}")
+                loaded = await self.load(scope, run_id)
+                if loaded is None:
+                    raise UnknownRun(f"the playbook {scope.playbook} has no workflow run {run_id}")
             transition = await self._transition(scope, loaded.state, applied)
             if transition.stale:
-                return Applied(stale=True)
+                if not read_now:
+                    loaded = None
+                    continue
+                return Applied(stale=True), loaded
             digest = loaded.document_digest or await self._keep_document(scope, loaded.state.document)
             records = self._records(transition, loaded.metadata, run_id, digest)
             try:
@@ -386,8 +424,10 @@ class RunStore:
                     fence=fence,
                 )
             except VersionConflict:
+                loaded = None
                 continue
-            return self._applied(transition, appended, due)
+            after = LoadedRun(transition.state, loaded.metadata, loaded.version + len(records), digest)
+            return self._applied(transition, appended, due), after
         raise RunStoreConflict(f"other appliers kept winning the run {run_id}; try the input again")
 
     async def fail_run(

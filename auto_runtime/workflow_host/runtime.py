@@ -44,6 +44,7 @@ from auto_runtime.ledger import (
     VersionConflict,
     uuid7,
 )
+from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
 from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, run_stream
@@ -101,12 +102,18 @@ class WorkflowRuntime:
         max_open_calls: int = 1000,
         handlers: Mapping[str, DueHandler] | None = None,
         workers: WorkerPool | None = None,
+        limits: ActorLimits | None = None,
     ) -> None:
         self.ledger = ledger
         self.runs = runs
         self.max_duration_ms = int(max_duration.total_seconds() * 1000)
         self.store = RunStore(
-            ledger, engine, runtime_version=runtime_version, max_duration_ms=self.max_duration_ms, workers=workers
+            ledger,
+            engine,
+            runtime_version=runtime_version,
+            max_duration_ms=self.max_duration_ms,
+            workers=workers,
+            limits=limits,
         )
         self.loop = TimerLoop(
             self.store,

@@ -47,6 +47,7 @@ from datetime import UTC, datetime, timedelta
 
 import trio
 
+from auto_runtime.actors import MailboxFull
 from auto_runtime.functions.workflow.engine.model import Input, TimerFired
 from auto_runtime.ledger import (
     DueEntry,
@@ -258,6 +259,8 @@ class TimerLoop:
                 marked = not applied.stale
             except UnknownRun:
                 applied = None
+            except MailboxFull:
+                return None  # the run has more inputs queued than its mailbox takes: a later sweep fires this again
             except (LedgerError, RunStoreConflict):
                 raise
             except Exception:
@@ -289,8 +292,8 @@ class TimerLoop:
                         applied = await self.dispatcher.dispatch(entry.scope, entry.run_id, call_of(entry.payload))
                     except UnknownRun:
                         await self.ledger.due_work.mark_fired([entry.due_key])
-        except LedgerUnavailable:
-            return None  # the entry stays armed: a later sweep dispatches it again
+        except (LedgerUnavailable, MailboxFull):
+            return None  # the entry stays armed: a later sweep dispatches it again (the callee answers by its id)
         finally:
             self._in_flight.discard(entry.due_key)
         self.wake()

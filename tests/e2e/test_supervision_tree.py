@@ -19,8 +19,18 @@ TREE = {
             "children": [{"name": "writer", "restart": "permanent"}],
         },
         {"name": "sandbox", "restart": "permanent"},
+        {
+            "name": "playbooks",
+            "restart": "permanent",
+            "strategy": "one_for_one",
+            "children": [
+                {"name": "org-actors", "restart": "permanent"},
+                {"name": "playbook-actors", "restart": "permanent"},
+                {"name": "run-id-actors", "restart": "permanent"},
+                {"name": "run-actors", "restart": "permanent"},
+            ],
+        },
         {"name": "workflows", "restart": "permanent"},
-        {"name": "playbooks", "restart": "permanent", "strategy": "one_for_one", "children": []},
         {"name": "http", "restart": "transient"},
     ],
 }
@@ -47,8 +57,10 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
     assert entry["tree"] == TREE
     assert entry["message"] == (
         "supervision tree: root (one_for_one) [ledger permanent one_for_one [writer permanent], "
-        "sandbox permanent, workflows permanent, "
-        "playbooks permanent one_for_one [], http transient]"
+        "sandbox permanent, playbooks permanent one_for_one "
+        "[org-actors permanent, playbook-actors permanent, run-id-actors permanent, run-actors permanent], "
+        "workflows permanent, "
+        "http transient]"
     )
 
 

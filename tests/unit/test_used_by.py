@@ -38,20 +38,23 @@ async def test_used_by_lists_active_users_and_is_read_fresh(tmp_path: Path) -> N
     types = {"computation": DocumentType("computation"), "workflow": DocumentType("workflow")}
     async with open_ledger(ledger_file=tmp_path / "ledger.db", projections=[DEFINITIONS_PROJECTION]) as ledger:
         registry = DefinitionRegistry(ledger, types)  # type: ignore[arg-type]
-        target = await registry.create(scope, "computation", "totals", "", "local")
-        alone = await registry.shown(scope, target, with_overview=True)
-        assert "**Used by**" not in alone["overview"]
-        assert alone["overview"].startswith("# totals\n")
-        await registry.create(scope, "workflow", "month-end", "totals", "local")
-        await registry.create(scope, "workflow", "quarter-end", "totals, other", "local")
-        used = await registry.shown(scope, await registry.latest(scope, "computation", "totals"), with_overview=True)
-        assert used["overview"].endswith(
-            "**Used by**\n\n"
-            "- the workflow `month-end`, which calls it with run_definition\n"
-            "- the workflow `quarter-end`, which calls it with run_definition\n"
-        )
-        await registry.retire(scope, "workflow", "month-end", "local")
-        fewer = await registry.shown(scope, await registry.latest(scope, "computation", "totals"), with_overview=True)
-        assert "month-end" not in fewer["overview"] and "quarter-end" in fewer["overview"]
-        listed = await registry.listed(scope, "computation", include_retired=False)
-        assert "overview" not in await registry.shown(scope, listed[0], with_overview=False)
+        async with registry.actors.serving():
+            target = await registry.create(scope, "computation", "totals", "", "local")
+            alone = await registry.shown(scope, target, with_overview=True)
+            assert "**Used by**" not in alone["overview"]
+            assert alone["overview"].startswith("# totals\n")
+            await registry.create(scope, "workflow", "month-end", "totals", "local")
+            await registry.create(scope, "workflow", "quarter-end", "totals, other", "local")
+            totals = await registry.latest(scope, "computation", "totals")
+            used = await registry.shown(scope, totals, with_overview=True)
+            assert used["overview"].endswith(
+                "**Used by**\n\n"
+                "- the workflow `month-end`, which calls it with run_definition\n"
+                "- the workflow `quarter-end`, which calls it with run_definition\n"
+            )
+            await registry.retire(scope, "workflow", "month-end", "local")
+            totals = await registry.latest(scope, "computation", "totals")
+            fewer = await registry.shown(scope, totals, with_overview=True)
+            assert "month-end" not in fewer["overview"] and "quarter-end" in fewer["overview"]
+            listed = await registry.listed(scope, "computation", include_retired=False)
+            assert "overview" not in await registry.shown(scope, listed[0], with_overview=False)

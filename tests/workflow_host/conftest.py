@@ -51,8 +51,11 @@ async def ledger(target: Target) -> AsyncIterator[Ledger]:
 
 
 @pytest.fixture
-def store(ledger: Ledger, engine: SandboxEngine) -> RunStore:
-    return RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS)
+async def store(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunStore]:
+    """A run store whose run actors are served for the test's length."""
+    served = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS)
+    async with served.actors.serving():
+        yield served
 
 
 @pytest.fixture
@@ -62,9 +65,12 @@ async def dispatcher(ledger: Ledger, store: RunStore, engine: SandboxEngine) -> 
     try:
         types = function_types(ComputationType(engine, pool, checkers))
         definitions = DefinitionRegistry(ledger, types)
-        await definitions.create(SCOPE, "computation", "double", DOUBLE, "tester")
-        await definitions.create(SCOPE, "computation", "raising", RAISING, "tester")
-        yield CallDispatcher(store, RunService(ledger, definitions, types))
+        async with definitions.actors.serving():
+            await definitions.create(SCOPE, "computation", "double", DOUBLE, "tester")
+            await definitions.create(SCOPE, "computation", "raising", RAISING, "tester")
+            runs = RunService(ledger, definitions, types)
+            async with runs.actors.serving():
+                yield CallDispatcher(store, runs)
     finally:
         pool.close()
         checkers.close()

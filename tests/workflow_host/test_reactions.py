@@ -48,15 +48,19 @@ async def ledger(target: Target) -> AsyncIterator[Ledger]:
 
 
 @pytest.fixture
-def store(ledger: Ledger, engine: SandboxEngine) -> RunStore:
-    return RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS)
+async def store(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunStore]:
+    served = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS)
+    async with served.actors.serving():
+        yield served
 
 
 @pytest.fixture
 async def registry(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[DefinitionRegistry]:
     checkers: Checkers[Any] = Checkers()
     try:
-        yield DefinitionRegistry(ledger, function_types(WorkflowType(engine, checkers)))
+        definitions = DefinitionRegistry(ledger, function_types(WorkflowType(engine, checkers)))
+        async with definitions.actors.serving():
+            yield definitions
     finally:
         checkers.close()
 
@@ -302,9 +306,10 @@ async def test_a_retired_playbook_s_triggers_start_nothing_and_are_counted_as_re
     ledger: Ledger, registry: DefinitionRegistry, reactions: Reactions, fence: LeaseFence
 ) -> None:
     playbooks = PlaybookRegistry(ledger)
-    await playbooks.create(SCOPE.org, SCOPE.playbook, "Finance", "", "tester")
-    await save(registry, "digest", ON_EU)
-    await playbooks.retire(SCOPE.org, SCOPE.playbook, "tester")
+    async with playbooks.actors.serving():
+        await playbooks.create(SCOPE.org, SCOPE.playbook, "Finance", "", "tester")
+        await save(registry, "digest", ON_EU)
+        await playbooks.retire(SCOPE.org, SCOPE.playbook, "tester")
     await publish(ledger, "eu")
     await follow_all(reactions, fence)
     assert await started_runs(ledger, "digest") == []

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from auto_runtime.ledger import FeedPosition, LeaseFence, Ledger, Record, StreamName
-from auto_runtime.playbooks import definition_registry
+from auto_runtime.playbooks import playbook_actor
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.engine import SandboxEngine
@@ -142,7 +142,7 @@ async def test_the_position_keeps_the_furthest_saved_across_rotations(
 async def test_a_1025th_workflow_with_triggers_is_refused(
     registry: DefinitionRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(definition_registry, "MAX_TRIGGERED_WORKFLOWS", 2)
+    monkeypatch.setattr(playbook_actor, "MAX_TRIGGERED_WORKFLOWS", 2)
     await save(registry, "one", ON_EU)
     await save(registry, "two", ON_EU)
     await save(registry, "two", ON_EU.replace("seen: true", "seen: 2"))  # a new version of one of them is fine

@@ -32,9 +32,12 @@ async def services(tmp_path: Path) -> AsyncIterator[tuple[Ledger, RunService]]:
     async with open_ledger(ledger_file=tmp_path / "ledger.db", projections=RUNTIME_PROJECTIONS) as ledger:
         types = function_types(ReasoningType(models, None, 2_000_000))
         definitions = DefinitionRegistry(ledger, types)
-        await definitions.create(SCOPE, "reasoning", "helper", SOURCE, "tester")
         try:
-            yield ledger, RunService(ledger, definitions, types)
+            async with definitions.actors.serving():
+                await definitions.create(SCOPE, "reasoning", "helper", SOURCE, "tester")
+                runs = RunService(ledger, definitions, types)
+                async with runs.actors.serving():
+                    yield ledger, runs
         finally:
             await models.aclose()
 

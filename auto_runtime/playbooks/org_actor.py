@@ -1,0 +1,79 @@
+"""The org actor: the one writer, in this process, of an org's playbook stream `org/<org>/playbooks`.
+
+Why an org actor and not the playbook actor: creating, updating and retiring a playbook all append to the org's
+one stream, whose version guards every such change. Were these commands owned by each playbook's actor, two
+playbooks of one org changed at once would clash on that version and retry (the storm the actors are meant to
+remove); one actor per org makes them meet one after the other. The stream's expected version stays the guard
+between servers, and the retry (`ATTEMPTS`) is only for a change another server made.
+
+State: the org's playbooks folded from its stream and the stream version they stand for. Each command reads
+the stream version first (one indexed row): when another server moved it, the stream is read again; when not,
+the command decides from memory. A command's own append is folded in without a read.
+
+Concurrency rules: the actor handles one command at a time (its mailbox is bounded; a full one refuses the
+command with `MailboxFull`). A `Rejection` decided by a command is its answer (returned, not raised), so a
+refused command does not end the actor's life; any other error does, and the registry starts the next life
+from the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from auto_runtime.actors import Actor
+from auto_runtime.ledger import Ledger, NewRecord, Record, StreamWrite, VersionConflict
+from auto_runtime.playbooks.command_loop import ATTEMPTS, CHANGED_AT_THE_SAME_MOMENT
+from auto_runtime.playbooks.playbook_facts import Playbook, fold_playbooks, folded_further, registry_stream
+from auto_runtime.problems import Rejection, conflict
+
+
+@dataclass(frozen=True)
+class ChangePlaybooks:
+    """Decide from the org's current playbooks what to append (nothing when the change changes nothing)."""
+
+    decide: Callable[[dict[str, Playbook]], list[NewRecord]]
+
+
+@dataclass(frozen=True)
+class PlaybooksChanged:
+    """What a `ChangePlaybooks` appended, and the org's playbooks after it."""
+
+    appended: list[Record]
+    playbooks: dict[str, Playbook]
+
+
+class OrgActor(Actor[ChangePlaybooks, PlaybooksChanged | Rejection]):
+    """One life of the org's actor; a new life reads the org's stream again on its first command."""
+
+    def __init__(self, ledger: Ledger, org: str) -> None:
+        self.ledger = ledger
+        self.stream = registry_stream(org)
+        self._playbooks: dict[str, Playbook] = {}
+        self._version = -1
+        """The stream version `_playbooks` stands for; -1 before the first read."""
+
+    async def _refresh(self) -> None:
+        if await self.ledger.stream_version(self.stream) != self._version:
+            history = await self.ledger.read_stream(self.stream)
+            self._playbooks = fold_playbooks(history)
+            self._version = len(history)
+
+    async def receive(self, message: ChangePlaybooks) -> PlaybooksChanged | Rejection:
+        for _ in range(ATTEMPTS):
+            await self._refresh()
+            try:
+                records = message.decide(self._playbooks)
+            except Rejection as rejection:
+                return rejection
+            if not records:
+                return PlaybooksChanged([], dict(self._playbooks))
+            try:
+                appended = await self.ledger.append([StreamWrite(self.stream, self._version, records)])
+            except VersionConflict:
+                self._version = -1
+                continue
+            self._playbooks = folded_further(dict(self._playbooks), appended)
+            self._version += len(appended)
+            return PlaybooksChanged(appended, dict(self._playbooks))
+        return conflict(CHANGED_AT_THE_SAME_MOMENT)

@@ -1,0 +1,206 @@
+"""The playbook actor: one per (org, playbook) in this process, the one writer of its definitions and the keeper
+of their current versions.
+
+State: for each definition type, the latest version of every definition of that type in the playbook (as the
+`definitions` projection keeps it) and the version of the type's stream `playbook/<org>/<playbook>/definitions/
+<type>` that this state stands for. A new life rebuilds it from the ledger in `on_start`: each type's stream
+version first, the projection's rows after, so rows newer than a version read are caught by the next check.
+
+Across servers (several servers on one PostgreSQL ledger): another server may change a definition. Every
+command reads its type's stream version first (one indexed row) and reads that type's rows again when the
+version moved, so a decision is never made on a stale version; the append states the version the decision was
+made on, and a `VersionConflict` (another server won in between) makes the command read and decide again, up to
+`ATTEMPTS` times, then answer `conflict`. A command's own append is folded into the state without a read.
+
+Concurrency rules: one command at a time, from a bounded mailbox (a full one refuses with `MailboxFull`). The
+document's check (parsing, the sandbox's check) happens before the command reaches the mailbox, so slow checks
+of one playbook overlap; only the read-decide-append step takes turns. A `Rejection` decided by a command is its
+answer (returned, not raised), so a refused save does not end the life; any other error does, and the registry
+starts the next life from the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from auto_runtime.actors import Actor
+from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Record, StreamWrite, VersionConflict
+from auto_runtime.playbooks.command_loop import CHANGED_AT_THE_SAME_MOMENT
+from auto_runtime.playbooks.definition_facts import (
+    ATTEMPTS,
+    DEFINITION_CREATED,
+    DEFINITION_RETIRED,
+    DEFINITION_UPDATED,
+    DEFINITIONS_PROJECTION,
+    MAX_TRIGGERED_WORKFLOWS,
+    DefinitionVersion,
+    definition_record,
+    definitions_stream,
+    row_after,
+    version_of,
+)
+from auto_runtime.problems import Rejection, conflict, not_found
+
+PlaybookKey = tuple[str, str]
+"""(org, playbook)."""
+
+
+@dataclass(frozen=True)
+class SaveDefinition:
+    """Create (`creating`) or update a definition with a checked `document` (the projection's document fields)."""
+
+    definition_type: str
+    name: str
+    source: str
+    by: str
+    creating: bool
+    document: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class RetireDefinition:
+    definition_type: str
+    name: str
+    by: str
+
+
+PlaybookCommand = SaveDefinition | RetireDefinition
+PlaybookAnswer = DefinitionVersion | Rejection
+
+
+class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
+    """One life of a playbook's actor (see the module's rules)."""
+
+    def __init__(self, ledger: Ledger, types: Iterable[str], key: PlaybookKey) -> None:
+        self.ledger = ledger
+        self.scope = PlaybookScope(*key)
+        self.types = tuple(types)
+        self._versions: dict[str, int] = {}
+        self._definitions: dict[str, dict[str, DefinitionVersion]] = {}
+
+    async def on_start(self) -> None:
+        for definition_type in self.types:
+            self._versions[definition_type] = await self.ledger.stream_version(
+                definitions_stream(self.scope, definition_type)
+            )
+            self._definitions[definition_type] = {}
+        rows = await self.ledger.fetch(
+            "SELECT * FROM definitions WHERE org = ? AND playbook = ?", (self.scope.org, self.scope.playbook)
+        )
+        for row in rows:
+            version = version_of(DEFINITIONS_PROJECTION.decode_row(row))
+            self._definitions.setdefault(version.type, {})[version.name] = version
+
+    async def receive(self, message: PlaybookCommand) -> PlaybookAnswer:
+        match message:
+            case SaveDefinition():
+                return await self._save(message)
+            case RetireDefinition():
+                return await self._retire(message)
+
+    async def _current(self, definition_type: str) -> dict[str, DefinitionVersion]:
+        """The type's definitions, read again when another server moved its stream since they were read."""
+        stream = definitions_stream(self.scope, definition_type)
+        version = await self.ledger.stream_version(stream)
+        if version != self._versions.get(definition_type):
+            rows = await self.ledger.fetch(
+                "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ?",
+                (self.scope.org, self.scope.playbook, definition_type),
+            )
+            self._definitions[definition_type] = {
+                row["name"]: version_of(DEFINITIONS_PROJECTION.decode_row(row)) for row in rows
+            }
+            self._versions[definition_type] = version
+        return self._definitions[definition_type]
+
+    async def _appended(self, definition_type: str, record: NewRecord) -> DefinitionVersion | None:
+        """Append at the version the state stands for and fold the record in; None when another server won."""
+        stream = definitions_stream(self.scope, definition_type)
+        try:
+            (appended,) = await self.ledger.append([StreamWrite(stream, self._versions[definition_type], [record])])
+        except VersionConflict:
+            self._versions[definition_type] = -1
+            return None
+        self._versions[definition_type] += 1
+        return self._fold(definition_type, appended)
+
+    def _fold(self, definition_type: str, record: Record) -> DefinitionVersion:
+        definitions = self._definitions[definition_type]
+        name = str(record.data["name"])
+        current = definitions.get(name)
+        before = None if current is None else _row_of(current)
+        after = row_after(before, record)
+        assert after is not None
+        folded = version_of({**after, "type": definition_type, "name": name})
+        definitions[name] = folded
+        return folded
+
+    async def _save(self, command: SaveDefinition) -> PlaybookAnswer:
+        definition_type, name = command.definition_type, command.name
+        for _ in range(ATTEMPTS):
+            definitions = await self._current(definition_type)
+            current = definitions.get(name)
+            if command.creating and current is not None:
+                return conflict(
+                    f"The playbook already has or had a {definition_type} definition {name}; a name is never reused."
+                )
+            if not command.creating:
+                if current is None:
+                    return not_found(f"The playbook {self.scope.playbook} has no {definition_type} definition {name}.")
+                if current.status == "retired":
+                    return conflict(f"The {definition_type} definition {name} is retired, so it cannot change.")
+                if current.source == command.source:
+                    return current
+            if command.document.get("triggers") and _others_with_triggers(definitions, name) >= MAX_TRIGGERED_WORKFLOWS:
+                return conflict(
+                    f"The playbook already has {MAX_TRIGGERED_WORKFLOWS:,} workflows with triggers; "
+                    "retire one or save this workflow without a schedule."
+                )
+            version = 1 if current is None else current.version + 1
+            data = {"name": name, "version": version, "source": command.source, **command.document}
+            kind = DEFINITION_CREATED if command.creating else DEFINITION_UPDATED
+            saved = await self._appended(
+                definition_type, definition_record(kind, data, command.by, definition_type, name, version)
+            )
+            if saved is not None:
+                return saved
+        return conflict(CHANGED_AT_THE_SAME_MOMENT)
+
+    async def _retire(self, command: RetireDefinition) -> PlaybookAnswer:
+        definition_type, name = command.definition_type, command.name
+        for _ in range(ATTEMPTS):
+            current = (await self._current(definition_type)).get(name)
+            if current is None:
+                return not_found(f"The playbook {self.scope.playbook} has no {definition_type} definition {name}.")
+            if current.status == "retired":
+                return current
+            data = {"name": name, "version": current.version}
+            record = definition_record(DEFINITION_RETIRED, data, command.by, definition_type, name, current.version)
+            retired = await self._appended(definition_type, record)
+            if retired is not None:
+                return retired
+        return conflict(CHANGED_AT_THE_SAME_MOMENT)
+
+
+def _others_with_triggers(definitions: Mapping[str, DefinitionVersion], name: str) -> int:
+    return sum(
+        1
+        for other in definitions.values()
+        if other.name != name and other.status == "active" and other.document.get("triggers")
+    )
+
+
+def _row_of(version: DefinitionVersion) -> dict[str, Any]:
+    return {
+        "version": version.version,
+        "status": version.status,
+        "source": version.source,
+        "document": version.document,
+        "created_at": version.created_at,
+        "created_by": version.created_by,
+        "updated_at": version.updated_at,
+        "retired_at": version.retired_at,
+        "saved_record_id": version.saved_record_id,
+    }

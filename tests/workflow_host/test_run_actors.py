@@ -1,0 +1,205 @@
+"""Issue 15 point 3: every input of a workflow run goes through its run's actor, which keeps the decoded state
+while inputs are queued, passivates when the run waits, and after a breakdown starts again from the ledger."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import trio
+import trio.testing
+
+from auto_runtime.actors import ActorStoppedError
+from auto_runtime.functions.workflow.engine.model import TimerFired
+from auto_runtime.ledger import DueEntry, Ledger, LedgerError, NewRecord, PlaybookScope, StreamWrite, uuid7
+from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.supervision import NO_BACKOFF, RestartIntensity, Supervisor, SupervisorFailedError
+from auto_runtime.workflow_host.calls import CallDispatcher
+from auto_runtime.workflow_host.run_store import Applied, RunStore, UnknownRun, now_ms
+from auto_runtime.workflow_host.timer_loop import TimerLoop
+from tests.workflow_host.conftest import MAX_DURATION_MS, SCOPE, definition
+from tests.workflow_host.test_timer_loop import SWEEP
+
+TWO_WAITS = (
+    "do:\n  - a: { wait: { seconds: 60 } }\n  - b: { wait: { seconds: 60 } }\n  - done: { set: { done: true } }\n"
+)
+WAIT_THEN_SET = "do:\n  - pause: { wait: { seconds: 60 } }\n  - done: { set: { done: true } }\n"
+ELSEWHERE = PlaybookScope("acme", "payroll")
+
+
+async def wait_key(ledger: Ledger, scope: PlaybookScope, run_id: str, *, besides: str = "") -> str:
+    rows = await ledger.due_work.entries_of_run(scope, run_id)
+    (key,) = [
+        row.key for row in rows if row.state == "armed" and row.payload == {"purpose": "wait"} and row.key != besides
+    ]
+    return key
+
+
+async def break_state(ledger: Ledger, store: RunStore, run_id: str) -> None:
+    """Record an input whose state this server cannot read: the next input of the run breaks down inside the
+    runtime (as an input written by a newer server would)."""
+    loaded = await store.load(SCOPE, run_id)
+    assert loaded is not None
+    unreadable = NewRecord(
+        "workflow_input_applied",
+        {"run_id": run_id},
+        {**loaded.metadata, "causation_id": None, "state": {"format": "not a state this server reads"}},
+    )
+    await ledger.append([StreamWrite(run_stream(SCOPE, run_id), loaded.version, [unreadable])])
+
+
+async def test_the_state_a_run_actor_keeps_is_the_state_the_ledger_answers(ledger: Ledger, store: RunStore) -> None:
+    run_id = str(uuid7())
+    await store.start_run(SCOPE, run_id, definition(TWO_WAITS), {}, "caller-1")
+    first = TimerFired(str(uuid7()), now_ms() + 60_000, await wait_key(ledger, SCOPE, run_id))
+    applied, kept = await store.apply_to(SCOPE, run_id, None, first)
+    assert not applied.stale
+    fresh = await store.load(SCOPE, run_id)
+    assert kept is not None and fresh is not None
+    assert (kept.state, kept.metadata, kept.version, kept.document_digest) == (
+        fresh.state,
+        fresh.metadata,
+        fresh.version,
+        fresh.document_digest,
+    )
+
+
+async def test_a_state_the_stream_moved_past_is_read_again_before_the_input_is_applied(
+    ledger: Ledger, store: RunStore
+) -> None:
+    run_id = str(uuid7())
+    await store.start_run(SCOPE, run_id, definition(TWO_WAITS), {}, "caller-1")
+    before = await store.load(SCOPE, run_id)
+    first = TimerFired(str(uuid7()), now_ms() + 60_000, await wait_key(ledger, SCOPE, run_id))
+    await store.apply_input(SCOPE, run_id, first)
+    second_key = await wait_key(ledger, SCOPE, run_id, besides=first.timer_id)
+    second = TimerFired(str(uuid7()), now_ms() + 120_000, second_key)
+    applied, kept = await store.apply_to(SCOPE, run_id, before, second)
+    assert applied.status == "succeeded"
+    assert kept is not None and kept.state.ended
+    records = await ledger.read_stream(run_stream(SCOPE, run_id))
+    assert [r.type for r in records].count("workflow_input_applied") == 3
+    assert records[-1].type == "run_succeeded"
+
+
+async def test_queued_inputs_of_one_run_are_applied_in_one_life_and_a_waiting_run_holds_no_actor(
+    ledger: Ledger, store: RunStore
+) -> None:
+    run_id = str(uuid7())
+    await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
+    key = await wait_key(ledger, SCOPE, run_id)
+    assert store.actors.live_count == 0, "a run that waits holds no actor"
+    results: list[Any] = []
+
+    async def fire(at: int) -> None:
+        results.append(await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), at, key)))
+
+    async with trio.open_nursery() as nursery:
+        for offset in (60_000, 61_000, 62_000):
+            nursery.start_soon(fire, now_ms() + offset)
+    assert sorted(result.stale for result in results) == [False, True, True]
+    assert store.actors.spawns == 1, "the three inputs met in one actor's mailbox"
+    await trio.testing.wait_all_tasks_blocked()  # the actor, asked to passivate, has left the registry
+    assert store.actors.live_count == 0
+    records = await ledger.read_stream(run_stream(SCOPE, run_id))
+    assert [r.type for r in records].count("run_succeeded") == 1
+
+
+async def test_an_input_for_no_run_is_answered_without_a_restart(store: RunStore) -> None:
+    try:
+        await store.apply_input(SCOPE, str(uuid7()), TimerFired(str(uuid7()), now_ms(), "nothing"))
+    except UnknownRun:
+        pass
+    else:
+        raise AssertionError("an input for no run is UnknownRun")
+    assert store.actors.restarts == 0
+
+
+async def fire_wait(ledger: Ledger, store: RunStore, scope: PlaybookScope, run_id: str) -> Applied | None:
+    """Fire the run's wait as the timer loop does when it is due (a breakdown ends the run `failed`)."""
+    (wait,) = [row for row in await ledger.due_work.entries_of_run(scope, run_id) if row.payload == {"purpose": "wait"}]
+    assert wait.due_at is not None
+    fence = (await ledger.lease().claim("server-a", timedelta(minutes=5))).fence()
+    return await TimerLoop(store, "server-a", SWEEP).fire(
+        DueEntry(scope, run_id, wait.key, wait.due_at, wait.payload), fence
+    )
+
+
+async def test_a_run_actor_that_breaks_down_is_restarted_and_its_run_ends_failed_once_others_untouched(
+    ledger: Ledger, store: RunStore
+) -> None:
+    broken, healthy, other = str(uuid7()), str(uuid7()), str(uuid7())
+    for scope, run_id in ((SCOPE, broken), (SCOPE, healthy), (ELSEWHERE, other)):
+        await store.start_run(scope, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
+    await break_state(ledger, store, broken)
+    assert await fire_wait(ledger, store, SCOPE, broken) is None
+    assert store.actors.restarts == 1
+    await trio.testing.wait_all_tasks_blocked()
+    assert store.actors.live_count == 0
+    history = [r.type for r in await ledger.read_stream(run_stream(SCOPE, broken))]
+    assert history.count("run_failed") == 1 and history[-1] == "run_failed"
+    assert {row.state for row in await ledger.due_work.entries_of_run(SCOPE, broken)} <= {"cancelled", "fired"}
+    for scope, run_id in ((SCOPE, healthy), (ELSEWHERE, other)):
+        applied = await fire_wait(ledger, store, scope, run_id)
+        assert applied is not None and applied.status == "succeeded"
+    assert store.actors.restarts == 1
+
+
+async def test_breakdowns_that_repeat_escalate_from_the_run_actors_to_their_supervisor(
+    ledger: Ledger, engine: SandboxEngine
+) -> None:
+    """OTP's rule twice, with a window far longer than the test: the second breakdown makes the registry fail,
+    its supervisor restarts it once, and the fourth makes the supervisor fail in turn."""
+    once = RestartIntensity(max_restarts=1, period=3600.0)
+    store = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS, intensity=once)
+    runs = [str(uuid7()) for _ in range(4)]
+    for run_id in runs:
+        await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
+        await break_state(ledger, store, run_id)
+    supervisor = Supervisor("playbooks", [store.actors.child_spec()], intensity=once, backoff=NO_BACKOFF)
+    ended_with: list[SupervisorFailedError] = []
+
+    async def supervise(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await supervisor.run(task_status=task_status)
+        except SupervisorFailedError as failure:
+            ended_with.append(failure)
+
+    broke: list[str] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervise)
+        for run_id in runs:
+            while not store.actors.running and not ended_with:
+                await trio.lowlevel.checkpoint()
+            try:
+                await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms(), "any"))
+            except (ActorStoppedError, UnknownRun, LedgerError) as unexpected:
+                raise AssertionError(f"the input should have broken down, not {unexpected!r}") from unexpected
+            except Exception:
+                broke.append(run_id)
+    assert broke == runs
+    (failure,) = ended_with
+    assert failure.child == "run-actors"
+    assert store.actors.restarts == 4
+
+
+async def test_two_requests_under_one_run_id_meet_in_its_actor_and_the_run_runs_once(
+    ledger: Ledger, dispatcher: CallDispatcher
+) -> None:
+    runs = dispatcher.runs
+    run_id = str(uuid7())
+    answers: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        answers.append(await runs.run_definition(SCOPE, "computation", "double", {"n": 2}, run_id, "caller-1"))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        nursery.start_soon(run)
+    assert [answer["output"] for answer in answers] == [{"n": 4}, {"n": 4}]
+    kinds = [r.type for r in await ledger.read_stream(run_stream(SCOPE, run_id))]
+    assert kinds == ["run_started", "run_succeeded"]
+    assert runs.actors.spawns == 1, "the second request waited in the run id's mailbox"
+    await trio.testing.wait_all_tasks_blocked()
+    assert runs.actors.live_count == 0
