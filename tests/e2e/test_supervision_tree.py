@@ -13,7 +13,12 @@ TREE = {
     "strategy": "one_for_one",
     "children": [
         {"name": "ledger", "restart": "permanent"},
-        {"name": "sandbox", "restart": "permanent"},
+        {
+            "name": "sandbox",
+            "restart": "permanent",
+            "strategy": "one_for_one",
+            "children": [{"name": f"worker-{number}", "restart": "transient"} for number in range(1, 5)],
+        },
         {"name": "workflows", "restart": "permanent"},
         {"name": "playbooks", "restart": "permanent", "strategy": "one_for_one", "children": []},
         {"name": "http", "restart": "transient"},
@@ -41,7 +46,8 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
     assert entry["logger"] == "auto_runtime.server"
     assert entry["tree"] == TREE
     assert entry["message"] == (
-        "supervision tree: root (one_for_one) [ledger permanent, sandbox permanent, workflows permanent, "
+        "supervision tree: root (one_for_one) [ledger permanent, sandbox permanent one_for_one [worker-1 transient, "
+        "worker-2 transient, worker-3 transient, worker-4 transient], workflows permanent, "
         "playbooks permanent one_for_one [], http transient]"
     )
 
