@@ -12,8 +12,8 @@ from auto_runtime.sandbox.evaluate import Evaluation, evaluate
 from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, JobOwner
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.outcomes import SandboxOutcome, ends_worker
-from auto_runtime.sandbox.workers import JobErrors, Kind, WorkerPool
-from auto_runtime.supervision import ChildSpec
+from auto_runtime.sandbox.workers import WORKER_RESTARTS, JobErrors, Kind, WorkerPool
+from auto_runtime.supervision import Backoff, ChildSpec, RestartIntensity
 
 
 class SandboxPool:
@@ -27,6 +27,8 @@ class SandboxPool:
         max_runs: int = 1000,
         idle_seconds: float = 60.0,
         wait_seconds: float = 10.0,
+        intensity: RestartIntensity = WORKER_RESTARTS,
+        backoff: Backoff | None = None,
     ) -> None:
         if not 1 <= workers <= 64:
             raise ValueError("COMPUTATION_WORKERS is from 1 to 64")
@@ -38,6 +40,8 @@ class SandboxPool:
             idle_seconds=idle_seconds,
             wait_seconds=wait_seconds,
             job_errors=JobErrors.CRASH,
+            intensity=intensity,
+            backoff=backoff,
         )
 
     async def run(

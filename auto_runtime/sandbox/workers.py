@@ -239,11 +239,7 @@ class WorkerPool:
         worker = await self._acquire(kind, owner, wait_until)
         answer: _Answer[T] = _Answer()
         try:
-            if not self._running.is_set():
-                await self._running.wait()
-            nursery = self._nursery
-            if nursery is None or self._closed:
-                raise RuntimeError(POOL_CLOSED)
+            nursery = await self._running_nursery(wait_until)
         except BaseException:
             self._give_back(worker, kind)
             raise
@@ -256,6 +252,22 @@ class WorkerPool:
         if answer.error is not None:
             raise answer.error
         return answer.value  # type: ignore[return-value]
+
+    async def _running_nursery(self, wait_until: float) -> trio.Nursery:
+        """The running pool's nursery. A pool in a tree that does not run (its supervisor gave up and the tree
+        has not restarted it yet) is waited for until `wait_until`, then `NoWorkerFree`; a pool that runs alone
+        is about to run (its system task starts at once)."""
+        if not self._running.is_set():
+            if self._in_tree:
+                with trio.move_on_after(max(0.0, wait_until - time.monotonic())):
+                    await self._running.wait()
+                if not self._running.is_set():
+                    raise NoWorkerFree(self.size)
+            else:
+                await self._running.wait()
+        if self._nursery is None or self._closed:
+            raise RuntimeError(POOL_CLOSED)
+        return self._nursery
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop the pool: wake every waiter, ask every worker to end once its job is done, and wait until no
@@ -302,10 +314,11 @@ class WorkerPool:
         if self._nursery is not None:
             raise RuntimeError(f"pool {self.name!r} is already running")
         self._token = trio.lowlevel.current_trio_token()
+        failures: list[SupervisorFailedError] = []
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                await nursery.start(self._supervise)
+                await nursery.start(self._supervise, failures)
                 self._running.set()
                 await self._start_unborn()
                 nursery.start_soon(self._start_unborn_forever)
@@ -316,11 +329,15 @@ class WorkerPool:
             self._nursery = None
             self._running = trio.Event()
             self._changed()
+        if failures:
+            raise failures[0]
 
-    async def _supervise(self, task_status: trio.TaskStatus[None]) -> None:
-        """The pool's supervisor; the pool's own tasks end with it."""
+    async def _supervise(self, failures: list[SupervisorFailedError], task_status: trio.TaskStatus[None]) -> None:
+        """The pool's supervisor; the pool's own tasks end with it, and its failure is kept for `_run`."""
         try:
             await self.supervisor.run(task_status=task_status)
+        except SupervisorFailedError as failure:
+            failures.append(failure)
         finally:
             if self._nursery is not None:
                 self._nursery.cancel_scope.cancel()
@@ -397,10 +414,9 @@ class WorkerPool:
 
     def _life_down(self, worker: _Worker) -> None:
         """The life ended: a retired worker is gone; any other takes no job until a new life runs."""
-        if worker.retired:
-            return
-        worker.down = True
-        self._leave_idle(worker)
+        if not worker.retired:
+            worker.down = True
+            self._leave_idle(worker)
         self._changed()
 
     async def _ask(self, worker: _Worker, message: JobMessage[Any], kind: Kind, answer: _Answer[Any]) -> None:
@@ -501,6 +517,7 @@ class WorkerPool:
         worker.busy = True
         if kind == "fold":
             self._busy_folds += 1
+        self._changed()
 
     def _may_take(self, waiter: _Waiter) -> bool:
         return waiter.kind != "fold" or self._busy_folds < self.fold_limit
