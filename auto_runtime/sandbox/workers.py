@@ -92,6 +92,9 @@ WORKER_RESTARTS = RestartIntensity(max_restarts=3, period=5.0)
 WORKER_SHUTDOWN_SECONDS = 30.0
 """How long a stopping worker may finish its job (a job is bounded by its deadline) before it is abandoned."""
 
+ENDINGS_KEPT = 100
+"""How many retirements `WorkerPool.ended` remembers (it is for tests and operators, and must stay bounded)."""
+
 _stack_lock = _STACK_SIZE_LOCK
 """The lock every thread that sets the process-wide stack size takes: the thread actors' own, so a sandbox
 thread started elsewhere (the workflow evaluator's) and a worker never interleave their settings."""
@@ -200,7 +203,7 @@ class WorkerPool:
         self.started = 0
         """Workers the pool made (a restart after a crash is the same worker)."""
         self.ended: list[str] = []
-        """Why each retired worker ended: `job`, `max_runs` or `idle`."""
+        """Why each retired worker ended, the last `ENDINGS_KEPT` of them: `job`, `max_runs` or `idle`."""
         self.crashed = 0
         """Worker lives that crashed (each restarted by the supervisor, unless it gave up)."""
 
@@ -482,6 +485,7 @@ class WorkerPool:
         self._leave_idle(worker)
         if reason is not None:
             self.ended.append(reason)
+            del self.ended[:-ENDINGS_KEPT]
         worker.ref.stop()
         self._changed()
 
