@@ -435,6 +435,7 @@ class WorkerPool:
             self.crashed += 1
             worker.down = True
             self._job_ended(worker, kind)
+            self._offer_idle()
             log.warning("pool %s: worker-%d crashed on a job: %r", self.name, worker.number, error)
             answer.give(None, error)
             return
@@ -539,6 +540,20 @@ class WorkerPool:
             self._hold(worker, waiter.kind)
             waiter.event.set()
         self._changed()
+
+    def _offer_idle(self) -> None:
+        """Hand idle workers to the waiters that may take them now (after a fold ended without freeing its
+        worker, a fold that waited at the limit may go)."""
+        while self._idle and not self._closed:
+            waiter = self._queue.pop_next(self._may_take)
+            if waiter is None:
+                return
+            worker = self._idle.pop()
+            if not self._idle:
+                self._rearm_reaper()
+            waiter.worker = worker
+            self._hold(worker, waiter.kind)
+            waiter.event.set()
 
     def _give_back(self, worker: _Worker, kind: Kind) -> None:
         """A worker handed to a caller that will not use it goes to the next waiter."""
