@@ -16,7 +16,8 @@ import trio.testing
 
 from auto_runtime.sandbox.fair_queue import FairQueue, JobOwner
 from auto_runtime.sandbox.interruption import RunControl
-from auto_runtime.sandbox.workers import Kind, NoWorkerFree, WorkerPool
+from auto_runtime.sandbox.workers import JobErrors, Kind, NoWorkerFree, WorkerPool
+from auto_runtime.supervision import Backoff
 
 LIVENESS_SECONDS = 60.0
 
@@ -305,3 +306,45 @@ def test_the_queue_forgets_all_but_the_orgs_it_served_last() -> None:
     assert fair.pop_next() == "y"
     assert fair.remove("x") and not fair.remove("x")
     assert len(fair) == 0 and fair._waiting == {}
+
+
+async def test_a_fold_that_crashed_its_worker_lets_the_next_fold_take_an_idle_one() -> None:
+    """Two workers, one fold at most; a fold waits at the limit while another worker idles. The running fold's
+    job raises (a crash under `JobErrors.CRASH`, its worker restarted only after an hour's back-off): the
+    waiting fold takes the idle worker at once, not the crashed one."""
+    pool = WorkerPool(
+        2,
+        wait_seconds=LIVENESS_SECONDS,
+        idle_seconds=None,
+        job_errors=JobErrors.CRASH,
+        backoff=Backoff(initial=3600.0, maximum=3600.0),
+    )
+    jobs = Jobs(pool)
+    gate = threading.Event()
+
+    def breaks(control: RunControl) -> tuple[str, bool]:
+        jobs.starts.put("fold0")
+        assert gate.wait(LIVENESS_SECONDS), "fold0 was never released"
+        raise RuntimeError("the worker broke")
+
+    crashed: list[BaseException] = []
+    try:
+        pool.prestart()
+        async with trio.open_nursery() as nursery:
+
+            async def fold0() -> None:
+                try:
+                    await pool.submit(breaks, RunControl(time.monotonic() + LIVENESS_SECONDS), "fold", A)
+                except RuntimeError as error:
+                    crashed.append(error)
+
+            nursery.start_soon(fold0)
+            assert await jobs.next_start() == "fold0"
+            await jobs.submit(nursery, "fold1", B, "fold")
+            assert waiting(pool) == 1 and len(pool._idle) == 1
+            gate.set()
+            assert await jobs.serve_all(1) == ["fold1"]
+        assert [str(error) for error in crashed] == ["the worker broke"]
+        assert jobs.results == {"fold1": "fold1"} and pool.crashed == 1 and pool._busy_folds == 0
+    finally:
+        pool.close()
