@@ -7,7 +7,7 @@ start is the start's one-line error) and logged once at `info`:
     root (one_for_one)
     ├─ ledger      (one_for_one) its store's actor (writer, or loop on PostgreSQL), stopped last: whatever is
     │              queued is committed before the actor ends
-    ├─ sandbox     the worker pool, stopped once nothing may submit a job to it
+    ├─ sandbox     (one_for_one) the worker pool's supervisor: worker-1 … worker-N, thread actors, transient
     ├─ playbooks   (one_for_one) the registries of keyed actors: `org-actors` (each org's playbook
     │              changes), `playbook-actors` (each playbook's definitions), `run-id-actors` (each run a
     │              request is running) and `run-actors` (each workflow run with inputs to apply), each actor
@@ -217,16 +217,10 @@ def ledger_child(ledger: LedgerStore) -> ChildSpec:
 
 
 def sandbox_child(sandbox: Sandbox) -> ChildSpec:
-    """The sandbox's worker pool as a child of the root, after the ledger: it starts every worker before the
-    services that submit jobs start, and is closed (each worker ends once its job has) after they stopped."""
-
-    async def run(context: ChildContext) -> None:
-        sandbox.pool.workers.prestart()
-        context.started()
-        await context.wait_stop_requested()
-        await trio.to_thread.run_sync(sandbox.pool.close)
-
-    return ChildSpec("sandbox", run, restart=Restart.PERMANENT, shutdown=CLOSE_SECONDS)
+    """The sandbox's worker pool as a child of the root, after the ledger: a supervisor (one_for_one) of its
+    worker thread actors, which reports started once every worker runs, before the services that submit jobs
+    start; it is stopped after them (each worker ends once its job has). `open_sandbox` closes it again."""
+    return sandbox.pool.child_spec(shutdown=CLOSE_SECONDS)
 
 
 def playbooks_supervisor(services: RuntimeServices) -> Supervisor:

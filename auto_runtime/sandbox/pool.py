@@ -1,4 +1,7 @@
-"""The sandbox pool: `COMPUTATION_WORKERS` worker threads that evaluate programs, awaited from Trio."""
+"""The sandbox pool: `COMPUTATION_WORKERS` supervised worker thread actors that evaluate programs, awaited from
+Trio. An exception of a job here is a crash of its worker (`JobErrors.CRASH`): `evaluate` answers every
+program's ending with an outcome, so one that raises is a fault of the sandbox, restarted by the pool's
+supervisor."""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ from auto_runtime.sandbox.evaluate import Evaluation, evaluate
 from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, JobOwner
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.outcomes import SandboxOutcome, ends_worker
-from auto_runtime.sandbox.workers import Kind, WorkerPool
+from auto_runtime.sandbox.workers import WORKER_RESTARTS, JobErrors, Kind, WorkerPool
+from auto_runtime.supervision import Backoff, ChildSpec, RestartIntensity
 
 
 class SandboxPool:
@@ -23,11 +27,22 @@ class SandboxPool:
         max_runs: int = 1000,
         idle_seconds: float = 60.0,
         wait_seconds: float = 10.0,
+        intensity: RestartIntensity = WORKER_RESTARTS,
+        backoff: Backoff | None = None,
     ) -> None:
         if not 1 <= workers <= 64:
             raise ValueError("COMPUTATION_WORKERS is from 1 to 64")
         self.engine = engine
-        self.workers = WorkerPool(workers, max_runs=max_runs, idle_seconds=idle_seconds, wait_seconds=wait_seconds)
+        self.workers = WorkerPool(
+            workers,
+            name="sandbox",
+            max_runs=max_runs,
+            idle_seconds=idle_seconds,
+            wait_seconds=wait_seconds,
+            job_errors=JobErrors.CRASH,
+            intensity=intensity,
+            backoff=backoff,
+        )
 
     async def run(
         self,
@@ -39,7 +54,8 @@ class SandboxPool:
         """Evaluate on a free worker before `deadline` (monotonic; default 10 s from now), waiting for one in
         `owner`'s place of the pool's fair queue.
 
-        Raises `NoWorkerFree` when no worker became free within the wait.
+        Raises `NoWorkerFree` when no worker became free within the wait, `RuntimeError` when the pool is
+        closed, and the original exception when the worker crashed (its supervisor restarts it).
         Cancelling the caller stops the guest, and its worker ends.
         """
         control = RunControl(deadline if deadline is not None else time.monotonic() + 10.0)
@@ -50,6 +66,10 @@ class SandboxPool:
             return outcome, ends_worker(outcome)
 
         return await self.workers.submit(job, control, kind, owner)
+
+    def child_spec(self, *, shutdown: float) -> ChildSpec:
+        """The pool as the tree's `sandbox` child: its supervisor and its workers (see `WorkerPool.child_spec`)."""
+        return self.workers.child_spec(shutdown=shutdown)
 
     def close(self) -> None:
         self.workers.close()

@@ -18,7 +18,12 @@ TREE = {
             "strategy": "one_for_one",
             "children": [{"name": "writer", "restart": "permanent"}],
         },
-        {"name": "sandbox", "restart": "permanent"},
+        {
+            "name": "sandbox",
+            "restart": "permanent",
+            "strategy": "one_for_one",
+            "children": [{"name": f"worker-{number}", "restart": "transient"} for number in range(1, 5)],
+        },
         {
             "name": "playbooks",
             "restart": "permanent",
@@ -57,7 +62,8 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
     assert entry["tree"] == TREE
     assert entry["message"] == (
         "supervision tree: root (one_for_one) [ledger permanent one_for_one [writer permanent], "
-        "sandbox permanent, playbooks permanent one_for_one "
+        "sandbox permanent one_for_one [worker-1 transient, "
+        "worker-2 transient, worker-3 transient, worker-4 transient], playbooks permanent one_for_one "
         "[org-actors permanent, playbook-actors permanent, run-id-actors permanent, run-actors permanent], "
         "workflows permanent, "
         "http transient]"

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 import trio
+import trio.testing
 
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.evaluate import Evaluation
@@ -23,12 +24,14 @@ def evaluation(program: str, value: object = 1, work_fuel: int = 10**10) -> Eval
     return Evaluation(program, 1, json.dumps(value), 1_767_225_600_000, 1_048_320, work_fuel=work_fuel)
 
 
-async def wait_for(condition: Callable[[], bool]) -> None:
-    """Wait until a worker thread has changed the pool's state (no trio.Event crosses that thread)."""
-    for _ in range(10_000):
+async def settled(condition: Callable[[], bool]) -> None:
+    """Wait, without Trio's clock (which the test holds still), until the worker threads have reported and every
+    task has acted on it so that `condition` holds: each turn hops through a thread and lets every task run."""
+    for _ in range(100_000):
         if condition():
             return
-        await trio.sleep(0.01)
+        await trio.to_thread.run_sync(lambda: None)
+        await trio.testing.wait_all_tasks_blocked()
     raise AssertionError("the condition never held")
 
 
@@ -66,14 +69,37 @@ async def test_a_worker_ends_after_its_runs(engine: SandboxEngine) -> None:
         pool.close()
 
 
-async def test_a_worker_ends_when_idle(engine: SandboxEngine) -> None:
-    pool = SandboxPool(engine, 2, idle_seconds=0.05)
+async def test_a_worker_ends_when_idle(engine: SandboxEngine, mock_clock: trio.testing.MockClock) -> None:
+    """Idle time is Trio's clock, which the test moves: a worker retires after `idle_seconds` without a job, and is
+    replaced only when a job needs it."""
+    pool = SandboxPool(engine, 2, idle_seconds=60.0)
     try:
         assert isinstance(await pool.run(evaluation(ECHO)), Returned)
-        await wait_for(lambda: pool.workers.live == 0)
+        mock_clock.jump(59.0)
+        await trio.testing.wait_all_tasks_blocked()
+        assert pool.workers.live == 1 and pool.workers.ended == []
+        mock_clock.jump(1.0)
+        await pool.workers.wait_until(lambda: pool.workers.live == 0)
         assert pool.workers.ended == ["idle"]
+        await settled(lambda: pool.workers.supervisor.children == [])
         assert isinstance(await pool.run(evaluation(ECHO)), Returned)
-        assert pool.workers.started == 2
+        assert pool.workers.started == 2 and pool.workers.supervisor.children == ["worker-2"]
+    finally:
+        pool.close()
+
+
+async def test_a_busy_worker_does_not_retire_idle(engine: SandboxEngine, mock_clock: trio.testing.MockClock) -> None:
+    """The idle time counts from the end of the last job, not from the worker's start."""
+    pool = SandboxPool(engine, 1, idle_seconds=60.0)
+    try:
+        assert isinstance(await pool.run(evaluation(ECHO)), Returned)
+        mock_clock.jump(50.0)
+        assert isinstance(await pool.run(evaluation(ECHO)), Returned)
+        mock_clock.jump(50.0)
+        await trio.testing.wait_all_tasks_blocked()
+        assert pool.workers.live == 1 and pool.workers.ended == []
+        mock_clock.jump(10.0)
+        await pool.workers.wait_until(lambda: pool.workers.ended == ["idle"])
     finally:
         pool.close()
 
@@ -87,7 +113,7 @@ async def test_no_worker_free_within_the_wait(engine: SandboxEngine) -> None:
                 await pool.run(evaluation(FOREVER, work_fuel=10**15))
 
             nursery.start_soon(occupy)
-            await wait_for(lambda: pool.workers.live == 1 and not pool.workers._idle)
+            await pool.workers.wait_until(lambda: pool.workers.live == 1 and not pool.workers._idle)
             with pytest.raises(NoWorkerFree) as raised:
                 await pool.run(evaluation(ECHO))
             assert raised.value.workers == 1
@@ -101,7 +127,7 @@ async def test_cancelling_the_caller_stops_the_guest_and_ends_its_worker(engine:
     try:
         with trio.move_on_after(0.1):
             await pool.run(evaluation(FOREVER, work_fuel=10**15))
-        await wait_for(lambda: pool.workers.ended == ["job"])
+        await pool.workers.wait_until(lambda: pool.workers.ended == ["job"])
         assert isinstance(await pool.run(evaluation(ECHO)), Returned)
         assert pool.workers.started == 2
     finally:
@@ -127,7 +153,7 @@ async def test_folds_use_at_most_half_the_workers(engine: SandboxEngine) -> None
                 await pool.run(evaluation(FOREVER, work_fuel=10**15), kind="fold")
 
             nursery.start_soon(fold_forever)
-            await wait_for(lambda: pool.workers._busy_folds == 1)
+            await pool.workers.wait_until(lambda: pool.workers._busy_folds == 1)
             with pytest.raises(NoWorkerFree):
                 await pool.run(evaluation(ECHO), kind="fold")
             assert isinstance(await pool.run(evaluation(ECHO)), Returned)
@@ -160,5 +186,23 @@ async def test_runs_on_one_worker_do_not_grow_the_process(engine: SandboxEngine)
         for _ in range(100):
             assert isinstance(await pool.run(touching), Returned)
         assert resident_mib() - before < 64
+    finally:
+        pool.close()
+
+
+async def test_a_thousand_runs_on_one_worker_do_not_grow_the_process(engine: SandboxEngine) -> None:
+    """Issue 16's acceptance: after a warm-up, 1,000 runs on the same worker thread actor leave the resident set
+    within 20 MiB of where it was (the worker retires only after `max_runs`, set above them here)."""
+    pool = SandboxPool(engine, 1, max_runs=2000)
+    program = evaluation("def main(x):\n    a = [bytearray(100000) for i in range(20)]\n    return [len(a), x]\n")
+    try:
+        for _ in range(50):
+            assert isinstance(await pool.run(program), Returned)
+        before = resident_mib()
+        for _ in range(1000):
+            assert isinstance(await pool.run(program), Returned)
+        growth = resident_mib() - before
+        assert pool.workers.started == 1 and pool.workers.ended == [] and pool.workers.crashed == 0
+        assert growth < 20, f"the resident set grew by {growth} MiB over 1,000 runs"
     finally:
         pool.close()

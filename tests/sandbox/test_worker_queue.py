@@ -8,7 +8,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 import trio
@@ -16,7 +16,8 @@ import trio.testing
 
 from auto_runtime.sandbox.fair_queue import FairQueue, JobOwner
 from auto_runtime.sandbox.interruption import RunControl
-from auto_runtime.sandbox.workers import Kind, NoWorkerFree, WorkerPool
+from auto_runtime.sandbox.workers import JobErrors, Kind, NoWorkerFree, WorkerPool
+from auto_runtime.supervision import Backoff
 
 LIVENESS_SECONDS = 60.0
 
@@ -93,18 +94,7 @@ def one_worker() -> Iterator[WorkerPool]:
 
 
 def waiting(pool: WorkerPool) -> int:
-    with pool._lock:
-        return len(pool._queue)
-
-
-def spin_until(condition: Callable[[], bool]) -> None:
-    """Block the calling thread (the Trio thread, so nothing of Trio runs meanwhile) until a worker thread
-    made `condition` hold, yielding the interpreter lock at each turn."""
-    for _ in range(100_000_000):
-        if condition():
-            return
-        time.sleep(0)
-    raise AssertionError("the condition never held")
+    return len(pool._queue)
 
 
 A = JobOwner("org-a", "p")
@@ -210,21 +200,38 @@ async def test_a_cancelled_waiter_leaves_the_queue(one_worker: WorkerPool) -> No
 
 
 async def test_a_worker_handed_to_a_waiter_that_was_cancelled_goes_to_the_next(one_worker: WorkerPool) -> None:
-    """The freeing worker hands itself to B's waiter; B is cancelled before it wakes; C gets the worker."""
+    """A0's job, as it returns, cancels B's wait (a callback queued on the Trio thread before the worker's
+    reply), so B is cancelled before it runs again: whether the freed worker was handed to B first (B then
+    gives it back) or B left the queue first, C gets the worker and B never runs."""
     jobs = Jobs(one_worker)
+    token = trio.lowlevel.current_trio_token()
+    gate = threading.Event()
+    cancelled = trio.CancelScope()
+
+    def a0(control: RunControl) -> tuple[str, bool]:
+        jobs.starts.put("a0")
+        assert gate.wait(LIVENESS_SECONDS), "a0 was never released"
+        token.run_sync_soon(cancelled.cancel)
+        return "a0", False
+
+    async def send_a0() -> None:
+        jobs.results["a0"] = await one_worker.submit(a0, RunControl(time.monotonic() + LIVENESS_SECONDS), owner=A)
+
+    async def gives_up() -> None:
+        with cancelled:
+            await one_worker.submit(jobs.job("b1"), RunControl(time.monotonic() + LIVENESS_SECONDS), owner=B)  # type: ignore[arg-type]
+
     async with trio.open_nursery() as nursery:
-        await jobs.submit(nursery, "a0", A)
+        nursery.start_soon(send_a0)
         assert await jobs.next_start() == "a0"
-        cancelled = await jobs.submit_cancellable(nursery, "b1", B)
+        nursery.start_soon(gives_up)
+        await trio.testing.wait_all_tasks_blocked()
         await jobs.submit(nursery, "c1", C)
-        jobs.gates["a0"].set()
-        # Without yielding to Trio, so that B's wake-up cannot run first: wait until the worker thread has
-        # handed the worker to B (B left the queue), then cancel B.
-        spin_until(lambda: waiting(one_worker) == 1)
-        cancelled.cancel()
+        assert waiting(one_worker) == 2
+        gate.set()
         assert await jobs.serve_all(1) == ["c1"]
-    assert "b1" not in jobs.results and jobs.results["c1"] == "c1"
-    assert one_worker.live == 1
+    assert "b1" not in jobs.results and jobs.results == {"a0": "a0", "c1": "c1"}
+    assert one_worker.live == 1 and one_worker.started == 1
 
 
 async def test_no_worker_free_by_the_deadline_leaves_the_queue(one_worker: WorkerPool) -> None:
@@ -299,3 +306,45 @@ def test_the_queue_forgets_all_but_the_orgs_it_served_last() -> None:
     assert fair.pop_next() == "y"
     assert fair.remove("x") and not fair.remove("x")
     assert len(fair) == 0 and fair._waiting == {}
+
+
+async def test_a_fold_that_crashed_its_worker_lets_the_next_fold_take_an_idle_one() -> None:
+    """Two workers, one fold at most; a fold waits at the limit while another worker idles. The running fold's
+    job raises (a crash under `JobErrors.CRASH`, its worker restarted only after an hour's back-off): the
+    waiting fold takes the idle worker at once, not the crashed one."""
+    pool = WorkerPool(
+        2,
+        wait_seconds=LIVENESS_SECONDS,
+        idle_seconds=None,
+        job_errors=JobErrors.CRASH,
+        backoff=Backoff(initial=3600.0, maximum=3600.0),
+    )
+    jobs = Jobs(pool)
+    gate = threading.Event()
+
+    def breaks(control: RunControl) -> tuple[str, bool]:
+        jobs.starts.put("fold0")
+        assert gate.wait(LIVENESS_SECONDS), "fold0 was never released"
+        raise RuntimeError("the worker broke")
+
+    crashed: list[BaseException] = []
+    try:
+        pool.prestart()
+        async with trio.open_nursery() as nursery:
+
+            async def fold0() -> None:
+                try:
+                    await pool.submit(breaks, RunControl(time.monotonic() + LIVENESS_SECONDS), "fold", A)
+                except RuntimeError as error:
+                    crashed.append(error)
+
+            nursery.start_soon(fold0)
+            assert await jobs.next_start() == "fold0"
+            await jobs.submit(nursery, "fold1", B, "fold")
+            assert waiting(pool) == 1 and len(pool._idle) == 1
+            gate.set()
+            assert await jobs.serve_all(1) == ["fold1"]
+        assert [str(error) for error in crashed] == ["the worker broke"]
+        assert jobs.results == {"fold1": "fold1"} and pool.crashed == 1 and pool._busy_folds == 0
+    finally:
+        pool.close()
