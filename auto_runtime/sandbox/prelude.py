@@ -86,6 +86,9 @@ _DEPTH = 512
 _OUTSIDE = "an integer outside \u00b19,007,199,254,740,991"
 
 
+# The stand-ins a program reaches are made in a namespace of their own (see the module docstring), emptied
+# once made; its `__name__` gives `type(time).__module__` the "__main__" it had. `_program_names[0]` is
+# the dict the program runs in, which `dir()` lists.
 _guards = {"__name__": "__main__"}
 _exec('''
 def _guards(_import, _time, _time_ns, _gmtime, _int, _dir, _sorted, ImportError, NameError):
