@@ -10,6 +10,21 @@ Two preludes share the bridge (`host.call`), whose functions answer once each an
   the module the entry function was called from, which is the prelude's).
 - `COMPILE_PRELUDE` asks for `program`, compiles it without running it, and sends `result`.
 
+Isolation invariant: nothing the prelude hands to a program leads back to the prelude. In MicroPython a
+function defined in Python exposes `__globals__` (its module's dict; there is no `__closure__`, no
+`__defaults__`, no bound method `__self__`, no frame or traceback object), so a replaced builtin defined at
+the prelude's top level would hand a program the prelude's globals: the real `__import__`, `exec`,
+`compile`, the bridge, the allow list. The objects a program can reach (the import guard, `dir`, the
+refused builtins' stand-in, the `time` stand-in, its class and its methods) are therefore made by one
+factory, compiled with `exec` into a namespace of their own (`_guards`) that is emptied once the factory
+ran: their `__globals__` is that empty dict, and everything they use is a closure cell, which MicroPython
+gives no attribute to read (a closure's `repr` prints its cells' `repr`, text only). They look up no global
+name when called, so what a program writes into that dict changes nothing they do. The factory reuses the
+identifiers the prelude already has: every new identifier is a new interned string, and each `str` a
+program creates searches the interned strings, so new ones would add work to every program. The
+allowed modules are the artifact's native modules, whose functions have no `__globals__` and whose
+`__dict__` holds only their own functions.
+
 A result payload starts with one tag character:
 `O` the output in the writer's wire form (see `wire.py`); `R` raised `[type, traceback, text]`;
 `M` out of memory in the program `[traceback]`;
@@ -71,53 +86,58 @@ _DEPTH = 512
 _OUTSIDE = "an integer outside \u00b19,007,199,254,740,991"
 
 
-class _RunClock:
-    @staticmethod
-    def time():
-        return _time()
+# The stand-ins a program reaches are made in a namespace of their own (see the module docstring), emptied
+# once made; its `__name__` gives `type(time).__module__` the "__main__" it had. `_program_names[0]` is
+# the dict the program runs in, which `dir()` lists.
+_guards = {"__name__": "__main__"}
+_exec('''
+def _guards(_import, _time, _time_ns, _gmtime, _int, _dir, _sorted, ImportError, NameError):
+    _ALLOWED = ("math", "re", "json", "collections", "heapq")
+    _program_names = [{}]
 
-    @staticmethod
-    def time_ns():
-        return _time_ns()
+    class _RunClock:
+        @staticmethod
+        def time():
+            return _time()
 
-    @staticmethod
-    def gmtime(seconds=None):
-        if seconds is None:
-            return _gmtime(_time_ns() // 1000000000)
-        return _gmtime(_int(seconds // 1))
+        @staticmethod
+        def time_ns():
+            return _time_ns()
 
+        @staticmethod
+        def gmtime(seconds=None):
+            if seconds is None:
+                return _gmtime(_time_ns() // 1000000000)
+            return _gmtime(_int(seconds // 1))
 
-_run_clock = _RunClock()
-_ALLOWED = ("math", "re", "json", "collections", "heapq")
+    _run_clock = _RunClock()
 
+    def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0:
+            if name == "time":
+                return _run_clock
+            if name in _ALLOWED:
+                return _import(name, globals, locals, fromlist, level)
+        raise ImportError("no module named '" + name + "'")
 
-def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if level == 0:
-        if name == "time":
-            return _run_clock
-        if name in _ALLOWED:
-            return _import(name, globals, locals, fromlist, level)
-    raise ImportError("no module named '" + name + "'")
+    def _refused(*args, **kwargs):
+        raise NameError("not available in the sandbox")
 
+    def _program_dir(*args):
+        if args:
+            return _dir(*args)
+        return _sorted([name for name in _program_names[0] if not name.startswith("__")])
 
-def _refused(*args, **kwargs):
-    raise NameError("not available in the sandbox")
-
-
-_dir = dir
-_program_names = {}
-
-
-def _program_dir(*args):
-    if args:
-        return _dir(*args)
-    return _sorted([name for name in _program_names if not name.startswith("__")])
-
-
+    return _guarded_import, _refused, _program_dir, _program_names
+''', _guards)
+_guarded_import, _refused, _program_dir, _program_names = _guards.pop("_guards")(
+    _import, _time, _time_ns, _gmtime, _int, dir, _sorted, ImportError, NameError
+)
+_guards.clear()
 builtins.__import__ = _guarded_import
 builtins.dir = _program_dir
 for _name in ("eval", "exec", "compile", "open", "input", "print", "help", "globals", "locals", "vars",
-              "getattr", "setattr", "delattr", "id", "breakpoint", "exit", "quit"):
+              "getattr", "setattr", "delattr", "id", "breakpoint", "exit", "quit", "execfile"):
     try:
         _setattr(builtins, _name, _refused)
     except _BaseException:
@@ -278,8 +298,7 @@ def _report_raised(error):
 def _run():
     request = _loads(_call("program", ""))
     names = {"__name__": "program"}
-    global _program_names
-    _program_names = names
+    _program_names[0] = names
     try:
         _exec(_compile("\n" * (request["first_line"] - 1) + request["source"], "program", "exec"), names)
         entry = names[request["entry"]]
