@@ -57,7 +57,9 @@ R = TypeVar("R")
 B = TypeVar("B")
 
 THREAD_STACK_SIZE = 256 * 1024
-_STACK_SIZE_LOCK = threading.Lock()
+STACK_SIZE_LOCK = threading.Lock()
+"""The one lock every thread that sets the process-wide stack size (`threading.stack_size`) takes, around the
+setting, the thread's start and the restore: thread actors, sandbox workers and their companions."""
 _WAKE = object()
 """What a pykka inbox carries: "your life's inbox has messages"."""
 
@@ -431,7 +433,7 @@ def _stop_host(host: pykka.ActorRef[Any]) -> None:
 
 def _start_with_stack_size(size: int, start: Callable[[], None]) -> None:
     """Start a thread with a small stack; the setting is process-wide, so restore it at once."""
-    with _STACK_SIZE_LOCK:
+    with STACK_SIZE_LOCK:
         previous = threading.stack_size(size)
         try:
             start()

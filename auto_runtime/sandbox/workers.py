@@ -58,7 +58,6 @@ import trio
 import trio.lowlevel
 
 from auto_runtime.actors import ThreadActorRef
-from auto_runtime.actors.thread_actor import _STACK_SIZE_LOCK
 from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, FairQueue, JobOwner
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.worker_thread import (
@@ -94,10 +93,6 @@ WORKER_SHUTDOWN_SECONDS = 30.0
 
 ENDINGS_KEPT = 100
 """How many retirements `WorkerPool.ended` remembers (it is for tests and operators, and must stay bounded)."""
-
-_stack_lock = _STACK_SIZE_LOCK
-"""The lock every thread that sets the process-wide stack size takes: the thread actors' own, so a sandbox
-thread started elsewhere (the workflow evaluator's) and a worker never interleave their settings."""
 
 __all__ = [
     "WORKER_RESTARTS",

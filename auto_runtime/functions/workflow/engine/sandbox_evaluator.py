@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from auto_runtime.actors import STACK_SIZE_LOCK
 from auto_runtime.functions.workflow.engine.evaluation import EXPRESSION_FAILED, PASSED_A_BOUND, Failed, Place
 from auto_runtime.problems import cut_text
 from auto_runtime.sandbox.bridge import Bridge
@@ -35,10 +36,7 @@ from auto_runtime.sandbox.prelude import EVALUATE_PRELUDE
 from auto_runtime.sandbox.store_run import StoreSession, run_store
 from auto_runtime.sandbox.unwritable import not_json_words, too_deep_words
 from auto_runtime.sandbox.wire import read_wire
-from auto_runtime.sandbox.workers import (
-    WORKER_STACK_BYTES,
-    _stack_lock,  # the lock every sandbox thread takes to set its stack size
-)
+from auto_runtime.sandbox.workers import WORKER_STACK_BYTES
 
 EXPRESSION_FUEL = 250_000_000
 READ_FUEL = 30_000_000_000
@@ -192,7 +190,7 @@ Launch = Callable[[Callable[[], None]], None]
 
 def launch_on_a_thread(run: Callable[[], None]) -> None:
     """The default launch: a daemon thread with the sandbox workers' stack size."""
-    with _stack_lock:
+    with STACK_SIZE_LOCK:
         previous = threading.stack_size(WORKER_STACK_BYTES)
         try:
             threading.Thread(target=run, name="workflow-expressions", daemon=True).start()
