@@ -7,8 +7,10 @@ Rows, each the median of `--runs` runs on this thread (fresh store, instantiate,
   guest code, so the start's fuel and time grow with the heap; the issue's bar is at most 2x the floor.
 - `computation run end to end`: `evaluate()` of a trivial program (the prelude compiled and set up, the
   program compiled, `main` called, the output written and read), as a computation run does it.
-- `workflow input end to end`: one `SandboxEvaluator` (64 MiB heap, the expression prelude, its own thread)
-  evaluating one place with one expression, then closed, as a workflow input does it.
+- `workflow input end to end, on a worker`: one `SandboxEvaluator` (64 MiB heap, the expression prelude)
+  evaluating one place with one expression, then closed, as a workflow input does it on a sandbox worker: its
+  instance runs on the worker's companion thread (`sandbox/companion.py`, bound to this thread as a worker
+  binds it). The row after it is the same outside a pool, where each input's instance gets a thread of its own.
 
 The fuel each path spends is printed beside its time (fuel is exact; the times depend on the machine's load).
 Run from the repository root as `python -m benchmarks.sandbox_start [--runs N]` (about 15 s at the default).
@@ -28,6 +30,7 @@ import wasmtime
 
 from auto_runtime.functions.workflow.engine.evaluation import Place
 from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator
+from auto_runtime.sandbox.companion import Companion, bind
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.evaluate import Evaluation, evaluate
 from auto_runtime.sandbox.interruption import RunControl
@@ -100,6 +103,13 @@ def main() -> None:
             heap_ms, heap_fuel = median_ms(runs, lambda: bare_start(engine, HEAP_SIZE))
             floor_ms, floor_fuel = median_ms(runs, lambda: bare_start(engine, FLOOR_HEAP))
             run_ms, run_work = median_ms(runs, lambda: computation_run(engine))
+            companion = Companion("benchmark-expressions")
+            bind(companion)
+            try:
+                worker_ms, worker_threads = median_ms(max(runs // 4, 1), lambda: workflow_input(engine))
+            finally:
+                bind(None)
+                companion.retire()
             input_ms, input_threads = median_ms(max(runs // 4, 1), lambda: workflow_input(engine))
         finally:
             engine.close()
@@ -112,8 +122,12 @@ def main() -> None:
     )
     print(f"| computation run end to end (evaluate, trivial) | {run_ms:.2f} ms | work {run_work:,} | | | |")
     print(
-        f"| workflow input end to end (one place, one expression) | {input_ms:.2f} ms "
-        f"| | threads started per input: {input_threads} | | 0 threads |"
+        f"| workflow input end to end, on a worker (one place, one expression) | {worker_ms:.2f} ms "
+        f"| | threads started per input: {worker_threads} | | 0 threads |"
+    )
+    print(
+        f"| workflow input end to end, outside a pool (its own thread) | {input_ms:.2f} ms "
+        f"| | threads started per input: {input_threads} | | |"
     )
 
 

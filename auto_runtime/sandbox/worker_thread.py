@@ -6,7 +6,12 @@ Concurrency rules:
   actor's bridge.
 - `EngineGate` is the one lock a worker thread shares with other threads: it keeps the engine alive for every
   job that runs. A job starts only while the gate is open, and `close` waits for the jobs already running, so
-  once it returns no job holds a store and the engine may be closed.
+  once it returns no job holds a store and the engine may be closed. The worker's companion enters it too,
+  for each expression instance it runs.
+- Each life of a worker owns one `Companion` (`companion.py`), bound to the worker's thread: the thread on
+  which the expression instances of the workflow inputs the worker applies run. It starts on first need and
+  is retired with the life (after a crash too). A job that left its companion broken (an instance that raised
+  out of it or outlived its bound) ends its worker, as a bad run does, so the pool replaces both.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from auto_runtime.actors import ThreadActor
+from auto_runtime.sandbox.companion import Companion, bind
 from auto_runtime.sandbox.interruption import RunControl
 
 T = TypeVar("T")
@@ -103,6 +109,10 @@ class WorkerThread(ThreadActor[JobMessage[Any], JobDone[Any]]):
     def __init__(self, gate: EngineGate, errors: JobErrors) -> None:
         self._gate = gate
         self._errors = errors
+        self.companion = Companion(f"{threading.current_thread().name}-expressions", gate)
+
+    def on_start(self) -> None:
+        bind(self.companion)
 
     def receive(self, message: JobMessage[Any]) -> JobDone[Any]:
         if not self._gate.enter():
@@ -111,8 +121,19 @@ class WorkerThread(ThreadActor[JobMessage[Any], JobDone[Any]]):
             value, ends = message.job(message.control)
         except Exception as error:
             if self._errors is JobErrors.CRASH:
+                self._end_companion()
                 raise
             return JobDone(None, error, True)
+        except BaseException:
+            self._end_companion()
+            raise
         finally:
             self._gate.leave()
-        return JobDone(value, None, ends)
+        return JobDone(value, None, ends or self.companion.broken)
+
+    def on_stop(self) -> None:
+        self._end_companion()
+
+    def _end_companion(self) -> None:
+        self.companion.retire()
+        bind(None)

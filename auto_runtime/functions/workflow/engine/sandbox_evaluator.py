@@ -9,6 +9,13 @@ once per instance (by the digest of its JSON) and shared, since no expression ch
 
 An instance that passed a bound (work, memory, time) is over; the next place starts a fresh one. Call
 `close()` when the input is applied, so the instance ends.
+
+Where the instance's thread comes from: on a worker of the sandbox pool, the worker's companion
+(`sandbox/companion.py`), one long-lived thread per worker, so applying an input starts no thread; outside a
+pool (tests, `trio.to_thread`), a daemon thread of its own (`launch_on_a_thread`). The host waits for the
+instance at most until the input's deadline and `END_GRACE_SECONDS` more (the epoch deadline interrupts the
+guest at the deadline, so a live instance has answered or ended by then): one that has not is hung, the
+place ends with the time bound, and a companion that ran it is abandoned, so its worker retires.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from auto_runtime.actors import STACK_SIZE_LOCK
 from auto_runtime.functions.workflow.engine.evaluation import EXPRESSION_FAILED, PASSED_A_BOUND, Failed, Place
 from auto_runtime.problems import cut_text
 from auto_runtime.sandbox.bridge import Bridge
+from auto_runtime.sandbox.companion import Companion, CompanionBroken, current_companion
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.json_values import compact_json, pointer_of
@@ -43,6 +51,8 @@ READ_FUEL = 30_000_000_000
 """Reading a request's values has an allowance of its own that no value within the run's bounds reaches."""
 INPUT_FUEL = 1_000_000_000
 INPUT_SECONDS = 5.0
+END_GRACE_SECONDS = 1.0
+"""How long past the input's deadline the host still waits for its instance to answer or end."""
 EXPRESSION_MEMORY = 80 * 1024 * 1024
 EXPRESSION_HEAP = "64M"
 VALUE_LIMIT = 4 * 1024 * 1024
@@ -202,6 +212,7 @@ class _Instance:
     """One live instance, run to its end by `launch` while the input is applied."""
 
     def __init__(self, engine: SandboxEngine, clock_ms: int, deadline: float, launch: Launch) -> None:
+        self.deadline = deadline
         self.bridge = _Conversation(clock_ms * 1_000_000)
         self.control = RunControl(deadline)
         self.sent: set[str] = set()
@@ -226,20 +237,37 @@ class _Instance:
             self.bridge.replies.put(None)
             self.ended.set()
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
+        """Ask the instance to end and wait for it within its bound: False when it did not end (hung)."""
         if self.alive:
             self.bridge.requests.put((b"null", [], 0, 0))
-        self.ended.wait(timeout=INPUT_SECONDS + 1)
+        return self.wait_ended()
+
+    def wait_ended(self) -> bool:
+        return self.ended.wait(timeout=max(0.0, self.deadline + END_GRACE_SECONDS - time.monotonic()))
+
+    def next_reply(self) -> bytes | None:
+        """The instance's next answer; None once it ended, or when it gave none within its bound."""
+        try:
+            return self.bridge.replies.get(timeout=max(0.0, self.deadline + END_GRACE_SECONDS - time.monotonic()))
+        except queue.Empty:
+            return None
 
 
 class SandboxEvaluator:
-    """An `Evaluator` for one input. No instance starts until the first place is evaluated."""
+    """An `Evaluator` for one input. No instance starts until the first place is evaluated.
 
-    def __init__(self, engine: SandboxEngine, clock_ms: int, launch: Launch = launch_on_a_thread) -> None:
+    Without `launch`, instances run on the companion of the worker this is made on, or on a thread of their
+    own outside a pool (see the module's docstring). `seconds` is the input's time in the sandbox."""
+
+    def __init__(
+        self, engine: SandboxEngine, clock_ms: int, launch: Launch | None = None, *, seconds: float = INPUT_SECONDS
+    ) -> None:
         self.engine = engine
         self.clock_ms = clock_ms
-        self.launch = launch
-        self.deadline = time.monotonic() + INPUT_SECONDS
+        self.companion: Companion | None = current_companion() if launch is None else None
+        self.launch: Launch = launch if launch is not None else self._on_companion
+        self.deadline = time.monotonic() + seconds
         self.fuel_left = INPUT_FUEL
         self.bytes_read = 0
         self.instance: _Instance | None = None
@@ -249,8 +277,26 @@ class SandboxEvaluator:
 
     def close(self) -> None:
         if self.instance is not None:
-            self.instance.stop()
+            if not self.instance.stop():
+                self._hung()
             self.instance = None
+
+    def _on_companion(self, run: Callable[[], None]) -> None:
+        """Run an instance on this worker's companion; on a thread of its own without one, or when it broke
+        during this input."""
+        if self.companion is not None:
+            try:
+                self.companion.launch(run)
+                return
+            except CompanionBroken:
+                self.companion = None
+        launch_on_a_thread(run)
+
+    def _hung(self) -> None:
+        """The instance outlived its bound: the companion that ran it is abandoned (its worker retires)."""
+        if self.companion is not None:
+            self.companion.abandon()
+            self.companion = None
 
     def _values(
         self, instance: _Instance, variables: Mapping[str, Any]
@@ -301,7 +347,7 @@ class SandboxEvaluator:
         bridge.requests.put((request, payloads, len(place.expressions), self.fuel_left))
         answers: list[Any] = []
         for source in place.expressions:
-            payload = bridge.replies.get()
+            payload = instance.next_reply()
             if payload is None:
                 self.instance = None
                 self.fuel_left = max(0, bridge.input_left - (bridge.allowance if bridge.in_expression else 0))
@@ -311,14 +357,19 @@ class SandboxEvaluator:
             if isinstance(answer, Failed):
                 if answer.short == "runtime":
                     # Its heap is spent (nothing is ever collected): the instance serves no more places.
-                    instance.stop()
+                    if not instance.stop():
+                        self._hung()
                     self.instance = None
                 return answer
             answers.append(answer)
         return answers
 
     def _why_stopped(self, instance: _Instance) -> str:
-        instance.ended.wait(timeout=INPUT_SECONDS + 1)
+        if not instance.wait_ended():
+            instance.control.cancel()
+            instance.bridge.requests.put((b"null", [], 0, 0))
+            self._hung()
+            return MORE_TIME
         if instance.control.stopped == "deadline":
             return MORE_TIME
         if instance.trap == "OUT_OF_FUEL" and instance.bridge.in_expression:
