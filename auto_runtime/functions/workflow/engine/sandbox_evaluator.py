@@ -37,10 +37,10 @@ from auto_runtime.problems import cut_text
 from auto_runtime.sandbox.bridge import Bridge
 from auto_runtime.sandbox.companion import Companion, CompanionBroken, current_companion
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.expression_prelude import EXPRESSION_LOADER, EXPRESSION_PRELUDE, load_expression_image
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.json_values import compact_json, pointer_of
 from auto_runtime.sandbox.limits import PRELUDE_FUEL, WRITER_FUEL
-from auto_runtime.sandbox.prelude import EVALUATE_PRELUDE
 from auto_runtime.sandbox.store_run import StoreSession, run_store
 from auto_runtime.sandbox.unwritable import not_json_words, too_deep_words
 from auto_runtime.sandbox.wire import read_wire
@@ -72,69 +72,17 @@ MORE_MEMORY = "it used more than the input's 64 MiB of memory"
 MORE_TIME = "the input ran more than its 5 seconds in the sandbox"
 MORE_READING = "reading its values and writing its results used more than their own allowance of work"
 
-_HEAD = EVALUATE_PRELUDE[: EVALUATE_PRELUDE.index("def _run():")]
-EXPRESSION_PRELUDE = (
-    _HEAD
-    + r"""
-_values = {}
-
-
-def _serve():
-    while True:
-        request = _loads(_call("request", ""))
-        if request is None:
-            return
-        for key in request["values"]:
-            value = _loads(_call("value", ""))
-            for path in request["long"].get(key, ()):
-                text = _call("value", "")
-                if not path:
-                    value = text
-                    continue
-                target = value
-                for token in path[:-1]:
-                    target = target[token]
-                target[path[-1]] = text
-            _values[key] = value
-        names = {}
-        for name, key in request["names"].items():
-            names[name] = _values[key]
-        condition = request["condition"]
-        for source in request["expressions"]:
-            scope = dict(names)
-            code = _compile("__r = (" + source + "\n)", "expression", "exec")
-            _call("start", "")
-            try:
-                _exec(code, scope)
-                value = scope["__r"]
-                if condition:
-                    value = "T" if value else "F"
-                failure = None
-            except _BaseException as error:
-                failure = error
-            _call("end", "")
-            if failure is not None:
-                _call("answer", _report_raised(failure))
-                break
-            try:
-                answer = value if condition else _write(value, request["limit"])
-            except _MemoryError:
-                answer = "H"
-            _call("answer", answer)
-            if not condition and (_type(answer) is not bytes or answer[:1] != b"O"):
-                break
-
-
-_serve()
-"""
-)
+EXPRESSION_IMAGE = load_expression_image()
+"""The expression prelude compiled once (`sandbox/expression_prelude.py`), checked when the server starts."""
 
 
 class _Conversation(Bridge):
     """A bridge whose answers come, one request at a time, from the thread applying the input."""
 
-    def __init__(self, clock_ns: int) -> None:
+    def __init__(self, clock_ns: int, image: bytes | None) -> None:
         super().__init__((), {}, clock_ns)
+        self.image = image
+        """The compiled prelude's base64 text, the answer to the loader's first call (`image`), until taken."""
         self.session: StoreSession | None = None
         self.input_left = 0
         """Fuel the input has left for its expressions; each expression may spend its bound of it."""
@@ -158,6 +106,8 @@ class _Conversation(Bridge):
         return self._next
 
     def next_answer_size(self) -> int:
+        if self.image is not None:
+            return len(self.image)
         if self.values:
             return len(self.values[0])
         if self.expected > 0:
@@ -165,6 +115,12 @@ class _Conversation(Bridge):
         return len(self._take()[0])
 
     def call(self, name: str, payload: bytes) -> bytes | None:
+        if self.image is not None:
+            image, self.image = self.image, None
+            if name == "image":
+                return image
+            self.refused = self.refused or f"bridge call {name!r} before the prelude's image"
+            return None
         if name == "request" and self.expected == 0:
             request, values, expected, input_left = self._take()
             self._next = None
@@ -211,9 +167,12 @@ def launch_on_a_thread(run: Callable[[], None]) -> None:
 class _Instance:
     """One live instance, run to its end by `launch` while the input is applied."""
 
-    def __init__(self, engine: SandboxEngine, clock_ms: int, deadline: float, launch: Launch) -> None:
+    def __init__(
+        self, engine: SandboxEngine, clock_ms: int, deadline: float, launch: Launch, compiled_prelude: bool
+    ) -> None:
         self.deadline = deadline
-        self.bridge = _Conversation(clock_ms * 1_000_000)
+        self.code = EXPRESSION_LOADER if compiled_prelude else EXPRESSION_PRELUDE
+        self.bridge = _Conversation(clock_ms * 1_000_000, EXPRESSION_IMAGE.base64_text if compiled_prelude else None)
         self.control = RunControl(deadline)
         self.sent: set[str] = set()
         self.trap: str | None = None
@@ -227,7 +186,7 @@ class _Instance:
         session = StoreSession(engine, PRELUDE_FUEL, EXPRESSION_MEMORY)
         self.bridge.session = session
         try:
-            ending = run_store(engine, session, EXPRESSION_PRELUDE, self.bridge, self.control, EXPRESSION_HEAP)
+            ending = run_store(engine, session, self.code, self.bridge, self.control, EXPRESSION_HEAP)
             self.trap = ending.trap or ending.error or (None if ending.clean else f"exit {ending.exit_code}")
             self.stderr = ending.stderr[-2000:]
         finally:
@@ -258,12 +217,21 @@ class SandboxEvaluator:
     """An `Evaluator` for one input. No instance starts until the first place is evaluated.
 
     Without `launch`, instances run on the companion of the worker this is made on, or on a thread of their
-    own outside a pool (see the module's docstring). `seconds` is the input's time in the sandbox."""
+    own outside a pool (see the module's docstring). `seconds` is the input's time in the sandbox. Instances
+    load the compiled prelude; `compiled_prelude=False` compiles its source in the guest instead (the
+    reference the tests compare it with)."""
 
     def __init__(
-        self, engine: SandboxEngine, clock_ms: int, launch: Launch | None = None, *, seconds: float = INPUT_SECONDS
+        self,
+        engine: SandboxEngine,
+        clock_ms: int,
+        launch: Launch | None = None,
+        *,
+        seconds: float = INPUT_SECONDS,
+        compiled_prelude: bool = True,
     ) -> None:
         self.engine = engine
+        self.compiled_prelude = compiled_prelude
         self.clock_ms = clock_ms
         self.companion: Companion | None = current_companion() if launch is None else None
         self.launch: Launch = launch if launch is not None else self._on_companion
@@ -328,7 +296,7 @@ class SandboxEvaluator:
         if self.fuel_left <= 0:
             return _bound(place.expressions[0], MORE_INPUT_WORK)
         if self.instance is None or not self.instance.alive:
-            self.instance = _Instance(self.engine, self.clock_ms, self.deadline, self.launch)
+            self.instance = _Instance(self.engine, self.clock_ms, self.deadline, self.launch, self.compiled_prelude)
         instance = self.instance
         read = set().union(*(names_read(source) for source in place.expressions))
         payloads, keys, long, names = self._values(instance, {k: v for k, v in place.variables.items() if k in read})
