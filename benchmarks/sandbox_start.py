@@ -10,7 +10,9 @@ Rows, each the median of `--runs` runs on this thread (fresh store, instantiate,
 - `workflow input end to end, on a worker`: one `SandboxEvaluator` (64 MiB heap, the expression prelude)
   evaluating one place with one expression, then closed, as a workflow input does it on a sandbox worker: its
   instance runs on the worker's companion thread (`sandbox/companion.py`, bound to this thread as a worker
-  binds it). The row after it is the same outside a pool, where each input's instance gets a thread of its own.
+  binds it), loading the compiled expression prelude (`sandbox/expression_prelude.py`). The next row is the
+  same with the prelude's source compiled in the guest (the reference it is compared with), and the last
+  the same outside a pool, where each input's instance gets a thread of its own.
 
 The fuel each path spends is printed beside its time (fuel is exact; the times depend on the machine's load).
 Run from the repository root as `python -m benchmarks.sandbox_start [--runs N]` (about 15 s at the default).
@@ -67,10 +69,10 @@ def computation_run(engine: SandboxEngine) -> int:
     return outcome.work
 
 
-def workflow_input(engine: SandboxEngine) -> int:
+def workflow_input(engine: SandboxEngine, compiled_prelude: bool = True) -> int:
     """One input's evaluator, one place, closed; the threads it started."""
     before = threading.active_count()
-    evaluator = SandboxEvaluator(engine, CLOCK_MS)
+    evaluator = SandboxEvaluator(engine, CLOCK_MS, compiled_prelude=compiled_prelude)
     try:
         answer = evaluator.evaluate(Place(('data["a"] + 1',), {"data": {"a": 41}}))
         started = threading.active_count() - before
@@ -107,6 +109,7 @@ def main() -> None:
             bind(companion)
             try:
                 worker_ms, worker_threads = median_ms(max(runs // 4, 1), lambda: workflow_input(engine))
+                source_ms, _threads = median_ms(max(runs // 4, 1), lambda: workflow_input(engine, False))
             finally:
                 bind(None)
                 companion.retire()
@@ -125,6 +128,7 @@ def main() -> None:
         f"| workflow input end to end, on a worker (one place, one expression) | {worker_ms:.2f} ms "
         f"| | threads started per input: {worker_threads} | | 0 threads |"
     )
+    print(f"| the same, the prelude's source compiled in the guest | {source_ms:.2f} ms | | | | |")
     print(
         f"| workflow input end to end, outside a pool (its own thread) | {input_ms:.2f} ms "
         f"| | threads started per input: {input_threads} | | |"
