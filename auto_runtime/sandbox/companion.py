@@ -63,8 +63,11 @@ class _Open:
         """Nothing is counted."""
 
 
-_STOP: Callable[[], None] = lambda: None  # noqa: E731 - the sentinel the thread ends at
-"""Handed to the thread to end it; compared by identity."""
+def _stop() -> None:
+    """Handed to the thread to end it; compared by identity, never called."""
+
+
+_STOP: Callable[[], None] = _stop
 
 
 class Companion:
@@ -125,17 +128,22 @@ class Companion:
         self._thread = thread
 
     def _serve(self) -> None:
-        while True:
-            run = self._jobs.get()
-            if run is _STOP:
-                return
-            try:
-                run()
-            except BaseException:
-                self.broken = True
-                log.exception("companion %s: a callable raised; the worker retires", self.name)
-            finally:
-                self._gate.leave()
+        while self._run_one(self._jobs.get()):
+            pass
+
+    def _run_one(self, run: Callable[[], None]) -> bool:
+        """Run one callable (False for the stop); it is dropped when this returns, so nothing of an input
+        outlives its run on the thread."""
+        if run is _STOP:
+            return False
+        try:
+            run()
+        except BaseException:
+            self.broken = True
+            log.exception("companion %s: a callable raised; the worker retires", self.name)
+        finally:
+            self._gate.leave()
+        return True
 
 
 def bind(companion: Companion | None) -> None:

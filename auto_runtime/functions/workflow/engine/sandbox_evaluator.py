@@ -1,7 +1,8 @@
 """Expressions on the sandbox: one MicroPython instance serves every expression of one input (spec 4.5).
 
-The instance runs the computation prelude's guards and writer, then a loop that asks the host for the next
-request through the bridge (`request`), evaluates each expression of it in its own namespace, and sends one
+The instance runs the expression prelude (`sandbox/expression_prelude.py`: the computation prelude's guards
+and writer, loaded as bytecode compiled once, not compiled per input), then a loop that asks the host for the
+next request through the bridge (`request`), evaluates each expression of it in its own namespace, and sends one
 `answer` per expression (the writer's wire form, a truth value, or the exception), stopping at the first
 that raises. The host side is a conversation between two threads: the thread that applies the input calls
 `evaluate`, which hands the request to the instance's thread and waits for its answers. A value is sent
