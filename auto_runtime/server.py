@@ -74,7 +74,9 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
-from auto_runtime.tools.mcp_http import McpHttpToolServers
+from auto_runtime.tools.playbook_tools import PlaybookTools
+from auto_runtime.tools.scrubbing import ScrubbingFilter
+from auto_runtime.tools.tool_server_set import ToolServerSet
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
 from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.workflow_host.runtime import WorkflowRuntime
@@ -128,9 +130,13 @@ def tools_may_change_outside(settings: Settings) -> bool:
 
 
 def compose_services(
-    ledger: Ledger, sandbox: Sandbox, models: ModelDirectory, settings: Settings, server_id: str
+    ledger: Ledger,
+    sandbox: Sandbox,
+    models: ModelDirectory,
+    settings: Settings,
+    server_id: str,
+    tools: ToolServerSet | None = None,
 ) -> RuntimeServices:
-    tools = McpHttpToolServers(settings.tool_servers) if settings.tool_servers else None
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
         ReasoningType(models, tools, settings.reasoning_max_input_tokens),
@@ -163,6 +169,7 @@ def compose_services(
         analytics=PlaybookAnalytics(ledger),
         models=models,
         workflows=workflows,
+        tools=PlaybookTools(tools, ledger),
     )
 
 
@@ -220,6 +227,7 @@ def root_supervisor(ledger: LedgerStore, sandbox: Sandbox, services: RuntimeServ
             sandbox_child(sandbox),
             workflows_child(services.workflows),
             playbooks_supervisor().child_spec(),
+            *([services.tools.servers.child_spec()] if services.tools and services.tools.servers else []),
             http,
         ],
     )
@@ -318,8 +326,12 @@ async def _serve_on(
     settings = loaded.settings
     async with open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox:
         models = ModelDirectory.from_settings(settings, secrets=loaded.secret_values, environ=environ)
+        tools = ToolServerSet.from_settings(loaded, Path.cwd()) if settings.tool_servers else None
+        if tools is not None:
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(ScrubbingFilter(tools.secret_set))
         try:
-            services = compose_services(ledger, sandbox, models, settings, server_id_of())
+            services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools)
             app = compose_app(settings, catalog, guides, services)
             root = root_supervisor(ledger, sandbox, services, http_child(app, settings))
             async with trio.open_nursery() as nursery:
