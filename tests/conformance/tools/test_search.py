@@ -52,7 +52,8 @@ def test_without_terms_every_tool_is_listed_in_server_order(tools_server: ToolsS
     helpdesk = [tool["tool"] for tool in tools if tool["server"] == "helpdesk"]
     assert helpdesk[:3] == ["get_customer", "create_ticket", "broken"]
     first = next(tool for tool in tools if tool["server"] == "helpdesk")
-    assert first == {"server": "helpdesk", "tool": "get_customer", "summary": "Reads a customer by id.", "read_only": True}
+    summary = "Reads a customer by id."
+    assert first == {"server": "helpdesk", "tool": "get_customer", "summary": summary, "read_only": True}
     assert [tool["tool"] for tool in tools if tool["server"] == "narrow"] == ["get_customer"]
 
 
