@@ -69,6 +69,11 @@ def _issues_of(error: ValidationError) -> list[dict[str, str]]:
     return [{"path": _pointer(path), "message": _message(rule_of(error))}]
 
 
+def _document_order(error: ValidationError) -> list[tuple[int, int | str]]:
+    """Items by their index, fields by name: the order the issues are listed in."""
+    return [(0, token) if isinstance(token, int) else (1, token) for token in error.absolute_path]
+
+
 def check_arguments(schema: Mapping[str, Any], arguments: Any) -> ArgumentCheck:
     """The arguments against the schema (see the module docstring); pure, and possibly slow: see `checked`."""
     draft7 = str(schema.get("$schema", "")).rstrip("#") == DRAFT_07
@@ -83,7 +88,7 @@ def check_arguments(schema: Mapping[str, Any], arguments: Any) -> ArgumentCheck:
     except TooManySteps as stopped:
         return not_checked(f"The arguments could not be checked: {stopped}.")
     issues: list[dict[str, str]] = []
-    for error in sorted(errors, key=lambda e: [str(token) for token in e.absolute_path]):
+    for error in sorted(errors, key=_document_order):
         issues.extend(_issues_of(error))
     if len(issues) > MAX_ISSUES:
         more = len(issues) - MAX_ISSUES
