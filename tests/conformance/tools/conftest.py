@@ -8,7 +8,8 @@ The server (local mode) is set up with:
 * `billing`: the fake HTTP API from its OpenAPI document, its key a secret in the query and a header;
 * `sales-desk`: the fake MCP server, for the playbook `SALES` only;
 * `elsewhere`: the fake MCP server, for another org;
-* `down`: an MCP server at an address nothing listens on.
+* `down`: an MCP server at an address nothing listens on;
+* `crowded`: a second fake MCP server listing 120 more tools, for the playbook `MANY` only.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ STDIO_FAKE = Path(__file__).resolve().parents[2] / "fakes" / "mcp_stdio_server.p
 NOTES_SECRET = "notes-secret-0123456789abcdef"
 SIGNING_KEY = "signing-key-for-the-fakes-0123456789"
 SALES = "sales-desk-pb"
+MANY = "many-tools-pb"
 ORG = "acme"
 
 
@@ -42,6 +44,7 @@ ORG = "acme"
 class ToolFakes:
     helpdesk: McpToolServerProcess
     billing: HttpFakeProcess
+    crowded: McpToolServerProcess
 
 
 @dataclass
@@ -57,9 +60,11 @@ class ToolsServer:
 def tool_fakes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolFakes]:
     helpdesk = start_mcp_tool_server(Path(tmp_path_factory.mktemp("helpdesk")))
     billing = start_openapi_service(SIGNING_KEY, "billing-api")
-    yield ToolFakes(helpdesk, billing)
+    crowded = start_mcp_tool_server(Path(tmp_path_factory.mktemp("crowded")), "--extra-tools", "120")
+    yield ToolFakes(helpdesk, billing, crowded)
     helpdesk.stop()
     billing.stop()
+    crowded.stop()
 
 
 def tool_server_entries(fakes: ToolFakes) -> dict[str, object]:
@@ -81,6 +86,7 @@ def tool_server_entries(fakes: ToolFakes) -> dict[str, object]:
         "sales-desk": {"url": fakes.helpdesk.url, "org": ORG, "playbooks": [SALES], "allowed": ["get_customer"]},
         "elsewhere": {"url": fakes.helpdesk.url, "org": "globex"},
         "down": {"url": f"http://127.0.0.1:{free_port()}/mcp", "org": ORG},
+        "crowded": {"url": fakes.crowded.url, "org": ORG, "playbooks": [MANY]},
     }
 
 
@@ -96,7 +102,8 @@ def tool_settings(fakes: ToolFakes) -> dict[str, str]:
 def tools_server(tmp_path_factory: pytest.TempPathFactory, tool_fakes: ToolFakes) -> Iterator[ToolsServer]:
     server = start_server(Path(tmp_path_factory.mktemp("tools-server")), tool_settings(tool_fakes))
     with server.client() as client:
-        response = client.post(f"/v1/orgs/{ORG}/playbooks", json={"playbook": SALES, "name": "Sales"})
-        assert response.status_code == 201, response.text
+        for playbook in (SALES, MANY):
+            response = client.post(f"/v1/orgs/{ORG}/playbooks", json={"playbook": playbook, "name": "Tools"})
+            assert response.status_code == 201, response.text
     yield ToolsServer(server, tool_fakes)
     assert server.stop() == 0, server.log()

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 
 from tests.conformance.helpers import new_playbook, pointers, problem
-from tests.conformance.tools.conftest import ORG, SALES, ToolsServer
+from tests.conformance.tools.conftest import MANY, ORG, SALES, ToolsServer
 
 ACME_SERVERS = ["billing", "down", "helpdesk", "narrow", "notes"]
 
@@ -140,7 +140,7 @@ def test_the_org_search_covers_every_entry_of_the_org_with_its_playbooks(tools_s
         assert response.status_code == 200, response.text
         body = response.json()
         by_name = {server["name"]: server for server in body["servers"]}
-        assert sorted(by_name) == sorted([*ACME_SERVERS, "sales-desk"])
+        assert sorted(by_name) == sorted([*ACME_SERVERS, "sales-desk", "crowded"])
         assert by_name["sales-desk"]["playbooks"] == [SALES]
         assert by_name["helpdesk"]["playbooks"] == ["*"]
         assert "elsewhere" not in by_name
@@ -163,3 +163,17 @@ def test_nothing_of_an_entry_but_its_name_type_and_record_content_is_shown(tools
     fakes = tools_server.fakes
     for value in (fakes.helpdesk.url, fakes.billing.origin, "mcp_stdio_server", "NOTES_API_KEY", "x-request-id"):
         assert value not in text
+
+
+def test_more_than_a_hundred_tools_without_terms_lists_only_the_servers(tools_server: ToolsServer) -> None:
+    with tools_server.client() as client:
+        playbook = f"/v1/orgs/{ORG}/playbooks/{MANY}"
+        body = _search(client, playbook)
+        counts = {server["name"]: server.get("tool_count") for server in body["servers"]}
+        searched = _search(client, playbook, terms="extra")
+        one_server = _search(client, playbook, server="crowded", only="read")
+    assert body["tools"] == []
+    assert counts["crowded"] == 128 and counts["helpdesk"] == 8
+    assert len(searched["tools"]) == 100
+    assert [tool["tool"] for tool in searched["tools"][:3]] == ["extra_1", "extra_10", "extra_100"]
+    assert [tool["tool"] for tool in one_server["tools"]] == ["get_customer"]
