@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -186,3 +188,43 @@ def test_a_large_result_is_shown_in_the_history_by_its_size(tools_server: ToolsS
     assert body["text"] == text and body["answer"] == text
     assert "answer" not in answered["data"] and answered["data"]["answer_bytes"] == len(json.dumps(text))
     assert full["data"]["answer"] == text
+
+
+def test_a_stdio_server_that_crashes_mid_call_is_a_server_failure_and_the_next_call_works(
+    tools_server: ToolsServer,
+) -> None:
+    with tools_server.client() as client:
+        playbook = new_playbook(client)
+        crashed = _ok(_execute(client, playbook, "notes", "crash", {}))
+        after = _ok(_execute(client, playbook, "notes", "echo", {"text": "back"}))
+        events = _events(client, playbook)
+    assert crashed["outcome"] == "server_failure" and crashed["result_bytes"] is None
+    assert after["outcome"] == "result" and after["text"] == "back"
+    assert [event["type"] for event in events] == [
+        "tool_call_started",
+        "tool_call_failed",
+        "tool_call_started",
+        "tool_call_answered",
+    ]
+    assert events[1]["data"]["because"] == "server_failure"
+
+
+def test_a_tool_that_never_answers_is_cut_at_thirty_seconds_while_the_server_stays_responsive(
+    tools_server: ToolsServer,
+) -> None:
+    with tools_server.client() as client, httpx.Client(base_url=tools_server.server.base_url, timeout=120) as slow:
+        playbook = new_playbook(client)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(_execute, slow, playbook, "notes", "hang", {})
+            while not _events(client, playbook):  # the call is sent once its start is recorded
+                assert not pending.done(), pending.result().text
+                time.sleep(0.05)
+            assert client.get("/health").status_code == 200
+            meanwhile = _ok(_execute(client, playbook, "notes", "echo", {"text": "still here"}))
+            hung = _ok(pending.result())
+        failed = next(event for event in _events(client, playbook) if event["type"] == "tool_call_failed")
+    assert meanwhile["text"] == "still here"
+    assert hung["outcome"] == "timed_out" and hung["result_bytes"] is None
+    assert hung["text"] == "The tool did not answer within 30 seconds."
+    assert failed["data"]["because"] == "timed_out"
+    assert failed["metadata"]["stream"].endswith(hung["call_id"])
