@@ -330,6 +330,7 @@ async def _serve_on(
         if tools is not None:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(ScrubbingFilter(tools.secret_set))
+            await tools.prepare()  # an HTTP API's document refused stops the start, naming its entry
         try:
             services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools)
             app = compose_app(settings, catalog, guides, services)
@@ -356,7 +357,7 @@ def run_server(environ: Mapping[str, str], cwd: Path) -> int:
         log.info(line)
     try:
         trio.run(serve_runtime, loaded, environ)
-    except (SecretsKeyError, LedgerStartError) as error:
+    except (SecretsKeyError, LedgerStartError, SettingsError) as error:
         print(str(error), file=sys.stderr)
         return 1
     except OSError as error:
