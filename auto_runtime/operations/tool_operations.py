@@ -42,19 +42,26 @@ Terms = Annotated[
 OnlyField = Literal["read", "write"]
 
 
+TERMS_FIELD = Field(default=None, description="The words to look for; every tool when left out")
+SERVER_FIELD = Field(default=None, description="Keep the server of that name and ask no other")
+ONLY_FIELD = Field(default=None, description="read keeps the tools their server marks read-only, write the others")
+
+
 class SearchInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    terms: OrLeftOut[Terms] = Field(default=None, description="The words to look for; every tool when left out")
-    server: OrLeftOut[ServerName] = Field(default=None, description="Keep the server of that name and ask no other")
-    only: OrLeftOut[OnlyField] = Field(
-        default=None, description="read keeps the tools their server marks read-only, write the others"
-    )
+    terms: OrLeftOut[Terms] = TERMS_FIELD
+    server: OrLeftOut[ServerName] = SERVER_FIELD
+    only: OrLeftOut[OnlyField] = ONLY_FIELD
 
 
-class OrgSearchInput(SearchInput):
+class OrgSearchInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     playbook: OrLeftOut[Annotated[str, Field(pattern=ID_PATTERN)]] = Field(
         default=None, description="Only the servers that serve this playbook of the org"
     )
+    terms: OrLeftOut[Terms] = TERMS_FIELD
+    server: OrLeftOut[ServerName] = SERVER_FIELD
+    only: OrLeftOut[OnlyField] = ONLY_FIELD
 
 
 class ToolInPath(BaseModel):

@@ -14,9 +14,12 @@ The server (local mode) is set up with:
 
 from __future__ import annotations
 
+import base64
 import json
+import secrets
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +34,7 @@ from tests.fakes.gateway_process import (
     start_openapi_service,
 )
 from tests.fakes.openapi_service import KEY
+from tests.postgres_support import fresh_database
 
 STDIO_FAKE = Path(__file__).resolve().parents[2] / "fakes" / "mcp_stdio_server.py"
 NOTES_SECRET = "notes-secret-0123456789abcdef"
@@ -51,6 +55,7 @@ class ToolFakes:
 class ToolsServer:
     server: ServerProcess
     fakes: ToolFakes
+    database_url: str | None
 
     def client(self, **headers: str) -> httpx.Client:
         return self.server.client(**headers)
@@ -98,12 +103,22 @@ def tool_settings(fakes: ToolFakes) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session")
-def tools_server(tmp_path_factory: pytest.TempPathFactory, tool_fakes: ToolFakes) -> Iterator[ToolsServer]:
-    server = start_server(Path(tmp_path_factory.mktemp("tools-server")), tool_settings(tool_fakes))
-    with server.client() as client:
-        for playbook in (SALES, MANY):
-            response = client.post(f"/v1/orgs/{ORG}/playbooks", json={"playbook": playbook, "name": "Tools"})
-            assert response.status_code == 201, response.text
-    yield ToolsServer(server, tool_fakes)
-    assert server.stop() == 0, server.log()
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def tools_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tool_fakes: ToolFakes
+) -> Iterator[ToolsServer]:
+    """The server on each ledger: every test that uses it runs against SQLite and against the real PostgreSQL."""
+    settings = tool_settings(tool_fakes)
+    database_url: str | None = None
+    with ExitStack() as stack:
+        if request.param == "postgres":
+            database_url = stack.enter_context(fresh_database("tools_test"))
+            settings["DATABASE_URL"] = database_url
+            settings["SECRETS_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
+        server = start_server(Path(tmp_path_factory.mktemp(f"tools-server-{request.param}")), settings)
+        with server.client() as client:
+            for playbook in (SALES, MANY):
+                response = client.post(f"/v1/orgs/{ORG}/playbooks", json={"playbook": playbook, "name": "Tools"})
+                assert response.status_code == 201, response.text
+        yield ToolsServer(server, tool_fakes, database_url)
+        assert server.stop() == 0, server.log()
