@@ -330,7 +330,11 @@ async def _serve_on(
         if tools is not None:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(ScrubbingFilter(tools.secret_set))
-            await tools.prepare()  # an HTTP API's document refused stops the start, naming its entry
+            try:
+                await tools.prepare()  # an HTTP API's document refused stops the start, naming its entry
+            except SettingsError:
+                await tools.aclose()
+                raise
         try:
             services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools)
             app = compose_app(settings, catalog, guides, services)
