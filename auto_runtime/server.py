@@ -8,6 +8,8 @@ start is the start's one-line error) and logged once at `info`:
     ├─ ledger      (one_for_one) its store's actor (writer, or loop on PostgreSQL), stopped last: whatever is
     │              queued is committed before the actor ends
     ├─ sandbox     (one_for_one) the worker pool's supervisor: worker-1 … worker-N, thread actors, transient
+    ├─ tool-servers  (when `tool_servers` is set) the kept clients, and a supervisor of each stdio server's
+    │              process; before the actors whose runs call tools
     ├─ playbooks   (one_for_one) the registries of keyed actors: `org-actors` (each org's playbook
     │              changes), `playbook-actors` (each playbook's definitions), `run-id-actors` (each run a
     │              request is running) and `run-actors` (each workflow run with inputs to apply), each actor
@@ -81,7 +83,9 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
-from auto_runtime.tools.mcp_http import McpHttpToolServers
+from auto_runtime.tools.playbook_tools import PlaybookTools
+from auto_runtime.tools.scrubbing import ScrubbingFilter
+from auto_runtime.tools.tool_server_set import ToolServerSet
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
 from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.workflow_host.runtime import WorkflowRuntime
@@ -143,9 +147,13 @@ def actor_limits_of(settings: Settings) -> ActorLimits:
 
 
 def compose_services(
-    ledger: Ledger, sandbox: Sandbox, models: ModelDirectory, settings: Settings, server_id: str
+    ledger: Ledger,
+    sandbox: Sandbox,
+    models: ModelDirectory,
+    settings: Settings,
+    server_id: str,
+    tools: ToolServerSet | None = None,
 ) -> RuntimeServices:
-    tools = McpHttpToolServers(settings.tool_servers) if settings.tool_servers else None
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
         ReasoningType(models, tools, settings.reasoning_max_input_tokens),
@@ -180,6 +188,7 @@ def compose_services(
         analytics=PlaybookAnalytics(ledger),
         models=models,
         workflows=workflows,
+        tools=PlaybookTools(tools, ledger),
     )
 
 
@@ -247,6 +256,7 @@ def root_supervisor(ledger: LedgerStore, sandbox: Sandbox, services: RuntimeServ
         [
             ledger_child(ledger),
             sandbox_child(sandbox),
+            *([services.tools.servers.child_spec()] if services.tools and services.tools.servers else []),
             playbooks_supervisor(services).child_spec(),
             workflows_child(services.workflows),
             http,
@@ -347,8 +357,17 @@ async def _serve_on(
     settings = loaded.settings
     async with open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox:
         models = ModelDirectory.from_settings(settings, secrets=loaded.secret_values, environ=environ)
+        tools = ToolServerSet.from_settings(loaded, Path.cwd()) if settings.tool_servers else None
+        if tools is not None:
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(ScrubbingFilter(tools.secret_set))
+            try:
+                await tools.prepare()  # an HTTP API's document refused stops the start, naming its entry
+            except SettingsError:
+                await tools.aclose()
+                raise
         try:
-            services = compose_services(ledger, sandbox, models, settings, server_id_of())
+            services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools)
             app = compose_app(settings, catalog, guides, services)
             root = root_supervisor(ledger, sandbox, services, http_child(app, settings))
             async with trio.open_nursery() as nursery:
@@ -373,7 +392,7 @@ def run_server(environ: Mapping[str, str], cwd: Path) -> int:
         log.info(line)
     try:
         trio.run(serve_runtime, loaded, environ)
-    except (SecretsKeyError, LedgerStartError) as error:
+    except (SecretsKeyError, LedgerStartError, SettingsError) as error:
         print(str(error), file=sys.stderr)
         return 1
     except OSError as error:

@@ -14,6 +14,7 @@ from auto_runtime.operations.model_operations import MODEL_OPERATIONS
 from auto_runtime.operations.playbook_operations import PLAYBOOK_OPERATIONS
 from auto_runtime.operations.publish_operations import PUBLISH_OPERATIONS
 from auto_runtime.operations.run_operations import RUN_OPERATIONS
+from auto_runtime.operations.tool_operations import TOOL_OPERATIONS
 
 
 def build_catalog(guides: Mapping[str, Guide]) -> Catalog:
@@ -26,6 +27,7 @@ def build_catalog(guides: Mapping[str, Guide]) -> Catalog:
             *EVENT_OPERATIONS,
             *PUBLISH_OPERATIONS,
             *ANALYTICS_OPERATIONS,
+            *TOOL_OPERATIONS,
             guide_operation(guides),
         ]
     )

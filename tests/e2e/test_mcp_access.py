@@ -117,7 +117,7 @@ async def test_the_tool_list_follows_the_key(keys: Keys, mode: str) -> None:
         assert len((await client.list_resources()).resources) == 11
         assert "create_playbook" not in (client.instructions or "")
     async with mcp_client(base, "/orgs/acme/mcp", mode=mode, secret=keys.reader) as client:
-        assert [t.name for t in (await client.list_tools()).tools] == ["list_playbooks", "get_guide"]
+        assert [t.name for t in (await client.list_tools()).tools] == ["list_playbooks", "search", "get_guide"]
     async with mcp_client(base, mode=mode, secret=keys.admin) as client:
         admin_names = {t.name for t in (await client.list_tools()).tools}
         assert {"create_playbook", "run_definition", "list_runs", "get_guide"} <= admin_names

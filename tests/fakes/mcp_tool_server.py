@@ -14,6 +14,9 @@ It prints ``listening on http://127.0.0.1:<port>/mcp`` once it accepts connectio
 * ``busy``: its first call of each pair is answered HTTP 429 with ``retry-after: 0``, the next ``not busy now``;
 * ``swamped``: every call is answered HTTP 429 with ``retry-after: 60``.
 
+With ``--extra-tools N`` it also lists ``N`` more tools, ``extra_1`` to ``extra_N`` (``Extra tool <n>.``), which
+answer ``extra <n>``.
+
 Each ``tools/call`` is appended to the log file as a JSON line ``{"name", "arguments", "meta"}``.
 
 With ``--require-header NAME=VALUE`` every request without that header is answered 401. With ``--issuer URL
@@ -70,11 +73,20 @@ TOOLS = [
 ]
 
 
-def build(log: Path | None) -> Server[Any]:
+def extra_tools(count: int) -> list[types.Tool]:
+    return [
+        types.Tool(name=f"extra_{n}", description=f"Extra tool {n}.", input_schema={"type": "object"})
+        for n in range(1, count + 1)
+    ]
+
+
+def build(log: Path | None, extra: int = 0) -> Server[Any]:
+    listed = [*TOOLS, *extra_tools(extra)]
+
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=TOOLS)
+        return types.ListToolsResult(tools=listed)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
@@ -98,6 +110,8 @@ def build(log: Path | None) -> Server[Any]:
             return types.CallToolResult(content=[types.TextContent(text="not busy now")])
         if params.name == "crash":
             raise MCPError(code=types.INTERNAL_ERROR, message="the server broke")
+        if params.name.startswith("extra_"):
+            return types.CallToolResult(content=[types.TextContent(text=f"extra {params.name.removeprefix('extra_')}")])
         raise MCPError(code=types.INVALID_PARAMS, message=f"no tool {params.name}")
 
     return Server("fake-tools", on_list_tools=list_tools, on_call_tool=call_tool)
@@ -197,8 +211,8 @@ async def _running(manager: StreamableHTTPSessionManager) -> AsyncIterator[None]
         yield
 
 
-async def run(port: int, log: Path | None, guard: Guard | None = None) -> None:
-    manager = StreamableHTTPSessionManager(build(log), stateless=True, json_response=True)
+async def run(port: int, log: Path | None, guard: Guard | None = None, extra: int = 0) -> None:
+    manager = StreamableHTTPSessionManager(build(log, extra), stateless=True, json_response=True)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
@@ -220,11 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--issuer")
     parser.add_argument("--signing-key", default="")
     parser.add_argument("--audience", default="")
+    parser.add_argument("--extra-tools", type=int, default=0)
     arguments = parser.parse_args(argv)
     header = tuple(arguments.require_header.split("=", 1)) if arguments.require_header else None
     guard = Guard(header, arguments.issuer, arguments.signing_key, arguments.audience)  # type: ignore[arg-type]
     try:
-        trio.run(run, arguments.port, arguments.log, guard)
+        trio.run(run, arguments.port, arguments.log, guard, arguments.extra_tools)
     except KeyboardInterrupt:
         return 0
     return 0
