@@ -81,6 +81,8 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
         self._definitions: dict[str, dict[str, DefinitionVersion]] = {}
 
     async def on_start(self) -> None:
+        if not self.types:
+            return  # a playbook actor of a host that keeps no definitions (a run store on its own)
         for definition_type in self.types:
             self._versions[definition_type] = await self.ledger.stream_version(
                 definitions_stream(self.scope, definition_type)

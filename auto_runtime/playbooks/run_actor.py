@@ -46,3 +46,28 @@ class RunIdActor(Actor[RunUnderId, "dict[str, Any] | RunRefused"]):
             return await message.run()
         except (Rejection, LedgerError) as error:
             return RunRefused(error)
+
+
+@dataclass(frozen=True)
+class RunStep:
+    """One input of a run, applied to what the run's actor kept from the input before it (None when it kept
+    nothing): `step` answers the reply and what to keep for the next input (None to keep nothing)."""
+
+    step: Callable[[Any], Awaitable[tuple[Any, Any]]]
+
+
+class KeptStateActor(Actor[RunStep, Any]):
+    """One life of a run's input actor (a workflow run's, `workflow_host.run_actor`): it applies its run's inputs
+    one at a time and keeps, between two of them, what the last one left (the decoded engine state). What it
+    keeps is dropped before each step, so a step that raises leaves nothing stale for the next life."""
+
+    def __init__(self) -> None:
+        self.kept: Any = None
+        self.applied = 0
+        """Inputs this life applied."""
+
+    async def receive(self, message: RunStep) -> Any:
+        kept, self.kept = self.kept, None
+        answer, self.kept = await message.step(kept)
+        self.applied += 1
+        return answer

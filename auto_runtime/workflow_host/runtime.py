@@ -114,6 +114,7 @@ class WorkflowRuntime:
             max_duration_ms=self.max_duration_ms,
             workers=workers,
             limits=limits,
+            playbooks=runs.definitions.actors,
         )
         self.loop = TimerLoop(
             self.store,

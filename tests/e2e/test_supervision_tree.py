@@ -25,9 +25,15 @@ TREE = {
             "strategy": "one_for_one",
             "children": [
                 {"name": "org-actors", "restart": "permanent"},
-                {"name": "playbook-actors", "restart": "permanent"},
-                {"name": "run-id-actors", "restart": "permanent"},
-                {"name": "run-actors", "restart": "permanent"},
+                {
+                    "name": "playbook-actors",
+                    "restart": "permanent",
+                    "strategy": "one_for_all",
+                    "children": [
+                        {"name": "run-id-actors", "restart": "permanent"},
+                        {"name": "run-actors", "restart": "permanent"},
+                    ],
+                },
             ],
         },
         {"name": "workflows", "restart": "permanent"},
@@ -58,7 +64,8 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
     assert entry["message"] == (
         "supervision tree: root (one_for_one) [ledger permanent one_for_one [writer permanent], "
         "sandbox permanent, playbooks permanent one_for_one "
-        "[org-actors permanent, playbook-actors permanent, run-id-actors permanent, run-actors permanent], "
+        "[org-actors permanent, playbook-actors permanent one_for_all "
+        "[run-id-actors permanent, run-actors permanent]], "
         "workflows permanent, "
         "http transient]"
     )

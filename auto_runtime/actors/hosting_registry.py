@@ -1,0 +1,174 @@
+"""A registry whose actors supervise child registries of their own (a playbook's actor and its runs' actors).
+
+Each key of a `HostingRegistry` has, besides its mailbox, a children object (`HostedChildren`: a few child
+registries made with `queues_while_stopped`), made when the key enters the map and dropped when it leaves. The
+children run inside the key's residency: started before the key's first life, stopped after its last.
+
+Concurrency rules (on top of `Registry`'s)
+- Senders reach a child through `children_of(key)`, which spawns the key when it has no live actor, in the same
+  synchronous step as the send that follows it; a child registry that is not running yet (the key's actor is
+  starting, or restarting) keeps the message queued for its next run.
+- A key whose children hold live actors (or queued messages) is busy: it is not passivated for idleness nor
+  evicted for room, and a life that ended on a stop request is followed by another one. Only a key with no
+  queued message and no busy child leaves the map; it leaves in the same step as that check, and only then
+  are its children (holding nothing) cancelled, so no message reaches children that are going away.
+- A graceful stop of the registry (`request_stop`) stops the children gracefully after the key's life: each
+  child's in-flight messages finish first.
+- A child registry that fails (its restart intensity exceeded: `RegistryFailedError`) escalates to its key:
+  the key's current life is cancelled (its message in flight is answered `ActorStoppedError`), the other
+  children are cancelled with it (their queued asks answered `ActorStoppedError`), and, within the
+  `escalations` intensity counted for that key alone, the key restarts at once: a new instance (which
+  rebuilds its state in `on_start`) and fresh child registries with fresh windows. Past that intensity the
+  key gives up: its queued messages are refused and it leaves the map, and its next message starts it afresh.
+  Escalations never count against the registry's own intensity, so one key's failing children cannot make the
+  registry (and so its supervisor and the tree above) fail; crashes of the key's own lives still do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import replace
+from typing import Any, Generic, Protocol, TypeVar
+
+import trio
+
+from auto_runtime.actors.errors import ActorStoppedError
+from auto_runtime.actors.registry import Registry, RegistryFailedError
+from auto_runtime.actors.trio_actor import Actor, ActorRef
+from auto_runtime.supervision.child_spec import DEFAULT_SHUTDOWN_SECONDS, ChildSpec, Restart
+from auto_runtime.supervision.intensity import RestartIntensity, RestartWindow
+from auto_runtime.supervision.supervisor import Strategy
+
+log = logging.getLogger("auto_runtime.supervision.registry")
+
+K = TypeVar("K", bound=Hashable)
+M = TypeVar("M")
+R = TypeVar("R")
+
+
+class HostedChildren(Protocol):
+    """The child registries one key's actor hosts (each made with `queues_while_stopped`)."""
+
+    @property
+    def registries(self) -> Sequence[Registry[Any, Any, Any]]: ...
+
+
+C = TypeVar("C", bound=HostedChildren)
+
+
+class HostingRegistry(Registry[K, M, R], Generic[K, M, R, C]):
+    """Keyed actors that host child registries (see the module's rules). `children(key)` makes a key's
+    children when it enters the map; `escalations` bounds the child failures one key restarts after."""
+
+    def __init__(
+        self,
+        name: str,
+        factory: Callable[[K], Actor[M, R]],
+        children: Callable[[K], C],
+        *,
+        escalations: RestartIntensity,
+        children_names: Sequence[str] = (),
+        **options: Any,
+    ) -> None:
+        super().__init__(name, factory, **options)
+        self.children_factory = children
+        self.children_names = tuple(children_names)
+        self.escalations = escalations
+        self._children: dict[K, C] = {}
+        self._windows: dict[K, RestartWindow] = {}
+        self.escalated = 0
+        """Lives ended because a child registry failed (each one restarted the key or made it give up)."""
+        self.gave_up = 0
+        """Keys that gave up after more escalations than `escalations` allows."""
+
+    def child_spec(
+        self, *, restart: Restart = Restart.PERMANENT, shutdown: float = DEFAULT_SHUTDOWN_SECONDS
+    ) -> ChildSpec:
+        """The registry as a supervised child; its tree shows the child registries each key's actor supervises
+        (`one_for_all`: a failing one restarts the key's actor and all of them)."""
+        spec = super().child_spec(restart=restart, shutdown=shutdown)
+        children = [{"name": name, "restart": Restart.PERMANENT.value} for name in self.children_names]
+        return replace(spec, subtree=lambda: {"strategy": Strategy.ONE_FOR_ALL.value, "children": children})
+
+    def children_of(self, key: K) -> C:
+        """The key's children, spawning its actor when none is live (send in the same step)."""
+        self._address(key)
+        return self._children[key]
+
+    def live_children(self) -> list[C]:
+        """The children of every key in the map."""
+        return list(self._children.values())
+
+    def hosted(self, key: K) -> C | None:
+        """The key's children while it is in the map (spawns nothing)."""
+        return self._children.get(key)
+
+    def _spawned(self, key: K) -> None:
+        self._children[key] = self.children_factory(key)
+
+    def _removed(self, key: K) -> None:
+        self._children.pop(key, None)
+        self._windows.pop(key, None)
+
+    def _busy(self, key: K) -> bool:
+        children = self._children.get(key)
+        return children is not None and any(registry.live_count for registry in children.registries)
+
+    async def _keep_alive(self, key: K, address: ActorRef[M, R]) -> None:
+        try:
+            while await self._host_once(key, address):
+                pass
+        finally:
+            if self._live.get(key) is address:
+                self._remove(key, address)
+
+    async def _host_once(self, key: K, address: ActorRef[M, R]) -> bool:
+        """One run of the key's children with the key's lives inside it; True when the key restarts after a
+        child failed."""
+        children = self._children[key]
+        failures: list[RegistryFailedError] = []
+        async with trio.open_nursery() as nursery:
+            for registry in children.registries:
+                await nursery.start(_host_child, registry, failures, nursery.cancel_scope)
+            if not await self._serve_lives(key, address):
+                nursery.cancel_scope.cancel()
+                return False
+            if not self._closing:
+                self._remove(key, address)
+                nursery.cancel_scope.cancel()
+                return False
+            for registry in children.registries:
+                registry.request_stop()
+        if failures:
+            return self._escalate(key, address, failures[0])
+        self._remove(key, address)
+        return False
+
+    def _escalate(self, key: K, address: ActorRef[M, R], failure: RegistryFailedError) -> bool:
+        self.escalated += 1
+        window = self._windows.setdefault(key, RestartWindow(self.escalations))
+        if not self._closing and window.admit(trio.current_time()):
+            log.warning("registry %s: restarting actor %r after its child %s failed", self.name, key, failure.registry)
+            return True
+        self.gave_up += 1
+        log.error(
+            "registry %s: actor %r gave up after its children failed too often (last: %s)", self.name, key, failure
+        )
+        address.refuse_pending(ActorStoppedError(address.name, "gave up after its runs failed too often"))
+        self._remove(key, address)
+        return False
+
+
+async def _host_child(
+    registry: Registry[Any, Any, Any],
+    failures: list[RegistryFailedError],
+    host: trio.CancelScope,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    try:
+        await registry.run(task_status=task_status)
+    except RegistryFailedError as failure:
+        failures.append(failure)
+        host.cancel()
