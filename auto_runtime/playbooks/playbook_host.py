@@ -14,6 +14,10 @@ it is passivated) in the same step as the send. A playbook actor does not passiv
 live actor or a queued message; once its last run actor has passivated it passivates as any idle actor, so
 10,000 waiting workflow runs hold no actor, and a passivated playbook holds nothing at all.
 
+Each playbook actor also owns its definitions' parsed documents in the one shared, bounded cache
+(`definition_documents.DefinitionDocuments`, `documents`): dropped when it starts or restarts (they are read
+again from the ledger's sources as runs ask) and when it leaves the registry.
+
 Faults and escalation (OTP's, with one deliberate stop):
 - A run actor that raises is restarted on its run's next message by its playbook's child registry, which counts
   it against `RUN_ID_ACTORS_INTENSITY` or `RUN_ACTORS_INTENSITY` for that playbook alone.
@@ -33,15 +37,17 @@ Faults and escalation (OTP's, with one deliberate stop):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from auto_runtime.actors import DEFAULT_ASK_TIMEOUT, Registry
 from auto_runtime.actors.hosting_registry import HostingRegistry
 from auto_runtime.actors.registry import RegistryStats
+from auto_runtime.functions.function_type import FunctionType
 from auto_runtime.ledger import Ledger
 from auto_runtime.playbooks.actor_limits import ActorLimits
+from auto_runtime.playbooks.definition_documents import DefinitionDocuments
 from auto_runtime.playbooks.playbook_actor import PlaybookActor, PlaybookAnswer, PlaybookCommand, PlaybookKey
 from auto_runtime.playbooks.run_actor import KeptStateActor, RunIdActor, RunIdKey, RunRefused, RunStep, RunUnderId
 from auto_runtime.supervision import RestartIntensity
@@ -83,7 +89,7 @@ class PlaybookActors(HostingRegistry[PlaybookKey, PlaybookCommand, PlaybookAnswe
     def __init__(
         self,
         ledger: Ledger,
-        types: Iterable[str],
+        types: Mapping[str, FunctionType],
         limits: ActorLimits | None = None,
         *,
         run_id_intensity: RestartIntensity = RUN_ID_ACTORS_INTENSITY,
@@ -92,13 +98,15 @@ class PlaybookActors(HostingRegistry[PlaybookKey, PlaybookCommand, PlaybookAnswe
     ) -> None:
         limits = limits or ActorLimits()
         kinds = tuple(types)
+        self.documents = DefinitionDocuments(types)
+        """The parsed documents of every playbook's definitions, each playbook's owned by its actor."""
         self.limits = limits
         self.run_id_intensity = run_id_intensity
         self.run_intensity = run_intensity
         self.run_stats = RunActorStats()
         super().__init__(
             "playbook-actors",
-            lambda key: PlaybookActor(ledger, kinds, key),
+            lambda key: PlaybookActor(ledger, kinds, key, self.documents),
             self._runs_of,
             escalations=escalations,
             children_names=("run-id-actors", "run-actors"),
@@ -113,6 +121,10 @@ class PlaybookActors(HostingRegistry[PlaybookKey, PlaybookCommand, PlaybookAnswe
         """The run id actors of every playbook, addressed by (org, playbook, run id)."""
         self.inputs: RunActors[RunStep, Any] = RunActors(self, lambda runs: runs.inputs, self.run_stats.inputs)
         """The workflow runs' input actors of every playbook, addressed by (org, playbook, run id)."""
+
+    def _removed(self, key: PlaybookKey) -> None:
+        super()._removed(key)
+        self.documents.forget(key)
 
     def _runs_of(self, key: PlaybookKey) -> PlaybookRuns:
         where = f"{key[0]}/{key[1]}"

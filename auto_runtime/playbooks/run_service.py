@@ -262,20 +262,24 @@ class RunService:
             await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [fact])])
             facts += 1
 
-        request = RunRequest(
-            org=scope.org,
-            playbook=scope.playbook,
-            run_id=run_id,
-            definition_type=definition_type,
-            name=name,
-            version=definition.version,
-            source=definition.source,
-            input=value,
-            started_at=started_at,
-            caller_id=caller_id,
-            record=record_fact,
-        )
         try:
+            document = await self.definitions.actors.documents.parsed(
+                (scope.org, scope.playbook), definition_type, name, definition.version, definition.source
+            )
+            request = RunRequest(
+                org=scope.org,
+                playbook=scope.playbook,
+                run_id=run_id,
+                definition_type=definition_type,
+                name=name,
+                version=definition.version,
+                source=definition.source,
+                input=value,
+                started_at=started_at,
+                caller_id=caller_id,
+                record=record_fact,
+                document=document,
+            )
             ending = await self.types[definition_type].run(request)
         except Exception as error:
             reference = f"urn:uuid:{uuid.uuid4()}"

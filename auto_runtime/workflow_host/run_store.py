@@ -213,8 +213,15 @@ class RunStore:
         self.max_duration_ms = max_duration_ms
         self.clock = clock
         self._documents: dict[str, dict[str, Any]] = {}
-        self._kept: set[tuple[str, str]] = set()
-        self.playbooks = playbooks or PlaybookActors(ledger, (), limits, run_intensity=intensity)
+        """Run documents by digest, the last `DOCUMENTS_KEPT` used. Not a cache of definitions (those are the
+        playbook actors', `playbooks.definition_documents`): a run's state names the document it started with by
+        its digest, kept once as content in the ledger; it is immutable, may be a version long replaced or of a
+        retired definition, and is addressed by content rather than by definition and version, so decoding a
+        waiting run's state never asks the definitions anything."""
+        self._kept: dict[tuple[str, str], None] = {}
+        """(playbook, digest) pairs put as content already, the last `DOCUMENTS_KEPT` (a forgotten one is put
+        again, which changes nothing)."""
+        self.playbooks = playbooks or PlaybookActors(ledger, {}, limits, run_intensity=intensity)
         """The playbook actors that host each run's actor (the definitions' own in a server; a host of its own
         for a store used without definitions); run them before the first input."""
         self.actors = self.playbooks.inputs
@@ -284,8 +291,12 @@ class RunStore:
         digest = hashlib.sha256(text).hexdigest()
         if (scope.key, digest) not in self._kept:
             await self.ledger.put_content(scope, text)
-            self._kept.add((scope.key, digest))
+            self._kept[(scope.key, digest)] = None
+            while len(self._kept) > DOCUMENTS_KEPT:
+                self._kept.pop(next(iter(self._kept)))
             self._documents[digest] = document
+            while len(self._documents) > DOCUMENTS_KEPT:
+                self._documents.pop(next(iter(self._documents)))
         return digest
 
     async def start_run(

@@ -155,7 +155,7 @@ async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives
     fourth makes the playbook's actor give up. The `playbooks` supervisor never sees any of it, and another
     playbook's actor and run live on through the faults."""
     once = RestartIntensity(max_restarts=1, period=3600.0)
-    host = PlaybookActors(ledger, (), run_intensity=once, escalations=once)
+    host = PlaybookActors(ledger, {}, run_intensity=once, escalations=once)
     store = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS, playbooks=host)
     runs = [str(uuid7()) for _ in range(4)]
     for run_id in runs:
