@@ -108,8 +108,11 @@ class HostingRegistry(Registry[K, M, R], Generic[K, M, R, C]):
         self._children[key] = self.children_factory(key)
 
     def _removed(self, key: K) -> None:
-        self._children.pop(key, None)
+        children = self._children.pop(key, None)
         self._windows.pop(key, None)
+        if children is not None:
+            for registry in children.registries:
+                registry.refuse_queued()  # a message queued while they restarted, now that none will run
 
     def _busy(self, key: K) -> bool:
         children = self._children.get(key)
@@ -128,19 +131,26 @@ class HostingRegistry(Registry[K, M, R], Generic[K, M, R, C]):
         child failed."""
         children = self._children[key]
         failures: list[RegistryFailedError] = []
+        removed = True
+        """Whether the key left the map in the body (a failed start, or a passivation); a body cancelled by a
+        failing child leaves it in."""
         async with trio.open_nursery() as nursery:
             for registry in children.registries:
                 await nursery.start(_host_child, registry, failures, nursery.cancel_scope)
+            removed = False
             if not await self._serve_lives(key, address):
+                removed = True
                 nursery.cancel_scope.cancel()
-                return False
-            if not self._closing:
+            elif not self._closing:
                 self._remove(key, address)
+                removed = True
                 nursery.cancel_scope.cancel()
-                return False
-            for registry in children.registries:
-                registry.request_stop()
-        if failures:
+            else:
+                for registry in children.registries:
+                    registry.request_stop()
+        if removed:
+            return False
+        if failures and not self._closing:
             return self._escalate(key, address, failures[0])
         self._remove(key, address)
         return False
@@ -148,7 +158,7 @@ class HostingRegistry(Registry[K, M, R], Generic[K, M, R, C]):
     def _escalate(self, key: K, address: ActorRef[M, R], failure: RegistryFailedError) -> bool:
         self.escalated += 1
         window = self._windows.setdefault(key, RestartWindow(self.escalations))
-        if not self._closing and window.admit(trio.current_time()):
+        if window.admit(trio.current_time()):
             log.warning("registry %s: restarting actor %r after its child %s failed", self.name, key, failure.registry)
             return True
         self.gave_up += 1

@@ -189,6 +189,16 @@ class Registry(Generic[K, M, R]):
 
         return ChildSpec(name=self.name, start=run_as_child, restart=restart, shutdown=shutdown)
 
+    def refuse_queued(self) -> None:
+        """Answer the asks a registry that is not running keeps for its next run (`queues_while_stopped`) with
+        `ActorStoppedError`, for an owner that will not run it again."""
+        if self._nursery is not None:
+            return
+        for key, address in list(self._live.items()):
+            address.stop(drain=False)
+            self._removed(key)
+        self._live.clear()
+
     def request_stop(self) -> None:
         """Stop accepting messages and passivate every live actor; `run` returns when they are gone."""
         self._closing = True

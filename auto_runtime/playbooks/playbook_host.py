@@ -37,6 +37,7 @@ Faults and escalation (OTP's, with one deliberate stop):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -127,6 +128,9 @@ class PlaybookActors(HostingRegistry[PlaybookKey, PlaybookCommand, PlaybookAnswe
         self.documents.forget(key)
 
     def _runs_of(self, key: PlaybookKey) -> PlaybookRuns:
+        """A playbook's run registries. They keep no idle sweep (a task each, per live playbook): every sender
+        asks its run's actor to passivate once answered (`RunService.run_definition`, `RunStore.apply_input`),
+        and a run actor refuses only while messages are queued, so the last one's asker passivates it."""
         where = f"{key[0]}/{key[1]}"
         limits = self.limits
         return PlaybookRuns(
@@ -134,7 +138,7 @@ class PlaybookActors(HostingRegistry[PlaybookKey, PlaybookCommand, PlaybookAnswe
                 f"run-id-actors[{where}]",
                 lambda run: RunIdActor(),
                 max_live=limits.max_live,
-                idle_timeout=limits.idle_seconds,
+                idle_timeout=math.inf,
                 capacity=limits.capacity,
                 intensity=self.run_id_intensity,
                 queues_while_stopped=True,
@@ -144,7 +148,7 @@ class PlaybookActors(HostingRegistry[PlaybookKey, PlaybookCommand, PlaybookAnswe
                 f"run-actors[{where}]",
                 lambda run: KeptStateActor(),
                 max_live=limits.max_live,
-                idle_timeout=limits.idle_seconds,
+                idle_timeout=math.inf,
                 capacity=limits.capacity,
                 intensity=self.run_intensity,
                 queues_while_stopped=True,
