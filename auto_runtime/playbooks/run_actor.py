@@ -1,5 +1,6 @@
-"""The run actor of `run_definition`: one per run id that a request is running, the one place in this process
-where a run under that id is started, run and answered.
+"""The run actors, hosted by their playbook's actor (`playbook_host`). `RunIdActor`, the run actor of
+`run_definition`: one per run id that a request is running, the one place in this process where a run under
+that id is started, run and answered. `KeptStateActor`: one per workflow run with inputs to apply (below).
 
 Life: spawned by the first request under the run id, it lives while a request for the run is in hand or queued
 and passivates once none is: a computation or reasoning run lives in it for its whole life (from `run_started`
@@ -8,8 +9,9 @@ the run's ending recorded and is answered from it ("Retrying under a run id"), n
 workflow's start goes through it too (a second start under the id finds the run started).
 
 Faults: a `Rejection` (the run's own, or the request's) and a `LedgerError` are the request's answer, returned
-rather than raised, so the life goes on. Any other error ends the life: the registry counts it against its
-restart intensity and the next request starts a new life, which knows only what the ledger recorded.
+rather than raised, so the life goes on. Any other error ends the life: the playbook's `run-id-actors`
+registry counts it against its restart intensity (past it, it escalates to the playbook's actor) and the next
+request starts a new life, which knows only what the ledger recorded.
 """
 
 from __future__ import annotations
