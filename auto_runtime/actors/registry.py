@@ -312,10 +312,24 @@ class Registry(Generic[K, M, R]):
                     return
 
     async def _keep_alive(self, key: K, address: ActorRef[M, R]) -> None:
-        """Serve `key` until it passivates with an empty mailbox; never raises except on cancellation."""
+        """Serve `key` until it passivates with an empty mailbox; never raises except on cancellation.
+
+        The loop of `_serve_lives`, written out here so that a live actor costs one coroutine frame less."""
         try:
-            if await self._serve_lives(key, address):
+            while True:
+                self.stats.spawns += 1
+                try:
+                    instance = self.factory(key)
+                except Exception as error:
+                    self._fail_start(key, address, error)
+                    return
+                end = await self._serve_one_life(key, address, instance)
+                if end is None:
+                    return
+                if (address.pending or self._busy(key)) and not self._closing:
+                    continue
                 self._remove(key, address)
+                return
         finally:
             if self._live.get(key) is address:
                 self._remove(key, address)

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.playbooks.playbook_host import PLAYBOOK_ESCALATIONS, RUN_ID_ACTORS_INTENSITY
+from auto_runtime.playbooks.playbook_host import PLAYBOOK_ESCALATIONS, RUN_ID_ACTORS_INTENSITY, PlaybookActors
 from auto_runtime.playbooks.run_actor import RunUnderId
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from tests.ledger.conftest import Target
@@ -29,10 +29,21 @@ async def breaks_down() -> dict[str, Any]:
     raise RuntimeFault("a fault inside the runtime")
 
 
+async def settled(host: PlaybookActors) -> None:
+    """Until the playbook's run id actors run again, or its actor gave up. Waiting for all tasks to block is not
+    enough alone: a restarting actor reading the ledger waits on the store's thread."""
+    for _ in range(10_000):
+        await trio.testing.wait_all_tasks_blocked()
+        runs = host.hosted(KEY)
+        if runs is None or runs.run_ids.running:
+            return
+    raise AssertionError("the playbook's actor neither restarted nor gave up")
+
+
 async def crash_once(definitions: DefinitionRegistry, run_id: str) -> None:
     with pytest.raises(RuntimeFault):
         await definitions.actors.run_ids.ask((SCOPE.org, SCOPE.playbook, run_id), RunUnderId(breaks_down))
-    await trio.testing.wait_all_tasks_blocked()  # the registries have taken the fault in
+    await settled(definitions.actors)
 
 
 async def test_run_faults_escalate_to_the_playbook_actor_which_restarts_from_the_ledger_then_gives_up(
