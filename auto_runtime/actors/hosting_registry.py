@@ -11,7 +11,7 @@ Concurrency rules (on top of `Registry`'s)
 - A key whose children hold live actors (or queued messages) is busy: it is not passivated for idleness nor
   evicted for room, and a life that ended on a stop request is followed by another one. Only a key with no
   queued message and no busy child leaves the map; it leaves in the same step as that check, and only then
-  are its children (holding nothing) cancelled, so no message reaches children that are going away.
+  are its children (holding nothing) stopped, so no message reaches children that are going away.
 - A graceful stop of the registry (`request_stop`) stops the children gracefully after the key's life: each
   child's in-flight messages finish first.
 - A child registry that fails (its restart intensity exceeded: `RegistryFailedError`) escalates to its key:
@@ -144,7 +144,8 @@ class HostingRegistry(Registry[K, M, R], Generic[K, M, R, C]):
             elif not self._closing:
                 self._remove(key, address)
                 removed = True
-                nursery.cancel_scope.cancel()
+                for registry in children.registries:
+                    registry.request_stop()  # they hold nothing: each returns at once, nothing is cancelled
             else:
                 for registry in children.registries:
                     registry.request_stop()
