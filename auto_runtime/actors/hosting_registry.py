@@ -76,6 +76,7 @@ class HostingRegistry(Registry[K, M, R], Generic[K, M, R, C]):
         self.children_names = tuple(children_names)
         self.escalations = escalations
         self._children: dict[K, C] = {}
+        self._hosting: dict[K, _Hosting] = {}
         self._windows: dict[K, RestartWindow] = {}
         self.escalated = 0
         """Lives ended because a child registry failed (each one restarted the key or made it give up)."""
@@ -92,9 +93,18 @@ class HostingRegistry(Registry[K, M, R], Generic[K, M, R, C]):
         return replace(spec, subtree=lambda: {"strategy": Strategy.ONE_FOR_ALL.value, "children": children})
 
     def children_of(self, key: K) -> C:
-        """The key's children, spawning its actor when none is live (send in the same step)."""
+        """The key's children, spawning its actor when none is live (send in the same step). They are made on
+        the key's first message for them, and run from then until the key leaves the map, so a playbook that
+        only takes commands hosts no child task."""
         self._address(key)
-        return self._children[key]
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = self.children_factory(key)
+            hosting = self._hosting.get(key)
+            if hosting is not None:
+                for registry in children.registries:
+                    hosting.start(registry)
+        return children
 
     def live_children(self) -> list[C]:
         """The children of every key in the map."""
@@ -103,9 +113,6 @@ class HostingRegistry(Registry[K, M, R], Generic[K, M, R, C]):
     def hosted(self, key: K) -> C | None:
         """The key's children while it is in the map (spawns nothing)."""
         return self._children.get(key)
-
-    def _spawned(self, key: K) -> None:
-        self._children[key] = self.children_factory(key)
 
     def _removed(self, key: K) -> None:
         children = self._children.pop(key, None)
@@ -129,32 +136,39 @@ class HostingRegistry(Registry[K, M, R], Generic[K, M, R, C]):
     async def _host_once(self, key: K, address: ActorRef[M, R]) -> bool:
         """One run of the key's children with the key's lives inside it; True when the key restarts after a
         child failed."""
-        children = self._children[key]
-        failures: list[RegistryFailedError] = []
         removed = True
         """Whether the key left the map in the body (a failed start, or a passivation); a body cancelled by a
         failing child leaves it in."""
         async with trio.open_nursery() as nursery:
-            for registry in children.registries:
-                await nursery.start(_host_child, registry, failures, nursery.cancel_scope)
+            hosting = self._hosting[key] = _Hosting(nursery)
+            children = self._children.get(key)
+            for registry in children.registries if children is not None else ():
+                await nursery.start(_host_child, registry, hosting.failures, nursery.cancel_scope)
             removed = False
-            if not await self._serve_lives(key, address):
-                removed = True
-                nursery.cancel_scope.cancel()
-            elif not self._closing:
-                self._remove(key, address)
-                removed = True
-                for registry in children.registries:
-                    registry.request_stop()  # they hold nothing: each returns at once, nothing is cancelled
-            else:
-                for registry in children.registries:
-                    registry.request_stop()
+            try:
+                if not await self._serve_lives(key, address):
+                    removed = True
+                    nursery.cancel_scope.cancel()
+                elif not self._closing:
+                    self._remove(key, address)
+                    removed = True
+                    hosting.stop_children(self._children_stopping(key, children))
+                else:
+                    hosting.stop_children(self._children_stopping(key, children))
+            finally:
+                if self._hosting.get(key) is hosting:
+                    del self._hosting[key]
         if removed:
             return False
-        if failures and not self._closing:
-            return self._escalate(key, address, failures[0])
+        if hosting.failures and not self._closing:
+            return self._escalate(key, address, hosting.failures[0])
         self._remove(key, address)
         return False
+
+    def _children_stopping(self, key: K, before: C | None) -> Sequence[Registry[Any, Any, Any]]:
+        """The key's child registries to stop (made before this hosting, or during it)."""
+        children = self._children.get(key, before)
+        return children.registries if children is not None else ()
 
     def _escalate(self, key: K, address: ActorRef[M, R], failure: RegistryFailedError) -> bool:
         self.escalated += 1
@@ -169,6 +183,25 @@ class HostingRegistry(Registry[K, M, R], Generic[K, M, R, C]):
         address.refuse_pending(ActorStoppedError(address.name, "gave up after its runs failed too often"))
         self._remove(key, address)
         return False
+
+
+class _Hosting:
+    """One run of a key's children: the nursery they run in and the failures they escalated."""
+
+    __slots__ = ("failures", "nursery")
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self.nursery = nursery
+        self.failures: list[RegistryFailedError] = []
+
+    def start(self, registry: Registry[Any, Any, Any]) -> None:
+        """Run a child made during this hosting (it queues what it is sent until it runs)."""
+        self.nursery.start_soon(_host_child, registry, self.failures, self.nursery.cancel_scope)
+
+    def stop_children(self, registries: Sequence[Registry[Any, Any, Any]]) -> None:
+        """Stop the children gracefully (one that has not begun to run stops as soon as it has)."""
+        for registry in registries:
+            registry.request_stop()
 
 
 async def _host_child(

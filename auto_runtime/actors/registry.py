@@ -121,6 +121,7 @@ class Registry(Generic[K, M, R]):
         self._passivating: set[K] = set()
         self._nursery: trio.Nursery | None = None
         self._closing = False
+        self._stop_before_run = False
         self._trim_wanted: trio.Event | None = None
 
     @property
@@ -200,7 +201,10 @@ class Registry(Generic[K, M, R]):
         self._live.clear()
 
     def request_stop(self) -> None:
-        """Stop accepting messages and passivate every live actor; `run` returns when they are gone."""
+        """Stop accepting messages and passivate every live actor; `run` returns when they are gone. Made
+        before `run` began (a child registry started a moment ago), it takes effect as soon as `run` has."""
+        if self._nursery is None:
+            self._stop_before_run = True
         self._closing = True
         for address in list(self._live.values()):
             address.request_stop()
@@ -212,6 +216,7 @@ class Registry(Generic[K, M, R]):
             raise RuntimeError(f"registry {self.name!r} is already running")
         self._closing = False
         self._failure = None
+        self._stop_before_run, stop_before_run = False, self._stop_before_run
         if self._restarts is not None:
             self._restarts.clear()
         self._trim_wanted = trio.Event()
@@ -225,6 +230,8 @@ class Registry(Generic[K, M, R]):
                 for key, address in list(self._live.items()):
                     nursery.start_soon(self._keep_alive, key, address)
                 started()
+                if stop_before_run:
+                    self.request_stop()
                 await self._trim_forever()
                 nursery.cancel_scope.cancel()
             if self._failure is not None:

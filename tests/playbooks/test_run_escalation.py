@@ -40,6 +40,15 @@ async def settled(host: PlaybookActors) -> None:
     raise AssertionError("the playbook's actor neither restarted nor gave up")
 
 
+async def answers() -> dict[str, Any]:
+    return {"status": "succeeded"}
+
+
+async def run_elsewhere(definitions: DefinitionRegistry, run_id: str) -> None:
+    answer = await definitions.actors.run_ids.ask((OTHER.org, OTHER.playbook, run_id), RunUnderId(answers))
+    assert answer == {"status": "succeeded"}
+
+
 async def crash_once(definitions: DefinitionRegistry, run_id: str) -> None:
     with pytest.raises(RuntimeFault):
         await definitions.actors.run_ids.ask((SCOPE.org, SCOPE.playbook, run_id), RunUnderId(breaks_down))
@@ -52,6 +61,7 @@ async def test_run_faults_escalate_to_the_playbook_actor_which_restarts_from_the
     host = definitions.actors
     await definitions.create(SCOPE, "workflow", "flow", workflow(0), "a")
     await definitions.create(OTHER, "workflow", "flow", workflow(0), "a")
+    await run_elsewhere(definitions, "before")
     other_runs = host.hosted(OTHER_KEY)
     assert other_runs is not None
     crashes = RUN_ID_ACTORS_INTENSITY.max_restarts + 1  # the window stands still: the last one escalates
@@ -74,5 +84,6 @@ async def test_run_faults_escalate_to_the_playbook_actor_which_restarts_from_the
     assert not host.is_live(KEY), "past its escalations the playbook's actor gave up"
     assert host.running, "and nothing above it saw the faults"
     assert host.hosted(OTHER_KEY) is other_runs
+    await run_elsewhere(definitions, "after")
     assert (await definitions.update(OTHER, "workflow", "flow", workflow(3), "a")).version == 2
     assert (await definitions.update(SCOPE, "workflow", "flow", workflow(4), "a")).version == 4, "started afresh"
