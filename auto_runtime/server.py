@@ -11,9 +11,10 @@ start is the start's one-line error) and logged once at `info`:
     ├─ tool-servers  (when `tool_servers` is set) the kept clients, and a supervisor of each stdio server's
     │              process; before the actors whose runs call tools
     ├─ playbooks   (one_for_one) the registries of keyed actors: `org-actors` (each org's playbook
-    │              changes), `playbook-actors` (each playbook's definitions), `run-id-actors` (each run a
-    │              request is running) and `run-actors` (each workflow run with inputs to apply), each actor
-    │              spawned on its first message and passivated when idle;
+    │              changes) and `playbook-actors` (each playbook's definitions), each actor spawned on its
+    │              first message and passivated when idle; each playbook actor hosts its runs' actors
+    │              (`run-id-actors[org/playbook]`: each run a request is running, `run-actors[org/playbook]`:
+    │              each workflow run with inputs to apply; `playbooks.playbook_host`);
     │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ workflows   the timer loop, the followers and the lease
     └─ http        Hypercorn, started last, stopped first
@@ -161,7 +162,7 @@ def compose_services(
     )
     limits = actor_limits_of(settings)
     definitions = DefinitionRegistry(ledger, types, limits)
-    runs = RunService(ledger, definitions, types, limits=limits)
+    runs = RunService(ledger, definitions, types)
     workflows = WorkflowRuntime(
         ledger,
         sandbox.engine,
@@ -233,18 +234,16 @@ def sandbox_child(sandbox: Sandbox) -> ChildSpec:
 
 
 def playbooks_supervisor(services: RuntimeServices) -> Supervisor:
-    """The supervisor of the keyed actors: the org actors (each org's playbook stream), the playbook actors
-    (each playbook's definitions), the run id actors (each run a request is running) and the run actors (each
-    workflow run with inputs to apply), one registry each, every actor spawned on its first message. A
-    registry's graceful stop passivates its live actors after the message each has in flight. It starts before
-    the workflow host, whose first sweep already applies inputs through the run actors, and stops after it."""
+    """The supervisor of the keyed actors: the org actors (each org's playbook stream) and the playbook actors
+    (each playbook's definitions, each hosting its playbook's run id actors and workflow run actors), one
+    registry each, every actor spawned on its first message. A registry's graceful stop passivates its live
+    actors after the message each has in flight (a playbook actor's run actors first). It starts before the
+    workflow host, whose first sweep already applies inputs through the run actors, and stops after it."""
     return Supervisor(
         "playbooks",
         [
             services.playbooks.actors.child_spec(),
             services.definitions.actors.child_spec(),
-            services.runs.actors.child_spec(),
-            services.workflows.store.actors.child_spec(),
         ],
     )
 

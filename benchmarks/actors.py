@@ -301,7 +301,7 @@ async def bench_waiting_runs(ledger: Ledger, sandbox: Sandbox) -> dict[str, floa
         workers=sandbox.pool.workers,
     )
     scope = PlaybookScope("bench", "runs")
-    async with store.actors.serving():
+    async with store.playbooks.serving():
         await store.start_run(scope, str(uuid7()), definition, {}, "bench")  # the document kept once, the pool warm
         tracemalloc.start()
         before = await heap_now()

@@ -79,6 +79,10 @@ class RunRequest:
     started_at: datetime
     caller_id: str
     record: RecordFact = _record_nothing
+    document: Any = None
+    """The version's parsed document (`FunctionType.parse` of `source`, kept by the playbook's actor:
+    `playbooks.definition_documents`), or its `Rejection` when it no longer parses; None for a request made
+    outside the run service, which the type parses itself."""
 
 
 @dataclass(frozen=True)
@@ -99,11 +103,15 @@ RunEnding = Succeeded | Rejected
 
 class FunctionType(Protocol):
     """A definition type: `check` refuses a document with `invalid_input` (issues under `/source`) or
-    `unavailable`; `run` carries out one attempt and says how it ended."""
+    `unavailable`; `parse` reads a saved source into what its runs need (a source saved before a rule it
+    breaks held answers a `conflict`, kind `unworkable`, returned rather than raised); `run` carries out one
+    attempt and says how it ended. A type keeps no parsed documents of its own: the playbook actors do."""
 
     name: str
 
     async def check(self, source: str) -> CheckedDocument: ...
+
+    async def parse(self, source: str) -> Any | Rejection: ...
 
     async def run(self, request: RunRequest) -> RunEnding: ...
 
@@ -126,6 +134,9 @@ class TypeNotAvailable:
 
     async def check(self, source: str) -> CheckedDocument:
         raise self._refusal()
+
+    async def parse(self, source: str) -> Any | Rejection:
+        return self._refusal()
 
     async def run(self, request: RunRequest) -> RunEnding:
         raise self._refusal()

@@ -6,7 +6,8 @@ A handler that fails with a reason its operation does not declare, or with any o
 `internal` error with an incident reference; the input is never logged. A ledger that cannot take writes
 (`LedgerUnavailable`: a full disk, or its writer's mailbox full) is a passing fault of any operation: `unavailable`
 with `Retry-After`. So is an actor that cannot take the request now: its bounded mailbox is full (`MailboxFull`),
-it is stopping with the server (`ActorStoppedError`), or it did not answer within the ask's bound
+it stopped (`ActorStoppedError`: with the server, which answers that it is stopping, or for a restart by its
+supervisor, which answers that the part is starting again), or it did not answer within the ask's bound
 (`AskTimeoutError`).
 """
 
@@ -33,6 +34,9 @@ ALWAYS_ALLOWED_REASONS = frozenset({"client_closed_request"})
 PlaybookStatus = Literal["active", "retired"]
 OVERLOADED = "The server has more requests for this playbook in hand than it takes at once; send it again shortly."
 STOPPING = "The server is stopping; send the request again, to this server once it is back or to another one."
+RESTARTING = (
+    "The server is starting again the part that handles this playbook's requests; send the request again shortly."
+)
 
 
 class PlaybookDirectory(Protocol):
@@ -63,6 +67,11 @@ class Dispatcher:
     def __init__(self, services: Any, playbooks: PlaybookDirectory | None) -> None:
         self.services = services
         self.playbooks = playbooks
+
+    def _stopping(self) -> bool:
+        """Whether the server is really stopping (else an actor that stopped is one being restarted)."""
+        workflows = getattr(self.services, "workflows", None)
+        return bool(getattr(workflows, "stopping", False))
 
     async def check_access(self, operation: Operation, caller: Caller, org: str, playbook: str | None) -> None:
         if not caller.may_act_in_org(org):
@@ -120,6 +129,6 @@ class Dispatcher:
         except (MailboxFull, AskTimeoutError):
             raise unavailable(OVERLOADED) from None
         except ActorStoppedError:
-            raise unavailable(STOPPING) from None
+            raise unavailable(STOPPING if self._stopping() else RESTARTING) from None
         except Exception as error:
             raise incident(error, operation.name, request_id) from None

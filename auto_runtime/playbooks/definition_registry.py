@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from auto_runtime.actors import Registry
 from auto_runtime.functions.function_type import CheckedDocument, FunctionType
 from auto_runtime.ledger import Ledger, PlaybookScope
 from auto_runtime.playbooks.actor_limits import ActorLimits
@@ -32,14 +31,8 @@ from auto_runtime.playbooks.definition_facts import (
     version_of,
 )
 from auto_runtime.playbooks.overview import used_by_section
-from auto_runtime.playbooks.playbook_actor import (
-    PlaybookActor,
-    PlaybookAnswer,
-    PlaybookCommand,
-    PlaybookKey,
-    RetireDefinition,
-    SaveDefinition,
-)
+from auto_runtime.playbooks.playbook_actor import PlaybookCommand, RetireDefinition, SaveDefinition
+from auto_runtime.playbooks.playbook_host import PlaybookActors
 from auto_runtime.problems import InputIssue, Rejection, invalid_input, not_found
 
 __all__ = [
@@ -83,17 +76,10 @@ class DefinitionRegistry:
     def __init__(self, ledger: Ledger, types: Mapping[str, FunctionType], limits: ActorLimits | None = None) -> None:
         self.ledger = ledger
         self.types = types
-        limits = limits or ActorLimits()
-        self.actors: Registry[PlaybookKey, PlaybookCommand, PlaybookAnswer] = Registry(
-            "playbook-actors",
-            lambda key: PlaybookActor(ledger, types, key),
-            max_live=limits.max_live,
-            idle_timeout=limits.idle_seconds,
-            capacity=limits.capacity,
-            intensity=limits.intensity,
-        )
+        self.actors = PlaybookActors(ledger, types, limits)
         """One actor per (org, playbook): its saves and retirements decide and append one at a time in this
-        process, after the document's check (which runs outside the actor, so slow checks overlap)."""
+        process, after the document's check (which runs outside the actor, so slow checks overlap); each one
+        hosts its playbook's run actors (`playbook_host`)."""
 
     async def _command(self, scope: PlaybookScope, command: PlaybookCommand) -> DefinitionVersion:
         answer = await self.actors.ask((scope.org, scope.playbook), command)

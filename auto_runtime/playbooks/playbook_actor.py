@@ -1,7 +1,8 @@
 """The playbook actor: one per (org, playbook) in this process, the one writer of its definitions and the keeper
 of their current versions.
 
-State: for each definition type, the latest version of every definition of that type in the playbook (as the
+State: the playbook's parsed documents in the one cache of them (`definition_documents`, dropped when a life
+starts), and for each definition type, the latest version of every definition of that type in the playbook (as the
 `definitions` projection keeps it) and the version of the type's stream `playbook/<org>/<playbook>/definitions/
 <type>` that this state stands for. A new life rebuilds it from the ledger in `on_start`: each type's stream
 version first, the projection's rows after, so rows newer than a version read are caught by the next check.
@@ -28,6 +29,7 @@ from typing import Any
 from auto_runtime.actors import Actor
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Record, StreamWrite, VersionConflict
 from auto_runtime.playbooks.command_loop import CHANGED_AT_THE_SAME_MOMENT
+from auto_runtime.playbooks.definition_documents import DefinitionDocuments
 from auto_runtime.playbooks.definition_facts import (
     ATTEMPTS,
     DEFINITION_CREATED,
@@ -73,14 +75,22 @@ PlaybookAnswer = DefinitionVersion | Rejection
 class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
     """One life of a playbook's actor (see the module's rules)."""
 
-    def __init__(self, ledger: Ledger, types: Iterable[str], key: PlaybookKey) -> None:
+    def __init__(
+        self, ledger: Ledger, types: Iterable[str], key: PlaybookKey, documents: DefinitionDocuments | None = None
+    ) -> None:
         self.ledger = ledger
+        self.key = key
+        self.documents = documents
         self.scope = PlaybookScope(*key)
         self.types = tuple(types)
         self._versions: dict[str, int] = {}
         self._definitions: dict[str, dict[str, DefinitionVersion]] = {}
 
     async def on_start(self) -> None:
+        if self.documents is not None:
+            self.documents.forget(self.key)  # parsed again from the ledger's sources as runs ask
+        if not self.types:
+            return  # a playbook actor of a host that keeps no definitions (a run store on its own)
         for definition_type in self.types:
             self._versions[definition_type] = await self.ledger.stream_version(
                 definitions_stream(self.scope, definition_type)

@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from auto_runtime.actors import Registry
 from auto_runtime.functions.function_type import FunctionType, Rejected, RunRequest, Succeeded
 from auto_runtime.json_limits import (
     MAX_INPUT_BYTES,
@@ -25,10 +24,9 @@ from auto_runtime.json_limits import (
     non_finite_pointer,
 )
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict, uuid7
-from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry, DefinitionVersion
-from auto_runtime.playbooks.run_actor import RunIdActor, RunIdKey, RunRefused, RunUnderId
+from auto_runtime.playbooks.run_actor import RunRefused, RunUnderId
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.playbooks.run_ids import canonical_run_id, is_run_id
 from auto_runtime.playbooks.run_view import RunState, fold_run
@@ -74,23 +72,14 @@ class RunService:
         definitions: DefinitionRegistry,
         types: Mapping[str, FunctionType],
         waiting: Mapping[str, WaitingRuns] | None = None,
-        limits: ActorLimits | None = None,
     ) -> None:
         self.ledger = ledger
         self.definitions = definitions
         self.types = types
         self._waiting: dict[str, WaitingRuns] = dict(waiting or {})
-        limits = limits or ActorLimits()
-        self.actors: Registry[RunIdKey, RunUnderId, dict[str, Any] | RunRefused] = Registry(
-            "run-id-actors",
-            lambda key: RunIdActor(),
-            max_live=limits.max_live,
-            idle_timeout=limits.idle_seconds,
-            capacity=limits.capacity,
-            intensity=limits.intensity,
-        )
-        """One actor per run id a request is running; run it (a child of the playbooks supervisor, or
-        `actors.serving()`) before the first run."""
+        self.actors = definitions.actors.run_ids
+        """One actor per run id a request is running, hosted by its playbook's actor (`playbook_host`): run the
+        playbook actors (`definitions.actors`, a child of the playbooks supervisor) before the first run."""
 
     def serve_waiting(self, definition_type: str, runtime: WaitingRuns) -> None:
         """Hand the runs of `definition_type` to `runtime` (a type whose runs wait: starts and cancels go to it).
@@ -273,20 +262,24 @@ class RunService:
             await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [fact])])
             facts += 1
 
-        request = RunRequest(
-            org=scope.org,
-            playbook=scope.playbook,
-            run_id=run_id,
-            definition_type=definition_type,
-            name=name,
-            version=definition.version,
-            source=definition.source,
-            input=value,
-            started_at=started_at,
-            caller_id=caller_id,
-            record=record_fact,
-        )
         try:
+            document = await self.definitions.actors.documents.parsed(
+                (scope.org, scope.playbook), definition_type, name, definition.version, definition.source
+            )
+            request = RunRequest(
+                org=scope.org,
+                playbook=scope.playbook,
+                run_id=run_id,
+                definition_type=definition_type,
+                name=name,
+                version=definition.version,
+                source=definition.source,
+                input=value,
+                started_at=started_at,
+                caller_id=caller_id,
+                record=record_fact,
+                document=document,
+            )
             ending = await self.types[definition_type].run(request)
         except Exception as error:
             reference = f"urn:uuid:{uuid.uuid4()}"

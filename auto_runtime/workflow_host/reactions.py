@@ -52,7 +52,6 @@ from typing import Any, Final
 import trio
 
 from auto_runtime.actors import MailboxFull
-from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
 from auto_runtime.functions.workflow.engine.model import EventOffered
 from auto_runtime.ledger import (
     ANY_VERSION,
@@ -70,6 +69,7 @@ from auto_runtime.ledger import (
     uuid7,
 )
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.workflow_host.follow_position import FollowPosition
@@ -98,7 +98,6 @@ MAX_DEPTH: Final = 8
 OFFERS_AT_ONCE: Final = 16
 """Listening runs one playbook event is offered to at the same time (each offer is an input of its own run)."""
 FEED_BATCH: Final = 100
-DOCUMENTS_KEPT: Final = 256
 _RUN_NAMESPACE: Final = uuid.UUID("3e0c9a7b-2d6f-5a18-b4c3-9f1e7d5a2b60")
 
 TOO_DEEP = "The event is {depth} reactions deep; triggers start runs at most 8 deep."
@@ -168,7 +167,6 @@ class Reactions:
         self.budget = StartBudget()
         self.refusals = RefusalTally()
         self._versions: dict[PlaybookScope, WorkflowVersions] = {}
-        self._documents: dict[str, dict[str, Any]] = {}
 
     # -- following the feed ----------------------------------------------------------------------------------
 
@@ -390,7 +388,7 @@ class Reactions:
         """Start one triggered run (`start` as `_start_for_event` and `_fire_schedule` write it)."""
         name, version = str(start["name"]), int(start["version"])
         try:
-            document = await self._document(scope, str(start["saved"]))
+            document = await self._document(scope, name, version, str(start["saved"]))
             refusal = RETIRED_PLAYBOOK if await self._retired(scope) else await input_refusal(document, start["input"])
             if refusal is not None:
                 self.refusals.note(scope, name, version, self.clock(), refusal)
@@ -424,21 +422,23 @@ class Reactions:
         )
         return bool(rows) and rows[0]["status"] == "retired"
 
-    async def _document(self, scope: PlaybookScope, record_id: str) -> dict[str, Any]:
-        """The checked document a save recorded (kept for the last `DOCUMENTS_KEPT` saves used)."""
-        found = self._documents.pop(record_id, None)
-        if found is None:
+    async def _document(self, scope: PlaybookScope, name: str, version: int, record_id: str) -> dict[str, Any]:
+        """The document of the version a trigger names, from the playbook actors' one cache (its source read
+        from the save's record when the version is not kept)."""
+
+        async def source() -> str:
             record = await self.ledger.read_record(scope, record_id)
             if record is None or not isinstance(record.data, dict):
                 raise LookupError(f"no saved workflow {record_id}")
-            checked = check_document(str(record.data.get("source", "")), self.store.max_duration_ms)
-            if not isinstance(checked, WorkflowDocument):
-                raise ValueError(f"the saved workflow {record_id} no longer checks")
-            found = checked.value
-        self._documents[record_id] = found
-        while len(self._documents) > DOCUMENTS_KEPT:
-            self._documents.pop(next(iter(self._documents)))
-        return found
+            return str(record.data.get("source", ""))
+
+        found = await self.definitions.actors.documents.parsed(
+            (scope.org, scope.playbook), WORKFLOW, name, version, source
+        )
+        if isinstance(found, Rejection):
+            raise found  # the saved workflow no longer checks: the trigger's start is refused
+        document: dict[str, Any] = found
+        return document
 
     async def flush_refusals(self, fence: LeaseFence | None, *, everything: bool = False) -> None:
         """Append the `reaction_refused` of the minutes that have passed (every open one with `everything`,

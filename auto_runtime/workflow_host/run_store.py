@@ -31,11 +31,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import trio
 
-from auto_runtime.actors import Registry
 from auto_runtime.events.cloudevents import read_event
 from auto_runtime.functions.workflow.engine.decider import apply, new_state
 from auto_runtime.functions.workflow.engine.model import (
@@ -70,6 +70,7 @@ from auto_runtime.ledger import (
 )
 from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.event_publishing import EVENT_PUBLISHED, event_stream, published_data
+from auto_runtime.playbooks.playbook_host import RUN_ACTORS_INTENSITY, PlaybookActors
 from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.fair_queue import JobOwner
@@ -87,7 +88,7 @@ from auto_runtime.workflow_host.outbox import (
     cancel_payload,
     in_request,
 )
-from auto_runtime.workflow_host.run_actor import RUN_ACTORS_INTENSITY, ApplyInput, InputRefused, RunActor, RunKey
+from auto_runtime.workflow_host.run_actor import InputRefused, input_step
 from auto_runtime.workflow_host.run_errors import RunStoreConflict, TransitionTooLarge, UnknownRun
 from auto_runtime.workflow_host.run_state import (
     STATE_METADATA,
@@ -203,6 +204,7 @@ class RunStore:
         workers: WorkerPool | None = None,
         limits: ActorLimits | None = None,
         intensity: RestartIntensity = RUN_ACTORS_INTENSITY,
+        playbooks: PlaybookActors | None = None,
     ) -> None:
         self.ledger = ledger
         self.engine = engine
@@ -211,18 +213,19 @@ class RunStore:
         self.max_duration_ms = max_duration_ms
         self.clock = clock
         self._documents: dict[str, dict[str, Any]] = {}
-        self._kept: set[tuple[str, str]] = set()
-        limits = limits or ActorLimits()
-        self.actors: Registry[RunKey, ApplyInput, Applied | InputRefused] = Registry(
-            "run-actors",
-            lambda key: RunActor(self, key),
-            max_live=limits.max_live,
-            idle_timeout=limits.idle_seconds,
-            capacity=limits.capacity,
-            intensity=intensity,
-        )
-        """One actor per run that has inputs to apply (see `apply_input`); run it (a child of the playbooks
-        supervisor, or `actors.serving()`) before the first input."""
+        """Run documents by digest, the last `DOCUMENTS_KEPT` used. Not a cache of definitions (those are the
+        playbook actors', `playbooks.definition_documents`): a run's state names the document it started with by
+        its digest, kept once as content in the ledger; it is immutable, may be a version long replaced or of a
+        retired definition, and is addressed by content rather than by definition and version, so decoding a
+        waiting run's state never asks the definitions anything."""
+        self._kept: dict[tuple[str, str], None] = {}
+        """(playbook, digest) pairs put as content already, the last `DOCUMENTS_KEPT` (a forgotten one is put
+        again, which changes nothing)."""
+        self.playbooks = playbooks or PlaybookActors(ledger, {}, limits, run_intensity=intensity)
+        """The playbook actors that host each run's actor (the definitions' own in a server; a host of its own
+        for a store used without definitions); run them before the first input."""
+        self.actors = self.playbooks.inputs
+        """One actor per run that has inputs to apply (see `apply_input`), under its playbook's actor."""
 
     async def _transition(self, scope: PlaybookScope, state: RunState, applied: Input) -> Transition:
         """Apply the input on a worker of the sandbox pool (`COMPUTATION_WORKERS`, shared with computation
@@ -288,8 +291,12 @@ class RunStore:
         digest = hashlib.sha256(text).hexdigest()
         if (scope.key, digest) not in self._kept:
             await self.ledger.put_content(scope, text)
-            self._kept.add((scope.key, digest))
+            self._kept[(scope.key, digest)] = None
+            while len(self._kept) > DOCUMENTS_KEPT:
+                self._kept.pop(next(iter(self._kept)))
             self._documents[digest] = document
+            while len(self._documents) > DOCUMENTS_KEPT:
+                self._documents.pop(next(iter(self._documents)))
         return digest
 
     async def start_run(
@@ -372,11 +379,13 @@ class RunStore:
             raise TypeError("start a run with start_run")
         key = (scope.org, scope.playbook, run_id)
         try:
-            outcome = await self.actors.ask(key, ApplyInput(applied, fence, tuple(fired)), timeout=None)
+            step = input_step(partial(self.apply_to, scope, run_id, applied=applied, fence=fence, fired=tuple(fired)))
+            outcome = await self.actors.ask(key, step, timeout=None)
         finally:
             self.actors.passivate(key)
         if isinstance(outcome, InputRefused):
             raise outcome.error
+        assert isinstance(outcome, Applied)
         return outcome
 
     async def apply_to(

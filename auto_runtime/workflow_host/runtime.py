@@ -23,13 +23,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from functools import lru_cache
 from typing import Any
 
 import trio
 
 from auto_runtime.events.cloudevents import read_event
-from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
 from auto_runtime.functions.workflow.engine.model import EventReceived
 from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import (
@@ -71,19 +69,6 @@ RUN_METADATA = ("correlation_id", "run_id", "definition", "called_by", "call_dep
 """The metadata of a run's records that `run_cancel_requested` repeats (its `by` is who asked)."""
 
 
-@lru_cache(maxsize=256)
-def _document(source: str, max_duration_ms: int) -> dict[str, Any]:
-    """The document of a saved version (checked when it was saved; parsed again, once per source)."""
-    checked = check_document(source, max_duration_ms)
-    if not isinstance(checked, WorkflowDocument):
-        raise conflict(
-            "The saved document of this workflow no longer passes the checks of this server (such as a schema "
-            "that names an address outside itself); update it.",
-            kind="unworkable",
-        )
-    return checked.value
-
-
 class WorkflowRuntime:
     """One server's workflow runs: `start`, `send_event`, `cancel`, and `run` (the timer loop, while the server
     holds the lease). See the module's rules."""
@@ -114,6 +99,7 @@ class WorkflowRuntime:
             max_duration_ms=self.max_duration_ms,
             workers=workers,
             limits=limits,
+            playbooks=runs.definitions.actors,
         )
         self.loop = TimerLoop(
             self.store,
@@ -184,12 +170,17 @@ class WorkflowRuntime:
             if issues:
                 raise invalid_input(issues)
         fence = self._holding()
+        document = await self.runs.definitions.actors.documents.parsed(
+            (scope.org, scope.playbook), "workflow", definition.name, definition.version, definition.source
+        )
+        if isinstance(document, Rejection):
+            raise document
         extra = dict(metadata or {})
         causation_id = extra.pop("causation_id", None)
         applied = await self.store.start_run(
             scope,
             run_id,
-            Definition(definition.name, definition.version, _document(definition.source, self.max_duration_ms)),
+            Definition(definition.name, definition.version, document),
             value,
             caller_id,
             causation_id=causation_id if isinstance(causation_id, str) else None,

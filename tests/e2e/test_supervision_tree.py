@@ -30,9 +30,15 @@ TREE = {
             "strategy": "one_for_one",
             "children": [
                 {"name": "org-actors", "restart": "permanent"},
-                {"name": "playbook-actors", "restart": "permanent"},
-                {"name": "run-id-actors", "restart": "permanent"},
-                {"name": "run-actors", "restart": "permanent"},
+                {
+                    "name": "playbook-actors",
+                    "restart": "permanent",
+                    "strategy": "one_for_all",
+                    "children": [
+                        {"name": "run-id-actors", "restart": "permanent"},
+                        {"name": "run-actors", "restart": "permanent"},
+                    ],
+                },
             ],
         },
         {"name": "workflows", "restart": "permanent"},
@@ -64,7 +70,8 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
         "supervision tree: root (one_for_one) [ledger permanent one_for_one [writer permanent], "
         "sandbox permanent one_for_one [worker-1 transient, "
         "worker-2 transient, worker-3 transient, worker-4 transient], playbooks permanent one_for_one "
-        "[org-actors permanent, playbook-actors permanent, run-id-actors permanent, run-actors permanent], "
+        "[org-actors permanent, playbook-actors permanent one_for_all "
+        "[run-id-actors permanent, run-actors permanent]], "
         "workflows permanent, "
         "http transient]"
     )

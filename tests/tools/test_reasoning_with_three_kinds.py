@@ -88,7 +88,8 @@ async def runs(
         types = function_types(ReasoningType(models, tools, 2_000_000))
         definitions = DefinitionRegistry(ledger, types)
         try:
-            yield ledger, RunService(ledger, definitions, types)
+            async with definitions.actors.serving():
+                yield ledger, RunService(ledger, definitions, types)
         finally:
             await tools.aclose()
             await models.aclose()

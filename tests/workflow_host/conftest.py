@@ -54,7 +54,7 @@ async def ledger(target: Target) -> AsyncIterator[Ledger]:
 async def store(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunStore]:
     """A run store whose run actors are served for the test's length."""
     served = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS)
-    async with served.actors.serving():
+    async with served.playbooks.serving():
         yield served
 
 
@@ -69,8 +69,7 @@ async def dispatcher(ledger: Ledger, store: RunStore, engine: SandboxEngine) -> 
             await definitions.create(SCOPE, "computation", "double", DOUBLE, "tester")
             await definitions.create(SCOPE, "computation", "raising", RAISING, "tester")
             runs = RunService(ledger, definitions, types)
-            async with runs.actors.serving():
-                yield CallDispatcher(store, runs)
+            yield CallDispatcher(store, runs)
     finally:
         pool.close()
         checkers.close()

@@ -50,7 +50,7 @@ async def ledger(target: Target) -> AsyncIterator[Ledger]:
 @pytest.fixture
 async def store(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunStore]:
     served = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS)
-    async with served.actors.serving():
+    async with served.playbooks.serving():
         yield served
 
 

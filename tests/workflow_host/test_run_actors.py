@@ -12,6 +12,7 @@ import trio.testing
 from auto_runtime.actors import ActorStoppedError
 from auto_runtime.functions.workflow.engine.model import TimerFired
 from auto_runtime.ledger import DueEntry, Ledger, LedgerError, NewRecord, PlaybookScope, StreamWrite, uuid7
+from auto_runtime.playbooks.playbook_host import PlaybookActors
 from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.supervision import NO_BACKOFF, RestartIntensity, Supervisor, SupervisorFailedError
@@ -146,18 +147,23 @@ async def test_a_run_actor_that_breaks_down_is_restarted_and_its_run_ends_failed
     assert store.actors.restarts == 1
 
 
-async def test_breakdowns_that_repeat_escalate_from_the_run_actors_to_their_supervisor(
+async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives_up_others_untouched(
     ledger: Ledger, engine: SandboxEngine
 ) -> None:
-    """OTP's rule twice, with a window far longer than the test: the second breakdown makes the registry fail,
-    its supervisor restarts it once, and the fourth makes the supervisor fail in turn."""
+    """OTP's rule with a window far longer than the test, and where it ends: the second breakdown of one
+    playbook's runs makes its run actors' registry fail, the playbook's actor restarts with fresh run actors; the
+    fourth makes the playbook's actor give up. The `playbooks` supervisor never sees any of it, and another
+    playbook's actor and run live on through the faults."""
     once = RestartIntensity(max_restarts=1, period=3600.0)
-    store = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS, intensity=once)
+    host = PlaybookActors(ledger, {}, run_intensity=once, escalations=once)
+    store = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS, playbooks=host)
     runs = [str(uuid7()) for _ in range(4)]
     for run_id in runs:
         await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
         await break_state(ledger, store, run_id)
-    supervisor = Supervisor("playbooks", [store.actors.child_spec()], intensity=once, backoff=NO_BACKOFF)
+    other = str(uuid7())
+    await store.start_run(ELSEWHERE, other, definition(TWO_WAITS), {}, "caller-1")
+    supervisor = Supervisor("playbooks", [host.child_spec()], intensity=once, backoff=NO_BACKOFF)
     ended_with: list[SupervisorFailedError] = []
 
     async def supervise(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -167,21 +173,40 @@ async def test_breakdowns_that_repeat_escalate_from_the_run_actors_to_their_supe
             ended_with.append(failure)
 
     broke: list[str] = []
+    spawns_after: list[int] = []
     async with trio.open_nursery() as nursery:
         await nursery.start(supervise)
+        first = TimerFired(str(uuid7()), now_ms() + 60_000, await wait_key(ledger, ELSEWHERE, other))
+        assert not (await store.apply_input(ELSEWHERE, other, first)).stale
+        elsewhere = host.hosted((ELSEWHERE.org, ELSEWHERE.playbook))
+        assert elsewhere is not None, "the other playbook's actor is live through the faults"
         for run_id in runs:
-            while not store.actors.running and not ended_with:
-                await trio.lowlevel.checkpoint()
             try:
                 await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms(), "any"))
             except (ActorStoppedError, UnknownRun, LedgerError) as unexpected:
                 raise AssertionError(f"the input should have broken down, not {unexpected!r}") from unexpected
             except Exception:
                 broke.append(run_id)
+            for _ in range(10_000):  # until its run actors run again, or its actor gave up
+                await trio.testing.wait_all_tasks_blocked()
+                runs_now = host.hosted((SCOPE.org, SCOPE.playbook))
+                if runs_now is None or runs_now.inputs.running:
+                    break
+            spawns_after.append(host.spawns)
+        still = host.hosted((ELSEWHERE.org, ELSEWHERE.playbook))
+        assert still is elsewhere, "the other playbook's actor was never restarted"
+        second_key = await wait_key(ledger, ELSEWHERE, other, besides=first.timer_id)
+        second = TimerFired(str(uuid7()), now_ms() + 120_000, second_key)
+        assert (await store.apply_input(ELSEWHERE, other, second)).status == "succeeded"
+        assert supervisor.running and host.running
+        nursery.cancel_scope.cancel()
     assert broke == runs
-    (failure,) = ended_with
-    assert failure.child == "run-actors"
+    assert not ended_with, "escalation ends at the playbook's actor"
+    assert (host.escalated, host.gave_up, host.restarts) == (2, 1, 0)
     assert store.actors.restarts == 4
+    # the other playbook's actor, then SCOPE's, restarted once after the second breakdown, then gone (gave up)
+    assert spawns_after == [2, 3, 3, 3]
+    assert not host.is_live((SCOPE.org, SCOPE.playbook))
 
 
 async def test_two_requests_under_one_run_id_meet_in_its_actor_and_the_run_runs_once(

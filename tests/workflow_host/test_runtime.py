@@ -40,8 +40,7 @@ async def runs(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunServic
             await definitions.create(SCOPE, "workflow", "pauses", HEAD + PAUSES, "tester")
             await definitions.create(SCOPE, "workflow", "sets", HEAD + SETS, "tester")
             runs = RunService(ledger, definitions, types)
-            async with runs.actors.serving():
-                yield runs
+            yield runs
     finally:
         checkers.close()
 
@@ -76,14 +75,11 @@ async def test_a_server_that_does_not_hold_the_lease_refuses_starts_and_events(
 ) -> None:
     holder = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
-        await nursery.start(holder.runs.actors.run)
-        await nursery.start(holder.store.actors.run)
         await nursery.start(holder.run)
         started = await holder.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
         assert started["status"] == "started"
 
         standby = runtime_of(ledger, engine, runs, "server-b")
-        await nursery.start(standby.runs.actors.run)
         await standby.loop.sweep_once()
         assert standby.fence() is None
         with pytest.raises(Rejection) as refused:
@@ -100,8 +96,6 @@ async def test_a_stopping_runtime_refuses_starts_and_events(
 ) -> None:
     runtime = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
-        await nursery.start(runtime.runs.actors.run)
-        await nursery.start(runtime.store.actors.run)
         await nursery.start(runtime.run)
         started = await runtime.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
         runtime.stopping = True
@@ -121,13 +115,10 @@ async def test_a_cancellation_is_recorded_once_on_any_server_and_the_holder_ends
 ) -> None:
     holder = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
-        await nursery.start(holder.runs.actors.run)
-        await nursery.start(holder.store.actors.run)
         await nursery.start(holder.run)
         run_id = str(uuid7())
         await holder.runs.run_definition(SCOPE, "workflow", "listens", {}, run_id, "caller-1")
         standby = runtime_of(ledger, engine, runs, "server-b")
-        await nursery.start(standby.runs.actors.run)
         state = await runs.read_run(SCOPE, run_id)
         assert state is not None
         await standby.cancel(SCOPE, state, "Not needed.", "caller-2")
@@ -158,8 +149,6 @@ async def test_a_timer_armed_by_a_start_fires_when_due_not_at_the_next_sweep(
 ) -> None:
     runtime = runtime_of(ledger, engine, runs, "server-a", sweep=timedelta(minutes=1))
     async with trio.open_nursery() as nursery:
-        await nursery.start(runtime.runs.actors.run)
-        await nursery.start(runtime.store.actors.run)
         await nursery.start(runtime.run)
         run_id = str(uuid7())
         await runtime.runs.run_definition(SCOPE, "workflow", "pauses", {}, run_id, "caller-1")
@@ -178,8 +167,6 @@ async def test_only_an_input_that_leaves_due_work_armed_wakes_the_loop(
 ) -> None:
     runtime = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
-        await nursery.start(runtime.runs.actors.run)
-        await nursery.start(runtime.store.actors.run)
         await nursery.start(runtime.run)
         await trio.testing.wait_all_tasks_blocked()  # the loop sleeps (the clock stands still: until woken)
         sweeps = runtime.loop.sweeps

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 from auto_runtime.functions.computation.check import check_document
@@ -14,8 +13,6 @@ from auto_runtime.functions.overview import schema_table
 from auto_runtime.problems import Rejection, conflict, unavailable
 from auto_runtime.sandbox import Checkers, CheckerUnavailable, SandboxEngine, SandboxPool
 from auto_runtime.sandbox.fair_queue import JobOwner
-
-PARSED_CACHE_SIZE = 256
 
 
 class SandboxBroke(RuntimeError):
@@ -49,7 +46,6 @@ class ComputationType:
         self.engine = engine
         self.pool = pool
         self.checkers = checkers
-        self._parsed: OrderedDict[str, ComputationDocument] = OrderedDict()
 
     async def check(self, source: str) -> CheckedDocument:
         try:
@@ -70,28 +66,20 @@ class ComputationType:
             overview=computation_overview(checked),
         )
 
-    def _document(self, source: str) -> ComputationDocument | Rejection:
+    async def parse(self, source: str) -> ComputationDocument | Rejection:
         """The parsed document; one saved before a rule it breaks held (a schema naming an address, YAML
         aliases) ends its runs `conflict`, `unworkable`, in the words reasoning functions use."""
-        document = self._parsed.get(source)
-        if document is None:
-            parsed = parse_document(source)
-            if isinstance(parsed, list):
-                return conflict(
-                    "The saved document of this function no longer parses on this server; update it. "
-                    + " ".join(problem_details(parsed)),
-                    kind="unworkable",
-                )
-            document = parsed
-            self._parsed[source] = document
-            if len(self._parsed) > PARSED_CACHE_SIZE:
-                self._parsed.popitem(last=False)
-        else:
-            self._parsed.move_to_end(source)
-        return document
+        parsed = parse_document(source)
+        if isinstance(parsed, list):
+            return conflict(
+                "The saved document of this function no longer parses on this server; update it. "
+                + " ".join(problem_details(parsed)),
+                kind="unworkable",
+            )
+        return parsed
 
     async def run(self, request: RunRequest) -> RunEnding:
-        document = self._document(request.source)
+        document = request.document if request.document is not None else await self.parse(request.source)
         if isinstance(document, Rejection):
             return Rejected(document)
         started_at_ms = int(request.started_at.timestamp() * 1000)

@@ -1,12 +1,11 @@
 """The reasoning type as the generic layer sees it: documents parsed at save, runs that call a model.
 
-A document is parsed on a worker thread, at save and when a run finds it in no cache: a 64 KiB document with
+A document is parsed on a worker thread, at save and when a run finds it in no cache (the playbook actors' one
+cache, `playbooks.definition_documents`, keeps what `parse` answers): a 64 KiB document with
 its front matter, schemas and template takes up to a few hundred milliseconds of Python, which the event loop
 must not spend (every part of the parse is bounded, so it ends well within the check's 2 seconds)."""
 
 from __future__ import annotations
-
-from collections import OrderedDict
 
 import trio
 
@@ -17,8 +16,6 @@ from auto_runtime.functions.reasoning.run import RunPlaces, run_reasoning
 from auto_runtime.models import ModelDirectory
 from auto_runtime.problems import InputIssue, Rejection, conflict
 from auto_runtime.tools import ToolServers
-
-PARSED_CACHE_SIZE = 256
 
 
 def refusal(source: str) -> Rejection | ReasoningDocument:
@@ -36,7 +33,6 @@ class ReasoningType:
 
     def __init__(self, models: ModelDirectory, tools: ToolServers | None, max_input_tokens: int) -> None:
         self.places = RunPlaces(models=models, tools=tools, max_input_tokens=max_input_tokens)
-        self._parsed: OrderedDict[str, ReasoningDocument] = OrderedDict()
 
     async def check(self, source: str) -> CheckedDocument:
         document = await trio.to_thread.run_sync(refusal, source)
@@ -53,24 +49,17 @@ class ReasoningType:
             extra={"calls_tools": True} if document.tools else {},
         )
 
-    async def _document(self, source: str) -> ReasoningDocument | Rejection:
-        cached = self._parsed.get(source)
-        if cached is not None:
-            self._parsed.move_to_end(source)
-            return cached
+    async def parse(self, source: str) -> ReasoningDocument | Rejection:
         document = await trio.to_thread.run_sync(refusal, source)
         if isinstance(document, Rejection):
             return conflict(
                 "The saved document of this function no longer parses on this server; update it. " + document.detail,
                 kind="unworkable",
             )
-        self._parsed[source] = document
-        if len(self._parsed) > PARSED_CACHE_SIZE:
-            self._parsed.popitem(last=False)
         return document
 
     async def run(self, request: RunRequest) -> RunEnding:
-        document = await self._document(request.source)
+        document = request.document if request.document is not None else await self.parse(request.source)
         if isinstance(document, Rejection):
             return Rejected(document)
         return await run_reasoning(document, request, self.places)

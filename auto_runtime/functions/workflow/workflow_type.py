@@ -11,8 +11,9 @@ from typing import Any
 
 from auto_runtime.functions.function_type import CheckedDocument, RunEnding, RunRequest, Use
 from auto_runtime.functions.workflow.check import check_workflow
+from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
 from auto_runtime.functions.workflow.overview import workflow_overview
-from auto_runtime.problems import Rejection, unavailable
+from auto_runtime.problems import Rejection, conflict, unavailable
 from auto_runtime.sandbox import Checkers, CheckerUnavailable, SandboxEngine
 
 MEDIA_TYPE = "application/yaml"
@@ -55,6 +56,18 @@ class WorkflowType:
             ),
             extra=extra,
         )
+
+    async def parse(self, source: str) -> dict[str, Any] | Rejection:
+        """The document of a saved version as the engine runs it (checked when it was saved; parsed again here,
+        once per version while the playbook's actor keeps it)."""
+        checked = check_document(source, self.max_duration_ms)
+        if not isinstance(checked, WorkflowDocument):
+            return conflict(
+                "The saved document of this workflow no longer passes the checks of this server (such as a schema "
+                "that names an address outside itself); update it.",
+                kind="unworkable",
+            )
+        return checked.value
 
     async def run(self, request: RunRequest) -> RunEnding:
         raise TypeError("a workflow run is started by the workflow runtime, not within a request")

@@ -36,8 +36,7 @@ async def services(tmp_path: Path) -> AsyncIterator[tuple[Ledger, RunService]]:
             async with definitions.actors.serving():
                 await definitions.create(SCOPE, "reasoning", "helper", SOURCE, "tester")
                 runs = RunService(ledger, definitions, types)
-                async with runs.actors.serving():
-                    yield ledger, runs
+                yield ledger, runs
         finally:
             await models.aclose()
 

@@ -1,0 +1,89 @@
+"""Run actors under their playbook's actor (design §4): a run id actor that keeps crashing escalates to its
+playbook's actor, which restarts from the ledger with fresh run actors and, when the faults go on, gives up;
+another playbook's actor and its runs are untouched, and nothing climbs past the playbook's actor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.playbooks.playbook_host import PLAYBOOK_ESCALATIONS, RUN_ID_ACTORS_INTENSITY, PlaybookActors
+from auto_runtime.playbooks.run_actor import RunUnderId
+from auto_runtime.server import RUNTIME_PROJECTIONS
+from tests.ledger.conftest import Target
+from tests.playbooks.conftest import OTHER, SCOPE, workflow
+
+KEY = (SCOPE.org, SCOPE.playbook)
+OTHER_KEY = (OTHER.org, OTHER.playbook)
+
+
+class RuntimeFault(RuntimeError):
+    """A fault inside the runtime while a run id's request is in hand."""
+
+
+async def breaks_down() -> dict[str, Any]:
+    raise RuntimeFault("a fault inside the runtime")
+
+
+async def settled(host: PlaybookActors) -> None:
+    """Until the playbook's run id actors run again, or its actor gave up. Waiting for all tasks to block is not
+    enough alone: a restarting actor reading the ledger waits on the store's thread."""
+    for _ in range(10_000):
+        await trio.testing.wait_all_tasks_blocked()
+        runs = host.hosted(KEY)
+        if runs is None or runs.run_ids.running:
+            return
+    raise AssertionError("the playbook's actor neither restarted nor gave up")
+
+
+async def answers() -> dict[str, Any]:
+    return {"status": "succeeded"}
+
+
+async def run_elsewhere(definitions: DefinitionRegistry, run_id: str) -> None:
+    answer = await definitions.actors.run_ids.ask((OTHER.org, OTHER.playbook, run_id), RunUnderId(answers))
+    assert answer == {"status": "succeeded"}
+
+
+async def crash_once(definitions: DefinitionRegistry, run_id: str) -> None:
+    with pytest.raises(RuntimeFault):
+        await definitions.actors.run_ids.ask((SCOPE.org, SCOPE.playbook, run_id), RunUnderId(breaks_down))
+    await settled(definitions.actors)
+
+
+async def test_run_faults_escalate_to_the_playbook_actor_which_restarts_from_the_ledger_then_gives_up(
+    target: Target, definitions: DefinitionRegistry, types: dict[str, Any], mock_clock: trio.testing.MockClock
+) -> None:
+    host = definitions.actors
+    await definitions.create(SCOPE, "workflow", "flow", workflow(0), "a")
+    await definitions.create(OTHER, "workflow", "flow", workflow(0), "a")
+    await run_elsewhere(definitions, "before")
+    other_runs = host.hosted(OTHER_KEY)
+    assert other_runs is not None
+    crashes = RUN_ID_ACTORS_INTENSITY.max_restarts + 1  # the window stands still: the last one escalates
+    for n in range(crashes):
+        await crash_once(definitions, f"run-{n}")
+    assert (host.escalated, host.gave_up, host.restarts) == (1, 0, 0)
+    assert host.spawns == 3, "the playbook's actor restarted once; the other's lived on"
+    assert host.is_live(KEY) and host.hosted(OTHER_KEY) is other_runs
+
+    async with target.open(RUNTIME_PROJECTIONS) as other_ledger:
+        elsewhere = DefinitionRegistry(other_ledger, types)
+        async with elsewhere.actors.serving():
+            assert (await elsewhere.update(SCOPE, "workflow", "flow", workflow(1), "b")).version == 2
+    assert (await definitions.update(SCOPE, "workflow", "flow", workflow(2), "a")).version == 3
+
+    for escalation in range(PLAYBOOK_ESCALATIONS.max_restarts):
+        for n in range(crashes):
+            await crash_once(definitions, f"again-{escalation}-{n}")
+    assert (host.escalated, host.gave_up, host.restarts) == (PLAYBOOK_ESCALATIONS.max_restarts + 1, 1, 0)
+    assert not host.is_live(KEY), "past its escalations the playbook's actor gave up"
+    assert host.running, "and nothing above it saw the faults"
+    assert host.hosted(OTHER_KEY) is other_runs
+    await run_elsewhere(definitions, "after")
+    assert (await definitions.update(OTHER, "workflow", "flow", workflow(3), "a")).version == 2
+    assert (await definitions.update(SCOPE, "workflow", "flow", workflow(4), "a")).version == 4, "started afresh"
