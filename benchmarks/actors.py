@@ -1,8 +1,9 @@
 """Actor benchmark: ask round trips and memory per idle actor, each beside a bare Trio baseline.
 
-Run: `python benchmarks/actors.py` (about 20 s). Prints medians over several rounds and ratios against
-baselines measured in the same run (each round measures every variant in turn; a ratio is the median
-of the per-round ratios); it asserts nothing.
+Run: `python -m benchmarks.actors [actors_http options]` (a few minutes: it ends with `benchmarks.actors_http`,
+the same runtime through HTTP beside `/health`, and the server's memory per playbook and per waiting run). Prints
+medians over several rounds and ratios against baselines measured in the same run (each round measures every
+variant in turn; a ratio is the median of the per-round ratios); it asserts nothing.
 
 - ask/s, 1 actor: one task asks one actor in a loop (default ask timeout, so its cost is included).
 - ask/s, 100 actors: 100 tasks each ask their own actor concurrently.
@@ -24,6 +25,7 @@ import gc
 import math
 import os
 import statistics
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -49,6 +51,7 @@ from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from auto_runtime.workflow_host.run_store import Definition, RunStore, now_ms
+from benchmarks import actors_http
 
 REPEATS = 5
 ROUND_SECONDS = 0.15
@@ -366,3 +369,5 @@ async def main() -> None:
 
 if __name__ == "__main__":
     trio.run(main)
+    print("\n" + "-" * 40 + " the same runtime through HTTP (benchmarks.actors_http)")
+    actors_http.main(sys.argv[1:])
