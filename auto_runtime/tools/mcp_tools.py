@@ -18,7 +18,7 @@ import trio
 
 from auto_runtime.settings import ToolServer
 from auto_runtime.tools.kinds import RATE_LIMIT_TRIES, RUN_ID_META, Limits, ListedTool
-from auto_runtime.tools.mcp_connection import McpConnection, mcp_error_in
+from auto_runtime.tools.mcp_connection import McpConnection, keeps_session, mcp_error_in
 from auto_runtime.tools.oauth import TokenFailed
 from auto_runtime.tools.scrubbing import SecretSet
 from auto_runtime.tools.servers import ContentBlock, ToolCallFailed, ToolCallResult, ToolServerFailed
@@ -83,6 +83,18 @@ class McpTools:
         self.connection.detach()
 
     async def list_tools(self) -> list[ListedTool]:
+        """The server's tools. A kept session whose transport closed before its holder noticed fails the list
+        with a closed connection: listing is safe to repeat, so that list is made once more on a new session
+        (a session opened for the list itself is never retried, so a server that is down fails at once)."""
+        connects = self.connection.connects
+        try:
+            return await self._list_once()
+        except ToolServerFailed as failed:
+            if not failed.stale_session or self.connection.connects != connects:
+                raise
+        return await self._list_once()
+
+    async def _list_once(self) -> list[ListedTool]:
         connecting: Pending | None = None
         try:
             await self.before_request()
@@ -98,7 +110,9 @@ class McpTools:
                             try:
                                 page = await client.list_tools(cursor=cursor)
                             except Exception as error:
-                                raise self._list_failure(error, pending) from None
+                                failure = self._list_failure(error, pending)
+                                failure.stale_session = pending.status == 0 and not keeps_session(error)
+                                raise failure from None
                         tools.extend(page.tools)
                         cursor = page.next_cursor
                         if not cursor:

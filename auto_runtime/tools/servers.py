@@ -76,6 +76,8 @@ class ToolServerFailed(Exception):
     because: ServerFailedBecause
     detail: str
     retry_after: int | None = None
+    stale_session: bool = False
+    """The request failed because a kept session's connection had closed, before the server answered anything."""
 
     def __post_init__(self) -> None:
         Exception.__init__(self, self.detail)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,8 @@ async def ledger(target: Target) -> AsyncIterator[Ledger]:
 
 
 @pytest.fixture
-def types(engine: SandboxEngine) -> Iterator[dict[str, Any]]:
+async def types(engine: SandboxEngine) -> AsyncIterator[dict[str, Any]]:
+    """The checkers' pool runs its workers as a system task of the test's Trio run, so it is made inside it."""
     checkers: Checkers[Any] = Checkers()
     try:
         yield dict(function_types(WorkflowType(engine, checkers)))

@@ -118,6 +118,11 @@ async def started_runs(ledger: Ledger, name: str) -> list[Record]:
     return [r for r in page.records if r.metadata.get("definition", {}).get("name") == name]
 
 
+async def ended_runs(ledger: Ledger) -> list[Record]:
+    page = await ledger.read_playbook(SCOPE, order="asc", types={"run_succeeded"}, limit=100)
+    return page.records
+
+
 async def test_a_published_event_starts_one_run_of_the_matching_workflow_once(
     ledger: Ledger, registry: DefinitionRegistry, reactions: Reactions, fence: LeaseFence
 ) -> None:
@@ -338,6 +343,9 @@ async def test_the_follower_saves_its_position_at_most_once_a_sweep(
             while len(await started_runs(ledger, "digest")) < count:
                 seen = ledger.appended.generation
                 await ledger.appended.wait_beyond(seen)
+        while len(await ended_runs(ledger)) < 5:  # a run's ending is its run actor's append, after the start's
+            seen = ledger.appended.generation
+            await ledger.appended.wait_beyond(seen)
         await trio.testing.wait_all_tasks_blocked()
         assert await saved_positions(ledger) == 0, "saved within the sweep (the clock stands still)"
         mock_clock.jump(reactions.poll_seconds)  # a sweep passed: one save, of the position after everything
