@@ -16,7 +16,6 @@ Concurrency rules: runs on the Trio thread; each call appends to its own stream,
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,6 +26,7 @@ from auto_runtime.functions.reasoning.tool_results import error_text, result_tex
 from auto_runtime.json_limits import compact_json, json_size
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamName, StreamWrite, uuid7
 from auto_runtime.playbooks.clock import iso_utc
+from auto_runtime.tools.call_facts import answered_data, failed_data, started_data
 from auto_runtime.tools.servers import OfferedTool, ToolCallFailed, ToolCallResult
 from auto_runtime.tools.tool_server_set import ToolServerSet
 
@@ -46,15 +46,10 @@ OUTCOME_OF_FAILURE = {
     "too_large": "too_large",
     "cancelled": "server_failure",
 }
-MAX_DETAIL_BYTES = 1024
 
 
 def call_stream(scope: PlaybookScope, call_id: str) -> StreamName:
     return scope.stream(TOOL_CALLS, call_id)
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:
@@ -105,17 +100,7 @@ class HandCalls:
         call_id = str(uuid7())
         stream = call_stream(scope, call_id)
         kept_arguments = self._scrub(compact_json(dict(arguments)))
-        started: dict[str, Any] = {"number": 1, "call_id": call_id, "server": tool.server}
-        if tool.connection_id is not None:
-            started["connection_id"] = tool.connection_id
-        started["tool"] = tool.tool
-        started["arguments_bytes"] = len(kept_arguments.encode("utf-8"))
-        if tool.record_content:
-            started["arguments_sha256"] = _sha256(kept_arguments)
-            started["arguments"] = json.loads(kept_arguments)
-        started["content_kept"] = tool.record_content
-        if tool.read_only:
-            started["read_only"] = True
+        started = started_data(1, call_id, tool, kept_arguments)
         metadata: dict[str, Any] = {"correlation_id": None, "causation_id": None, "by": caller_id}
         first = NewRecord("tool_call_started", started, metadata)
         appended = await self.ledger.append([StreamWrite(stream, 0, [first])])
@@ -149,10 +134,7 @@ class HandCalls:
     async def _record_failed(
         self, stream: StreamName, metadata: Mapping[str, Any], failure: ToolCallFailed, duration_ms: int
     ) -> None:
-        detail, _ = _cut(self._scrub(failure.detail), MAX_DETAIL_BYTES)
-        data: dict[str, Any] = {"number": 1, "because": failure.because, "detail": detail, "duration_ms": duration_ms}
-        if failure.jsonrpc_id is not None:
-            data["jsonrpc_id"] = failure.jsonrpc_id
+        data = failed_data(1, failure, self._scrub(failure.detail), duration_ms)
         await self.ledger.append([StreamWrite(stream, 1, [NewRecord("tool_call_failed", data, dict(metadata))])])
 
     async def _record_answered(
@@ -165,16 +147,7 @@ class HandCalls:
     ) -> dict[str, Any]:
         text = self._scrub(result_text(result))
         size = len(text.encode("utf-8"))
-        data: dict[str, Any] = {"number": 1, "is_error": result.is_error, "result_bytes": size}
-        if tool.record_content:
-            data["result_sha256"] = _sha256(text)
-            data["answer"] = text
-        data["content_kept"] = tool.record_content
-        data["duration_ms"] = duration_ms
-        if result.jsonrpc_id is not None:
-            data["jsonrpc_id"] = result.jsonrpc_id
-        if result.server_request_id is not None:
-            data["server_request_id"] = result.server_request_id
+        data = answered_data(1, tool, result, text, duration_ms)
         await self.ledger.append([StreamWrite(stream, 1, [NewRecord("tool_call_answered", data, dict(metadata))])])
         shown: dict[str, Any] = {
             "outcome": "tool_error" if result.is_error else "result",

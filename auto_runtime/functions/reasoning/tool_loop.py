@@ -8,7 +8,6 @@ model call's deadline when longer). A final step without tools retells the conve
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 from collections.abc import Callable, Sequence
@@ -55,6 +54,7 @@ from auto_runtime.models import (
 )
 from auto_runtime.problems import Rejection
 from auto_runtime.tools import OfferedTool, ToolCallFailed, ToolCallResult, ToolServers
+from auto_runtime.tools.call_facts import answered_data, failed_data, started_data
 
 MAX_CALLS = 25
 MAX_ARGUMENT_BYTES = 16 * 1024
@@ -79,10 +79,6 @@ class LoopEnded(Exception):
     def __init__(self, rejection: Rejection) -> None:
         super().__init__(rejection.detail)
         self.rejection = rejection
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class ToolLoop:
@@ -249,17 +245,7 @@ class ToolLoop:
         self.called.append(CalledTool(tool.server, tool.tool, tool.read_only))
         number = len(self.called)
         kept_arguments = self._scrub(compact_json(arguments))
-        started: dict[str, Any] = {"number": number, "call_id": call.id, "server": tool.server}
-        if tool.connection_id is not None:
-            started["connection_id"] = tool.connection_id
-        started["tool"] = tool.tool
-        started["arguments_bytes"] = len(kept_arguments.encode("utf-8"))
-        if tool.record_content:
-            started["arguments_sha256"] = _sha256(kept_arguments)
-            started["arguments"] = json.loads(kept_arguments)
-        started["content_kept"] = tool.record_content
-        if tool.read_only:
-            started["read_only"] = True
+        started = started_data(number, call.id, tool, kept_arguments)
         await self.request.record("tool_call_started", started)
         began = self.clock()
         try:
@@ -278,14 +264,7 @@ class ToolLoop:
         return await self._answered(call, tool, number, began, result)
 
     async def _record_failed(self, number: int, began: float, failure: ToolCallFailed) -> None:
-        data: dict[str, Any] = {
-            "number": number,
-            "because": failure.because,
-            "detail": self._scrub(failure.detail).encode("utf-8")[:1024].decode("utf-8", "ignore"),
-            "duration_ms": int((self.clock() - began) * 1000),
-        }
-        if failure.jsonrpc_id is not None:
-            data["jsonrpc_id"] = failure.jsonrpc_id
+        data = failed_data(number, failure, self._scrub(failure.detail), int((self.clock() - began) * 1000))
         await self.request.record("tool_call_failed", data)
 
     async def _failed(self, call: ToolCall, number: int, began: float, failure: ToolCallFailed) -> ToolResult:
@@ -311,18 +290,7 @@ class ToolLoop:
         if self.window is not None:
             room = (self.window - self.document.config.max_output_tokens) * 3 - self.sent_bytes
         shown, shown_bytes = shown_to_model(text, room)
-        data: dict[str, Any] = {"number": number, "is_error": result.is_error, "result_bytes": size}
-        if tool.record_content:
-            data["result_sha256"] = _sha256(text)
-            data["answer"] = text
-        data["content_kept"] = tool.record_content
-        if shown_bytes is not None:
-            data["shown_bytes"] = shown_bytes
-        data["duration_ms"] = int((self.clock() - began) * 1000)
-        if result.jsonrpc_id is not None:
-            data["jsonrpc_id"] = result.jsonrpc_id
-        if result.server_request_id is not None:
-            data["server_request_id"] = result.server_request_id
+        data = answered_data(number, tool, result, text, int((self.clock() - began) * 1000), shown_bytes)
         await self.request.record("tool_call_answered", data)
         content = error_text(shown) if result.is_error else shown
         self.sent_bytes += len(content.encode("utf-8")) + len(call.arguments.encode("utf-8"))
