@@ -54,6 +54,11 @@ class Ledger(abc.ABC):
     due-work changes and a lease fence, all applied in its one transaction or not at all.
     """
 
+    sole_writer: bool = False
+    """True when no other process can append to this ledger (SQLite: one server per file, held by a lock), so
+    what this process appended is all there is: a cache kept current by this process's own appends is exact,
+    and "did another server move this stream?" needs no read. False on PostgreSQL, shared by servers."""
+
     def __init__(self, projections: Sequence[Projection], content: ContentStore) -> None:
         self.projections: tuple[Projection, ...] = tuple(projections)
         self.content = content
