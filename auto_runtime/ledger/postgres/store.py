@@ -125,8 +125,8 @@ class PostgresLedger(Ledger):
     async def start(self) -> None:
         """Migrate and rebuild changed projections, on a loop of its own that ends once they are done.
 
-        A database that cannot be reached or used raises `LedgerStartError`, whose one line names
-        `DATABASE_URL` and the cause, never the URL's password."""
+        A database that cannot be reached or used, or whose schema a newer release migrated, raises
+        `LedgerStartError`, whose one line names `DATABASE_URL` and the cause, never the URL's password."""
         self._port = TrioPort()
         try:
             await self._open_once()
@@ -141,7 +141,7 @@ class PostgresLedger(Ledger):
         failures: list[BaseException] = []
 
         async def prepare(conn: Any) -> None:
-            await migrate(conn)
+            self.schema = await migrate(conn)
             self.rebuilt = await ensure_projections(conn, self.projections)
 
         async with trio.open_nursery() as nursery:
