@@ -324,16 +324,20 @@ async def _until_waiting_on_the_ledger_lock(url: str, processes: int) -> None:
         await conn.close()
 
 
-async def test_two_processes_starting_together_migrate_once(target: Target) -> None:
+@pytest.mark.parametrize("made_by", ["nothing", "release 0.1.0"])
+async def test_two_processes_starting_together_migrate_once(target: Target, made_by: str) -> None:
     """The test holds the store's lock while both children start (on PostgreSQL until both wait for it), so
     they contend for it; whichever order they then take it in, one migrates and the other finds it done."""
+    adopting = made_by == "release 0.1.0"
+    if adopting:
+        load_release(target)
     if target.ledger_file is not None:
-        target.ledger_file.parent.mkdir(parents=True)
+        target.ledger_file.parent.mkdir(parents=True, exist_ok=True)
         holder = sqlite3.connect(target.ledger_file, isolation_level=None)
         holder.execute("PRAGMA journal_mode=WAL")  # as a server that opened the file first has made it
         holder.execute("BEGIN IMMEDIATE")
 
-        def release() -> None:
+        def unlock() -> None:
             holder.execute("COMMIT")
             holder.close()
     else:
@@ -342,7 +346,7 @@ async def test_two_processes_starting_together_migrate_once(target: Target) -> N
         lock = loop.run_until_complete(asyncpg.connect(target.database_url))
         loop.run_until_complete(lock.execute("SELECT pg_advisory_lock($1)", postgres_schema.LOCK_KEY))
 
-        def release() -> None:
+        def unlock() -> None:
             loop.run_until_complete(lock.close())
             loop.close()
 
@@ -357,7 +361,7 @@ async def test_two_processes_starting_together_migrate_once(target: Target) -> N
             if target.database_url is not None:
                 waiting = _until_waiting_on_the_ledger_lock(target.database_url, len(children))
                 await trio.to_thread.run_sync(asyncio.run, waiting, abandon_on_cancel=True)
-            release()
+            unlock()
             reports = [SchemaReport(**json.loads(await reader.line())) for reader in readers]
             for child in children:
                 await child.wait()
@@ -369,7 +373,7 @@ async def test_two_processes_starting_together_migrate_once(target: Target) -> N
                 await child.wait()
     reports = [dataclasses.replace(report, applied=tuple(report.applied)) for report in reports]
     assert sorted(reports, key=lambda report: report.found) == [
-        SchemaReport(found=0, version=LATEST, adopted=False, applied=ALL),
+        SchemaReport(found=0, version=LATEST, adopted=adopting, applied=ALL),
         SchemaReport(found=LATEST, version=LATEST, adopted=False, applied=()),
     ]
     assert versions_of(target) == [(m.number, m.name) for m in MIGRATIONS[target.kind]]
