@@ -108,7 +108,7 @@ def test_the_credentials_may_come_from_the_shared_file(tmp_path: Path) -> None:
     options = sign_in_options("postgresql://iam@db.example:5432/ledger", "aws-iam", environ)
     password = options["password"]
     assert isinstance(password, RdsIamPassword)
-    token = password()
+    token = password.token()
     assert "X-Amz-Credential=AKIDFILE%2F" in token
     stamp = parse_qs(urlsplit(f"//{token}").query)["X-Amz-Date"][0]
     moment = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)

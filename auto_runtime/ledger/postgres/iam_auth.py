@@ -14,6 +14,7 @@ keys are taken up. RDS accepts IAM sign-in over TLS only: give the URL `sslmode=
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -81,8 +82,8 @@ def chain_credentials(environ: Mapping[str, str]) -> AwsCredentials | None:
 class RdsIamPassword:
     """asyncpg's `password` for `DATABASE_CREDENTIALS=aws-iam`: a fresh token for each connection.
 
-    Called on the ledger's asyncio loop thread (never Trio's); it reads the environment and at most one small
-    file, and signs, which takes well under a millisecond."""
+    asyncpg calls it on the ledger's asyncio loop (never Trio's) and awaits it; the token is made in a worker
+    thread, since reading the shared credentials file is file I/O."""
 
     host: str
     port: int
@@ -90,7 +91,11 @@ class RdsIamPassword:
     region: str
     environ: Mapping[str, str]
 
-    def __call__(self) -> str:
+    async def __call__(self) -> str:
+        return await asyncio.to_thread(self.token)
+
+    def token(self) -> str:
+        """A token signed now with the credentials the chain gives now; `NoAwsCredentials` when it gives none."""
         credentials = chain_credentials(self.environ)
         if credentials is None:
             raise NoAwsCredentials
