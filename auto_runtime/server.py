@@ -337,6 +337,8 @@ async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | Non
         ledger_file=None if settings.database_url else settings.ledger_file,
         database_url=settings.database_url,
         projections=RUNTIME_PROJECTIONS,
+        database_credentials=settings.database_credentials,
+        environ=environ,
     )
     await ledger.start()
     try:

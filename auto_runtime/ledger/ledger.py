@@ -19,6 +19,7 @@ from .due_work import DueEntry, DueRow, DueWork, DueWorkChanges, EncodedChanges,
 from .errors import LedgerClosedError
 from .feed import AppendSignal, FeedPosition
 from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseState, validate_fence, validate_lease_name
+from .migrations import SchemaReport
 from .paging import Order, Page, ScanRow, SortKey
 from .projections import Projection
 from .records import (
@@ -65,6 +66,8 @@ class Ledger(abc.ABC):
         self.appended = AppendSignal()
         self.rebuilt: list[str] = []
         """The names of the projections rebuilt from history when this ledger opened."""
+        self.schema: SchemaReport | None = None
+        """The schema versions this ledger was found at and brought to when it opened (see `migrations`)."""
         self._closed = False
 
     def _check_open(self) -> None:

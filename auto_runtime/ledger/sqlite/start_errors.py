@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Final
 
 from ..errors import LedgerStartError
+from ..migrations import SchemaTooNew
 from .faults import full_disk_cause
 
 SQLITE_BUSY: Final = 5
@@ -28,8 +29,10 @@ def in_use(path: Path) -> LedgerStartError:
     return LedgerStartError(f"LEDGER_FILE: {path} is in use by another process (one server per ledger file)")
 
 
-def start_error(error: OSError | sqlite3.Error, path: Path) -> LedgerStartError:
-    """The line for an error met while making the folder or opening the file (see the module)."""
+def start_error(error: OSError | sqlite3.Error | SchemaTooNew, path: Path) -> LedgerStartError:
+    """The line for an error met while making the folder, opening the file or migrating it (see the module)."""
+    if isinstance(error, SchemaTooNew):
+        return LedgerStartError(f"LEDGER_FILE: {path} {error.refusal}")
     if isinstance(error, OSError):
         if error.errno in NO_SPACE:
             return _full(path)

@@ -28,6 +28,7 @@ from ..faults import FaultLog
 from ..files import private_sqlite_file
 from ..lease import LeaseFence, LeaseState
 from ..ledger import EncodedWrite, Ledger, SqlValue
+from ..migrations import SchemaTooNew
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
 from ..records import Record
@@ -111,11 +112,11 @@ class SqliteLedger(Ledger):
         """The descriptor holding the file's lock, from `start` to `stop`."""
 
     async def start(self) -> None:
-        """Create the folder and tables and rebuild changed projections, on a connection the writer's first
-        life then takes.
+        """Create the folder, migrate the schema (see `migrations`) and rebuild changed projections, on a
+        connection the writer's first life then takes.
 
-        The folder and files are made private (`files`). A file that cannot be made or opened raises
-        `LedgerStartError`, whose one line names `LEDGER_FILE` and the cause."""
+        The folder and files are made private (`files`). A file that cannot be made or opened, or whose schema
+        a newer release migrated, raises `LedgerStartError`, whose one line names `LEDGER_FILE` and the cause."""
         self._port = TrioPort()
         path = self.path
 
@@ -130,8 +131,8 @@ class SqliteLedger(Ledger):
             except (OSError, sqlite3.Error) as error:
                 raise start_error(error, path) from error
             try:
-                migrate(conn)
-            except sqlite3.Error as error:
+                self.schema = migrate(conn)
+            except (sqlite3.Error, SchemaTooNew) as error:
                 conn.close()
                 raise start_error(error, path) from error
             return conn
