@@ -149,7 +149,11 @@ class SqliteLedger(Ledger):
                 raise
             return conn
 
-        self._opened.append(await trio.to_thread.run_sync(prepare))
+        try:
+            self._opened.append(await trio.to_thread.run_sync(prepare))
+        except BaseException:
+            self._let_go_of_the_file()  # a start that failed leaves the file to the next one
+            raise
 
     def actor_spec(self) -> ChildSpec:
         """The ledger supervisor's child: one writer life at a time (see `writer`)."""
@@ -189,6 +193,9 @@ class SqliteLedger(Ledger):
             conn.close()
         self._opened.clear()
         self.readers.close()
+        self._let_go_of_the_file()
+
+    def _let_go_of_the_file(self) -> None:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
