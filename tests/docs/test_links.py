@@ -10,6 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+CODE_SPAN = re.compile(r"`[^`\n]*`")
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
@@ -19,7 +20,7 @@ def test_no_document_names_a_path_outside_the_repository(document: Path) -> None
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
 def test_every_relative_link_resolves_inside_the_repository(document: Path) -> None:
-    for target in LINK.findall(document.read_text()):
+    for target in LINK.findall(CODE_SPAN.sub("", document.read_text())):
         if re.match(r"^[a-z]+:", target):
             continue
         resolved = (document.parent / target).resolve()
