@@ -2,7 +2,8 @@
 
 Schemathesis runs its authorization check (`ignored_auth`: an operation whose document says it needs the bearer
 credential refuses the same request without one, and with a wrong one) beside `not_a_server_error`, with the
-key the document's bearer scheme takes. openapi-python-client generates a client from the server's document,
+key the document's bearer scheme takes, and its `negative_data_rejection` (no request the document calls invalid
+is taken). openapi-python-client generates a client from the server's document,
 and the test calls the server through it: the client knows which calls need the token because the document
 says so.
 """
@@ -65,41 +66,51 @@ def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeyedServ
         assert server.stop() == 0, server.log()
 
 
-def test_schemathesis_finds_every_secured_operation_enforcing_its_credential(
-    keyed_server: KeyedServer, tmp_path: Path
-) -> None:
-    config = tmp_path / "schemathesis.toml"
+def _schemathesis(keyed_server: KeyedServer, folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """Schemathesis against the server's own document, with the key for the bearer scheme and the org and
+    playbook the key reaches in every path."""
+    config = folder / "schemathesis.toml"
     config.write_text(
         f'[auth.openapi.bearer]\nbearer = "{keyed_server.key}"\n\n'
         f'[parameters]\n"path.org" = "{ORG}"\n"path.playbook" = "{PLAYBOOK}"\n' + TOOL_ROUTES
     )
-    result = subprocess.run(
+    return subprocess.run(
         [
             str(BIN / "schemathesis"),
             "--config-file",
             str(config),
             "run",
             f"{keyed_server.api_url}/openapi.json",
-            "--checks",
-            "not_a_server_error,ignored_auth",
-            "--phases",
-            "examples,fuzzing",
-            "--max-examples",
-            "5",
+            *arguments,
             "--seed",
             "1",
             "--request-timeout",
             "30",
-            "--report",
-            "vcr",
-            "--report-vcr-path",
-            str(tmp_path / "cassette.yaml"),
         ],
         capture_output=True,
         text=True,
-        cwd=tmp_path,
+        cwd=folder,
         timeout=600,
         check=False,
+    )
+
+
+def test_schemathesis_finds_every_secured_operation_enforcing_its_credential(
+    keyed_server: KeyedServer, tmp_path: Path
+) -> None:
+    result = _schemathesis(
+        keyed_server,
+        tmp_path,
+        "--checks",
+        "not_a_server_error,ignored_auth",
+        "--phases",
+        "examples,fuzzing",
+        "--max-examples",
+        "5",
+        "--report",
+        "vcr",
+        "--report-vcr-path",
+        str(tmp_path / "cassette.yaml"),
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     probed = _probed_requests(tmp_path / "cassette.yaml")
@@ -109,6 +120,25 @@ def test_schemathesis_finds_every_secured_operation_enforcing_its_credential(
         ("POST", f"/v1/orgs/{ORG}/playbooks/{PLAYBOOK}/events"),
         ("GET", f"/v1/orgs/{ORG}/playbooks/{PLAYBOOK}/analytics"),
     } <= probed, sorted(probed)
+
+
+def test_every_request_the_document_calls_invalid_is_refused(keyed_server: KeyedServer, tmp_path: Path) -> None:
+    """The request schemas claim no more than the server checks: schemathesis's negative data (values outside
+    each schema, the event id's pattern, the attributes' names and count and the days' enum among them) never
+    gets a 2xx."""
+    result = _schemathesis(
+        keyed_server,
+        tmp_path,
+        "--checks",
+        "not_a_server_error,negative_data_rejection",
+        "--mode",
+        "negative",
+        "--phases",
+        "examples,coverage,fuzzing",
+        "--max-examples",
+        "10",
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
 
 def _probed_requests(cassette: Path) -> set[tuple[str, str]]:
