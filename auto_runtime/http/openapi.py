@@ -10,16 +10,21 @@ Security: one `bearer` scheme (HTTP bearer: an API key or a signed-in person's a
 needs a permission requires it, one security requirement per permission it accepts, naming that permission as
 its role (OpenAPI 3.1 lets a requirement of a non-OAuth scheme list roles); an operation that needs none declares
 an empty `security`. A server in local mode asks for no credential, but the document is the same on every server.
+
+`python -m auto_runtime.http.openapi > docs/assets/openapi.json` writes the release's document into the repository.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from auto_runtime import __version__
+from auto_runtime.guides import load_guides
 from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.operation import Operation
+from auto_runtime.operations.runtime_catalog import build_catalog
 from auto_runtime.operations.schemas import DIALECT, SCHEMA_BASE, input_schema_of, output_schema_of
 from auto_runtime.problems import KIND_PROBLEM_TYPES, PROBLEM_BASE, PROBLEM_REASONS
 
@@ -238,3 +243,14 @@ def build_openapi(catalog: Catalog, guide_names: Iterable[str]) -> dict[str, Any
         "paths": paths,
         "components": {"schemas": schemas, "securitySchemes": SECURITY_SCHEMES},
     }
+
+
+def release_document_text() -> str:
+    """The document every server of this release serves, as `docs/assets/openapi.json` keeps it (the seeds: each
+    release's document is kept in the repository, so a client can be generated without running a server)."""
+    guides = load_guides()
+    return json.dumps(build_openapi(build_catalog(guides), guides), indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":
+    print(release_document_text(), end="")
