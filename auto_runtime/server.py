@@ -83,6 +83,7 @@ from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
+from auto_runtime.settings.variables import Mode
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
 from auto_runtime.tools.playbook_tools import PlaybookTools
 from auto_runtime.tools.scrubbing import ScrubbingFilter
@@ -382,9 +383,10 @@ async def _serve_on(
             await models.aclose()
 
 
-def run_server(environ: Mapping[str, str], cwd: Path) -> int:
+def run_server(environ: Mapping[str, str], cwd: Path, mode: Mode = "command_line") -> int:
+    """Serve until SIGINT or SIGTERM; ``mode`` picks the command line's defaults or the image's."""
     try:
-        loaded = load_settings(environ, cwd)
+        loaded = load_settings(environ, cwd, mode)
     except SettingsError as error:
         print(str(error), file=sys.stderr)
         return 1
