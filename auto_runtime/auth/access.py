@@ -71,10 +71,6 @@ class AccessGate:
         origins = {o.rstrip("/").lower() for o in allowed_origins} | {STUDIO_ORIGIN}
         return cls(local_mode=local_mode, keys=keys, allowed_origins=frozenset(origins), tokens=tokens)
 
-    @property
-    def sign_in(self) -> bool:
-        return self.tokens is not None
-
     def origin_allowed(self, origin: str | None) -> bool:
         return origin is None or origin.rstrip("/").lower() in self.allowed_origins
 

@@ -186,7 +186,7 @@ async def fetch_key_set(client: httpx.AsyncClient, issuer: str) -> dict[str, Pub
             status, document = await get_json(client, uri)
     except trio.TooSlowError:
         raise KeySetError(f"{issuer} did not answer within {FETCH_TIMEOUT_SECONDS:g} s") from None
-    except httpx.HTTPError as error:
+    except (httpx.HTTPError, httpx.StreamError, httpx.InvalidURL) as error:
         raise KeySetError(f"{issuer} could not be reached: {error}") from None
     if status != 200:
         raise KeySetError(f"{uri} answered {status}")
@@ -235,6 +235,10 @@ class IssuerKeys:
             raise KeysUnavailable(self._retry_after())
         self._fruitless_at = self._clock()
         raise UnknownKey(kid)
+
+    async def refreshed(self) -> None:
+        """Wait for the end of the fetch in flight, or of the next one (which this does not ask for)."""
+        await self._next_done.wait()
 
     def _is_old(self) -> bool:
         return self._fetched_at is not None and self._clock() - self._fetched_at >= MAX_AGE_SECONDS

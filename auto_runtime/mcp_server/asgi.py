@@ -168,13 +168,13 @@ class McpRoot:
         if endpoint.org is not None and not caller.may_act_in_org(endpoint.org):
             raise Rejection(
                 "forbidden",
-                f"This key belongs to another org than {endpoint.org}.",
+                f"This credential belongs to another org than {endpoint.org}.",
                 headers={"WWW-Authenticate": INSUFFICIENT_SCOPE},
             )
         if endpoint.playbook is not None and not caller.may_access_playbook(endpoint.playbook):
             raise Rejection(
                 "forbidden",
-                f"This key may not access the playbook {endpoint.playbook}.",
+                f"This credential may not access the playbook {endpoint.playbook}.",
                 headers={"WWW-Authenticate": INSUFFICIENT_SCOPE},
             )
 
