@@ -8,11 +8,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from auto_runtime import __version__
 from auto_runtime.auth.api_keys import issue_api_key
 from auto_runtime.auth.caller import Permission
+
+if TYPE_CHECKING:
+    from auto_runtime.settings.variables import Mode
 
 PERMISSION_CHOICES = [str(p) for p in Permission]
 
@@ -23,6 +26,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Keeps playbooks for orgs, runs their definitions and records every fact in a ledger.",
     )
     parser.add_argument("--version", action="version", version=f"auto-runtime {__version__}")
+    parser.add_argument(
+        "--image",
+        action="store_true",
+        help="take the image's defaults (HOST 0.0.0.0, LEDGER_FILE data/ledger.db, json logs at info) and read "
+        "no .env, and a configuration file only when CONFIG_FILE names it; the container image runs with it",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser(
         "serve",
@@ -72,11 +81,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _issue_key(arguments.org, arguments.permissions, arguments.playbooks)
     from auto_runtime.settings import check_config
 
+    mode: Mode = "image" if arguments.image else "command_line"
     if arguments.command == "check-config":
-        return check_config(os.environ, Path.cwd(), sys.stdout, sys.stderr)
+        return check_config(os.environ, Path.cwd(), sys.stdout, sys.stderr, mode)
     from auto_runtime.server import run_server
 
-    exit_without_finalizing(run_server(os.environ, Path.cwd()))
+    exit_without_finalizing(run_server(os.environ, Path.cwd(), mode))
 
 
 def exit_without_finalizing(code: int) -> NoReturn:

@@ -87,6 +87,7 @@ from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
+from auto_runtime.settings.variables import Mode
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
 from auto_runtime.tools.playbook_tools import PlaybookTools
 from auto_runtime.tools.scrubbing import ScrubbingFilter
@@ -365,6 +366,8 @@ async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | Non
         ledger_file=None if settings.database_url else settings.ledger_file,
         database_url=settings.database_url,
         projections=RUNTIME_PROJECTIONS,
+        database_credentials=settings.database_credentials,
+        environ=environ,
     )
     await ledger.start()
     try:
@@ -409,9 +412,10 @@ async def _serve_on(
             await models.aclose()
 
 
-def run_server(environ: Mapping[str, str], cwd: Path) -> int:
+def run_server(environ: Mapping[str, str], cwd: Path, mode: Mode = "command_line") -> int:
+    """Serve until SIGINT or SIGTERM; ``mode`` picks the command line's defaults or the image's."""
     try:
-        loaded = load_settings(environ, cwd)
+        loaded = load_settings(environ, cwd, mode)
     except SettingsError as error:
         print(str(error), file=sys.stderr)
         return 1

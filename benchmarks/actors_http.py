@@ -15,6 +15,9 @@ keep-alive sockets from several processes, well under a server's cost a request)
 Printed per server: the median rate and server CPU a request over the rounds, and the median of each round's
 ratio to that server's `/health` rate taken moments before.
 
+Where the busy time goes (`--sample-seconds`, 10 by default; 0 skips it): each server sampled by py-spy under
+each run route's load, with the actor layer's share of its busy samples (`benchmarks.sampled_rooms`).
+
 Memory (the server's resident set from `/proc`, after a warm-up): the growth per playbook after `--playbooks`
 playbooks each had one definition saved (each save starts that playbook's actor, on a server that has them) and
 once they have all been idle past `PLAYBOOK_IDLE_TIME` (1 s here, so the actors passivate); and the growth per run
@@ -49,9 +52,11 @@ from benchmarks.http_routes import (
     Route,
     Server,
     free_port,
+    load,
     measure,
     wait_for_health,
 )
+from benchmarks.sampled_rooms import print_shares, sampled
 from benchmarks.workflows import rss_mb
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -177,6 +182,19 @@ def report(rounds: dict[tuple[str, str], list[tuple[float, float]]], servers: Se
             print(f"{line}  {ratio:5.2f}x /health")
 
 
+def print_sampled(servers: Sequence[Server], arguments: argparse.Namespace) -> None:
+    """The actor layer's share of each server's busy time under each run route (`benchmarks.sampled_rooms`)."""
+    seconds = arguments.sample_seconds
+    for route in ROUTES[1:]:
+        print(f"\nwhere the busy time goes under {route.name} ({seconds:g} s sampled by py-spy a server):")
+        for server in servers:
+
+            def under_load(route: Route = route, server: Server = server) -> None:
+                load(server.port, route, arguments.processes, arguments.connections, seconds + 1)
+
+            print_shares(server.label, sampled(server.process.pid, seconds, under_load))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
@@ -186,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--playbooks", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--server-path", action="append", default=[], help="another checkout to run beside this one")
+    parser.add_argument(
+        "--sample-seconds", type=float, default=10.0, help="py-spy each server this long a run route (0: skip)"
+    )
     arguments = parser.parse_args(argv)
     started = time.perf_counter()
     labelled = [("this checkout", str(REPOSITORY))]
@@ -197,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{arguments.processes} load processes x {arguments.connections} connections"
         )
         report(measure(servers, ROUTES, arguments), servers)
+        if arguments.sample_seconds > 0:
+            print_sampled(servers, arguments)
         print(f"\nserver memory (resident set growth; {arguments.playbooks:,} playbooks, {arguments.runs:,} runs):")
         for server in servers:
             busy, idle = playbook_memory(server, arguments.playbooks)

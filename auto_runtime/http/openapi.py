@@ -2,18 +2,29 @@
 
 One operation per catalog entry: `operationId` its name (`search_in_org` for the org's `search`), summary its
 title, one tag for the resource it acts on, its description (the MCP tool's). Inputs in the path, the query
-(reads) or the JSON body (commands). Schemas are JSON Schema 2020-12, each with its own `$id`. Every problem an
-operation can return is listed under its status. The server URL is the relative `/v1`.
+(reads) or the JSON body (commands). Schemas are JSON Schema 2020-12, each with its own `$id`, with the keywords
+an operation adds for the document (`Operation.openapi_keywords`: what its handler checks that JSON Schema can
+state). Every problem an operation can return is listed under its status. The server URL is the relative `/v1`.
+
+Security: one `bearer` scheme (HTTP bearer: an API key or a signed-in person's access token). Each operation that
+needs a permission requires it, one security requirement per permission it accepts, naming that permission as
+its role (OpenAPI 3.1 lets a requirement of a non-OAuth scheme list roles); an operation that needs none declares
+an empty `security`. A server in local mode asks for no credential, but the document is the same on every server.
+
+`python -m auto_runtime.http.openapi > docs/assets/openapi.json` writes the release's document into the repository.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from auto_runtime import __version__
+from auto_runtime.guides import load_guides
 from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.operation import Operation
+from auto_runtime.operations.runtime_catalog import build_catalog
 from auto_runtime.operations.schemas import DIALECT, SCHEMA_BASE, input_schema_of, output_schema_of
 from auto_runtime.problems import KIND_PROBLEM_TYPES, PROBLEM_BASE, PROBLEM_REASONS
 
@@ -59,6 +70,16 @@ SCOPE_PARAMETERS = {
         "schema": {"type": "string", "pattern": "^[a-z][a-z0-9-]{2,47}$"},
     },
 }
+BEARER = "bearer"
+SECURITY_SCHEMES: dict[str, Any] = {
+    BEARER: {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An API key (`auto-runtime key` prints one) or a signed-in person's access token, sent as "
+        "`Authorization: Bearer <credential>`. The roles of a requirement are the permissions the credential may "
+        "hold for the operation, any one of them. A server in local mode asks for none.",
+    }
+}
 BODY_REASONS = ("bad_request", "content_too_large", "unsupported_media_type")
 ACCESS_REASONS = ("unauthenticated", "forbidden", "origin_not_allowed")
 
@@ -100,6 +121,39 @@ def _problem_responses(operation: Operation) -> dict[str, Any]:
             "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/problem"}}},
         }
     return responses
+
+
+def with_keywords(schema: dict[str, Any], keywords: Mapping[str, Any]) -> dict[str, Any]:
+    """`schema` with `keywords` merged in: an object under a key both hold merged member by member, any other
+    value replaced."""
+    merged = dict(schema)
+    for key, value in keywords.items():
+        current = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(current, dict):
+            merged[key] = with_keywords(current, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def security_of(operation: Operation) -> list[dict[str, list[str]]]:
+    """One requirement per permission the operation accepts (any one suffices); none for an open operation."""
+    return [{BEARER: [str(permission)]} for permission in sorted(operation.permissions)]
+
+
+def _input_schema(operation: Operation) -> dict[str, Any]:
+    """The operation's input schema, with the keywords it adds for the document merged into its fields."""
+    schema = input_schema_of(operation.name, operation.input_model)
+    if not operation.openapi_keywords:
+        return schema
+    properties = schema.get("properties", {})
+    unknown = set(operation.openapi_keywords) - set(properties)
+    if unknown:
+        raise ValueError(f"{operation.name}: openapi_keywords name fields its input does not have: {sorted(unknown)}")
+    refined = {
+        name: with_keywords(field, operation.openapi_keywords.get(name, {})) for name, field in properties.items()
+    }
+    return {**schema, "properties": refined}
 
 
 def _parameters(operation: Operation, input_schema: dict[str, Any]) -> list[dict[str, Any]]:
@@ -145,12 +199,13 @@ def build_openapi(catalog: Catalog, guide_names: Iterable[str]) -> dict[str, Any
     schemas: dict[str, Any] = {"problem": PROBLEM_SCHEMA}
     tags: dict[str, None] = {}
     for operation in catalog:
-        input_schema = input_schema_of(operation.name, operation.input_model)
+        input_schema = _input_schema(operation)
         entry: dict[str, Any] = {
             "operationId": operation.openapi_operation_id,
             "summary": operation.title,
             "description": operation.description,
             "tags": [operation.tag],
+            "security": security_of(operation),
             "parameters": _parameters(operation, input_schema),
         }
         tags[operation.tag] = None
@@ -186,5 +241,16 @@ def build_openapi(catalog: Catalog, guide_names: Iterable[str]) -> dict[str, Any
         "servers": [{"url": "/v1"}],
         "tags": [{"name": tag} for tag in tags],
         "paths": paths,
-        "components": {"schemas": schemas},
+        "components": {"schemas": schemas, "securitySchemes": SECURITY_SCHEMES},
     }
+
+
+def release_document_text() -> str:
+    """The document every server of this release serves, as `docs/assets/openapi.json` keeps it (the seeds: each
+    release's document is kept in the repository, so a client can be generated without running a server)."""
+    guides = load_guides()
+    return json.dumps(build_openapi(build_catalog(guides), guides), indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":
+    print(release_document_text(), end="")

@@ -19,6 +19,7 @@ from .due_work import DueEntry, DueRow, DueWork, DueWorkChanges, EncodedChanges,
 from .errors import LedgerClosedError
 from .feed import AppendSignal, FeedPosition
 from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseState, validate_fence, validate_lease_name
+from .migrations import SchemaReport
 from .paging import Order, Page, ScanRow, SortKey
 from .projections import Projection
 from .records import (
@@ -54,12 +55,19 @@ class Ledger(abc.ABC):
     due-work changes and a lease fence, all applied in its one transaction or not at all.
     """
 
+    sole_writer: bool = False
+    """True when no other process can append to this ledger (SQLite: one server per file, held by a lock), so
+    what this process appended is all there is: a cache kept current by this process's own appends is exact,
+    and "did another server move this stream?" needs no read. False on PostgreSQL, shared by servers."""
+
     def __init__(self, projections: Sequence[Projection], content: ContentStore) -> None:
         self.projections: tuple[Projection, ...] = tuple(projections)
         self.content = content
         self.appended = AppendSignal()
         self.rebuilt: list[str] = []
         """The names of the projections rebuilt from history when this ledger opened."""
+        self.schema: SchemaReport | None = None
+        """The schema versions this ledger was found at and brought to when it opened (see `migrations`)."""
         self._closed = False
 
     def _check_open(self) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import trio
 
 from .ledger import Ledger
+from .postgres.iam_auth import DatabaseCredentials
 from .postgres.store import PostgresLedger
 from .projections import Projection, check_registrations
 from .serving import ledger_supervisor
@@ -23,14 +24,20 @@ def ledger_store(
     ledger_file: Path | None = None,
     database_url: str | None = None,
     projections: Sequence[Projection] = (),
+    database_credentials: DatabaseCredentials = "url",
+    environ: Mapping[str, str] | None = None,
 ) -> LedgerStore:
     """The store `open_ledger` opens, not started: for an owner that starts and stops it itself (the server's
-    supervision tree stops it as its last child)."""
+    supervision tree stops it as its last child).
+
+    `database_credentials` (`DATABASE_CREDENTIALS`) says how the PostgreSQL store signs in: `url`, with the
+    URL's password, or `aws-iam`, with a token signed for each connection from the AWS credentials in
+    `environ` (the process's environment when None; see `postgres.iam_auth`)."""
     check_registrations(projections)
     if database_url is not None and ledger_file is not None:
         raise ValueError("give either a ledger file or a database URL, not both")
     if database_url is not None:
-        return PostgresLedger(database_url, projections)
+        return PostgresLedger(database_url, projections, credentials=database_credentials, environ=environ)
     if ledger_file is not None:
         return SqliteLedger(Path(ledger_file), projections)
     raise ValueError("a ledger needs a ledger file or a database URL")
@@ -41,6 +48,8 @@ async def open_ledger(
     ledger_file: Path | None = None,
     database_url: str | None = None,
     projections: Sequence[Projection] = (),
+    database_credentials: DatabaseCredentials = "url",
+    environ: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Ledger]:
     """Open the ledger for the life of the block (call from a Trio task).
 
@@ -49,12 +58,12 @@ async def open_ledger(
     (`LEDGER_FILE`; its folder is made 0700 when missing, its files are 0600: see `files`): its writer
     actor starts here, and at the end of the block whatever is queued is committed before it stops. Either
     actor runs under the block's own `ledger` supervisor (`serving`). Setting both is an error. A store that
-    cannot be opened raises `LedgerStartError`.
+    cannot be opened raises `LedgerStartError`. `database_credentials` and `environ`: see `ledger_store`.
 
     Every projection the runtime keeps is registered here; changed ones are rebuilt before the block
     starts.
     """
-    ledger = ledger_store(ledger_file, database_url, projections)
+    ledger = ledger_store(ledger_file, database_url, projections, database_credentials, environ)
     await ledger.start()
     try:
         async with trio.open_nursery() as nursery:

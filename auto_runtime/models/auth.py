@@ -68,6 +68,30 @@ def _hmac(key: bytes, text: str) -> bytes:
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).digest()
 
 
+def sigv4_stamp(moment: datetime) -> str:
+    """The time a Signature Version 4 signature names: ``YYYYMMDDTHHMMSSZ`` in UTC."""
+    return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def sigv4_scope(stamp: str, region: str, service: str) -> str:
+    """The credential scope of a signature made at ``stamp``: ``day/region/service/aws4_request``."""
+    return f"{stamp[:8]}/{region}/{service}/aws4_request"
+
+
+def sigv4_signature(
+    canonical_request: str, *, stamp: str, region: str, service: str, credentials: AwsCredentials
+) -> str:
+    """The hex Signature Version 4 signature of a canonical request, made at ``stamp`` (see ``sigv4_stamp``),
+    whether the signature then travels in a header (``sigv4_headers``) or in a presigned URL's query."""
+    scope = sigv4_scope(stamp, region, service)
+    digest = hashlib.sha256(canonical_request.encode("utf-8")).hexdigest()
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, digest])
+    key = _hmac(("AWS4" + credentials.secret_access_key).encode("utf-8"), stamp[:8])
+    for part in (region, service, "aws4_request"):
+        key = _hmac(key, part)
+    return hmac.new(key, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
 def sigv4_headers(
     *,
     method: str,
@@ -84,8 +108,7 @@ def sigv4_headers(
     Signs ``host``, ``x-amz-date``, the session token and the headers given (lower-cased). The path is
     URI-encoded once more, as every service but S3 expects.
     """
-    stamp = moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    day = stamp[:8]
+    stamp = sigv4_stamp(moment)
     signed: dict[str, str] = {name.lower(): " ".join(value.split()) for name, value in headers.items()}
     signed["host"] = url.netloc.decode("ascii")
     signed["x-amz-date"] = stamp
@@ -100,12 +123,8 @@ def sigv4_headers(
     canonical = "\n".join(
         [method.upper(), path, query, canonical_headers, signed_names, hashlib.sha256(body).hexdigest()]
     )
-    scope = f"{day}/{region}/{service}/aws4_request"
-    to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(canonical.encode("utf-8")).hexdigest()])
-    key = _hmac(("AWS4" + credentials.secret_access_key).encode("utf-8"), day)
-    for part in (region, service, "aws4_request"):
-        key = _hmac(key, part)
-    signature = hmac.new(key, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+    scope = sigv4_scope(stamp, region, service)
+    signature = sigv4_signature(canonical, stamp=stamp, region=region, service=service, credentials=credentials)
     added = {"x-amz-date": stamp}
     if credentials.session_token:
         added["x-amz-security-token"] = credentials.session_token

@@ -10,6 +10,7 @@ from auto_runtime.operations.definition_operations import PLAYBOOK_READ, Definit
 from auto_runtime.operations.fields import OrLeftOut
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
+from auto_runtime.playbooks.analytics import WINDOW_DAYS
 
 DAY_DESCRIPTION = "as YYYY-MM-DD, a day that exists in the calendar"
 
@@ -112,5 +113,6 @@ ANALYTICS_OPERATIONS = (
         tag="analytics",
         reasons=frozenset({"invalid_input"}),
         has_tool=False,
+        openapi_keywords={"days": {"enum": list(WINDOW_DAYS)}},
     ),
 )

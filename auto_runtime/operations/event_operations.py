@@ -17,6 +17,10 @@ from auto_runtime.operations.run_operations import (
     RunId,
 )
 from auto_runtime.operations.services import services_of
+from auto_runtime.playbooks.event_reads import EVENT_ID
+
+EVENT_ID_PATTERN = EVENT_ID.pattern.replace("0-9a-f", "0-9a-fA-F")
+"""`EVENT_ID` for the OpenAPI document: the reader matches it ignoring case, and a JSON Schema pattern has no flags."""
 
 
 class ListEventsInput(BaseModel):
@@ -95,5 +99,6 @@ EVENT_OPERATIONS = (
         hints=Hints(read_only=True, destructive=False, idempotent=True, open_world=False),
         tag="events",
         reasons=frozenset({"not_found", "invalid_input"}),
+        openapi_keywords={"event_id": {"pattern": EVENT_ID_PATTERN}},
     ),
 )

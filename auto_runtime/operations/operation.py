@@ -83,6 +83,10 @@ class Operation:
     operation_id: str | None = None
     output_media_type: str = "application/json"
     path_enums: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    openapi_keywords: Mapping[str, JsonObject] = field(default_factory=dict)
+    """JSON Schema keywords the OpenAPI document adds to an input field's schema, by field name (merged into it,
+    nested objects member by member): rules the handler checks, in its own words, that JSON Schema can state.
+    They stay out of the input schema, which the decoder and the MCP tool share, so refusals keep their words."""
 
     @property
     def path(self) -> str:

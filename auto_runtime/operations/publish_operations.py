@@ -11,7 +11,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from auto_runtime.events.cloudevents import ATTRIBUTES, EXTENSION_DESCRIPTION, SPEC_VERSION
+from auto_runtime.events.cloudevents import (
+    ATTRIBUTES,
+    EXTENSION_DESCRIPTION,
+    EXTENSION_NAME,
+    MAX_EXTENSIONS,
+    SPEC_VERSION,
+)
 from auto_runtime.operations.definition_operations import PLAYBOOK_WRITE
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
@@ -44,6 +50,23 @@ CLOUD_EVENT_SCHEMA: dict[str, Any] = {
     "required": ["source", "type"],
     "additionalProperties": {"type": ["string", "boolean", "integer"], "description": EXTENSION_DESCRIPTION},
 }
+
+
+def _attribute_names() -> dict[str, Any]:
+    """Every attribute's name: an extension's pattern, which the CloudEvents attributes' own names match too."""
+    extension = {"pattern": EXTENSION_NAME.pattern}
+    if all(EXTENSION_NAME.match(name) for name in ATTRIBUTES):
+        return extension
+    return {"anyOf": [{"enum": list(ATTRIBUTES)}, extension]}
+
+
+EVENT_OPENAPI_KEYWORDS: dict[str, Any] = {
+    "propertyNames": _attribute_names(),
+    "maxProperties": len(ATTRIBUTES) + MAX_EXTENSIONS,
+    "properties": {"source": {"format": "uri-reference"}},
+}
+"""What `cloudevents.read_event` checks that the OpenAPI document can state: attribute names, how many attributes
+at most (every CloudEvents attribute and 32 extensions), and `source` a URI reference."""
 
 
 class PublishEventInput(BaseModel):
@@ -84,5 +107,6 @@ PUBLISH_OPERATIONS = (
         hints=Hints(read_only=False, destructive=False, idempotent=False, open_world=False),
         tag="events",
         reasons=frozenset({"invalid_input", "conflict"}),
+        openapi_keywords={"event": EVENT_OPENAPI_KEYWORDS},
     ),
 )

@@ -30,6 +30,7 @@ from auto_runtime.playbooks.definition_facts import (
     definitions_stream,
     version_of,
 )
+from auto_runtime.playbooks.known_rows import KnownRows
 from auto_runtime.playbooks.overview import used_by_section
 from auto_runtime.playbooks.playbook_actor import PlaybookCommand, RetireDefinition, SaveDefinition
 from auto_runtime.playbooks.playbook_host import PlaybookActors
@@ -69,6 +70,11 @@ def check_source_size(source: str) -> None:
         )
 
 
+KNOWN_DEFINITIONS = 10_000
+"""How many definitions' latest versions a registry over a sole-writer ledger keeps (their parsed documents are
+shared with the playbook actors' own state, so each costs little more than its key)."""
+
+
 class DefinitionRegistry:
     """Commands and reads over the definitions of every type. Run `actors` (the registry of playbook actors, a
     child of the playbooks supervisor) before the first command."""
@@ -80,19 +86,39 @@ class DefinitionRegistry:
         """One actor per (org, playbook): its saves and retirements decide and append one at a time in this
         process, after the document's check (which runs outside the actor, so slow checks overlap); each one
         hosts its playbook's run actors (`playbook_host`)."""
+        self._known: KnownRows[tuple[str, str, str, str], DefinitionVersion] | None = (
+            KnownRows(KNOWN_DEFINITIONS) if ledger.sole_writer else None
+        )
+        """On a sole-writer ledger, the latest version of each definition read, by (org, playbook, type, name):
+        the version every run of it reads first. A save or retirement forgets its key (this process makes every
+        change), so the next read after one reads the projection again."""
 
     async def _command(self, scope: PlaybookScope, command: PlaybookCommand) -> DefinitionVersion:
-        answer = await self.actors.ask((scope.org, scope.playbook), command)
+        try:
+            answer = await self.actors.ask((scope.org, scope.playbook), command)
+        finally:
+            if self._known is not None:
+                self._known.forget((scope.org, scope.playbook, command.definition_type, command.name))
         if isinstance(answer, Rejection):
             raise answer
         return answer
 
     async def _row(self, scope: PlaybookScope, definition_type: str, name: str) -> DefinitionVersion | None:
+        key = (scope.org, scope.playbook, definition_type, name)
+        known = self._known
+        if known is not None and (version := known.get(key)) is not None:
+            return version
+        ticket = known.ticket() if known is not None else 0
         rows = await self.ledger.fetch(
             "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
             (scope.org, scope.playbook, definition_type, name),
         )
-        return version_of(DEFINITIONS_PROJECTION.decode_row(rows[0])) if rows else None
+        if not rows:
+            return None
+        version = version_of(DEFINITIONS_PROJECTION.decode_row(rows[0]))
+        if known is not None:
+            known.fill(key, version, ticket)
+        return version
 
     async def latest(self, scope: PlaybookScope, definition_type: str, name: str) -> DefinitionVersion:
         row = await self._row(scope, definition_type, name)

@@ -8,7 +8,9 @@ between servers, and the retry (`ATTEMPTS`) is only for a change another server 
 
 State: the org's playbooks folded from its stream and the stream version they stand for. Each command reads
 the stream version first (one indexed row): when another server moved it, the stream is read again; when not,
-the command decides from memory. A command's own append is folded in without a read.
+the command decides from memory. On a sole-writer ledger (`Ledger.sole_writer`) there is no other server, so
+after its first read the actor decides from memory without reading the version. A command's own append is
+folded in without a read.
 
 Concurrency rules: the actor handles one command at a time (its mailbox is bounded; a full one refuses the
 command with `MailboxFull`). A `Rejection` decided by a command is its answer (returned, not raised), so a
@@ -54,6 +56,8 @@ class OrgActor(Actor[ChangePlaybooks, PlaybooksChanged | Rejection]):
         """The stream version `_playbooks` stands for; -1 before the first read."""
 
     async def _refresh(self) -> None:
+        if self._version >= 0 and self.ledger.sole_writer:
+            return  # nothing but this actor appends to the stream
         if await self.ledger.stream_version(self.stream) != self._version:
             history = await self.ledger.read_stream(self.stream)
             self._playbooks = fold_playbooks(history)

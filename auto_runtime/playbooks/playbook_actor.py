@@ -111,7 +111,10 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
                 return await self._retire(message)
 
     async def _current(self, definition_type: str) -> dict[str, DefinitionVersion]:
-        """The type's definitions, read again when another server moved its stream since they were read."""
+        """The type's definitions, read again when another server moved its stream since they were read (never,
+        on a sole-writer ledger: this actor makes every change of its playbook's definitions)."""
+        if self.ledger.sole_writer and self._versions.get(definition_type, -1) >= 0:
+            return self._definitions[definition_type]
         stream = definitions_stream(self.scope, definition_type)
         version = await self.ledger.stream_version(stream)
         if version != self._versions.get(definition_type):

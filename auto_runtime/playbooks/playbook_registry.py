@@ -3,7 +3,9 @@
 Commands go through the org's actor (`org_actor`, one per org in this process, spawned on its first command
 and passivated when idle), which folds the org's stream and appends with its version, so only another server's
 change can clash with them. Reads go to the `playbooks` projection, kept in the same transaction as each append,
-so `playbook_status` — asked on every playbook request — is one indexed row.
+so `playbook_status` — asked on every playbook request — is one indexed row. On a ledger this process alone
+writes (`Ledger.sole_writer`, SQLite), the shown rows are also kept in memory (`known_rows`): filled on a read,
+replaced by each command's own appends, so `playbook_status` and `get` read nothing once a playbook is known.
 
 Rules (seeds, "Playbooks"): ids are never reused, retirement is permanent, an update that changes nothing
 records nothing, retiring again succeeds and records nothing.
@@ -18,6 +20,7 @@ from auto_runtime.actors import Registry
 from auto_runtime.ledger import Ledger, NewRecord, Projection, Record, Row, TableSpec
 from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.clock import iso_utc
+from auto_runtime.playbooks.known_rows import KnownRows
 from auto_runtime.playbooks.org_actor import ChangePlaybooks, OrgActor, PlaybooksChanged
 from auto_runtime.playbooks.playbook_facts import (
     PLAYBOOK_CREATED,
@@ -29,6 +32,9 @@ from auto_runtime.playbooks.playbook_facts import (
 from auto_runtime.problems import Rejection, conflict, not_found
 
 __all__ = ["PLAYBOOKS_PROJECTION", "Playbook", "PlaybookRegistry", "PlaybookStatus"]
+
+KNOWN_PLAYBOOKS = 10_000
+"""How many playbooks' shown rows a registry over a sole-writer ledger keeps (a few hundred bytes each)."""
 
 
 def _org_of(record: Record) -> str:
@@ -119,25 +125,48 @@ class PlaybookRegistry:
             intensity=limits.intensity,
         )
         """One actor per org: its playbooks' creations, changes and retirements share the org's stream."""
+        self._known: KnownRows[tuple[str, str], dict[str, Any]] | None = (
+            KnownRows(KNOWN_PLAYBOOKS) if ledger.sole_writer else None
+        )
+        """Shown rows by (org, playbook), on a sole-writer ledger only."""
 
     async def _decided(self, org: str, decide: Callable[[dict[str, Playbook]], list[NewRecord]]) -> PlaybooksChanged:
         outcome = await self.actors.ask(org, ChangePlaybooks(decide))
         if isinstance(outcome, Rejection):
             raise outcome
+        if self._known is not None:
+            for record in outcome.appended:
+                playbook = record.data["playbook"]
+                self._known.changed((org, playbook), outcome.playbooks[playbook].as_json())
         return outcome
 
-    async def playbook_status(self, org: str, playbook: str) -> PlaybookStatus | None:
-        rows = await self.ledger.fetch("SELECT status FROM playbooks WHERE org = ? AND playbook = ?", (org, playbook))
+    async def _shown(self, org: str, playbook: str) -> dict[str, Any] | None:
+        """The playbook as `get` shows it (not to be changed by the caller), or None when the org has none."""
+        key = (org, playbook)
+        known = self._known
+        if known is not None and (shown := known.get(key)) is not None:
+            return shown
+        ticket = known.ticket() if known is not None else 0
+        rows = await self.ledger.fetch("SELECT * FROM playbooks WHERE org = ? AND playbook = ?", (org, playbook))
         if not rows:
             return None
-        status: PlaybookStatus = "retired" if rows[0]["status"] == "retired" else "active"
+        shown = _shown_row(rows[0])
+        if known is not None:
+            known.fill(key, shown, ticket)
+        return shown
+
+    async def playbook_status(self, org: str, playbook: str) -> PlaybookStatus | None:
+        shown = await self._shown(org, playbook)
+        if shown is None:
+            return None
+        status: PlaybookStatus = "retired" if shown["status"] == "retired" else "active"
         return status
 
     async def get(self, org: str, playbook: str) -> dict[str, Any]:
-        rows = await self.ledger.fetch("SELECT * FROM playbooks WHERE org = ? AND playbook = ?", (org, playbook))
-        if not rows:
+        shown = await self._shown(org, playbook)
+        if shown is None:
             raise not_found(f"The org {org} has no playbook {playbook}.")
-        return _shown_row(rows[0])
+        return dict(shown)
 
     async def listed(self, org: str, include_retired: bool, only: frozenset[str] | None) -> list[dict[str, Any]]:
         rows = await self.ledger.fetch("SELECT * FROM playbooks WHERE org = ? ORDER BY created_at, playbook", (org,))

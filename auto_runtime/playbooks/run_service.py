@@ -117,13 +117,14 @@ class RunService:
         definition = await self.definitions.latest(scope, definition_type, name)
         if definition.status == "retired":
             raise conflict(f"The {definition_type} definition {name} is retired, so it cannot run.")
+        minted = not run_id
         run_id = canonical_run_id(run_id) if run_id else str(uuid7())
         digest = canonical_digest(value)
         key = (scope.org, scope.playbook, run_id)
 
         async def run_under_id() -> dict[str, Any]:
             return await self._run_under_id(
-                scope, definition_type, name, value, run_id, digest, caller_id, definition, metadata
+                scope, definition_type, name, value, run_id, digest, caller_id, definition, metadata, minted=minted
             )
 
         try:
@@ -145,12 +146,18 @@ class RunService:
         caller_id: str,
         definition: DefinitionVersion,
         metadata: Mapping[str, Any] | None,
+        *,
+        minted: bool,
     ) -> dict[str, Any]:
-        """The request's run, in the run id's actor: answered from what is recorded, or started and run."""
+        """The request's run, in the run id's actor: answered from what is recorded, or started and run.
+
+        A run id this server `minted` (a new UUIDv7) names no recorded run, so its first attempt reads nothing
+        and appends at version 0; should the stream exist after all, that append's `VersionConflict` makes the
+        next attempt read it."""
         stream = run_stream(scope, run_id)
-        for _ in range(ATTEMPTS):
+        for attempt in range(ATTEMPTS):
             try:
-                history = await self.ledger.read_stream(stream)
+                history = [] if minted and attempt == 0 else await self.ledger.read_stream(stream)
                 state = fold_run(run_id, history)
                 if state is not None:
                     if (state.type, state.name) != (definition_type, name) or state.input_digest != digest:

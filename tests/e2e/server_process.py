@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,7 @@ import httpx
 
 from auto_runtime.server import cache_folder_of
 from auto_runtime.settings import SettingsError, load_settings
+from auto_runtime.settings.variables import Mode
 from tests.sandbox_engine import seed_cache
 
 START_TIMEOUT_SECONDS = 60.0
@@ -69,7 +70,7 @@ class ServerProcess:
         return code
 
 
-def sandbox_cache_of(environment: Mapping[str, str], folder: Path) -> Path | None:
+def sandbox_cache_of(environment: Mapping[str, str], folder: Path, mode: Mode = "command_line") -> Path | None:
     """The folder a server with this environment, started in `folder`, keeps its compiled sandbox module in,
     found the way the server finds it (`load_settings`, `cache_folder_of`); None when its settings are wrong
     (it will not get as far as the sandbox).
@@ -77,7 +78,7 @@ def sandbox_cache_of(environment: Mapping[str, str], folder: Path) -> Path | Non
     Without a SQLite ledger the server's folder is under its home, and `cache_folder_of` reads the home of
     the process that calls it: here it is taken from the server's `HOME` instead, the same path."""
     try:
-        settings = load_settings(environment, folder).settings
+        settings = load_settings(environment, folder, mode).settings
     except SettingsError:
         return None
     if settings.ledger_file is None:
@@ -91,8 +92,12 @@ def start_server(
     *,
     port: int | None = None,
     seed_sandbox: bool = True,
+    arguments: Sequence[str] = ("serve",),
+    mode: Mode = "command_line",
 ) -> ServerProcess:
-    """Starts `python -m auto_runtime serve` in `folder` and waits for `/health`.
+    """Starts `python -m auto_runtime serve` (or `arguments` instead of `serve`) in `folder` and waits for `/health`.
+
+    `mode` is the defaults the arguments pick (`"image"` with `--image`), for finding the sandbox's cache folder.
 
     With `seed_sandbox` (the default) the session's compiled sandbox module is first copied where the server
     looks for it (`tests/sandbox_engine.py`), so its start loads the module instead of compiling it; a test of
@@ -102,12 +107,12 @@ def start_server(
     environment = base_environment(folder)
     environment["PORT"] = str(port)
     environment.update(settings or {})
-    if seed_sandbox and (cache_folder := sandbox_cache_of(environment, folder)) is not None:
+    if seed_sandbox and (cache_folder := sandbox_cache_of(environment, folder, mode)) is not None:
         seed_cache(cache_folder)
     log_path = folder / "server.log"
     with log_path.open("ab") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "auto_runtime", "serve"],
+            [sys.executable, "-m", "auto_runtime", *arguments],
             cwd=folder,
             env=environment,
             stdout=log_file,

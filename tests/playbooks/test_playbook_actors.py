@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from auto_runtime.actors import ActorStoppedError
-from auto_runtime.ledger import Ledger
+from auto_runtime.ledger import Ledger, LedgerStartError
 from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry, definitions_stream
 from auto_runtime.server import RUNTIME_PROJECTIONS
@@ -45,6 +45,8 @@ async def test_concurrent_saves_of_one_playbook_take_turns_and_make_consecutive_
 async def test_a_change_made_by_another_server_is_read_before_the_next_decision(
     target: Target, definitions: DefinitionRegistry, types: dict[str, Any]
 ) -> None:
+    if target.kind == "sqlite":
+        pytest.skip("servers share a PostgreSQL ledger only: a SQLite file has one server (its lock, below)")
     async with target.open(RUNTIME_PROJECTIONS) as other_ledger:
         other = DefinitionRegistry(other_ledger, types)
         async with other.actors.serving():
@@ -122,3 +124,21 @@ async def test_start_failures_that_repeat_escalate_from_the_registry_to_its_supe
     assert definitions.actors.restarts == 4
     assert refusals.count("failed start") == 4
     await run_sql(target, TABLE_BACK)
+
+
+async def test_a_sqlite_ledger_file_has_one_server_so_its_definitions_are_answered_from_memory(
+    target: Target, ledger: Ledger, definitions: DefinitionRegistry
+) -> None:
+    if target.kind != "sqlite":
+        pytest.skip("PostgreSQL is shared by servers, so every read asks the database")
+    with pytest.raises(LedgerStartError, match="is in use by another process"):
+        async with target.open(RUNTIME_PROJECTIONS):
+            pass
+    assert ledger.sole_writer
+    await definitions.create(SCOPE, "workflow", "flow", workflow(0), "tester")
+    assert (await definitions.latest(SCOPE, "workflow", "flow")).version == 1
+    await run_sql(target, TABLE_AWAY)  # what the registry and the actor know, they answer without a read
+    assert (await definitions.latest(SCOPE, "workflow", "flow")).version == 1
+    await run_sql(target, TABLE_BACK)
+    assert (await definitions.update(SCOPE, "workflow", "flow", workflow(1), "tester")).version == 2
+    assert (await definitions.latest(SCOPE, "workflow", "flow")).version == 2  # a save forgets what was known

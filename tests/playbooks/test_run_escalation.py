@@ -71,11 +71,14 @@ async def test_run_faults_escalate_to_the_playbook_actor_which_restarts_from_the
     assert host.spawns == 3, "the playbook's actor restarted once; the other's lived on"
     assert host.is_live(KEY) and host.hosted(OTHER_KEY) is other_runs
 
-    async with target.open(RUNTIME_PROJECTIONS) as other_ledger:
-        elsewhere = DefinitionRegistry(other_ledger, types)
-        async with elsewhere.actors.serving():
-            assert (await elsewhere.update(SCOPE, "workflow", "flow", workflow(1), "b")).version == 2
-    assert (await definitions.update(SCOPE, "workflow", "flow", workflow(2), "a")).version == 3
+    saved = 2
+    if target.kind == "postgres":  # servers share a PostgreSQL ledger only (a SQLite file has one server)
+        async with target.open(RUNTIME_PROJECTIONS) as other_ledger:
+            elsewhere = DefinitionRegistry(other_ledger, types)
+            async with elsewhere.actors.serving():
+                assert (await elsewhere.update(SCOPE, "workflow", "flow", workflow(1), "b")).version == 2
+        saved = 3
+    assert (await definitions.update(SCOPE, "workflow", "flow", workflow(2), "a")).version == saved
 
     for escalation in range(PLAYBOOK_ESCALATIONS.max_restarts):
         for n in range(crashes):
@@ -86,4 +89,4 @@ async def test_run_faults_escalate_to_the_playbook_actor_which_restarts_from_the
     assert host.hosted(OTHER_KEY) is other_runs
     await run_elsewhere(definitions, "after")
     assert (await definitions.update(OTHER, "workflow", "flow", workflow(3), "a")).version == 2
-    assert (await definitions.update(SCOPE, "workflow", "flow", workflow(4), "a")).version == 4, "started afresh"
+    assert (await definitions.update(SCOPE, "workflow", "flow", workflow(4), "a")).version == saved + 1, "afresh"

@@ -8,7 +8,7 @@ import os
 import secrets
 from pathlib import Path
 
-from tests.e2e.server_process import free_port, run_command
+from tests.e2e.server_process import free_port, run_command, start_server
 from tests.postgres_support import ADMIN_URL, with_database
 
 PASSWORD = "hunter2-secret"
@@ -63,3 +63,18 @@ def test_a_ledger_file_in_a_folder_the_server_may_not_write_is_one_line(tmp_path
         folder.mkdir(mode=0o500)
     line = _one_line(tmp_path, _settings(LEDGER_FILE=str(folder / "ledger.db")))
     assert line.startswith(f"LEDGER_FILE: cannot make the folder {folder} ("), line
+
+
+def test_a_second_server_on_a_ledger_file_in_use_is_one_line_and_the_first_serves_on(tmp_path: Path) -> None:
+    ledger_file = tmp_path / "ledger.db"
+    first = start_server(tmp_path / "first", {"LEDGER_FILE": str(ledger_file)})
+    try:
+        (tmp_path / "second").mkdir()
+        line = _one_line(tmp_path / "second", _settings(LEDGER_FILE=str(ledger_file)))
+        assert line == f"LEDGER_FILE: {ledger_file} is in use by another process (one server per ledger file)"
+        with first.client() as client:
+            assert client.get("/health").status_code == 200
+    finally:
+        first.stop()
+    again = start_server(tmp_path / "again", {"LEDGER_FILE": str(ledger_file)})  # the file is free once it stopped
+    again.stop()

@@ -17,20 +17,6 @@ from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey, decode_entr
 from ..lease import LeaseFence
 from .lease_statements import check_fence, fence_arguments, lease_lost
 
-TABLES = [
-    """CREATE TABLE IF NOT EXISTS ledger_due_work (
-        scope_key text COLLATE "C" NOT NULL,
-        run_id text COLLATE "C" NOT NULL,
-        key text COLLATE "C" NOT NULL,
-        due_us bigint,
-        payload text,
-        state text NOT NULL CHECK (state IN ('armed', 'fired', 'cancelled')),
-        PRIMARY KEY (scope_key, run_id, key)
-    )""",
-    "CREATE INDEX IF NOT EXISTS ledger_due_work_armed "
-    "ON ledger_due_work (due_us, scope_key, run_id, key) WHERE state = 'armed'",
-]
-
 _COLUMNS = "scope_key, run_id, key, due_us, payload"
 
 DUE_SQL = (

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import asyncpg
 
 from ..errors import LedgerStartError
+from ..migrations import SchemaTooNew
 
 DISK_FULL: Final = "53100"
 
@@ -57,6 +58,8 @@ def start_error(error: BaseException, url: str) -> LedgerStartError | None:
 
 def _start_line(error: BaseException, url: str) -> str | None:
     server = server_of(url)
+    if isinstance(error, SchemaTooNew):
+        return f"DATABASE_URL: the database {database_of(url)} on {server} {error.refusal}"
     if isinstance(error, asyncpg.InvalidCatalogNameError):
         return f"DATABASE_URL: the database {database_of(url)} does not exist on {server}"
     if isinstance(error, asyncpg.InvalidAuthorizationSpecificationError):

@@ -15,13 +15,6 @@ import asyncpg
 
 from ..lease import LeaseFence, LeaseLost, LeaseState
 
-TABLE = """CREATE TABLE IF NOT EXISTS ledger_leases (
-    name text PRIMARY KEY,
-    holder text,
-    lapses_at timestamptz,
-    fencing bigint NOT NULL
-)"""
-
 CLAIM_FUNCTION = """CREATE OR REPLACE FUNCTION ledger_claim_lease(p_name text, p_holder text, p_lapse interval)
 RETURNS TABLE (lease_holder text, lease_lapses_at timestamptz, lease_fencing bigint, judged_at timestamptz)
 LANGUAGE plpgsql AS $fn$

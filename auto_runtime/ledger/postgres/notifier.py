@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import asyncpg
@@ -31,9 +31,10 @@ class Notifier:
         self._connection: Any = None
         self._task: asyncio.Task[None] | None = None
 
-    async def start(self, url: str) -> None:
-        """Connect, listen, and start the sending task (on the loop)."""
-        self._connection = await asyncpg.connect(url)
+    async def start(self, url: str, sign_in: Mapping[str, Any] | None = None) -> None:
+        """Connect (with `sign_in`, asyncpg's sign-in arguments beside the URL), listen, and start the sending
+        task (on the loop)."""
+        self._connection = await asyncpg.connect(url, **(sign_in or {}))
         await self._connection.add_listener(CHANNEL, lambda *_: self._on_notify())
         self._task = asyncio.get_running_loop().create_task(self._send_when_wanted())
 

@@ -1,74 +1,86 @@
-"""The PostgreSQL ledger's tables and the rebuild of changed projections.
+"""The PostgreSQL ledger's schema migrations (`migrations/`, see `..migrations`), its functions, and the
+rebuild of changed projections.
 
-Both run under a transaction-level advisory lock, so several servers starting on one database
+All run under a transaction-level advisory lock, so several servers starting on one database
 migrate and rebuild once. `tx_id` is the appending transaction's id (`pg_current_xact_id()`, as a
 bigint): oldest-first reads order by `(tx_id, global_position)` behind a horizon (see `statements`).
 Data and metadata are kept as JSON *text* (not jsonb, which refuses U+0000 and lone surrogates).
-The `ledger_append` function (see `statements.APPEND_FUNCTION`) is replaced on every open, so a
-server always calls the version it was built with.
+The functions (`ledger_append`, see `statements.APPEND_FUNCTION`, and the others of `FUNCTIONS`) are
+replaced on every open, so a server always calls the version it was built with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Final
 
+from ..migrations import VERSION_TABLE, Migration, SchemaReport, load_migrations, next_migration
 from ..placeholders import to_numbered
 from ..projections import Projection
-from ..records import decode_record
+from ..records import decode_record, to_microseconds
 from . import due_work_statements, lease_statements
 from .statements import APPEND_FUNCTION, APPEND_GUARDED_FUNCTION, RECORD_COLUMNS, apply_projections
 
 LOCK_KEY = 0x6C6564676572  # "ledger"
 _REBUILD_BATCH = 1_000
 
-_TABLES = [
-    """CREATE TABLE IF NOT EXISTS ledger_records (
-        global_position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        tx_id bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint),
-        id text NOT NULL,
-        stream text NOT NULL,
-        position bigint NOT NULL,
-        scope_key text NOT NULL,
-        type text NOT NULL,
-        data text NOT NULL,
-        metadata text NOT NULL,
-        correlation_id text,
-        size bigint NOT NULL,
-        recorded_at bigint NOT NULL,
-        CONSTRAINT ledger_records_id UNIQUE (id),
-        CONSTRAINT ledger_records_stream UNIQUE (stream, position)
-    )""",
-    "CREATE INDEX IF NOT EXISTS ledger_records_scope ON ledger_records (scope_key, tx_id, global_position)",
-    "CREATE INDEX IF NOT EXISTS ledger_records_correlation "
-    "ON ledger_records (scope_key, correlation_id, tx_id, global_position)",
-    "CREATE INDEX IF NOT EXISTS ledger_records_feed ON ledger_records (tx_id, global_position)",
-    "CREATE TABLE IF NOT EXISTS ledger_streams (stream text PRIMARY KEY, version bigint NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS ledger_projections (name text PRIMARY KEY, version bigint NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS ledger_content (
-        scope_key text NOT NULL, sha256 text NOT NULL, size bigint NOT NULL, location text NOT NULL,
-        PRIMARY KEY (scope_key, sha256))""",
-    """CREATE TABLE IF NOT EXISTS ledger_content_chunks (
-        scope_key text NOT NULL, sha256 text NOT NULL, chunk integer NOT NULL, bytes bytea NOT NULL,
-        PRIMARY KEY (scope_key, sha256, chunk))""",
-]
+VERSION_TABLE_SQL = f"""CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at_us bigint NOT NULL
+)"""
+
+MIGRATIONS: Final = load_migrations("auto_runtime.ledger.postgres.migrations")
+
+FUNCTIONS: Final = (
+    APPEND_FUNCTION,
+    lease_statements.CLAIM_FUNCTION,
+    lease_statements.CHECK_FENCE_FUNCTION,
+    due_work_statements.CHANGE_FUNCTION,
+    due_work_statements.MARK_FIRED_FUNCTION,
+    APPEND_GUARDED_FUNCTION,
+)
+"""Replaced on every open, after the migrations, in the same locked transaction as the last version check."""
 
 
-async def migrate(conn: Any) -> None:
-    """Create the ledger's own tables and indexes when they are missing."""
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
-        for statement in (*_TABLES, lease_statements.TABLE, *due_work_statements.TABLES):
-            await conn.execute(statement)
-        for function in (
-            APPEND_FUNCTION,
-            lease_statements.CLAIM_FUNCTION,
-            lease_statements.CHECK_FENCE_FUNCTION,
-            due_work_statements.CHANGE_FUNCTION,
-            due_work_statements.MARK_FIRED_FUNCTION,
-            APPEND_GUARDED_FUNCTION,
-        ):
-            await conn.execute(function)
+async def migrate(conn: Any, migrations: Sequence[Migration] = MIGRATIONS) -> SchemaReport:
+    """Bring the ledger's schema to the latest version and replace the ledger's functions (see
+    `..migrations`); `SchemaTooNew` for a ledger a newer release migrated.
+
+    Every transaction here first takes the ledger's advisory lock (`pg_advisory_xact_lock(LOCK_KEY)`, held to
+    its end), then reads the version: a second server starting at the same time waits on the lock and then
+    finds the version already recorded. Each migration commits together with its version row.
+    """
+    found: int | None = None
+    adopted = False
+    applied: list[int] = []
+    while True:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
+            if found is None:
+                adopted = await conn.fetchval(
+                    "SELECT to_regclass($1) IS NULL AND to_regclass('ledger_records') IS NOT NULL", VERSION_TABLE
+                )
+            await conn.execute(VERSION_TABLE_SQL)
+            version: int = await conn.fetchval(f"SELECT coalesce(max(version), 0) FROM {VERSION_TABLE}")
+            if found is None:
+                found = version
+            step = next_migration(version, migrations)
+            if step is None:
+                for function in FUNCTIONS:
+                    await conn.execute(function)
+            else:
+                await conn.execute(step.sql)
+                await conn.execute(
+                    f"INSERT INTO {VERSION_TABLE} (version, name, applied_at_us) VALUES ($1, $2, $3)",
+                    step.number,
+                    step.name,
+                    to_microseconds(datetime.now(UTC)),
+                )
+        if step is None:
+            return SchemaReport(found, version, adopted, tuple(applied))
+        applied.append(step.number)
 
 
 async def ensure_projections(conn: Any, projections: Sequence[Projection]) -> list[str]:

@@ -10,7 +10,8 @@ appends wake this process's followers through LISTEN/NOTIFY (`notifier`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -34,6 +35,7 @@ from ..records import Record
 from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
 from . import due_work_statements, lease_statements, statements
 from .faults import full_disk_cause, server_of, start_error
+from .iam_auth import DatabaseCredentials, sign_in_options
 from .notifier import Notifier
 from .schema import ensure_projections, migrate
 
@@ -62,19 +64,28 @@ class Unit:
 class PostgresLoop(LoopActor[Unit, Any]):
     """One life of the loop actor: its pool and (when `on_notify` is given) its listener, on its own loop."""
 
-    def __init__(self, url: str, pool_size: int, on_notify: Callable[[], None] | None) -> None:
+    def __init__(
+        self,
+        url: str,
+        pool_size: int,
+        on_notify: Callable[[], None] | None,
+        sign_in: Mapping[str, Any] | None = None,
+    ) -> None:
         self._url = url
         self._pool_size = pool_size
         self._on_notify = on_notify
+        self._sign_in = dict(sign_in or {})
         self._pool: Any = None
         self._notifier: Notifier | None = None
 
     async def on_start(self) -> None:
-        self._pool = await asyncpg.create_pool(self._url, min_size=1, max_size=self._pool_size, reset=_keep_session)
+        self._pool = await asyncpg.create_pool(
+            self._url, min_size=1, max_size=self._pool_size, reset=_keep_session, **self._sign_in
+        )
         if self._on_notify is not None:
             notifier = Notifier(self._on_notify)
             try:
-                await notifier.start(self._url)
+                await notifier.start(self._url, self._sign_in)
             except BaseException:
                 await self._pool.close()
                 raise
@@ -112,12 +123,25 @@ class PostgresContentStore:
 
 class PostgresLedger(Ledger):
     """The PostgreSQL store. Create with `open_ledger`; `start` opens the database (migrates, rebuilds changed
-    projections), the ledger's supervisor serves the loop actor (`actor_spec`), `stop` closes its address."""
+    projections), the ledger's supervisor serves the loop actor (`actor_spec`), `stop` closes its address.
 
-    def __init__(self, database_url: str, projections: Sequence[Projection], pool_size: int = POOL_SIZE) -> None:
+    `credentials` is `DATABASE_CREDENTIALS`: `url` signs in with the URL's password, `aws-iam` with a token
+    signed for each connection from the AWS credentials in `environ` (see `iam_auth`)."""
+
+    def __init__(
+        self,
+        database_url: str,
+        projections: Sequence[Projection],
+        pool_size: int = POOL_SIZE,
+        credentials: DatabaseCredentials = "url",
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(projections, PostgresContentStore(self))
         self._url = database_url
         self._pool_size = pool_size
+        self._credentials: DatabaseCredentials = credentials
+        self._environ = dict(os.environ if environ is None else environ)
+        self._sign_in: dict[str, Any] = {}
         self.loop_ref = LoopActorRef[Unit, Any]("loop", ACTOR_MAILBOX)
         self._port: TrioPort | None = None
         self.faults = FaultLog(f"DATABASE_URL {server_of(database_url)}")
@@ -125,9 +149,10 @@ class PostgresLedger(Ledger):
     async def start(self) -> None:
         """Migrate and rebuild changed projections, on a loop of its own that ends once they are done.
 
-        A database that cannot be reached or used raises `LedgerStartError`, whose one line names
-        `DATABASE_URL` and the cause, never the URL's password."""
+        A database that cannot be reached or used, or whose schema a newer release migrated, raises
+        `LedgerStartError`, whose one line names `DATABASE_URL` and the cause, never the URL's password."""
         self._port = TrioPort()
+        self._sign_in = sign_in_options(self._url, self._credentials, self._environ)
         try:
             await self._open_once()
         except BaseException as error:
@@ -141,14 +166,14 @@ class PostgresLedger(Ledger):
         failures: list[BaseException] = []
 
         async def prepare(conn: Any) -> None:
-            await migrate(conn)
+            self.schema = await migrate(conn)
             self.rebuilt = await ensure_projections(conn, self.projections)
 
         async with trio.open_nursery() as nursery:
 
             async def serve() -> None:
                 try:
-                    await opening.serve_life(lambda: PostgresLoop(self._url, 1, None))
+                    await opening.serve_life(lambda: PostgresLoop(self._url, 1, None, self._sign_in))
                 except ActorCrashedError as crash:
                     failures.append(crash.error)
                     nursery.cancel_scope.cancel()
@@ -168,7 +193,7 @@ class PostgresLedger(Ledger):
         return self.loop_ref.child_spec(self._new_loop, shutdown=ACTOR_SHUTDOWN_SECONDS)
 
     def _new_loop(self) -> PostgresLoop:
-        return PostgresLoop(self._url, self._pool_size, self._wake_followers)
+        return PostgresLoop(self._url, self._pool_size, self._wake_followers, self._sign_in)
 
     async def stop(self) -> None:
         """Close the loop's address; work still queued runs on a last life when the supervisor serves none."""

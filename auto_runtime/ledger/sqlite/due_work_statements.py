@@ -11,20 +11,6 @@ from collections.abc import Sequence
 
 from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey, decode_entry, decode_row
 
-TABLES = [
-    """CREATE TABLE IF NOT EXISTS ledger_due_work (
-        scope_key TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        key TEXT NOT NULL,
-        due_us INTEGER,
-        payload TEXT,
-        state TEXT NOT NULL CHECK (state IN ('armed', 'fired', 'cancelled')),
-        PRIMARY KEY (scope_key, run_id, key)
-    )""",
-    "CREATE INDEX IF NOT EXISTS ledger_due_work_armed "
-    "ON ledger_due_work (due_us, scope_key, run_id, key) WHERE state = 'armed'",
-]
-
 _COLUMNS = "scope_key, run_id, key, due_us, payload"
 
 DUE_SQL = (

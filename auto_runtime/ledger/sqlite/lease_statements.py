@@ -12,13 +12,6 @@ from datetime import UTC, datetime, timedelta
 from ..lease import LeaseFence, LeaseLost, LeaseState
 from ..records import from_microseconds, to_microseconds
 
-TABLE = """CREATE TABLE IF NOT EXISTS ledger_leases (
-    name TEXT PRIMARY KEY,
-    holder TEXT,
-    until_us INTEGER,
-    fencing INTEGER NOT NULL
-)"""
-
 
 def _now_us() -> int:
     return to_microseconds(datetime.now(UTC))

@@ -1,82 +1,102 @@
-"""The SQLite ledger's tables (created with sqlite-utils) and the rebuild of changed projections.
+"""The SQLite ledger's schema migrations (`migrations/`, see `..migrations`) and the rebuild of changed
+projections.
 
-Runs on the writer's connection before the writer thread starts, so nothing else writes meanwhile.
+Runs on the writer's connection before the writer thread starts, so nothing else of this process writes
+meanwhile; other processes are kept out by `BEGIN IMMEDIATE`.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Final
 
-import sqlite_utils
-
+from ..migrations import VERSION_TABLE, Migration, SchemaReport, load_migrations, next_migration
 from ..projections import Projection
-from ..records import decode_record
-from . import due_work_statements, lease_statements
+from ..records import decode_record, to_microseconds
 from .statements import RECORD_COLUMNS, apply_projections
 
 _REBUILD_BATCH = 1_000
 
 
 def connect_writer(path: str) -> sqlite3.Connection:
-    """The writer's connection: autocommit mode (explicit BEGIN IMMEDIATE), WAL, synchronous=FULL."""
+    """The writer's connection: autocommit mode (explicit BEGIN IMMEDIATE), WAL, synchronous=FULL.
+
+    The busy timeout is set first, so that a process starting while another holds the file's lock (turning a
+    new file to WAL, or migrating) waits for it rather than failing."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=10000")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("PRAGMA busy_timeout=10000")
     return conn
 
 
-def migrate(conn: sqlite3.Connection) -> None:
-    """Create the ledger's own tables and indexes when they are missing."""
-    db = sqlite_utils.Database(conn)
-    db.table("ledger_records").create(
-        {
-            "global_position": int,
-            "id": str,
-            "stream": str,
-            "position": int,
-            "scope_key": str,
-            "type": str,
-            "data": str,
-            "metadata": str,
-            "correlation_id": str,
-            "size": int,
-            "recorded_at": int,
-        },
-        pk="global_position",
-        not_null={"id", "stream", "position", "scope_key", "type", "data", "metadata", "size", "recorded_at"},
-        if_not_exists=True,
-    )
-    records = db.table("ledger_records")
-    records.create_index(["id"], index_name="ledger_records_id", unique=True, if_not_exists=True)
-    records.create_index(["stream", "position"], index_name="ledger_records_stream", unique=True, if_not_exists=True)
-    records.create_index(["scope_key", "global_position"], index_name="ledger_records_scope", if_not_exists=True)
-    records.create_index(
-        ["scope_key", "correlation_id", "global_position"],
-        index_name="ledger_records_correlation",
-        if_not_exists=True,
-    )
-    db.table("ledger_streams").create(
-        {"stream": str, "version": int}, pk="stream", not_null={"version"}, if_not_exists=True
-    )
-    db.table("ledger_projections").create(
-        {"name": str, "version": int}, pk="name", not_null={"version"}, if_not_exists=True
-    )
-    db.table("ledger_content").create(
-        {"scope_key": str, "sha256": str, "size": int, "location": str},
-        pk=("scope_key", "sha256"),
-        not_null={"size", "location"},
-        if_not_exists=True,
-    )
-    db.table("ledger_content_chunks").create(
-        {"scope_key": str, "sha256": str, "chunk": int, "bytes": bytes},
-        pk=("scope_key", "sha256", "chunk"),
-        not_null={"bytes"},
-        if_not_exists=True,
-    )
-    for statement in (lease_statements.TABLE, *due_work_statements.TABLES):
-        conn.execute(statement)
+VERSION_TABLE_SQL = f"""CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at_us INTEGER NOT NULL
+)"""
+
+MIGRATIONS: Final = load_migrations("auto_runtime.ledger.sqlite.migrations")
+
+
+def statements_of(script: str) -> list[str]:
+    """The statements of a migration's SQL, each whole (`sqlite3.complete_statement`), comments kept with the
+    statement they precede. `sqlite3` runs one statement per `execute`, and `executescript` would commit
+    the migration's transaction first."""
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    left = "\n".join(line for line in pending.splitlines() if not line.lstrip().startswith("--")).strip()
+    if left:
+        raise ValueError(f"a migration ends inside a statement: {left[:80]!r}")
+    return statements
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> SchemaReport:
+    """Bring the ledger's schema to the latest version, one migration per `BEGIN IMMEDIATE` transaction with
+    its version row (see `..migrations`); `SchemaTooNew` for a ledger a newer release migrated.
+
+    `BEGIN IMMEDIATE` takes the file's write lock before the version is read, so a second process starting
+    at the same time waits (the connection's `busy_timeout`) and then finds the version already recorded.
+    """
+    found: int | None = None
+    adopted = False
+    applied: list[int] = []
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if found is None:
+                adopted = not _has_table(conn, VERSION_TABLE) and _has_table(conn, "ledger_records")
+            conn.execute(VERSION_TABLE_SQL)
+            version: int = conn.execute(f"SELECT coalesce(max(version), 0) FROM {VERSION_TABLE}").fetchone()[0]
+            if found is None:
+                found = version
+            step = next_migration(version, migrations)
+            if step is not None:
+                for statement in statements_of(step.sql):
+                    conn.execute(statement)
+                conn.execute(
+                    f"INSERT INTO {VERSION_TABLE} (version, name, applied_at_us) VALUES (?, ?, ?)",
+                    (step.number, step.name, to_microseconds(datetime.now(UTC))),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if step is None:
+            return SchemaReport(found, version, adopted, tuple(applied))
+        applied.append(step.number)
 
 
 def ensure_projections(conn: sqlite3.Connection, projections: Sequence[Projection]) -> list[str]:

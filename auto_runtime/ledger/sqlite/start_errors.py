@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Final
 
 from ..errors import LedgerStartError
+from ..migrations import SchemaTooNew
 from .faults import full_disk_cause
 
 SQLITE_BUSY: Final = 5
@@ -23,8 +24,15 @@ def _full(path: Path) -> LedgerStartError:
     return LedgerStartError(f"LEDGER_FILE: the disk of {path} is full; free some space and start again")
 
 
-def start_error(error: OSError | sqlite3.Error, path: Path) -> LedgerStartError:
-    """The line for an error met while making the folder or opening the file (see the module)."""
+def in_use(path: Path) -> LedgerStartError:
+    """The line for a ledger file another process holds (its lock, or SQLite's own lock at start)."""
+    return LedgerStartError(f"LEDGER_FILE: {path} is in use by another process (one server per ledger file)")
+
+
+def start_error(error: OSError | sqlite3.Error | SchemaTooNew, path: Path) -> LedgerStartError:
+    """The line for an error met while making the folder, opening the file or migrating it (see the module)."""
+    if isinstance(error, SchemaTooNew):
+        return LedgerStartError(f"LEDGER_FILE: {path} {error.refusal}")
     if isinstance(error, OSError):
         if error.errno in NO_SPACE:
             return _full(path)
@@ -35,7 +43,7 @@ def start_error(error: OSError | sqlite3.Error, path: Path) -> LedgerStartError:
         return _full(path)
     code = getattr(error, "sqlite_errorcode", 0) & 0xFF
     if code in (SQLITE_BUSY, SQLITE_LOCKED):
-        return LedgerStartError(f"LEDGER_FILE: {path} is in use by another process (one server per ledger file)")
+        return in_use(path)
     if code == SQLITE_NOTADB:
         return LedgerStartError(f"LEDGER_FILE: {path} is not a SQLite database")
     if code == SQLITE_CORRUPT:

@@ -2,11 +2,13 @@
 
 Writes go through the one writer, a thread actor (`writer`) whose lives the ledger's supervisor serves
 (`actor_spec`, see `serving`); reads run on a small pool of reader connections (`query_only`, WAL lets them
-read while the writer commits) in Trio worker threads. Only one process may use a file at a time.
+read while the writer commits) in Trio worker threads. Only one process may use a file at a time, and the
+store holds the file's lock (`file_lock`) from start to stop to make sure of it.
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -26,13 +28,15 @@ from ..faults import FaultLog
 from ..files import private_sqlite_file
 from ..lease import LeaseFence, LeaseState
 from ..ledger import EncodedWrite, Ledger, SqlValue
+from ..migrations import SchemaTooNew
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
 from ..records import Record
 from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
 from . import due_work_statements, lease_statements, statements
+from .file_lock import LedgerFileInUse, hold_ledger_file
 from .schema import connect_writer, ensure_projections, migrate
-from .start_errors import start_error
+from .start_errors import in_use, start_error
 from .writer import Append, SqliteWriter, Write, WriterMessage
 
 T = TypeVar("T")
@@ -93,6 +97,8 @@ class SqliteLedger(Ledger):
     """The SQLite store. Create with `open_ledger`; `start` opens the file, the ledger's supervisor serves the
     writer (`actor_spec`), `stop` commits what is still queued and closes every connection."""
 
+    sole_writer = True
+
     def __init__(self, path: Path, projections: Sequence[Projection]) -> None:
         super().__init__(projections, SqliteContentStore(self))
         self.path = path
@@ -102,25 +108,31 @@ class SqliteLedger(Ledger):
         self._opened: list[sqlite3.Connection] = []
         self._port: TrioPort | None = None
         self._writer: SqliteWriter | None = None
+        self._lock: int | None = None
+        """The descriptor holding the file's lock, from `start` to `stop`."""
 
     async def start(self) -> None:
-        """Create the folder and tables and rebuild changed projections, on a connection the writer's first
-        life then takes.
+        """Create the folder, migrate the schema (see `migrations`) and rebuild changed projections, on a
+        connection the writer's first life then takes.
 
-        The folder and files are made private (`files`). A file that cannot be made or opened raises
-        `LedgerStartError`, whose one line names `LEDGER_FILE` and the cause."""
+        The folder and files are made private (`files`). A file that cannot be made or opened, or whose schema
+        a newer release migrated, raises `LedgerStartError`, whose one line names `LEDGER_FILE` and the cause."""
         self._port = TrioPort()
         path = self.path
 
         def opened() -> sqlite3.Connection:
             try:
                 private_sqlite_file(path)
+                if self._lock is None:
+                    self._lock = hold_ledger_file(path)
                 conn = connect_writer(str(path))
+            except LedgerFileInUse:
+                raise in_use(path) from None
             except (OSError, sqlite3.Error) as error:
                 raise start_error(error, path) from error
             try:
-                migrate(conn)
-            except sqlite3.Error as error:
+                self.schema = migrate(conn)
+            except (sqlite3.Error, SchemaTooNew) as error:
                 conn.close()
                 raise start_error(error, path) from error
             return conn
@@ -137,7 +149,11 @@ class SqliteLedger(Ledger):
                 raise
             return conn
 
-        self._opened.append(await trio.to_thread.run_sync(prepare))
+        try:
+            self._opened.append(await trio.to_thread.run_sync(prepare))
+        except BaseException:
+            self._let_go_of_the_file()  # a start that failed leaves the file to the next one
+            raise
 
     def actor_spec(self) -> ChildSpec:
         """The ledger supervisor's child: one writer life at a time (see `writer`)."""
@@ -177,6 +193,12 @@ class SqliteLedger(Ledger):
             conn.close()
         self._opened.clear()
         self.readers.close()
+        self._let_go_of_the_file()
+
+    def _let_go_of_the_file(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     @property
     def writer(self) -> SqliteWriter:
