@@ -38,7 +38,7 @@ import jwt
 
 from auto_runtime.auth.caller import Caller, Permission
 from auto_runtime.auth.issuer_keys import KEY_FAMILIES, IssuerKeys, UnknownKey
-from auto_runtime.problems import forbidden
+from auto_runtime.problems import cut_text, forbidden
 from auto_runtime.settings.identifiers import ORG_PATTERN
 
 CLOCK_SKEW_SECONDS = 60
@@ -100,8 +100,8 @@ class AccessTokens:
         algorithm, kid = header.get("alg"), header.get("kid")
         if not isinstance(algorithm, str) or algorithm not in KEY_FAMILIES:
             raise InvalidToken(
-                f"The access token is signed with {algorithm!r}; this server takes only asymmetric signatures "
-                f"({', '.join(KEY_FAMILIES)})."
+                f"The access token is signed with {cut_text(repr(algorithm), 40)}; this server takes only "
+                f"asymmetric signatures ({', '.join(KEY_FAMILIES)})."
             )
         if not isinstance(kid, str) or not kid:
             raise InvalidToken("The access token names no key (kid) of the identity service.")
