@@ -84,6 +84,7 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
+from auto_runtime.telemetry import RequestTelemetry, install_tracing
 from auto_runtime.tools.playbook_tools import PlaybookTools
 from auto_runtime.tools.scrubbing import ScrubbingFilter
 from auto_runtime.tools.tool_server_set import ToolServerSet
@@ -265,9 +266,9 @@ def root_supervisor(ledger: LedgerStore, sandbox: Sandbox, services: RuntimeServ
 
 def compose_app(
     settings: Settings, catalog: Catalog, guides: Mapping[str, Guide], services: RuntimeServices
-) -> RequestFraming:
-    """One ASGI callable: the framing checks, then the MCP endpoints in front of the Quart-Trio app, both over
-    one dispatcher."""
+) -> RequestTelemetry:
+    """One ASGI callable: the request's id and span, the framing checks, then the MCP endpoints in front of the
+    Quart-Trio app, both over one dispatcher."""
     documents = PublishedDocuments(
         openapi=json.dumps(build_openapi(catalog, guides), separators=(",", ":")).encode("utf-8"),
         guides=guides,
@@ -293,14 +294,20 @@ def compose_app(
             if key
         ],
     )
-    return RequestFraming(
-        McpRoot(
-            app=app, service=mcp, gate=gate, public_url=settings.public_url, identity_issuer=settings.identity_issuer
+    return RequestTelemetry(
+        RequestFraming(
+            McpRoot(
+                app=app,
+                service=mcp,
+                gate=gate,
+                public_url=settings.public_url,
+                identity_issuer=settings.identity_issuer,
+            )
         )
     )
 
 
-def http_child(app: RequestFraming, settings: Settings) -> ChildSpec:
+def http_child(app: RequestTelemetry, settings: Settings) -> ChildSpec:
     """Hypercorn as a child of the root: started once it listens, stopped by finishing requests in flight."""
     config = Config()
     config.bind = [f"{settings.host}:{settings.port}"]
@@ -389,6 +396,8 @@ def run_server(environ: Mapping[str, str], cwd: Path) -> int:
     configure_logging(loaded.settings.log_format, loaded.settings.log_level)
     for line in loaded.startup_lines():
         log.info(line)
+    settings = loaded.settings
+    tracing = install_tracing(settings.otel_exporter_otlp_endpoint, settings.telemetry_content, __version__, environ)
     try:
         trio.run(serve_runtime, loaded, environ)
     except (SecretsKeyError, LedgerStartError, SettingsError) as error:
@@ -400,6 +409,7 @@ def run_server(environ: Mapping[str, str], cwd: Path) -> int:
         print(full_disk_line(error, loaded.settings), file=sys.stderr)
         return 1
     finally:
+        tracing.shutdown()
         gc.collect()
     return 0
 
