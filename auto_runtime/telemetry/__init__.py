@@ -8,6 +8,7 @@ managers placed around the calls they cover, `current_request_id` and `name_requ
 from auto_runtime.telemetry.asgi import RequestTelemetry
 from auto_runtime.telemetry.request_context import current_request_id, log_context, name_request
 from auto_runtime.telemetry.spans import (
+    APPEND_TRACE_FIELDS,
     RunSpan,
     SpanNote,
     ledger_append_span,
@@ -19,6 +20,7 @@ from auto_runtime.telemetry.spans import (
 from auto_runtime.telemetry.tracing import TRACING, Installed, install_tracing
 
 __all__ = [
+    "APPEND_TRACE_FIELDS",
     "TRACING",
     "Installed",
     "RequestTelemetry",

@@ -27,6 +27,8 @@ from auto_runtime.telemetry.request_context import REQUEST_ID
 from auto_runtime.telemetry.tracing import TRACING
 
 T = TypeVar("T")
+APPEND_TRACE_FIELDS = ("trace_id", "span_id")
+"""The metadata fields every record of one append carries alike: the append's trace and span."""
 Attributes = Mapping[str, str | int | bool]
 
 
@@ -143,7 +145,7 @@ def ledger_append_span(writes: Sequence[StreamWriteLike]) -> Iterator[dict[str, 
     telemetry, a fresh pair for this append."""
     tracer = TRACING.tracer
     if tracer is None:
-        yield {"trace_id": new_trace_id(), "span_id": new_span_id()}
+        yield dict(zip(APPEND_TRACE_FIELDS, (new_trace_id(), new_span_id()), strict=True))
         return
     attributes = {
         "auto_runtime.ledger.streams": len(writes),
@@ -151,4 +153,4 @@ def ledger_append_span(writes: Sequence[StreamWriteLike]) -> Iterator[dict[str, 
     }
     with tracer.start_as_current_span("ledger append", attributes=attributes) as span:
         ids = span.get_span_context()
-        yield {"trace_id": trace_id_text(ids.trace_id), "span_id": span_id_text(ids.span_id)}
+        yield dict(zip(APPEND_TRACE_FIELDS, (trace_id_text(ids.trace_id), span_id_text(ids.span_id)), strict=True))
