@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
 from opentelemetry import context as otel_context
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, SpanKind
 
 from auto_runtime.telemetry.content import CONTENT_PREFIX, content_text
 from auto_runtime.telemetry.ids import new_span_id, new_trace_id, span_id_text, trace_id_text
@@ -51,13 +51,19 @@ QUIET = SpanNote(None, "output")
 
 @contextmanager
 def _span(
-    name: str, attributes: Attributes, content: Mapping[str, Any], output_name: str, *, record_content: bool = True
+    name: str,
+    attributes: Attributes,
+    content: Mapping[str, Any],
+    output_name: str,
+    *,
+    kind: SpanKind = SpanKind.INTERNAL,
+    record_content: bool = True,
 ) -> Iterator[SpanNote]:
     tracer = TRACING.tracer
     if tracer is None:
         yield QUIET
         return
-    with tracer.start_as_current_span(name, attributes=attributes) as span:
+    with tracer.start_as_current_span(name, kind=kind, attributes=attributes) as span:
         if TRACING.content and record_content:
             for key, value in content.items():
                 span.set_attribute(CONTENT_PREFIX + key, content_text(value))
@@ -109,7 +115,7 @@ def model_call_span(provider: str, model: str, run_id: str | None, request: Any)
     attributes: dict[str, str | int | bool] = {"gen_ai.provider.name": provider, "gen_ai.request.model": model}
     if run_id is not None:
         attributes["auto_runtime.run_id"] = run_id
-    with _span("model call", attributes, {"prompt": request}, "answer") as note:
+    with _span("model call", attributes, {"prompt": request}, "answer", kind=SpanKind.CLIENT) as note:
         yield note
 
 
@@ -120,7 +126,9 @@ def tool_call_span(
     """One call of a tool on a tool server (its arguments as content; `output`: its result). A tool whose entry
     records no content (`record_content: false`) has none in its span either."""
     attributes = {"gen_ai.tool.name": tool, "auto_runtime.tool.server": server, "auto_runtime.run_id": run_id}
-    with _span("tool call", attributes, {"arguments": arguments}, "result", record_content=record_content) as note:
+    with _span(
+        "tool call", attributes, {"arguments": arguments}, "result", kind=SpanKind.CLIENT, record_content=record_content
+    ) as note:
         yield note
 
 

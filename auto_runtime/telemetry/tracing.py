@@ -73,7 +73,8 @@ def traces_endpoint(endpoint: str, environ: Mapping[str, str]) -> str | None:
 
 
 def export_timeout(environ: Mapping[str, str]) -> float:
-    """Seconds one export may take: the OTLP timeout setting (seconds), capped; 10 unless set."""
+    """Seconds one export may take: the OTLP timeout setting (in seconds, as the Python SDK reads it), capped at
+    `MAX_EXPORT_TIMEOUT_SECONDS`; 10 unless set."""
     for name in TIMEOUT_VARIABLES:
         text = environ.get(name, "").strip()
         if text:

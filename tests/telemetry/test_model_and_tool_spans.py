@@ -100,6 +100,7 @@ def test_model_calls_and_tool_calls_are_children_of_the_run_without_content(
     calls = [span for span in spans if span["name"] in ("model call", "tool call")]
     assert len(calls) == 3
     assert {span["parent_span_id"] for span in calls} == {run["span_id"]}
+    assert {span["kind"] for span in calls} == {"SPAN_KIND_CLIENT"}
     tool = one(spans, name="tool call")
     assert (tool["attributes"]["gen_ai.tool.name"], tool["attributes"]["auto_runtime.tool.server"]) == (
         "get_customer",
