@@ -119,7 +119,7 @@ def create_app(
         origin = request.headers.get("Origin")
         if origin is not None and gate.origin_allowed(origin):
             response.headers["Access-Control-Allow-Origin"] = origin
-            response.headers["Access-Control-Expose-Headers"] = "x-request-id, Retry-After, ETag, Link"
+            response.headers["Access-Control-Expose-Headers"] = "x-request-id, x-trace-id, Retry-After, ETag, Link"
             response.headers.add("Vary", "Origin")
         return response
 

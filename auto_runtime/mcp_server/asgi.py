@@ -42,7 +42,7 @@ from auto_runtime.problems import Rejection, cut_text
 from auto_runtime.telemetry import current_request_id
 
 CORS_ALLOWED_HEADERS = "Authorization, Content-Type, Accept, MCP-Protocol-Version, Mcp-Method, Mcp-Name, traceparent"
-CORS_EXPOSED_HEADERS = "x-request-id, WWW-Authenticate, Retry-After"
+CORS_EXPOSED_HEADERS = "x-request-id, x-trace-id, WWW-Authenticate, Retry-After"
 INSUFFICIENT_SCOPE = 'Bearer error="insufficient_scope"'
 ARGUMENTS_POINTER = "/params/arguments"
 PER_REQUEST_SDK_LOGGER = "mcp.server.streamable_http"
