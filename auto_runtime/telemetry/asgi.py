@@ -24,6 +24,7 @@ from starlette.types import Message, Receive, Scope, Send
 from auto_runtime.asgi_messages import AsgiApp, header_values
 from auto_runtime.telemetry.ids import trace_id_text
 from auto_runtime.telemetry.request_context import REQUEST_ID, REQUEST_SPAN
+from auto_runtime.telemetry.spans import started_span
 from auto_runtime.telemetry.tracing import TRACING
 
 log = logging.getLogger("auto_runtime.http")
@@ -96,7 +97,7 @@ class RequestTelemetry:
             "url.path": scope.get("path", ""),
             "auto_runtime.request_id": REQUEST_ID.get() or "",
         }
-        with tracer.start_as_current_span(method, context=parent, kind=SpanKind.SERVER, attributes=attributes) as span:
+        with started_span(tracer, method, attributes, kind=SpanKind.SERVER, parent=parent) as span:
             span_token = REQUEST_SPAN.set(span)
             try:
                 status = await self._logged(

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
 from opentelemetry import context as otel_context
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from auto_runtime.telemetry.content import CONTENT_PREFIX, content_text
 from auto_runtime.telemetry.ids import new_span_id, new_trace_id, span_id_text, trace_id_text
@@ -50,6 +50,28 @@ QUIET = SpanNote(None, "output")
 
 
 @contextmanager
+def started_span(
+    tracer: Tracer,
+    name: str,
+    attributes: Attributes,
+    *,
+    kind: SpanKind = SpanKind.INTERNAL,
+    parent: otel_context.Context | None = None,
+) -> Iterator[Span]:
+    """A span made current for the block. An error leaving the block marks it failed with the error's type only:
+    an exception's text may quote content, so it is never recorded."""
+    with tracer.start_as_current_span(
+        name, context=parent, kind=kind, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as span:
+        try:
+            yield span
+        except BaseException as error:
+            span.set_attribute("error.type", type(error).__qualname__)
+            span.set_status(Status(StatusCode.ERROR))
+            raise
+
+
+@contextmanager
 def _span(
     name: str,
     attributes: Attributes,
@@ -63,7 +85,7 @@ def _span(
     if tracer is None:
         yield QUIET
         return
-    with tracer.start_as_current_span(name, kind=kind, attributes=attributes) as span:
+    with started_span(tracer, name, attributes, kind=kind) as span:
         if TRACING.content and record_content:
             for key, value in content.items():
                 span.set_attribute(CONTENT_PREFIX + key, content_text(value))
@@ -159,6 +181,6 @@ def ledger_append_span(writes: Sequence[StreamWriteLike]) -> Iterator[dict[str, 
         "auto_runtime.ledger.streams": len(writes),
         "auto_runtime.ledger.records": sum(len(write.records) for write in writes),
     }
-    with tracer.start_as_current_span("ledger append", attributes=attributes) as span:
+    with started_span(tracer, "ledger append", attributes) as span:
         ids = span.get_span_context()
         yield dict(zip(APPEND_TRACE_FIELDS, (trace_id_text(ids.trace_id), span_id_text(ids.span_id)), strict=True))
