@@ -21,16 +21,19 @@ and the `OTEL_ATTRIBUTE_*` and `OTEL_SPAN_*` limits.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.trace import Tracer
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
+log = logging.getLogger("auto_runtime.telemetry")
 INSTRUMENTATION_NAME = "auto_runtime"
 SERVICE_NAME = "auto-runtime"
 """The service name unless `OTEL_SERVICE_NAME` or `OTEL_RESOURCE_ATTRIBUTES` gives one."""
@@ -72,6 +75,16 @@ def traces_endpoint(endpoint: str, environ: Mapping[str, str]) -> str | None:
     return endpoint.rstrip("/") + TRACES_PATH
 
 
+def shown_url(url: str) -> str:
+    """The URL as the start-up line shows it: without any user name or password it holds."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 def export_timeout(environ: Mapping[str, str]) -> float:
     """Seconds one export may take: the OTLP timeout setting (in seconds, as the Python SDK reads it), capped at
     `MAX_EXPORT_TIMEOUT_SECONDS`; 10 unless set."""
@@ -103,9 +116,12 @@ def install_tracing(
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": SERVICE_NAME}))
     provider = TracerProvider(resource=resource)
-    exporter = OTLPSpanExporter(endpoint=traces_endpoint(endpoint, environ), timeout=export_timeout(environ))
+    url = traces_endpoint(endpoint, environ)
+    exporter = OTLPSpanExporter(endpoint=url, timeout=export_timeout(environ))
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     TRACING.tracer = provider.get_tracer(INSTRUMENTATION_NAME, version)
     TRACING.content = content
+    where = shown_url(url) if url else "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    log.info("Telemetry: traces sent over OTLP/HTTP to %s, %s", where, "with content" if content else "without content")
     return Installed(provider)

@@ -253,3 +253,9 @@ def test_with_telemetry_off_every_event_shows_a_pair_and_no_response_a_trace_id(
         assert SPAN_ID.fullmatch(event["metadata"]["span_id"]), event
     pairs = [(event["metadata"]["trace_id"], event["metadata"]["span_id"]) for event in events]
     assert len(set(pairs)) == len(pairs), "each append records its own pair"
+
+
+def test_the_start_says_where_traces_go(traced: ServerProcess, receiver: OtlpReceiver) -> None:
+    entries = [json.loads(line) for line in traced.log().splitlines() if line.startswith("{")]
+    [line] = [entry for entry in entries if entry["logger"] == "auto_runtime.telemetry"]
+    assert line["message"] == (f"Telemetry: traces sent over OTLP/HTTP to {receiver.origin}/v1/traces, without content")

@@ -6,7 +6,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from auto_runtime.telemetry import TRACING, install_tracing
-from auto_runtime.telemetry.tracing import MAX_EXPORT_TIMEOUT_SECONDS, export_timeout, traces_endpoint
+from auto_runtime.telemetry.tracing import MAX_EXPORT_TIMEOUT_SECONDS, export_timeout, shown_url, traces_endpoint
 
 
 def test_without_an_endpoint_no_tracer_provider_is_installed() -> None:
@@ -29,3 +29,8 @@ def test_an_export_s_timeout_is_bounded() -> None:
     assert export_timeout({"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "4", "OTEL_EXPORTER_OTLP_TIMEOUT": "2"}) == 4.0
     assert export_timeout({"OTEL_EXPORTER_OTLP_TIMEOUT": "100000"}) == MAX_EXPORT_TIMEOUT_SECONDS
     assert export_timeout({"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}) == 10.0
+
+
+def test_the_start_up_line_shows_the_endpoint_without_credentials() -> None:
+    assert shown_url("https://user:secret@collector:4318/v1/traces?k=v") == "https://collector:4318/v1/traces"
+    assert shown_url("http://[::1]:4318/v1/traces") == "http://[::1]:4318/v1/traces"
