@@ -4,6 +4,9 @@
   given to the call, and ``exception`` when there is one;
 * ``pretty``: lines of text for a person: time, level, logger, message, then the extra fields;
 * ``console``: a time, a mark for the level and the message, coloured only at a terminal.
+
+A line written while a request is served carries its ``request_id``, and within a span the server sends its
+``trace_id`` and ``span_id`` (``ContextFields``), unless the call gave those fields itself.
 """
 
 import json
@@ -11,6 +14,8 @@ import logging
 import sys
 from datetime import UTC, datetime
 from typing import Literal, TextIO
+
+from auto_runtime.telemetry import log_context
 
 LogFormat = Literal["json", "pretty", "console"]
 LogLevel = Literal["debug", "info", "warn", "error"]
@@ -91,6 +96,16 @@ class ConsoleFormatter(logging.Formatter):
         return line
 
 
+class ContextFields(logging.Filter):
+    """Adds the fields of the current context (`telemetry.log_context`) to each record, the call's own first."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for key, value in log_context().items():
+            if not hasattr(record, key):
+                setattr(record, key, value)
+        return True
+
+
 class _ServerHandler(logging.StreamHandler[TextIO]):
     """The handler this module installs, so configuring again replaces it."""
 
@@ -106,6 +121,7 @@ def configure_logging(log_format: LogFormat, log_level: LogLevel, stream: TextIO
         formatter = ConsoleFormatter(colour=_is_terminal(stream))
     handler = _ServerHandler(stream)
     handler.setFormatter(formatter)
+    handler.addFilter(ContextFields())
     root = logging.getLogger()
     for existing in [h for h in root.handlers if isinstance(h, _ServerHandler)]:
         root.removeHandler(existing)

@@ -89,6 +89,7 @@ from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.settings.variables import Mode
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
+from auto_runtime.telemetry import RequestTelemetry, install_tracing
 from auto_runtime.tools.playbook_tools import PlaybookTools
 from auto_runtime.tools.scrubbing import ScrubbingFilter
 from auto_runtime.tools.tool_server_set import ToolServerSet
@@ -289,9 +290,10 @@ def compose_app(
     guides: Mapping[str, Guide],
     services: RuntimeServices,
     issuer_keys: IssuerKeys | None = None,
-) -> RequestFraming:
-    """One ASGI callable: the framing checks, then the MCP endpoints in front of the Quart-Trio app, both over
-    one dispatcher. With `issuer_keys` (sign-in on), access tokens are taken beside API keys."""
+) -> RequestTelemetry:
+    """One ASGI callable: the request's id and span, the framing checks, then the MCP endpoints in front of the
+    Quart-Trio app, both over one dispatcher. With `issuer_keys` (sign-in on), access tokens are taken beside
+    API keys."""
     documents = PublishedDocuments(
         openapi=json.dumps(build_openapi(catalog, guides), separators=(",", ":")).encode("utf-8"),
         guides=guides,
@@ -322,14 +324,20 @@ def compose_app(
             if key
         ],
     )
-    return RequestFraming(
-        McpRoot(
-            app=app, service=mcp, gate=gate, public_url=settings.public_url, identity_issuer=settings.identity_issuer
+    return RequestTelemetry(
+        RequestFraming(
+            McpRoot(
+                app=app,
+                service=mcp,
+                gate=gate,
+                public_url=settings.public_url,
+                identity_issuer=settings.identity_issuer,
+            )
         )
     )
 
 
-def http_child(app: RequestFraming, settings: Settings) -> ChildSpec:
+def http_child(app: RequestTelemetry, settings: Settings) -> ChildSpec:
     """Hypercorn as a child of the root: started once it listens, stopped by finishing requests in flight."""
     config = Config()
     config.bind = [f"{settings.host}:{settings.port}"]
@@ -422,6 +430,8 @@ def run_server(environ: Mapping[str, str], cwd: Path, mode: Mode = "command_line
     configure_logging(loaded.settings.log_format, loaded.settings.log_level)
     for line in loaded.startup_lines():
         log.info(line)
+    settings = loaded.settings
+    tracing = install_tracing(settings.otel_exporter_otlp_endpoint, settings.telemetry_content, __version__, environ)
     try:
         trio.run(serve_runtime, loaded, environ)
     except (SecretsKeyError, LedgerStartError, SettingsError) as error:
@@ -433,6 +443,7 @@ def run_server(environ: Mapping[str, str], cwd: Path, mode: Mode = "command_line
         print(full_disk_line(error, loaded.settings), file=sys.stderr)
         return 1
     finally:
+        tracing.shutdown()
         gc.collect()
     return 0
 

@@ -2,19 +2,23 @@
 nothing.
 
     python -m benchmarks.http_routes [--rounds N] [--seconds S] [--connections N] [--processes N]
-                                     [--server-path DIR ...] [--profile FILE]
+                                     [--server-path DIR ...] [--profile FILE] [--route NAME ...]
+                                     [--env NAME=VALUE ...]
 
-Two routes of the seeds, each against its bare twin:
+`/health` and three routes of the seeds, each against its bare twin:
 
 - `get_playbook`: `GET /v1/orgs/bench/playbooks/bench`, path fields and no body;
 - `update_playbook` with the name and description the playbook already has: `PUT` of the same path with a
   small JSON body, which reads the playbook and records nothing (an update that changes nothing), so the
-  route is measured without a commit.
+  route is measured without a commit;
+- `run_definition` of a computation function that adds two numbers: `POST` of its run path, a new run each time
+  (a sandbox run and two commits: `run_started`, then `run_succeeded`).
 
 The bare twin is a Quart-Trio app with the same two routes (Werkzeug rules with the same path converters),
 which reads the JSON body (`PUT`), answers the bytes the real route answered with the same headers, and is
 served by Hypercorn in another process with the configuration the server's `http_child` gives it (bind,
-graceful timeout, no access log, the error log on a logger). Both servers run at the same time; each round
+graceful timeout, no access log, the error log on a logger). `--env NAME=VALUE` sets a variable for every real
+server (`OTEL_EXPORTER_OTLP_ENDPOINT` measures them sending telemetry). Both servers run at the same time; each round
 measures every route of both, one after the other, so the ratio compares rates taken moments apart.
 
 First, in this process, the cost of decoding the inputs of a few operations both ways: the pydantic model first
@@ -59,6 +63,9 @@ ORG = "bench"
 PLAYBOOK = "bench"
 PATH = f"/v1/orgs/{ORG}/playbooks/{PLAYBOOK}"
 UPDATE_BODY = json.dumps({"name": "Bench", "description": "A playbook to measure routes with"}).encode()
+RUN_PATH = f"{PATH}/definitions/computation/add/run"
+RUN_BODY = json.dumps({"input": {"a": 2, "b": 40}}).encode()
+ADD_SOURCE = "---\nlanguage: python\n---\ndef main(input):\n    return input['a'] + input['b']\n"
 START_BOUND_SECONDS = 60.0
 """How long a server may take to answer `/health` before the benchmark gives up (a bound, not a measurement)."""
 
@@ -82,6 +89,7 @@ ROUTES = (
     Route("GET /health", "GET", "/health", b"", 200),
     Route("get_playbook", "GET", PATH, b"", 200),
     Route("update_playbook (no change)", "PUT", PATH, UPDATE_BODY, 200),
+    Route("run_definition (computation)", "POST", RUN_PATH, RUN_BODY, 200),
 )
 
 
@@ -129,6 +137,13 @@ def serve_bare(port: int, answers_file: Path) -> None:
             return Response(b"{}", status=400)
         return answer(answers["update_playbook (no change)"])
 
+    @app.route("/v1/orgs/<org>/playbooks/<playbook>/definitions/<kind>/<name>/run", methods=["POST"])
+    async def run_definition(org: str, playbook: str, kind: str, name: str) -> Response:
+        fields = json.loads(await request.get_data())
+        if not isinstance(fields, dict):
+            return Response(b"{}", status=400)
+        return answer(answers["run_definition (computation)"])
+
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
     config.graceful_timeout = 5.0
@@ -171,12 +186,13 @@ def wait_for_health(server: Server) -> None:
     raise RuntimeError(f"{server.label} did not start; see {server.folder / 'server.log'}")
 
 
-def start_process(label: str, program: str, python_path: str) -> Server:
+def start_process(label: str, program: str, python_path: str, extra: dict[str, str] | None = None) -> Server:
     """`python -c program` in a fresh folder (its `HOME`) with `PORT` set to a free port, once `/health` answers."""
     folder = Path(tempfile.mkdtemp(prefix="auto-runtime-bench-routes-"))
     port = free_port()
     environment = {name: os.environ[name] for name in ("PATH", "LANG", "TMPDIR") if name in os.environ}
     environment |= {"HOME": str(folder), "PORT": str(port), "LOG_LEVEL": "warn", "PYTHONPATH": python_path}
+    environment |= extra or {}
     log = (folder / "server.log").open("ab")
     process = subprocess.Popen([sys.executable, "-c", program], cwd=folder, env=environment, stdout=log, stderr=log)
     server = Server(label, process, port, folder)
@@ -202,9 +218,9 @@ BARE = "import os; from pathlib import Path; from benchmarks.http_routes import 
 )
 
 
-def start_runtime(label: str, python_path: str, profile: str | None) -> Server:
+def start_runtime(label: str, python_path: str, profile: str | None, extra: dict[str, str]) -> Server:
     program = PROFILED_RUNTIME.format(file=str(Path(profile).resolve())) if profile else RUNTIME
-    server = start_process(label, program, python_path)
+    server = start_process(label, program, python_path, extra)
     base = f"http://127.0.0.1:{server.port}"
     with httpx.Client(base_url=base, timeout=30.0) as client:
         created = client.post(
@@ -212,6 +228,11 @@ def start_runtime(label: str, python_path: str, profile: str | None) -> Server:
         )
         if created.status_code != 201:
             raise RuntimeError(created.text)
+        defined = client.post(
+            f"{PATH}/definitions/computation", json={"name": "add", "source": ADD_SOURCE}, timeout=30.0
+        )
+        if defined.status_code != 201:
+            raise RuntimeError(defined.text)
     return server
 
 
@@ -384,7 +405,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--server-path", action="append", default=[], help="another checkout to serve from")
     parser.add_argument("--profile", help="run the first real server under cProfile, stats to this file")
     parser.add_argument("--route", action="append", choices=[r.name for r in ROUTES], help="measure only these")
+    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for every real server")
     arguments = parser.parse_args(argv)
+    extra = dict(item.split("=", 1) for item in arguments.env)
     routes = [route for route in ROUTES if not arguments.route or route.name in arguments.route]
     decoding()
 
@@ -393,7 +416,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     servers: list[Server] = []
     try:
         for index, (label, path) in enumerate(runtimes):
-            servers.append(start_runtime(label, path, arguments.profile if index == 0 else None))
+            servers.append(start_runtime(label, path, arguments.profile if index == 0 else None, extra))
         answers_file = servers[0].folder / "answers.json"
         answers_file.write_text(json.dumps(answers_of(servers[0])))
         bare = start_process("bare Quart-Trio", BARE.format(file=str(answers_file)), here)

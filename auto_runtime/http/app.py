@@ -7,7 +7,6 @@ otherwise, so an unauthenticated caller learns nothing of the routes.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.dispatcher import Dispatcher, incident
 from auto_runtime.operations.operation import Operation
 from auto_runtime.problems import Rejection
+from auto_runtime.telemetry import current_request_id
 
 MAX_REQUEST_BODY = 64 * 1024 * 1024 + 1
 CORS_ALLOWED_HEADERS = "Authorization, Content-Type, If-None-Match, traceparent"
@@ -43,7 +43,7 @@ def _request_id() -> str:
     """The request's id, made here when `open_request` never ran (a request Quart refused before it)."""
     value = g.get("request_id")
     if not isinstance(value, str):
-        value = str(uuid.uuid4())
+        value = current_request_id()
         g.request_id = value
     return value
 
@@ -92,7 +92,7 @@ def create_app(
 
     @app.before_request
     async def open_request() -> Response | None:
-        g.request_id = str(uuid.uuid4())
+        g.request_id = current_request_id()
         origin = request.headers.get("Origin")
         if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
             if origin is None or not gate.origin_allowed(origin):
@@ -119,7 +119,7 @@ def create_app(
         origin = request.headers.get("Origin")
         if origin is not None and gate.origin_allowed(origin):
             response.headers["Access-Control-Allow-Origin"] = origin
-            response.headers["Access-Control-Expose-Headers"] = "x-request-id, Retry-After, ETag, Link"
+            response.headers["Access-Control-Expose-Headers"] = "x-request-id, x-trace-id, Retry-After, ETag, Link"
             response.headers.add("Vary", "Origin")
         return response
 

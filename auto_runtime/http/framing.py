@@ -14,12 +14,11 @@ Everything else goes to the wrapped app unchanged.
 
 from __future__ import annotations
 
-import uuid
-
 from starlette.types import Receive, Scope, Send
 
 from auto_runtime.asgi_messages import AsgiApp, encoded, header_values, json_bytes, send_problem
 from auto_runtime.problems import bad_request
+from auto_runtime.telemetry import current_request_id
 
 CONFLICTING_FRAMING = (
     "The request frames its body both by Content-Length and by Transfer-Encoding (or gives Content-Length more "
@@ -47,7 +46,7 @@ async def refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
     headers = [
         ("content-type", "application/problem+json"),
         ("cache-control", "no-store"),
-        ("x-request-id", str(uuid.uuid4())),
+        ("x-request-id", current_request_id()),
         ("content-length", str(len(body))),
     ]
     await send({"type": "websocket.http.response.start", "status": rejection.status, "headers": encoded(headers)})
@@ -78,7 +77,7 @@ class RequestFraming:
             return
         if scope["type"] == "http" and conflicting_framing(scope):
             await drain_body(receive)
-            extra = [("x-request-id", str(uuid.uuid4())), ("connection", "close")]
+            extra = [("x-request-id", current_request_id()), ("connection", "close")]
             await send_problem(send, bad_request(CONFLICTING_FRAMING), extra)
             return
         await self.app(scope, receive, send)

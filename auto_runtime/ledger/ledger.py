@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from auto_runtime.telemetry import ledger_append_span
+
 from . import paging
 from .content import ContentStore, is_digest
 from .due_work import DueEntry, DueRow, DueWork, DueWorkChanges, EncodedChanges, EncodedKey, encode_changes
@@ -102,18 +104,19 @@ class Ledger(abc.ABC):
         changes = encode_changes(due_work) if due_work is not None else None
         if fence is not None:
             validate_fence(fence)
-        now = to_microseconds(datetime.now(UTC))
-        encoded = [
-            EncodedWrite(
-                stream=write.stream,
-                expected=None if isinstance(write.expected_version, AnyVersion) else write.expected_version,
-                records=[encode_record(write.stream, record, now) for record in write.records],
-            )
-            for write in writes
-        ]
-        if not changes and fence is None:
-            return await self._append(encoded)
-        return await self._append_guarded(encoded, changes or EncodedChanges(), fence)
+        with ledger_append_span(writes) as trace:
+            now = to_microseconds(datetime.now(UTC))
+            encoded = [
+                EncodedWrite(
+                    stream=write.stream,
+                    expected=None if isinstance(write.expected_version, AnyVersion) else write.expected_version,
+                    records=[encode_record(write.stream, record, now, trace) for record in write.records],
+                )
+                for write in writes
+            ]
+            if not changes and fence is None:
+                return await self._append(encoded)
+            return await self._append_guarded(encoded, changes or EncodedChanges(), fence)
 
     def lease(self, name: str = WORKFLOW_HOST_LEASE) -> Lease:
         """The lease called `name` (the workflow host's by default): `claim`, `release`, `holder`."""

@@ -146,11 +146,14 @@ def from_microseconds(value: int) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC).replace(microsecond=micros)
 
 
-def encode_record(stream: str, record: NewRecord, recorded_at_us: int) -> EncodedRecord:
-    """Encode a validated new record; `ValueError` when its data or metadata is not JSON."""
+def encode_record(
+    stream: str, record: NewRecord, recorded_at_us: int, trace: Mapping[str, str] | None = None
+) -> EncodedRecord:
+    """Encode a validated new record; `ValueError` when its data or metadata is not JSON. `trace` (the append's
+    `trace_id` and `span_id`) is added to its metadata, replacing any the record carried."""
     try:
         data = json_text.dumps(record.data)
-        metadata = json_text.dumps(dict(record.metadata))
+        metadata = json_text.dumps({**record.metadata, **trace} if trace else dict(record.metadata))
     except (TypeError, ValueError) as error:
         raise ValueError(f"record {record.id!r} is not JSON: {error}") from error
     correlation = record.metadata.get("correlation_id")

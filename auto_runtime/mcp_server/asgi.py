@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,9 +39,10 @@ from auto_runtime.mcp_server.connection import SCOPE_KEY, Connection
 from auto_runtime.mcp_server.endpoints import Endpoint, metadata_path_of, parse_endpoint, parse_metadata_path
 from auto_runtime.mcp_server.service import MAX_BODY_BYTES, SERVER_TITLE, McpService
 from auto_runtime.problems import Rejection, cut_text
+from auto_runtime.telemetry import current_request_id
 
 CORS_ALLOWED_HEADERS = "Authorization, Content-Type, Accept, MCP-Protocol-Version, Mcp-Method, Mcp-Name, traceparent"
-CORS_EXPOSED_HEADERS = "x-request-id, WWW-Authenticate, Retry-After"
+CORS_EXPOSED_HEADERS = "x-request-id, x-trace-id, WWW-Authenticate, Retry-After"
 INSUFFICIENT_SCOPE = 'Bearer error="insufficient_scope"'
 ARGUMENTS_POINTER = "/params/arguments"
 PER_REQUEST_SDK_LOGGER = "mcp.server.streamable_http"
@@ -129,7 +129,7 @@ class McpRoot:
 
     async def _open(self, scope: Scope, send: Send, allowed: str) -> tuple[str, Send] | None:
         """Request id, CORS preflight, origin and host; None when the request was answered here."""
-        request_id = str(uuid.uuid4())
+        request_id = current_request_id()
         send = adding_headers(send, [("x-request-id", request_id), *self._cors_headers(scope)])
         origin = header_value(scope, "origin")
         method = scope.get("method", "GET")

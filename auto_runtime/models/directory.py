@@ -21,6 +21,7 @@ from auto_runtime.models.providers import CloudCredentials, ModelProvider, confi
 from auto_runtime.models.resolution import ResolvedModel, resolve_reference
 from auto_runtime.settings import Settings
 from auto_runtime.settings.model_settings import BUILT_IN_PROVIDERS
+from auto_runtime.telemetry import model_call_span
 
 
 def gateway_keys(settings: Settings, environ: Mapping[str, str]) -> dict[str, str]:
@@ -149,15 +150,18 @@ class ModelDirectory:
     ) -> ModelAnswer:
         """One model call; ``deadline_seconds`` defaults to §4.6's (60 s + 25 ms per output token)."""
         provider = self._providers[model.provider]
-        return await provider.call(
-            self._client,
-            model.model_id,
-            request,
-            scrub=self._scrub,
-            retry=self._retry,
-            deadline_seconds=deadline_seconds,
-            run_id=run_id,
-        )
+        with model_call_span(model.provider, model.model_id, run_id, request) as span:
+            return span.output(
+                await provider.call(
+                    self._client,
+                    model.model_id,
+                    request,
+                    scrub=self._scrub,
+                    retry=self._retry,
+                    deadline_seconds=deadline_seconds,
+                    run_id=run_id,
+                )
+            )
 
     async def context_window(self, model: ResolvedModel) -> int | None:
         """The model's context window in tokens when its provider's list reports one (§7.3 sizes tool

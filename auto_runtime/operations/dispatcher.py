@@ -25,6 +25,7 @@ from auto_runtime.ledger import LedgerUnavailable
 from auto_runtime.operations.decode import decode_input
 from auto_runtime.operations.operation import Operation, OperationContext
 from auto_runtime.problems import Rejection, conflict, forbidden, not_found, unavailable
+from auto_runtime.telemetry import name_request
 
 log = logging.getLogger("auto_runtime.operations")
 
@@ -108,6 +109,7 @@ class Dispatcher:
         request_id: str,
         transport: Literal["http", "mcp"] = "http",
     ) -> Any:
+        name_request(operation.name)
         await self.check_access(operation, caller, org, playbook)
         data = decode_input(operation, raw_input)
         context = OperationContext(

@@ -31,6 +31,7 @@ from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_START
 from auto_runtime.playbooks.run_ids import canonical_run_id, is_run_id
 from auto_runtime.playbooks.run_view import RunState, fold_run
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found
+from auto_runtime.telemetry import run_span
 
 ATTEMPTS = 4
 LIST_SCAN = 1000
@@ -128,7 +129,8 @@ class RunService:
             )
 
         try:
-            outcome = await self.actors.ask(key, RunUnderId(run_under_id), timeout=None)
+            with run_span(scope.org, scope.playbook, definition_type, name, run_id, value) as span:
+                outcome = await self.actors.ask(key, RunUnderId(span.carrying(run_under_id)), timeout=None)
         finally:
             self.actors.passivate(key)
         if isinstance(outcome, RunRefused):

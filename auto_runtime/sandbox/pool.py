@@ -14,6 +14,7 @@ from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.outcomes import SandboxOutcome, ends_worker
 from auto_runtime.sandbox.workers import WORKER_RESTARTS, JobErrors, Kind, WorkerPool
 from auto_runtime.supervision import Backoff, ChildSpec, RestartIntensity
+from auto_runtime.telemetry import sandbox_run_span
 
 
 class SandboxPool:
@@ -65,7 +66,8 @@ class SandboxPool:
             outcome = evaluate(engine, evaluation, job_control)
             return outcome, ends_worker(outcome)
 
-        return await self.workers.submit(job, control, kind, owner)
+        with sandbox_run_span(kind):
+            return await self.workers.submit(job, control, kind, owner)
 
     def child_spec(self, *, shutdown: float) -> ChildSpec:
         """The pool as the tree's `sandbox` child: its supervisor and its workers (see `WorkerPool.child_spec`)."""

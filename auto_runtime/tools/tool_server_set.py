@@ -34,6 +34,7 @@ from auto_runtime.settings import ToolServer
 from auto_runtime.settings.errors import SettingsError
 from auto_runtime.settings.loader import LoadedSettings
 from auto_runtime.supervision import Backoff, ChildContext, ChildSpec, Restart, RestartIntensity, Supervisor
+from auto_runtime.telemetry import tool_call_span
 from auto_runtime.tools.hosts import HostPolicy
 from auto_runtime.tools.kinds import Limits, ListedTool
 from auto_runtime.tools.mcp_remote import McpHttpServer
@@ -180,7 +181,8 @@ class ToolServerSet:
         if entry is None:
             raise ToolCallFailed("server_failure", f"The tool server {tool.server} no longer serves this playbook.")
         try:
-            return await self.clients[tool.server].call(tool.tool, arguments, run_id)
+            with tool_call_span(tool.server, tool.tool, run_id, arguments, record_content=tool.record_content) as span:
+                return span.output(await self.clients[tool.server].call(tool.tool, arguments, run_id))
         except ToolCallFailed as failed:
             failed.detail = self.secret_set(failed.detail)
             log.warning(

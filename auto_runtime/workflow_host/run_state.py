@@ -2,12 +2,12 @@
 
 The state lives in the `state` metadata of each `workflow_input_applied` record (as `state_codec.dump_state`
 writes it), so the history alone rebuilds the table. The projection keeps the latest one with the run's
-`metadata` (that record's other metadata but `causation_id`: `correlation_id`, `by`, `run_id`, `definition`
-and, on a callee, `called_by` and `call_depth`), which every later record of the run repeats, and `version`,
-the position of the last record of the run's stream: the version the next applied input states. `tree` is the
-run's `correlation_id` (the top run of its call tree) and `open_calls` how many calls it waits for, so the
-calls waiting in one tree add up in one query (`WORKFLOW_MAX_OPEN_CALLS`). A run stream without a
-`workflow_input_applied` record (another type's run) has no row.
+`metadata` (that record's other metadata but `causation_id` and the append's trace ids: `correlation_id`, `by`,
+`run_id`, `definition` and, on a callee, `called_by` and `call_depth`), which every later record of the run
+repeats, and `version`, the position of the last record of the run's stream: the version the next applied input
+states. `tree` is the run's `correlation_id` (the top run of its call tree) and `open_calls` how many calls it
+waits for, so the calls waiting in one tree add up in one query (`WORKFLOW_MAX_OPEN_CALLS`). A run stream
+without a `workflow_input_applied` record (another type's run) has no row.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from auto_runtime.ledger import Projection, Record, Row, TableSpec
 from auto_runtime.playbooks.run_facts import RUN_ENDINGS
+from auto_runtime.telemetry import APPEND_TRACE_FIELDS
 
 WORKFLOW_INPUT_APPLIED = "workflow_input_applied"
 STATE_METADATA = "state"
@@ -44,7 +45,9 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
             "tree": correlation if isinstance(correlation, str) else "",
             "open_calls": _open_calls(state),
             "metadata": {
-                key: value for key, value in record.metadata.items() if key not in (STATE_METADATA, "causation_id")
+                key: value
+                for key, value in record.metadata.items()
+                if key not in (STATE_METADATA, "causation_id", *APPEND_TRACE_FIELDS)
             },
             "version": record.position,
         }

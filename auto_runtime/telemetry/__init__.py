@@ -1,0 +1,38 @@
+"""Telemetry: traces over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, the request's id and trace id in the log
+lines, and the trace and span ids every ledger append records.
+
+The public face: `install_tracing` (at start), `RequestTelemetry` (the outermost ASGI callable), the span context
+managers placed around the calls they cover, `current_request_id` and `name_request` for the apps, and
+`log_context` for the log lines."""
+
+from auto_runtime.telemetry.asgi import RequestTelemetry
+from auto_runtime.telemetry.request_context import current_request_id, log_context, name_request
+from auto_runtime.telemetry.spans import (
+    APPEND_TRACE_FIELDS,
+    RunSpan,
+    SpanNote,
+    ledger_append_span,
+    model_call_span,
+    run_span,
+    sandbox_run_span,
+    tool_call_span,
+)
+from auto_runtime.telemetry.tracing import TRACING, Installed, install_tracing
+
+__all__ = [
+    "APPEND_TRACE_FIELDS",
+    "TRACING",
+    "Installed",
+    "RequestTelemetry",
+    "RunSpan",
+    "SpanNote",
+    "current_request_id",
+    "install_tracing",
+    "ledger_append_span",
+    "log_context",
+    "model_call_span",
+    "name_request",
+    "run_span",
+    "sandbox_run_span",
+    "tool_call_span",
+]
