@@ -103,7 +103,7 @@ class ContentUnavailable(LedgerUnavailable):
     """The object store that keeps content cannot be reached now, or answered an error. Nothing was kept."""
 
     detail = (
-        "The server cannot reach the object store that keeps the playbook's content at the moment. "
+        "The server cannot reach the object store that keeps its content at the moment. "
         "Send the same request again later."
     )
 

@@ -15,8 +15,8 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
-from auto_runtime.ledger import Ledger, PlaybookScope, open_ledger
-from auto_runtime.ledger.content import CHUNK_SIZE, ContentDamaged, ContentUnavailable
+from auto_runtime.ledger import ContentDamaged, ContentUnavailable, Ledger, PlaybookScope, open_ledger
+from auto_runtime.ledger.content import CHUNK_SIZE
 from auto_runtime.ledger.object_content import S3ContentObjects
 from auto_runtime.ledger.s3_requests import S3Endpoint, S3Requests
 from auto_runtime.models.auth import AwsCredentials
