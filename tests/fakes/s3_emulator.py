@@ -3,9 +3,10 @@ signatures checked, and a TCP forwarder process in front of it that a test stops
 starts again to bring it back, while the emulator behind keeps every object.
 
 The emulator starts offline. Its first `UNSIGNED_SETUP` requests are taken without a signature: they make an
-IAM user with an access key and a policy allowing `s3:*`; from then on moto checks every request's AWS
-Signature Version 4 against that key (moto signs with botocore to compare), so the server's own signer is
-checked by an independent one.
+IAM user with an access key and a policy allowing `s3:*` (and `iam:*` and `sts:AssumeRole`, for a test that
+signs with a role's temporary credentials); from then on moto checks every request's AWS Signature Version 4
+and session token against the keys it issued (it signs with botocore to compare), so the server's own signer
+is checked by an independent one.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ REGION = "us-east-1"
 START_SECONDS = 60.0
 UNSIGNED_SETUP = 3
 """create_user, put_user_policy, create_access_key."""
-ALL_OF_S3 = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+ALL_OF_S3 = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Action": ["s3:*", "iam:*", "sts:AssumeRole"], "Resource": "*"}],
+}
 
 
 def _stop(process: subprocess.Popen[Any]) -> None:

@@ -7,11 +7,13 @@ take the bucket away; the tests read and change the bucket with a plain boto3 cl
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
+import boto3
 import httpx
 import pytest
 
@@ -21,7 +23,7 @@ from auto_runtime.ledger.object_content import S3ContentObjects
 from auto_runtime.ledger.s3_requests import S3Endpoint, S3Requests
 from auto_runtime.models.auth import AwsCredentials
 from auto_runtime.models.aws_credentials import StaticAwsCredentials
-from tests.fakes.s3_emulator import REGION, S3Emulator, start_s3_emulator
+from tests.fakes.s3_emulator import ALL_OF_S3, REGION, S3Emulator, start_s3_emulator
 
 from .conftest import Target
 
@@ -229,3 +231,30 @@ def test_keys_are_percent_encoded_once_for_s3() -> None:
     )
     assert str(S3Endpoint("eu-west-1").url_of("bucket", "k/x")) == "https://bucket.s3.eu-west-1.amazonaws.com/k/x"
     assert str(S3Endpoint("eu-west-1").url_of("my.bucket", "k")) == "https://s3.eu-west-1.amazonaws.com/my.bucket/k"
+
+
+async def test_temporary_credentials_sign_with_their_session_token(
+    target: Target, emulator: S3Emulator, bucket: str
+) -> None:
+    keys = {
+        "endpoint_url": emulator.direct_url,
+        "region_name": REGION,
+        "aws_access_key_id": emulator.access_key_id,
+        "aws_secret_access_key": emulator.secret_access_key,
+    }
+    iam = boto3.client("iam", **keys)
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}],
+    }
+    role = iam.create_role(RoleName=f"content-{bucket}", AssumeRolePolicyDocument=json.dumps(trust))["Role"]
+    iam.put_role_policy(RoleName=role["RoleName"], PolicyName="content", PolicyDocument=json.dumps(ALL_OF_S3))
+    issued = boto3.client("sts", **keys).assume_role(RoleArn=role["Arn"], RoleSessionName="runtime")["Credentials"]
+    temporary = AwsCredentials(issued["AccessKeyId"], issued["SecretAccessKey"], issued["SessionToken"])
+    async with httpx.AsyncClient(trust_env=False) as client:
+        requests = S3Requests(client, StaticAwsCredentials(temporary), S3Endpoint(REGION, emulator.forwarder.url))
+        objects = S3ContentObjects(requests, bucket, PREFIX)
+        async with ledger_of(target, objects) as ledger:
+            digest = await ledger.put_content(ACME, b"signed with a session token")
+            assert await ledger.get_content(ACME, digest) == b"signed with a session token"
+    assert list(emulator.objects(bucket)) == [f"{PREFIX}/playbook/acme/finance/{digest}"]
