@@ -17,6 +17,7 @@ start is the start's one-line error) and logged once at `info`:
     │              each workflow run with inputs to apply; `playbooks.playbook_host`);
     │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ workflows   the timer loop, the followers and the lease
+    ├─ identity-keys  (where sign-in is on) the refresher of the identity service's signing keys, ready at once
     └─ http        Hypercorn, started last, stopped first
 
 Services are built in dependency order, each with what it needs as constructor arguments; the two cycles (run
@@ -52,8 +53,10 @@ from hypercorn.trio import serve
 
 from auto_runtime import __version__
 from auto_runtime.auth.access import AccessGate
+from auto_runtime.auth.access_tokens import AccessTokens
 from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
+from auto_runtime.auth.issuer_keys import IssuerKeys
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.registry import function_types
@@ -133,6 +136,14 @@ def key_ring_of(settings: Settings) -> KeyRing:
         )
         for entry in settings.api_keys
     )
+
+
+def issuer_keys_of(settings: Settings) -> IssuerKeys | None:
+    """Where sign-in is on, the identity service's keys, fetched through the outbound proxy and certificate
+    authorities the settings give (the client model calls use)."""
+    if settings.public_url is None:
+        return None
+    return IssuerKeys(settings.identity_issuer, partial(model_http_client, settings))
 
 
 def cache_folder_of(settings: Settings) -> Path:
@@ -257,7 +268,13 @@ def playbooks_supervisor(services: RuntimeServices) -> Supervisor:
     )
 
 
-def root_supervisor(ledger: LedgerStore, sandbox: Sandbox, services: RuntimeServices, http: ChildSpec) -> Supervisor:
+def root_supervisor(
+    ledger: LedgerStore,
+    sandbox: Sandbox,
+    services: RuntimeServices,
+    http: ChildSpec,
+    issuer_keys: IssuerKeys | None = None,
+) -> Supervisor:
     """The root of the tree, one_for_one, its children in start order (see the module docstring)."""
     return Supervisor(
         "root",
@@ -267,16 +284,21 @@ def root_supervisor(ledger: LedgerStore, sandbox: Sandbox, services: RuntimeServ
             *([services.tools.servers.child_spec()] if services.tools and services.tools.servers else []),
             playbooks_supervisor(services).child_spec(),
             workflows_child(services.workflows),
+            *([issuer_keys.child_spec()] if issuer_keys is not None else []),
             http,
         ],
     )
 
 
 def compose_app(
-    settings: Settings, catalog: Catalog, guides: Mapping[str, Guide], services: RuntimeServices
+    settings: Settings,
+    catalog: Catalog,
+    guides: Mapping[str, Guide],
+    services: RuntimeServices,
+    issuer_keys: IssuerKeys | None = None,
 ) -> RequestFraming:
     """One ASGI callable: the framing checks, then the MCP endpoints in front of the Quart-Trio app, both over
-    one dispatcher."""
+    one dispatcher. With `issuer_keys` (sign-in on), access tokens are taken beside API keys."""
     documents = PublishedDocuments(
         openapi=json.dumps(build_openapi(catalog, guides), separators=(",", ":")).encode("utf-8"),
         guides=guides,
@@ -285,6 +307,11 @@ def compose_app(
         local_mode=is_local_mode(settings.host, settings.public_url, settings.api_keys),
         keys=key_ring_of(settings),
         allowed_origins=settings.allowed_origins,
+        tokens=(
+            AccessTokens(audience=settings.public_url, issuer=settings.identity_issuer, keys=issuer_keys)
+            if issuer_keys is not None and settings.public_url is not None
+            else None
+        ),
     )
     dispatcher = Dispatcher(services=services, playbooks=services.playbooks)
     app = create_app(
@@ -407,8 +434,9 @@ async def _serve_on(
                 raise
         try:
             services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools)
-            app = compose_app(settings, catalog, guides, services)
-            root = root_supervisor(ledger, sandbox, services, http_child(app, settings))
+            issuer_keys = issuer_keys_of(settings)
+            app = compose_app(settings, catalog, guides, services, issuer_keys)
+            root = root_supervisor(ledger, sandbox, services, http_child(app, settings), issuer_keys)
             async with trio.open_nursery() as nursery:
                 await nursery.start(root.run)
                 tree = root.tree()

@@ -47,6 +47,7 @@ class KeyEntry:
             org=self.org,
             permissions=frozenset(self.permissions),
             playbooks=frozenset(self.playbooks) if self.playbooks is not None else None,
+            credential="key",
         )
 
 

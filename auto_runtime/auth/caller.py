@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
 
 
 class Permission(StrEnum):
@@ -16,23 +17,34 @@ class Permission(StrEnum):
 ALL_PERMISSIONS = frozenset(Permission)
 LOCAL_ORG = "local"
 
+CredentialKind = Literal["local", "key", "token"]
+"""What authenticated the caller: nothing (local mode), an API key, or a signed-in person's access token."""
+
 
 @dataclass(frozen=True)
 class Caller:
     """An authenticated caller.
 
     `org` is None only in local mode, where the caller acts in whatever org the request names. `playbooks` is
-    None when the caller may access every playbook of its org, else the ids it may access.
+    None when the caller may access every playbook of its org, else the ids it may access. `credential` says what
+    authenticated it; a caller of a `token` is a person who signed in, and its `id` is that person's id at the
+    identity service (`auto_runtime.auth.access_tokens`).
     """
 
     id: str
     org: str | None
     permissions: frozenset[Permission]
     playbooks: frozenset[str] | None = None
+    credential: CredentialKind = "key"
 
     @property
     def is_local(self) -> bool:
         return self.org is None
+
+    @property
+    def is_person(self) -> bool:
+        """Whether a person who signed in through the identity service makes the request."""
+        return self.credential == "token"
 
     def may_act_in_org(self, org: str) -> bool:
         return self.org is None or self.org == org
@@ -48,4 +60,4 @@ class Caller:
         return self.org if self.org is not None else LOCAL_ORG
 
 
-LOCAL_CALLER = Caller(id="local", org=None, permissions=ALL_PERMISSIONS)
+LOCAL_CALLER = Caller(id="local", org=None, permissions=ALL_PERMISSIONS, credential="local")

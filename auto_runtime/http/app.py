@@ -123,17 +123,17 @@ def create_app(
             response.headers.add("Vary", "Origin")
         return response
 
-    def unserved_path() -> Response:
+    async def unserved_path() -> Response:
         """A caller without a valid credential learns nothing of the routes: `401`; any other gets `404`."""
         try:
-            gate.authenticate(request.headers.getlist("Authorization"))
+            await gate.authenticate(request.headers.getlist("Authorization"))
         except Rejection as rejection:
             return problem_response(rejection, _request_id())
         return problem_response(Rejection("not_found", "This server serves nothing at that path."), _request_id())
 
     @app.errorhandler(404)
     async def on_not_found(_: HTTPException) -> Response:
-        return unserved_path()
+        return await unserved_path()
 
     @app.errorhandler(405)
     async def on_method_not_allowed(error: HTTPException) -> Response:
@@ -158,7 +158,7 @@ def create_app(
         if isinstance(error, HTTPException):
             code = error.code or 500
             if code == 404:
-                return unserved_path()
+                return await unserved_path()
             if code == 413:
                 return await on_too_large(error)
             reason = "bad_request" if 400 <= code < 500 else "internal"
@@ -213,7 +213,7 @@ def _operation_view(
         try:
             if operation.name == "get_guide":
                 return _guide_response(path_values["guide"], documents)
-            caller = gate.authenticate(request.headers.getlist("Authorization"))
+            caller = await gate.authenticate(request.headers.getlist("Authorization"))
             org, playbook, fields = _scope_values(operation, path_values)
             raw_input = await operation_input(request, operation, fields)
             result = await dispatcher.dispatch(

@@ -164,27 +164,17 @@ class McpRoot:
             return None
         return request_id, send
 
-    def _challenge(self, rejection: Rejection, endpoint: Endpoint) -> Rejection:
-        """Names the endpoint's protected-resource metadata in a `401` where sign-in is on."""
-        if rejection.status != 401 or self.public_url is None:
-            return rejection
-        challenge = rejection.headers.get("WWW-Authenticate", "Bearer")
-        url = self.public_url + metadata_path_of(endpoint)
-        separator = ", " if challenge != "Bearer" else " "
-        headers = {**rejection.headers, "WWW-Authenticate": f'{challenge}{separator}resource_metadata="{url}"'}
-        return Rejection(rejection.reason, rejection.detail, headers=headers)
-
     def _check_scope(self, endpoint: Endpoint, caller: Caller) -> None:
         if endpoint.org is not None and not caller.may_act_in_org(endpoint.org):
             raise Rejection(
                 "forbidden",
-                f"This key belongs to another org than {endpoint.org}.",
+                f"This credential belongs to another org than {endpoint.org}.",
                 headers={"WWW-Authenticate": INSUFFICIENT_SCOPE},
             )
         if endpoint.playbook is not None and not caller.may_access_playbook(endpoint.playbook):
             raise Rejection(
                 "forbidden",
-                f"This key may not access the playbook {endpoint.playbook}.",
+                f"This credential may not access the playbook {endpoint.playbook}.",
                 headers={"WWW-Authenticate": INSUFFICIENT_SCOPE},
             )
 
@@ -196,10 +186,12 @@ class McpRoot:
             return
         request_id, send = opened
         try:
-            caller = self.gate.authenticate(header_values(scope, "authorization"))
+            caller = await self.gate.authenticate(
+                header_values(scope, "authorization"), metadata_path=metadata_path_of(endpoint)
+            )
             self._check_scope(endpoint, caller)
         except Rejection as rejection:
-            await send_problem(send, self._challenge(rejection, endpoint))
+            await send_problem(send, rejection)
             return
         admitted = await self._transport_accepts(scope, body, send)
         if admitted is None:

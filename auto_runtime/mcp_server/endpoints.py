@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from auto_runtime.auth.access import PROTECTED_RESOURCE_PREFIX
 from auto_runtime.auth.caller import Caller
 
 EndpointKind = Literal["own", "org", "playbook"]
-PROTECTED_RESOURCE_PREFIX = "/.well-known/oauth-protected-resource"
 
 
 @dataclass(frozen=True)

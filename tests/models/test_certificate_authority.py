@@ -2,49 +2,16 @@
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-# cryptography makes the test authority; it is installed here but no declared dependency requires it
-# (it should join the dev extras), so a clean environment without it skips these two tests.
-pytest.importorskip("cryptography")
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from auto_runtime.models import ModelCallFailure, ModelDirectory, ModelRequest, UserTurn
 from tests.fakes.gateway_process import FakeGatewayProcess, start_fake_gateway
+from tests.fakes.tls import self_signed
 from tests.models.conftest import settings_of
-
-
-def self_signed(folder: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake gateway test authority")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    certificate_path, key_path = folder / "gateway.pem", folder / "gateway.key"
-    certificate_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return certificate_path, key_path
 
 
 @pytest.fixture(scope="module")

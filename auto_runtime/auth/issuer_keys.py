@@ -1,0 +1,301 @@
+"""The identity service's published signing keys: found through its discovery document, fetched, cached, rotated.
+
+Where they come from: `<issuer>/.well-known/openid-configuration` (OpenID Connect discovery) names `jwks_uri`;
+where the issuer publishes no such document (`404`), `<issuer>/.well-known/oauth-authorization-server` (RFC 8414)
+is asked, and where it publishes neither, `<issuer>/.well-known/jwks.json`, the path the identity service (Clerk)
+serves its key set at. A discovery document that names another issuer, a `jwks_uri` that is not `https`, a
+redirect, an error status or a body past `MAX_DOCUMENT_BYTES` is a failed fetch. Of the set, only public keys
+for signatures (`use` absent or `sig`; RSA of at least 2,048 bits, EC or OKP) with a `kid` are kept, at most
+`MAX_KEYS`.
+
+When they are fetched: once at start, then again
+
+- when a token names a `kid` the cache does not hold (the request waits for that fetch, at most
+  `FETCH_TIMEOUT_SECONDS` and a second);
+- once the set is `MAX_AGE_SECONDS` old: a request that finds the set that old is verified with the keys held
+  and wakes the refresher, which also wakes by itself at that age.
+
+Rate limits, so that a stream of tokens naming made-up `kid`s cannot make the server fetch constantly: after a
+fetch that did not hold a `kid` a token named, no token naming an unknown `kid` causes another fetch for
+`REFRESH_INTERVAL_SECONDS` (such tokens are refused at once). After a failed fetch, nothing is fetched for
+`REFRESH_INTERVAL_SECONDS`, and a token whose key is not held is answered `unavailable` with a `Retry-After` of
+the time left; the keys already held keep verifying tokens while the issuer cannot be reached.
+
+Concurrency: all state lives on the Trio thread and changes only between checkpoints. Fetches run in the
+refresher (`run`, a child of the supervision tree), never in a request's task: a request that needs a key sets
+`_wanted` and waits for the `_next_done` event of the fetch in flight or the next one, so concurrent requests
+share one fetch. The refresher replaces `_next_done` and `_wanted` in one step with no checkpoint, so no wish
+made after a fetch ended is lost. The rate limits are kept where a fetch is wished for, on the request side,
+against the injected `clock`; the refresher fetches whenever it is asked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import jwt
+import trio
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
+
+from auto_runtime.supervision import ChildContext, ChildSpec, Restart
+
+log = logging.getLogger("auto_runtime.auth.issuer_keys")
+
+FETCH_TIMEOUT_SECONDS = 5.0
+"""The most one fetch (discovery and key set together) may take; past it the fetch has failed."""
+MAX_AGE_SECONDS = 3600.0
+"""How old the held key set may grow before it is fetched again."""
+REFRESH_INTERVAL_SECONDS = 30.0
+"""After a fetch that failed, or that did not hold a `kid` a token named, no fetch for an unknown `kid` before
+this has passed."""
+MAX_DOCUMENT_BYTES = 64 * 1024
+MAX_KEYS = 32
+MIN_RSA_BITS = 2048
+DISCOVERY_PATHS = ("/.well-known/openid-configuration", "/.well-known/oauth-authorization-server")
+FALLBACK_JWKS_PATH = "/.well-known/jwks.json"
+
+KEY_FAMILIES: Mapping[str, tuple[str, frozenset[str] | None]] = {
+    "RS256": ("RSA", None),
+    "RS384": ("RSA", None),
+    "RS512": ("RSA", None),
+    "PS256": ("RSA", None),
+    "PS384": ("RSA", None),
+    "PS512": ("RSA", None),
+    "ES256": ("EC", frozenset({"P-256"})),
+    "ES384": ("EC", frozenset({"P-384"})),
+    "ES512": ("EC", frozenset({"P-521"})),
+    "EdDSA": ("OKP", frozenset({"Ed25519", "Ed448"})),
+}
+"""The asymmetric algorithms a token may be signed with, and the key type (and curves) each needs."""
+
+
+class KeySetError(Exception):
+    """A fetch of the key set that failed, in words for the log."""
+
+
+class KeysUnavailable(Exception):
+    """The key a token needs is not held and the issuer cannot be asked now."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"the identity service's keys cannot be fetched now; try again in {retry_after} s")
+        self.retry_after = retry_after
+
+
+class UnknownKey(Exception):
+    """The issuer does not publish the key a token names."""
+
+
+@dataclass(frozen=True)
+class PublishedKey:
+    """One public signing key of the set, parsed once when the set is fetched."""
+
+    kid: str
+    kty: str
+    crv: str | None
+    alg: str | None
+    key: Any
+
+    def fits(self, algorithm: str) -> bool:
+        """Whether a token signed with `algorithm` may be verified with this key (its type, curve and `alg`)."""
+        family = KEY_FAMILIES.get(algorithm)
+        if family is None or self.kty != family[0]:
+            return False
+        curves = family[1]
+        if curves is not None and self.crv not in curves:
+            return False
+        return self.alg is None or self.alg == algorithm
+
+
+def published_key(entry: object) -> PublishedKey | None:
+    """One entry of a JWKS as a key this server uses, or None when it is not a public signing key it takes."""
+    if not isinstance(entry, dict):
+        return None
+    kid, kty, use, alg, crv = (entry.get(name) for name in ("kid", "kty", "use", "alg", "crv"))
+    if not isinstance(kid, str) or not kid or len(kid) > 256 or kty not in ("RSA", "EC", "OKP"):
+        return None
+    if use not in (None, "sig") or "d" in entry or (alg is not None and alg not in KEY_FAMILIES):
+        return None
+    try:
+        key = jwt.PyJWK(entry, algorithm=alg if isinstance(alg, str) else None).key
+    except (jwt.PyJWTError, ValueError, TypeError, KeyError):
+        return None
+    if isinstance(key, RSAPublicKey) and key.key_size < MIN_RSA_BITS:
+        return None
+    return PublishedKey(kid, kty, crv if isinstance(crv, str) else None, alg if isinstance(alg, str) else None, key)
+
+
+def parse_key_set(document: object) -> dict[str, PublishedKey]:
+    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
+        raise KeySetError("the key set is not a JSON object with a keys array")
+    keys: dict[str, PublishedKey] = {}
+    for entry in document["keys"]:
+        key = published_key(entry)
+        if key is not None and key.kid not in keys:
+            keys[key.kid] = key
+        if len(keys) == MAX_KEYS:
+            break
+    return keys
+
+
+async def get_json(client: httpx.AsyncClient, url: str) -> tuple[int, object]:
+    """The status and, for a `200`, the JSON body of a GET, read up to `MAX_DOCUMENT_BYTES`."""
+    async with client.stream("GET", url, headers={"Accept": "application/json"}, follow_redirects=False) as response:
+        if response.status_code != 200:
+            return response.status_code, None
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > MAX_DOCUMENT_BYTES:
+                raise KeySetError(f"{url} answered more than {MAX_DOCUMENT_BYTES} bytes")
+    try:
+        return 200, json.loads(bytes(body))
+    except (ValueError, RecursionError):
+        raise KeySetError(f"{url} did not answer JSON") from None
+
+
+async def jwks_uri_of(client: httpx.AsyncClient, issuer: str) -> str:
+    """Where the issuer publishes its key set: its discovery document's `jwks_uri`, or the fallback path."""
+    for path in DISCOVERY_PATHS:
+        status, document = await get_json(client, issuer + path)
+        if status == 404:
+            continue
+        if status != 200:
+            raise KeySetError(f"{issuer + path} answered {status}")
+        if not isinstance(document, dict) or document.get("issuer") != issuer:
+            raise KeySetError(f"{issuer + path} does not name {issuer} as its issuer")
+        uri = document.get("jwks_uri")
+        if not isinstance(uri, str) or urlsplit(uri).scheme != "https":
+            raise KeySetError(f"{issuer + path} names no https jwks_uri")
+        return uri
+    return issuer + FALLBACK_JWKS_PATH
+
+
+async def fetch_key_set(client: httpx.AsyncClient, issuer: str) -> dict[str, PublishedKey]:
+    """The issuer's key set, fetched within `FETCH_TIMEOUT_SECONDS`; `KeySetError` when that fails."""
+    try:
+        with trio.fail_after(FETCH_TIMEOUT_SECONDS):
+            uri = await jwks_uri_of(client, issuer)
+            status, document = await get_json(client, uri)
+    except trio.TooSlowError:
+        raise KeySetError(f"{issuer} did not answer within {FETCH_TIMEOUT_SECONDS:g} s") from None
+    except (httpx.HTTPError, httpx.StreamError, httpx.InvalidURL) as error:
+        raise KeySetError(f"{issuer} could not be reached: {error}") from None
+    if status != 200:
+        raise KeySetError(f"{uri} answered {status}")
+    return parse_key_set(document)
+
+
+class IssuerKeys:
+    """The held key set of one issuer and its refresher (see the module docstring for when it fetches)."""
+
+    def __init__(
+        self,
+        issuer: str,
+        client: Callable[[], httpx.AsyncClient],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.issuer = issuer
+        self._client = client
+        self._clock = clock
+        self._keys: Mapping[str, PublishedKey] = {}
+        self._fetched_at: float | None = None
+        self._failed_at: float | None = None
+        self._fruitless_at: float | None = None
+        self._wanted = trio.Event()
+        self._next_done = trio.Event()
+
+    # The request side ---------------------------------------------------------------------------------------
+
+    async def key_for(self, kid: str) -> PublishedKey:
+        """The key `kid` names: `UnknownKey` when the issuer does not publish it, `KeysUnavailable` when it
+        cannot be asked now."""
+        key = self._keys.get(kid)
+        if key is not None:
+            if self._is_old() and not self._backing_off():
+                self._wanted.set()
+            return key
+        self._check_rate_limits()
+        done = self._next_done
+        self._wanted.set()
+        with trio.move_on_after(FETCH_TIMEOUT_SECONDS + 1):
+            await done.wait()
+        key = self._keys.get(kid)
+        if key is not None:
+            return key
+        if not done.is_set() or self._failed_at is not None:
+            raise KeysUnavailable(self._retry_after())
+        self._fruitless_at = self._clock()
+        raise UnknownKey(kid)
+
+    async def refreshed(self) -> None:
+        """Wait for the end of the fetch in flight, or of the next one (which this does not ask for)."""
+        await self._next_done.wait()
+
+    def _is_old(self) -> bool:
+        return self._fetched_at is not None and self._clock() - self._fetched_at >= MAX_AGE_SECONDS
+
+    def _backing_off(self) -> bool:
+        """Whether the last fetch failed less than `REFRESH_INTERVAL_SECONDS` ago."""
+        return self._failed_at is not None and self._clock() - self._failed_at < REFRESH_INTERVAL_SECONDS
+
+    def _check_rate_limits(self) -> None:
+        if self._backing_off():
+            raise KeysUnavailable(self._retry_after())
+        if self._fruitless_at is not None and self._clock() - self._fruitless_at < REFRESH_INTERVAL_SECONDS:
+            raise UnknownKey()
+
+    def _retry_after(self) -> int:
+        since = self._clock() - self._failed_at if self._failed_at is not None else 0.0
+        return max(1, math.ceil(REFRESH_INTERVAL_SECONDS - since))
+
+    # The refresher ------------------------------------------------------------------------------------------
+
+    def child_spec(self) -> ChildSpec:
+        """The refresher as a child of the supervision tree; it is ready at once (the first fetch runs behind)."""
+
+        async def start(context: ChildContext) -> None:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.run)
+                context.started()
+
+        return ChildSpec("identity-keys", start, restart=Restart.PERMANENT, shutdown=0)
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Fetch now, then whenever a key is wanted or the set grows old, within the rate limits; runs until
+        cancelled."""
+        async with self._client() as client:
+            task_status.started()
+            while True:
+                await self._fetch(client)
+                await self._until_next_fetch()
+
+    async def _fetch(self, client: httpx.AsyncClient) -> None:
+        try:
+            keys = await fetch_key_set(client, self.issuer)
+        except KeySetError as error:
+            if self._failed_at is None:
+                log.warning("the identity service's keys could not be fetched: %s", error)
+            self._failed_at = self._clock()
+        else:
+            if self._failed_at is not None:
+                log.info("the identity service's keys are fetched again")
+            self._keys, self._fetched_at, self._failed_at = keys, self._clock(), None
+        done, self._next_done, self._wanted = self._next_done, trio.Event(), trio.Event()
+        done.set()
+
+    async def _until_next_fetch(self) -> None:
+        """Until a key is wanted (the request side keeps the rate limits), or the set is `MAX_AGE_SECONDS` old."""
+        if self._fetched_at is None or self._failed_at is not None:
+            await self._wanted.wait()
+            return
+        with trio.move_on_after(max(0.0, self._fetched_at + MAX_AGE_SECONDS - self._clock())):
+            await self._wanted.wait()

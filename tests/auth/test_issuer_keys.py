@@ -1,0 +1,143 @@
+"""The key set of the identity service as the server holds it (`IssuerKeys`), against the fake service over
+https, with a clock the test moves: discovery and its fallback, the maximum age, the rate limits, a failed
+fetch and the recovery after it, and one fetch shared by concurrent requests."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+
+import httpx
+import pytest
+import trio
+
+from auto_runtime.auth.issuer_keys import (
+    MAX_AGE_SECONDS,
+    REFRESH_INTERVAL_SECONDS,
+    IssuerKeys,
+    KeysUnavailable,
+    UnknownKey,
+)
+from tests.fakes.identity_service import IdentityServiceProcess
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def normal(identity: IdentityServiceProcess) -> Iterator[IdentityServiceProcess]:
+    identity.set_mode(discovery="normal", jwks="normal")
+    yield identity
+    identity.set_mode(discovery="normal", jwks="normal")
+
+
+@asynccontextmanager
+async def held_keys(identity: IdentityServiceProcess, clock: ManualClock) -> AsyncIterator[IssuerKeys]:
+    """The keys with their refresher running, after its first fetch."""
+    verify = ssl.create_default_context(cafile=str(identity.certificate))
+    keys = IssuerKeys(identity.issuer, lambda: httpx.AsyncClient(verify=verify), clock=clock)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keys.run)
+        await keys.refreshed()
+        yield keys
+        nursery.cancel_scope.cancel()
+
+
+async def fetches(identity: IdentityServiceProcess, path: str = "/jwks") -> int:
+    return await trio.to_thread.run_sync(identity.fetches, path)
+
+
+async def test_keys_are_found_through_discovery(normal: IdentityServiceProcess) -> None:
+    kid = await trio.to_thread.run_sync(normal.new_key, "ES256")
+    async with held_keys(normal, ManualClock()) as keys:
+        key = await keys.key_for(kid)
+    assert key.kid == kid and key.fits("ES256") and not key.fits("ES384") and not key.fits("RS256")
+
+
+async def test_without_discovery_the_well_known_key_set_is_read(normal: IdentityServiceProcess) -> None:
+    normal.set_mode(discovery="missing")
+    kid = await trio.to_thread.run_sync(normal.new_key, "RS256")
+    before = await fetches(normal, "/.well-known/jwks.json")
+    async with held_keys(normal, ManualClock()) as keys:
+        assert (await keys.key_for(kid)).fits("RS256")
+    assert await fetches(normal, "/.well-known/jwks.json") > before
+
+
+async def test_a_discovery_document_of_another_issuer_is_a_failed_fetch(normal: IdentityServiceProcess) -> None:
+    normal.set_mode(discovery="other_issuer")
+    kid = await trio.to_thread.run_sync(normal.new_key, "RS256")
+    async with held_keys(normal, ManualClock()) as keys:
+        with pytest.raises(KeysUnavailable):
+            await keys.key_for(kid)
+
+
+async def test_a_failed_fetch_is_unavailable_until_the_interval_has_passed(normal: IdentityServiceProcess) -> None:
+    clock = ManualClock()
+    normal.set_mode(jwks="fail")
+    kid = await trio.to_thread.run_sync(normal.new_key, "ES256")
+    async with held_keys(normal, clock) as keys:
+        with pytest.raises(KeysUnavailable) as first:
+            await keys.key_for(kid)
+        assert first.value.retry_after == REFRESH_INTERVAL_SECONDS
+        asked = await fetches(normal)
+        clock.now += 10
+        with pytest.raises(KeysUnavailable) as again:
+            await keys.key_for(kid)
+        assert again.value.retry_after == REFRESH_INTERVAL_SECONDS - 10
+        assert await fetches(normal) == asked, "no fetch while backing off"
+        normal.set_mode(jwks="normal")
+        clock.now += REFRESH_INTERVAL_SECONDS
+        assert (await keys.key_for(kid)).kid == kid
+
+
+async def test_unknown_key_ids_fetch_again_only_after_the_interval(normal: IdentityServiceProcess) -> None:
+    clock = ManualClock()
+    unpublished = [await trio.to_thread.run_sync(lambda: normal.new_key("RS256", publish=False)) for _ in range(3)]
+    async with held_keys(normal, clock) as keys:
+        before = await fetches(normal)
+        for kid in unpublished:
+            with pytest.raises(UnknownKey):
+                await keys.key_for(kid)
+        assert await fetches(normal) == before + 1
+        clock.now += REFRESH_INTERVAL_SECONDS
+        with pytest.raises(UnknownKey):
+            await keys.key_for(unpublished[0])
+        assert await fetches(normal) == before + 2
+
+
+async def test_an_old_key_set_is_fetched_again(normal: IdentityServiceProcess) -> None:
+    clock = ManualClock()
+    old = await trio.to_thread.run_sync(normal.new_key, "RS256")
+    async with held_keys(normal, clock) as keys:
+        await keys.key_for(old)
+        await trio.to_thread.run_sync(normal.withdraw, old)
+        before = await fetches(normal)
+        assert (await keys.key_for(old)).kid == old, "young keys are not fetched again"
+        clock.now += MAX_AGE_SECONDS
+        assert (await keys.key_for(old)).kid == old, "an old set still verifies while it is fetched again"
+        await keys.refreshed()
+        assert await fetches(normal) == before + 1
+        with pytest.raises(UnknownKey):
+            await keys.key_for(old)
+
+
+async def test_concurrent_requests_share_one_fetch(normal: IdentityServiceProcess) -> None:
+    async with held_keys(normal, ManualClock()) as keys:
+        kid = await trio.to_thread.run_sync(normal.new_key, "ES256")
+        before = await fetches(normal)
+        found: list[str] = []
+
+        async def ask() -> None:
+            found.append((await keys.key_for(kid)).kid)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(10):
+                nursery.start_soon(ask)
+        assert found == [kid] * 10
+        assert await fetches(normal) == before + 1
