@@ -40,11 +40,13 @@ import signal
 import socket
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
+import httpx
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
@@ -64,13 +66,16 @@ from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.framing import RequestFraming
 from auto_runtime.http.openapi import build_openapi
 from auto_runtime.ledger import Ledger, LedgerStartError
+from auto_runtime.ledger.object_content import S3ContentObjects
 from auto_runtime.ledger.opening import LedgerStore, ledger_store
+from auto_runtime.ledger.s3_requests import S3Endpoint, S3Requests
 from auto_runtime.ledger.secrets_key import SecretsKeyError, secrets_key_of
 from auto_runtime.ledger.serving import ledger_supervisor
 from auto_runtime.logs import configure_logging
 from auto_runtime.mcp_server.asgi import McpRoot
 from auto_runtime.mcp_server.service import McpService
 from auto_runtime.models import ModelDirectory
+from auto_runtime.models.aws_credentials import AwsDefaultChain
 from auto_runtime.models.http_client import model_http_client
 from auto_runtime.models.providers import partly_configured
 from auto_runtime.operations.catalog import Catalog
@@ -100,6 +105,8 @@ from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
+S3_DEFAULT_REGION = "us-east-1"
+"""The region S3 requests are signed for when `AWS_REGION` is not set."""
 CLOSE_SECONDS = 30.0
 """How long the ledger and the sandbox may take to close (the writer commits what is queued; a sandbox job is
 bounded by its deadline) before their child is cancelled."""
@@ -370,19 +377,48 @@ async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | Non
         log.info(line)
     guides = load_guides()
     catalog = build_catalog(guides)
-    ledger = ledger_store(
-        ledger_file=None if settings.database_url else settings.ledger_file,
-        database_url=settings.database_url,
-        projections=RUNTIME_PROJECTIONS,
-        database_credentials=settings.database_credentials,
-        environ=environ,
-    )
-    await ledger.start()
-    try:
-        await _serve_on(ledger, loaded, environ, guides, catalog)
-    finally:
-        await ledger.stop()  # the tree stopped it already, unless something failed before the tree ran
+    async with content_objects_of(settings, os.environ if environ is None else environ) as content_objects:
+        ledger = ledger_store(
+            ledger_file=None if settings.database_url else settings.ledger_file,
+            database_url=settings.database_url,
+            projections=RUNTIME_PROJECTIONS,
+            database_credentials=settings.database_credentials,
+            environ=environ,
+            content_objects=content_objects,
+        )
+        await ledger.start()
+        try:
+            await _serve_on(ledger, loaded, environ, guides, catalog)
+        finally:
+            await ledger.stop()  # the tree stopped it already, unless something failed before the tree ran
     log.info("stopped")
+
+
+@asynccontextmanager
+async def content_objects_of(settings: Settings, environ: Mapping[str, str]) -> AsyncIterator[S3ContentObjects]:
+    """The object store of the ledger's content for the life of the block: new content goes to
+    `CONTENT_STORE_URL` when it is set, and content a row says is in S3 is read from there whether it is set or
+    not (see `ledger.content`). Requests go through the settings' proxy and certificate authorities, signed
+    for `AWS_REGION` (else `S3_DEFAULT_REGION`), to `AWS_ENDPOINT_URL` when set, with the AWS default
+    credential chain read from `environ`."""
+    location = settings.content_store_url
+    if location is None:
+        log.info("content is kept in the ledger's database")
+    else:
+        log.info("content is kept in s3://%s/%s", location.bucket, location.prefix)
+    client = model_http_client(settings)
+    local_client = httpx.AsyncClient(trust_env=False)  # credential endpoints: link-local, never proxied
+    try:
+        endpoint = S3Endpoint(settings.aws_region or S3_DEFAULT_REGION, settings.aws_endpoint_url)
+        requests = S3Requests(client, AwsDefaultChain(local_client, environ), endpoint)
+        if location is None:
+            yield S3ContentObjects(requests, None)
+        else:
+            yield S3ContentObjects(requests, location.bucket, location.prefix)
+    finally:
+        with trio.CancelScope(shield=True):
+            await client.aclose()
+            await local_client.aclose()
 
 
 async def _serve_on(

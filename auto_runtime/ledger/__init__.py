@@ -44,7 +44,7 @@ The workflow host claims the lease every sweep and fires due timers only while i
     await lease.release(server_id)  # a clean stop: a standby takes over at its next claim
 """
 
-from .content import ContentStore
+from .content import ContentDamaged, ContentStore, ContentUnavailable
 from .due_work import DueEntry, DueKey, DueRow, DueState, DueWork, DueWorkChanges
 from .errors import (
     DuplicateRecordIdError,
@@ -84,7 +84,9 @@ __all__ = [
     "AnyVersion",
     "AppendSignal",
     "ColumnType",
+    "ContentDamaged",
     "ContentStore",
+    "ContentUnavailable",
     "DueEntry",
     "DueKey",
     "DueRow",

@@ -222,14 +222,18 @@ class Ledger(abc.ABC):
         return await self._fetch(sql, tuple(params))
 
     async def put_content(self, scope: Scope, data: bytes) -> str:
-        """Keep `data` under its SHA-256 within the scope; returns the hex digest. Idempotent."""
+        """Keep `data` under its SHA-256 within the scope; returns the hex digest. Idempotent. Kept in the
+        ledger's database, or in the object store when one writes (`content`); `ContentUnavailable` (a
+        `LedgerUnavailable`) when it cannot take the bytes now, and then nothing is kept."""
         self._check_open()
         if not isinstance(data, bytes | bytearray | memoryview):
             raise TypeError("content is bytes")
         return await self.content.put(scope.key, bytes(data))
 
     async def get_content(self, scope: Scope, sha256: str) -> bytes | None:
-        """The bytes kept under `sha256` within the scope, or None (also for a malformed digest)."""
+        """The bytes kept under `sha256` within the scope, or None (also for a malformed digest). Read where
+        the content's row says: `ContentUnavailable` when its object store cannot answer now, `ContentDamaged`
+        when what it answers is not that content."""
         self._check_open()
         if not is_digest(sha256):
             return None

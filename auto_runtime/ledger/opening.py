@@ -8,6 +8,7 @@ from pathlib import Path
 
 import trio
 
+from .content import ContentObjects
 from .ledger import Ledger
 from .postgres.iam_auth import DatabaseCredentials
 from .postgres.store import PostgresLedger
@@ -26,20 +27,31 @@ def ledger_store(
     projections: Sequence[Projection] = (),
     database_credentials: DatabaseCredentials = "url",
     environ: Mapping[str, str] | None = None,
+    content_objects: ContentObjects | None = None,
 ) -> LedgerStore:
     """The store `open_ledger` opens, not started: for an owner that starts and stops it itself (the server's
     supervision tree stops it as its last child).
 
     `database_credentials` (`DATABASE_CREDENTIALS`) says how the PostgreSQL store signs in: `url`, with the
     URL's password, or `aws-iam`, with a token signed for each connection from the AWS credentials in
-    `environ` (the process's environment when None; see `postgres.iam_auth`)."""
+    `environ` (the process's environment when None; see `postgres.iam_auth`).
+
+    `content_objects` is the object store content is kept in with `CONTENT_STORE_URL`, and read from wherever
+    a content row says its bytes are in one (`object_content.S3ContentObjects`); without it, content is kept
+    in the ledger's database (see `content`)."""
     check_registrations(projections)
     if database_url is not None and ledger_file is not None:
         raise ValueError("give either a ledger file or a database URL, not both")
     if database_url is not None:
-        return PostgresLedger(database_url, projections, credentials=database_credentials, environ=environ)
+        return PostgresLedger(
+            database_url,
+            projections,
+            credentials=database_credentials,
+            environ=environ,
+            content_objects=content_objects,
+        )
     if ledger_file is not None:
-        return SqliteLedger(Path(ledger_file), projections)
+        return SqliteLedger(Path(ledger_file), projections, content_objects)
     raise ValueError("a ledger needs a ledger file or a database URL")
 
 
@@ -50,6 +62,7 @@ async def open_ledger(
     projections: Sequence[Projection] = (),
     database_credentials: DatabaseCredentials = "url",
     environ: Mapping[str, str] | None = None,
+    content_objects: ContentObjects | None = None,
 ) -> AsyncIterator[Ledger]:
     """Open the ledger for the life of the block (call from a Trio task).
 
@@ -58,12 +71,13 @@ async def open_ledger(
     (`LEDGER_FILE`; its folder is made 0700 when missing, its files are 0600: see `files`): its writer
     actor starts here, and at the end of the block whatever is queued is committed before it stops. Either
     actor runs under the block's own `ledger` supervisor (`serving`). Setting both is an error. A store that
-    cannot be opened raises `LedgerStartError`. `database_credentials` and `environ`: see `ledger_store`.
+    cannot be opened raises `LedgerStartError`. `database_credentials`, `environ` and `content_objects`: see
+    `ledger_store`.
 
     Every projection the runtime keeps is registered here; changed ones are rebuilt before the block
     starts.
     """
-    ledger = ledger_store(ledger_file, database_url, projections, database_credentials, environ)
+    ledger = ledger_store(ledger_file, database_url, projections, database_credentials, environ, content_objects)
     await ledger.start()
     try:
         async with trio.open_nursery() as nursery:

@@ -20,6 +20,7 @@ from typing import Any
 import asyncpg
 
 from .. import json_text
+from ..content import LOCATION_LEDGER, KeptContent
 from ..due_work import EncodedChanges
 from ..errors import DuplicateRecordIdError, VersionConflict
 from ..lease import LeaseFence
@@ -379,15 +380,30 @@ async def put_content(conn: Any, scope_key: str, digest: str, chunks: Sequence[b
         )
 
 
-async def get_content(conn: Any, scope_key: str, digest: str) -> bytes | None:
+async def put_content_reference(conn: Any, scope_key: str, digest: str, size: int, location: str) -> None:
+    """Keep a content row whose bytes are at `location`, unless the scope already holds that digest."""
+    await conn.execute(
+        "INSERT INTO ledger_content (scope_key, sha256, size, location) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        scope_key,
+        digest,
+        size,
+        location,
+    )
+
+
+async def get_content(conn: Any, scope_key: str, digest: str) -> KeptContent | None:
+    """The content row, with its bytes when the ledger keeps them."""
     async with conn.transaction(readonly=True, isolation="repeatable_read"):
-        if not await conn.fetchval(
-            "SELECT 1 FROM ledger_content WHERE scope_key = $1 AND sha256 = $2", scope_key, digest
-        ):
+        row = await conn.fetchrow(
+            "SELECT location, size FROM ledger_content WHERE scope_key = $1 AND sha256 = $2", scope_key, digest
+        )
+        if row is None:
             return None
+        if row["location"] != LOCATION_LEDGER:
+            return KeptContent(row["location"], int(row["size"]), None)
         rows = await conn.fetch(
             "SELECT bytes FROM ledger_content_chunks WHERE scope_key = $1 AND sha256 = $2 ORDER BY chunk",
             scope_key,
             digest,
         )
-    return b"".join(bytes(row["bytes"]) for row in rows)
+    return KeptContent(row["location"], int(row["size"]), b"".join(bytes(chunk["bytes"]) for chunk in rows))

@@ -24,7 +24,7 @@ from auto_runtime.actors.loop_actor import LoopActor, LoopActorRef
 from auto_runtime.actors.thread_bridge import TrioPort
 from auto_runtime.supervision.child_spec import ChildSpec
 
-from ..content import chunks_of, digest_of
+from ..content import ContentObjects, KeptContent, LedgerContent, chunks_of
 from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey
 from ..faults import FaultLog
 from ..lease import LeaseFence, LeaseState
@@ -105,20 +105,23 @@ class PostgresLoop(LoopActor[Unit, Any]):
         await self._pool.close()
 
 
-class PostgresContentStore:
-    """Content kept in the ledger's PostgreSQL database (the `ContentStore` port)."""
+class PostgresContentRows:
+    """The content table of the ledger's PostgreSQL database (the `ContentRows` of its `LedgerContent`)."""
 
     def __init__(self, ledger: PostgresLedger) -> None:
         self._ledger = ledger
 
-    async def put(self, scope_key: str, data: bytes) -> str:
-        digest = digest_of(data)
-        chunks = chunks_of(data)
-        await self._ledger.with_connection(lambda conn: statements.put_content(conn, scope_key, digest, chunks))
-        return digest
-
-    async def get(self, scope_key: str, sha256: str) -> bytes | None:
+    async def find(self, scope_key: str, sha256: str) -> KeptContent | None:
         return await self._ledger.with_connection(lambda conn: statements.get_content(conn, scope_key, sha256))
+
+    async def keep_in_ledger(self, scope_key: str, sha256: str, data: bytes) -> None:
+        chunks = chunks_of(data)
+        await self._ledger.with_connection(lambda conn: statements.put_content(conn, scope_key, sha256, chunks))
+
+    async def keep_elsewhere(self, scope_key: str, sha256: str, size: int, location: str) -> None:
+        await self._ledger.with_connection(
+            lambda conn: statements.put_content_reference(conn, scope_key, sha256, size, location)
+        )
 
 
 class PostgresLedger(Ledger):
@@ -126,7 +129,8 @@ class PostgresLedger(Ledger):
     projections), the ledger's supervisor serves the loop actor (`actor_spec`), `stop` closes its address.
 
     `credentials` is `DATABASE_CREDENTIALS`: `url` signs in with the URL's password, `aws-iam` with a token
-    signed for each connection from the AWS credentials in `environ` (see `iam_auth`)."""
+    signed for each connection from the AWS credentials in `environ` (see `iam_auth`). `content_objects`: the
+    object store for content (`CONTENT_STORE_URL`; see `content`)."""
 
     def __init__(
         self,
@@ -135,8 +139,9 @@ class PostgresLedger(Ledger):
         pool_size: int = POOL_SIZE,
         credentials: DatabaseCredentials = "url",
         environ: Mapping[str, str] | None = None,
+        content_objects: ContentObjects | None = None,
     ) -> None:
-        super().__init__(projections, PostgresContentStore(self))
+        super().__init__(projections, LedgerContent(PostgresContentRows(self), content_objects))
         self._url = database_url
         self._pool_size = pool_size
         self._credentials: DatabaseCredentials = credentials

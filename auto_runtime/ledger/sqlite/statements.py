@@ -9,6 +9,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from ..content import LOCATION_LEDGER, KeptContent
 from ..errors import DuplicateRecordIdError, VersionConflict
 from ..ledger import EncodedWrite
 from ..paging import Order, ScanRow, SortKey
@@ -247,13 +248,29 @@ def put_content(conn: sqlite3.Connection, scope_key: str, digest: str, chunks: S
     )
 
 
-def get_content(conn: sqlite3.Connection, scope_key: str, digest: str) -> bytes | None:
-    if not conn.execute(
-        "SELECT 1 FROM ledger_content WHERE scope_key = ? AND sha256 = ?", (scope_key, digest)
-    ).fetchone():
+def put_content_reference(conn: sqlite3.Connection, scope_key: str, digest: str, size: int, location: str) -> None:
+    """Keep a content row whose bytes are at `location`, unless the scope already holds that digest (writer
+    thread)."""
+    conn.execute(
+        "INSERT INTO ledger_content (scope_key, sha256, size, location) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (scope_key, sha256) DO NOTHING",
+        (scope_key, digest, size, location),
+    )
+
+
+def get_content(conn: sqlite3.Connection, scope_key: str, digest: str) -> KeptContent | None:
+    """The content row, with its bytes when the ledger keeps them (reader thread). A row and its chunks are
+    committed together and never change, so the two reads agree without a transaction."""
+    row = conn.execute(
+        "SELECT location, size FROM ledger_content WHERE scope_key = ? AND sha256 = ?", (scope_key, digest)
+    ).fetchone()
+    if row is None:
         return None
+    location, size = str(row[0]), int(row[1])
+    if location != LOCATION_LEDGER:
+        return KeptContent(location, size, None)
     rows = conn.execute(
         "SELECT bytes FROM ledger_content_chunks WHERE scope_key = ? AND sha256 = ? ORDER BY chunk",
         (scope_key, digest),
     ).fetchall()
-    return b"".join(bytes(row[0]) for row in rows)
+    return KeptContent(location, size, b"".join(bytes(chunk[0]) for chunk in rows))

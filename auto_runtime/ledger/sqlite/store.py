@@ -22,7 +22,7 @@ from auto_runtime.actors.thread_actor import ThreadActorRef
 from auto_runtime.actors.thread_bridge import TrioPort
 from auto_runtime.supervision.child_spec import ChildSpec
 
-from ..content import chunks_of, digest_of
+from ..content import ContentObjects, KeptContent, LedgerContent, chunks_of
 from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey
 from ..faults import FaultLog
 from ..files import private_sqlite_file
@@ -77,20 +77,21 @@ class _ReaderPool:
             conn.close()
 
 
-class SqliteContentStore:
-    """Content kept in the ledger's SQLite file (the `ContentStore` port)."""
+class SqliteContentRows:
+    """The content table of the ledger's SQLite file (the `ContentRows` of its `LedgerContent`)."""
 
     def __init__(self, ledger: SqliteLedger) -> None:
         self._ledger = ledger
 
-    async def put(self, scope_key: str, data: bytes) -> str:
-        digest = digest_of(data)
-        chunks = chunks_of(data)
-        await self._ledger.write(lambda conn: statements.put_content(conn, scope_key, digest, chunks))
-        return digest
-
-    async def get(self, scope_key: str, sha256: str) -> bytes | None:
+    async def find(self, scope_key: str, sha256: str) -> KeptContent | None:
         return await self._ledger.readers.run(lambda conn: statements.get_content(conn, scope_key, sha256))
+
+    async def keep_in_ledger(self, scope_key: str, sha256: str, data: bytes) -> None:
+        chunks = chunks_of(data)
+        await self._ledger.write(lambda conn: statements.put_content(conn, scope_key, sha256, chunks))
+
+    async def keep_elsewhere(self, scope_key: str, sha256: str, size: int, location: str) -> None:
+        await self._ledger.write(lambda conn: statements.put_content_reference(conn, scope_key, sha256, size, location))
 
 
 class SqliteLedger(Ledger):
@@ -99,8 +100,10 @@ class SqliteLedger(Ledger):
 
     sole_writer = True
 
-    def __init__(self, path: Path, projections: Sequence[Projection]) -> None:
-        super().__init__(projections, SqliteContentStore(self))
+    def __init__(
+        self, path: Path, projections: Sequence[Projection], content_objects: ContentObjects | None = None
+    ) -> None:
+        super().__init__(projections, LedgerContent(SqliteContentRows(self), content_objects))
         self.path = path
         self.readers = _ReaderPool(str(path))
         self.faults = FaultLog(f"LEDGER_FILE {path}")
