@@ -86,6 +86,7 @@ from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_lo
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
 from auto_runtime.tools.playbook_tools import PlaybookTools
 from auto_runtime.tools.scrubbing import ScrubbingFilter
+from auto_runtime.tools.secret_store import SecretSealer, SecretStore
 from auto_runtime.tools.tool_server_set import ToolServerSet
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
 from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
@@ -137,6 +138,13 @@ def tools_may_change_outside(settings: Settings) -> bool:
     connections on a runtime where a person can add one (local mode, or sign-in on)."""
     person_may_add = settings.local_mode or settings.public_url is not None
     return bool(settings.tool_servers) or (settings.connections.people_may_add and person_may_add)
+
+
+def secret_store_of(ledger: Ledger, settings: Settings) -> SecretStore:
+    """The secret store over the ledger: sealed under `SECRETS_KEY` (or a SQLite ledger's `secrets.key`),
+    opening what `SECRETS_KEY_PREVIOUS` sealed while it is set."""
+    key = secrets_key_of(settings.secrets_key, settings.ledger_file)
+    return SecretStore(ledger, SecretSealer(key, previous=settings.secrets_key_previous))
 
 
 def actor_limits_of(settings: Settings) -> ActorLimits:
@@ -340,6 +348,7 @@ async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | Non
     )
     await ledger.start()
     try:
+        await secret_store_of(ledger, settings).reseal()  # before anything is served (SECRETS_KEY_PREVIOUS)
         await _serve_on(ledger, loaded, environ, guides, catalog)
     finally:
         await ledger.stop()  # the tree stopped it already, unless something failed before the tree ran

@@ -16,7 +16,7 @@ from typing import Any
 from ..placeholders import to_numbered
 from ..projections import Projection
 from ..records import decode_record
-from . import due_work_statements, lease_statements
+from . import due_work_statements, lease_statements, secret_statements
 from .statements import APPEND_FUNCTION, APPEND_GUARDED_FUNCTION, RECORD_COLUMNS, apply_projections
 
 LOCK_KEY = 0x6C6564676572  # "ledger"
@@ -58,7 +58,7 @@ async def migrate(conn: Any) -> None:
     """Create the ledger's own tables and indexes when they are missing."""
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
-        for statement in (*_TABLES, lease_statements.TABLE, *due_work_statements.TABLES):
+        for statement in (*_TABLES, lease_statements.TABLE, secret_statements.TABLE, *due_work_statements.TABLES):
             await conn.execute(statement)
         for function in (
             APPEND_FUNCTION,

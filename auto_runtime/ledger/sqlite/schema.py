@@ -12,7 +12,7 @@ import sqlite_utils
 
 from ..projections import Projection
 from ..records import decode_record
-from . import due_work_statements, lease_statements
+from . import due_work_statements, lease_statements, secret_statements
 from .statements import RECORD_COLUMNS, apply_projections
 
 _REBUILD_BATCH = 1_000
@@ -75,7 +75,7 @@ def migrate(conn: sqlite3.Connection) -> None:
         not_null={"bytes"},
         if_not_exists=True,
     )
-    for statement in (lease_statements.TABLE, *due_work_statements.TABLES):
+    for statement in (lease_statements.TABLE, secret_statements.TABLE, *due_work_statements.TABLES):
         conn.execute(statement)
 
 
