@@ -84,8 +84,10 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
+from auto_runtime.tools.connection_servers import ConnectionServers
+from auto_runtime.tools.connections import Connections, Who
 from auto_runtime.tools.playbook_tools import PlaybookTools
-from auto_runtime.tools.scrubbing import ScrubbingFilter
+from auto_runtime.tools.scrubbing import ScrubbingFilter, SecretSet
 from auto_runtime.tools.secret_store import SecretSealer, SecretStore
 from auto_runtime.tools.tool_server_set import ToolServerSet
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
@@ -147,6 +149,36 @@ def secret_store_of(ledger: Ledger, settings: Settings) -> SecretStore:
     return SecretStore(ledger, SecretSealer(key, previous=settings.secrets_key_previous))
 
 
+def runtime_origin(settings: Settings) -> str:
+    """The origin of Studio's connect links: `PUBLIC_URL`, or the server's own address."""
+    if settings.public_url is not None:
+        return settings.public_url.rstrip("/")
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    return f"http://{host}:{settings.port}"
+
+
+def connection_servers_of(
+    ledger: Ledger, settings: Settings, secret_set: SecretSet, environ: Mapping[str, str]
+) -> ConnectionServers:
+    """The connections people add, and the org's connections as tool servers; the variables a reference may name
+    are read now, at start (seeds, `connections.variables`)."""
+    policy = settings.connections
+    connections = Connections(
+        ledger,
+        secret_store_of(ledger, settings),
+        policy,
+        who=Who(local_mode=settings.local_mode, signs_people_in=settings.public_url is not None),
+        origin=runtime_origin(settings),
+        configured_names=frozenset(settings.tool_servers),
+        providers=frozenset(gateway.name for gateway in settings.model_gateways),
+        secret_set=secret_set,
+    )
+    values = {variable: environ[variable] for variable in policy.variables if environ.get(variable)}
+    servers = ConnectionServers(connections, reference_values=values)
+    connections.on_removed = servers.forget
+    return servers
+
+
 def actor_limits_of(settings: Settings) -> ActorLimits:
     return ActorLimits(
         idle_seconds=settings.playbook_idle_time.total_seconds(),
@@ -162,6 +194,7 @@ def compose_services(
     settings: Settings,
     server_id: str,
     tools: ToolServerSet | None = None,
+    connections: ConnectionServers | None = None,
 ) -> RuntimeServices:
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
@@ -197,7 +230,8 @@ def compose_services(
         analytics=PlaybookAnalytics(ledger),
         models=models,
         workflows=workflows,
-        tools=PlaybookTools(tools, ledger),
+        tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None),
+        connections=connections.connections if connections is not None else None,
     )
 
 
@@ -365,17 +399,21 @@ async def _serve_on(
     settings = loaded.settings
     async with open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox:
         models = ModelDirectory.from_settings(settings, secrets=loaded.secret_values, environ=environ)
-        tools = ToolServerSet.from_settings(loaded, Path.cwd()) if settings.tool_servers else None
+        secret_set = SecretSet(loaded.secret_values)
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(ScrubbingFilter(secret_set))
+        connections = connection_servers_of(ledger, settings, secret_set, os.environ if environ is None else environ)
+        tools = (
+            ToolServerSet.from_settings(loaded, Path.cwd(), secret_set=secret_set) if settings.tool_servers else None
+        )
         if tools is not None:
-            for handler in logging.getLogger().handlers:
-                handler.addFilter(ScrubbingFilter(tools.secret_set))
             try:
                 await tools.prepare()  # an HTTP API's document refused stops the start, naming its entry
             except SettingsError:
                 await tools.aclose()
                 raise
         try:
-            services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools)
+            services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools, connections)
             app = compose_app(settings, catalog, guides, services)
             root = root_supervisor(ledger, sandbox, services, http_child(app, settings))
             async with trio.open_nursery() as nursery:
@@ -386,6 +424,7 @@ async def _serve_on(
                 services.workflows.stopping = True
                 await root.stop()
         finally:
+            await connections.aclose()
             await models.aclose()
 
 

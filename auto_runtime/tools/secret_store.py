@@ -111,9 +111,9 @@ class SecretStore:
         self.ledger = ledger
         self.sealer = sealer
 
-    async def keep(self, scope: Scope, name: str, value: str) -> str | None:
-        """Seal and keep `value`; returns the `ends_with` kept beside it."""
-        ends_with = ends_with_of(value)
+    async def keep(self, scope: Scope, name: str, value: str, *, show_end: bool = True) -> str | None:
+        """Seal and keep `value`; returns the `ends_with` kept beside it (None without `show_end`)."""
+        ends_with = ends_with_of(value) if show_end else None
         await self.ledger.secrets.put(scope, name, self.sealer.seal(scope.key, name, value), ends_with)
         return ends_with
 
