@@ -7,6 +7,8 @@ start is the start's one-line error) and logged once at `info`:
     root (one_for_one)
     ├─ ledger      (one_for_one) its store's actor (writer, or loop on PostgreSQL), stopped last: whatever is
     │              queued is committed before the actor ends
+    ├─ secrets     (while `SECRETS_KEY_PREVIOUS` is set) seals again under `SECRETS_KEY` what the previous key
+    │              sealed, before anything is served
     ├─ sandbox     (one_for_one) the worker pool's supervisor: worker-1 … worker-N, thread actors, transient
     ├─ tool-servers  (when `tool_servers` is set) the kept clients, and a supervisor of each stdio server's
     │              process; before the actors whose runs call tools
@@ -268,6 +270,27 @@ def ledger_child(ledger: LedgerStore) -> ChildSpec:
     return ChildSpec("ledger", run, restart=Restart.PERMANENT, shutdown=CLOSE_SECONDS, subtree=supervisor.tree)
 
 
+def secrets_child(store: SecretStore) -> ChildSpec:
+    """The re-seal of `SECRETS_KEY_PREVIOUS` as a child of the root, after the ledger (whose writer it needs) and
+    before anything is served: it reports started once every value sealed under the previous key is sealed again
+    under the current one, then holds nothing until it is stopped."""
+
+    async def run(context: ChildContext) -> None:
+        await store.reseal()
+        context.started()
+        await context.wait_stop_requested()
+
+    return ChildSpec("secrets", run, restart=Restart.TRANSIENT, shutdown=GRACEFUL_STOP_SECONDS)
+
+
+def _resealing(services: RuntimeServices) -> list[ChildSpec]:
+    """The `secrets` child, while `SECRETS_KEY_PREVIOUS` is set (else there is nothing to seal again)."""
+    connections = services.connections
+    if connections is None or connections.store.sealer.previous is None:
+        return []
+    return [secrets_child(connections.store)]
+
+
 def sandbox_child(sandbox: Sandbox) -> ChildSpec:
     """The sandbox's worker pool as a child of the root, after the ledger: a supervisor (one_for_one) of its
     worker thread actors, which reports started once every worker runs, before the services that submit jobs
@@ -296,6 +319,7 @@ def root_supervisor(ledger: LedgerStore, sandbox: Sandbox, services: RuntimeServ
         "root",
         [
             ledger_child(ledger),
+            *_resealing(services),
             sandbox_child(sandbox),
             *([services.tools.servers.child_spec()] if services.tools and services.tools.servers else []),
             playbooks_supervisor(services).child_spec(),
@@ -382,7 +406,6 @@ async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | Non
     )
     await ledger.start()
     try:
-        await secret_store_of(ledger, settings).reseal()  # before anything is served (SECRETS_KEY_PREVIOUS)
         await _serve_on(ledger, loaded, environ, guides, catalog)
     finally:
         await ledger.stop()  # the tree stopped it already, unless something failed before the tree ran
