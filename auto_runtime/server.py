@@ -86,8 +86,10 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
+from auto_runtime.tools import ToolServers
 from auto_runtime.tools.connection_servers import ConnectionServers
 from auto_runtime.tools.connections import Connections, Who
+from auto_runtime.tools.playbook_servers import PlaybookServers
 from auto_runtime.tools.playbook_tools import PlaybookTools
 from auto_runtime.tools.scrubbing import ScrubbingFilter, SecretSet
 from auto_runtime.tools.secret_store import SecretSealer, SecretStore
@@ -198,9 +200,12 @@ def compose_services(
     tools: ToolServerSet | None = None,
     connections: ConnectionServers | None = None,
 ) -> RuntimeServices:
+    reached: ToolServers | None = tools
+    if connections is not None:
+        reached = PlaybookServers(tools, connections, connections.secret_set)
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
-        ReasoningType(models, tools, settings.reasoning_max_input_tokens),
+        ReasoningType(models, reached, settings.reasoning_max_input_tokens),
         WorkflowType(sandbox.engine, sandbox.checkers, settings.workflow_max_duration),
     )
     limits = actor_limits_of(settings)
