@@ -6,7 +6,8 @@ Set up with one entry of `tool_servers`, `helpdesk` (so its name is taken), and 
 * `guarded`: the fake MCP server, which answers only requests carrying `X-Api-Key: SECRET`;
 * `referenced`: the fake MCP server, which answers only requests carrying `X-Crm-Key: REFERENCE_VALUE`;
 * `open`: the fake MCP server with no credential;
-* `billing`: the fake HTTP API from its OpenAPI document, whose key is `openapi_service.KEY`.
+* `billing`: the fake HTTP API from its OpenAPI document, whose key is `openapi_service.KEY`;
+* `oauth`: the fake authorization server issuing client-credentials tokens for `billing`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tests.fakes.gateway_process import (
     HttpFakeProcess,
     McpToolServerProcess,
     start_mcp_tool_server,
+    start_oauth_server,
     start_openapi_service,
 )
 from tests.postgres_support import fresh_database
@@ -45,6 +47,7 @@ class ConnectionFakes:
     referenced: McpToolServerProcess
     open: McpToolServerProcess
     billing: HttpFakeProcess
+    oauth: HttpFakeProcess
 
 
 @dataclass
@@ -67,8 +70,9 @@ def connection_fakes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Conne
     referenced = start_mcp_tool_server(folder / "referenced", "--require-header", f"X-Crm-Key={REFERENCE_VALUE}")
     opened = start_mcp_tool_server(folder / "open")
     billing = start_openapi_service(SIGNING_KEY, "billing-api")
-    yield ConnectionFakes(guarded, referenced, opened, billing)
-    for fake in (guarded, referenced, opened, billing):
+    oauth = start_oauth_server(SIGNING_KEY, "billing-api")
+    yield ConnectionFakes(guarded, referenced, opened, billing, oauth)
+    for fake in (guarded, referenced, opened, billing, oauth):
         fake.stop()
 
 

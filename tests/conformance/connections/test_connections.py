@@ -246,6 +246,31 @@ def test_an_openapi_connection_sends_its_secret_as_the_documents_security_scheme
     assert KEY not in called.text
 
 
+def test_client_credentials_mint_a_token_from_the_issuer_for_each_call(connections_server: ConnectionsServer) -> None:
+    fakes = connections_server.fakes
+    minted_before = fakes.oauth.get("/_fake/minted")
+    with connections_server.client() as client:
+        name = fresh_name("reports")
+        added, token = add(
+            client,
+            "openapi",
+            {"document": f"{fakes.billing.origin}/openapi.json", "allowed": ["listReports"]},
+            {
+                "kind": "client_credentials",
+                "issuer": fakes.oauth.origin,
+                "client_id": "tools-client",
+                "scope": "reports",
+            },
+            name=name,
+        )
+        given = give(client, added["id"], token, client_secret="tools-client-secret-0123")
+        assert given.status_code == 200 and given.json()["credential_ends_with"] == "0123"
+        called = execute(client, new_playbook_id(client), name, "listReports", {})
+    assert called.status_code == 200 and called.json()["outcome"] == "result", called.text
+    assert fakes.oauth.get("/_fake/minted") != minted_before
+    assert "tools-client-secret-0123" not in called.text
+
+
 def test_the_playbooks_of_an_entry_limit_who_sees_it(connections_server: ConnectionsServer) -> None:
     with connections_server.client() as client:
         chosen, other = new_playbook_id(client), new_playbook_id(client)
