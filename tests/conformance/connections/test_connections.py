@@ -424,3 +424,33 @@ def test_an_openapi_connection_takes_query_and_security(connections_server: Conn
             {"kind": "secret", "name": "api_key", "in": "query"},
         )
     assert added["credential"]["in"] == "query" and added["entry"]["base_url"] == f"{billing.origin}/v2"
+
+
+@pytest.mark.parametrize("name", ["openai", "Bad_Name", "a--b", "x" * 33])
+def test_a_name_an_entry_of_tool_servers_could_not_have_is_invalid_input(
+    connections_server: ConnectionsServer, name: str
+) -> None:
+    body = {
+        "name": name,
+        "kind": "mcp",
+        "entry": {"url": connections_server.fakes.open.url},
+        "credential": {"kind": "none"},
+    }
+    with connections_server.client() as client:
+        refused = problem(client.post(f"/v1/orgs/{ORG}/connections", json=body), 422, "invalid_input")
+    assert pointers(refused) == ["/name"]
+
+
+def test_a_document_that_is_not_an_https_or_loopback_url_is_invalid_input(
+    connections_server: ConnectionsServer,
+) -> None:
+    for document in ("http://api.example.com/openapi.json", "openapi.json"):
+        body = {
+            "name": fresh_name(),
+            "kind": "openapi",
+            "entry": {"document": document},
+            "credential": {"kind": "none"},
+        }
+        with connections_server.client() as client:
+            refused = problem(client.post(f"/v1/orgs/{ORG}/connections", json=body), 422, "invalid_input")
+        assert pointers(refused) == ["/entry/document"]
