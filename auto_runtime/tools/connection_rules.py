@@ -199,6 +199,11 @@ def addresses_of(entry: Mapping[str, Any], credential: Mapping[str, Any]) -> lis
     return [address for address in named if isinstance(address, str)]
 
 
+def host_refusal(host: str) -> str:
+    """The sentence of `connections.allowed_hosts`."""
+    return f"The host {host} is not one the operator allows connections to reach (connections.allowed_hosts)."
+
+
 def rule_refusal(
     policy: ConnectionsPolicy, entry: Mapping[str, Any], credential: Mapping[str, Any], *, adding: bool
 ) -> str | None:
@@ -211,7 +216,7 @@ def rule_refusal(
     for address in addresses_of(entry, credential):
         host = urlsplit(address).hostname or address
         if not hosts.allows(host):
-            return f"The host {host} is not one the operator allows connections to reach (connections.allowed_hosts)."
+            return host_refusal(host)
     kind = str(credential["kind"])
     if policy.credential_kinds is not None and kind not in policy.credential_kinds:
         return (

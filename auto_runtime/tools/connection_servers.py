@@ -19,16 +19,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
 from auto_runtime.ledger import NewRecord, OrgScope, StreamWrite, VersionConflict
 from auto_runtime.settings import ToolServer
+from auto_runtime.settings.errors import SettingsError
 from auto_runtime.tools.connection_records import BROKEN, Connection, connections_stream
 from auto_runtime.tools.connection_rules import (
     NO_CONNECTION,
     credential_issues,
     entry_issues,
+    host_refusal,
     rule_refusal,
     server_issues,
     tool_server_of,
@@ -36,6 +39,7 @@ from auto_runtime.tools.connection_rules import (
 from auto_runtime.tools.connections import Connections
 from auto_runtime.tools.hosts import HostPolicy
 from auto_runtime.tools.kinds import Limits
+from auto_runtime.tools.openapi_server import OpenApiServer
 from auto_runtime.tools.secret_store import SecretUnreadable
 from auto_runtime.tools.servers import ToolNotOffered
 from auto_runtime.tools.tool_server_set import ToolServerSet
@@ -148,8 +152,29 @@ class ConnectionServers:
         except ValidationError:
             words = f"The runtime no longer takes the entry of the connection {name}."
             return self._keep(connection, ToolNotOffered("connection_not_allowed", words))
-        self._ready[connection.id] = self._set_of(name, server, value)
+        servers = self._set_of(name, server, value)
+        document_refusal = await self._document_server_refusal(connection, servers)
+        if document_refusal is not None:
+            await servers.aclose()
+            return self._keep(connection, document_refusal)
+        self._ready[connection.id] = servers
         return None
+
+    async def _document_server_refusal(self, connection: Connection, servers: ToolServerSet) -> ToolNotOffered | None:
+        """For an `openapi` connection without `base_url`: the server its document names, checked once the
+        document is read (a document that cannot be read is left to the listing, which says why)."""
+        if connection.kind != "openapi" or "base_url" in connection.entry:
+            return None
+        try:
+            await servers.prepare()
+        except SettingsError:
+            return None
+        client = servers.clients[connection.name]
+        document = client.document if isinstance(client, OpenApiServer) else None
+        if document is None or self.hosts.allows_url(document.base_url):
+            return None
+        host = urlsplit(document.base_url).hostname or document.base_url
+        return ToolNotOffered("connection_not_allowed", host_refusal(host))
 
     async def _credential(self, connection: Connection) -> str | ToolNotOffered | None:
         kind = connection.credential_kind

@@ -6,6 +6,10 @@ starts reaching the connections already added. SQLite only: the rules are the sa
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +32,7 @@ from tests.conformance.connections.conftest import (
     secret_connection,
 )
 from tests.conformance.helpers import problem
-from tests.e2e.server_process import start_server
+from tests.e2e.server_process import free_port, start_server
 from tests.e2e.test_access import issue_key
 
 HOSTS = "The host {} is not one the operator allows connections to reach (connections.allowed_hosts)."
@@ -199,3 +203,47 @@ def test_a_connection_approved_is_recorded_with_who_connected_it(
         added, token = add(client, "mcp", {"url": connections_server.fakes.referenced.url}, credential)
         approved = approve(client, added["id"], token).json()
     assert approved["connected_by"] == "local" and approved["credential_ends_with"] is None
+
+
+@pytest.fixture
+def static_document(tmp_path: Path, connection_fakes: ConnectionFakes) -> Iterator[str]:
+    """The billing fake's document, whose server is named by `localhost`, served from 127.0.0.1 by Python's own
+    HTTP server (a real process)."""
+    folder = tmp_path / "static"
+    folder.mkdir()
+    origin = connection_fakes.billing.origin
+    served = httpx.get(f"{origin}/openapi.json", timeout=10).json()
+    served["servers"] = [{"url": origin.replace("127.0.0.1", "localhost") + "/v2/"}]
+    (folder / "openapi.json").write_text(json.dumps(served))
+    port = free_port()
+    command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(folder)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/openapi.json"
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(url, timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                process.poll()
+                assert process.returncode is None
+                time.sleep(0.05)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_the_server_a_document_names_is_checked_once_the_document_is_read(
+    tmp_path: Path, connection_fakes: ConnectionFakes, static_document: str
+) -> None:
+    settings = connection_settings(connection_fakes, CONNECTIONS=json.dumps({"allowed_hosts": ["127.0.0.1"]}))
+    server = start_server(tmp_path / "server", settings)
+    try:
+        with server.client() as client:
+            added, token = add(client, "openapi", {"document": static_document}, {"kind": "none"})
+            assert approve(client, added["id"], token).status_code == 200
+            refused = _because(client, new_playbook_id(client), added["name"])
+    finally:
+        assert server.stop() == 0, server.log()
+    assert refused["because"] == "connection_not_allowed" and refused["detail"] == HOSTS.format("localhost")
