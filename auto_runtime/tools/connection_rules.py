@@ -204,13 +204,9 @@ def host_refusal(host: str) -> str:
     return f"The host {host} is not one the operator allows connections to reach (connections.allowed_hosts)."
 
 
-def rule_refusal(
-    policy: ConnectionsPolicy, entry: Mapping[str, Any], credential: Mapping[str, Any], *, adding: bool
-) -> str | None:
+def rule_refusal(policy: ConnectionsPolicy, entry: Mapping[str, Any], credential: Mapping[str, Any]) -> str | None:
     """The sentence of the first rule of the operator that does not take the connection, or None."""
     if not policy.people_may_add:
-        if adding:
-            return "This runtime takes no connection: its operator sets up its tool servers itself."
         return NO_CONNECTION
     hosts = HostPolicy.of(policy.allowed_hosts)
     for address in addresses_of(entry, credential):

@@ -123,7 +123,7 @@ class ConnectionServers:
             )
         if connection.status == "broken":
             return self._keep(connection, _broken(name, connection.broken or "its credential cannot be read"))
-        refusal = rule_refusal(policy, connection.entry, connection.credential, adding=False)
+        refusal = rule_refusal(policy, connection.entry, connection.credential)
         if refusal is not None:
             return self._keep(connection, ToolNotOffered("connection_not_allowed", refusal))
         issues = [

@@ -149,7 +149,7 @@ class Connections:
             issues = server_issues(org, name, kind, entry, credential, self.providers)
         if issues:
             raise invalid_input(issues)
-        refusal = rule_refusal(self.policy, entry, credential, adding=True)
+        refusal = rule_refusal(self.policy, entry, credential)
         if refusal is not None:
             raise forbidden(refusal)
 
