@@ -247,3 +247,28 @@ def test_the_server_a_document_names_is_checked_once_the_document_is_read(
     finally:
         assert server.stop() == 0, server.log()
     assert refused["because"] == "connection_not_allowed" and refused["detail"] == HOSTS.format("localhost")
+
+
+def test_an_entry_the_runtime_no_longer_takes_is_not_allowed(tmp_path: Path, connection_fakes: ConnectionFakes) -> None:
+    """A gateway named as the connection since it was added: its entry is one the runtime no longer takes."""
+    server = start_server(tmp_path, connection_settings(connection_fakes))
+    try:
+        with server.client() as client:
+            playbook = new_playbook_id(client)
+            added, token = add(client, "mcp", {"url": connection_fakes.open.url}, {"kind": "none"}, name="crmgw")
+            assert approve(client, added["id"], token).status_code == 200
+            assert execute(client, playbook, "crmgw", "get_customer", {"id": "1"}).status_code == 200
+    finally:
+        assert server.stop() == 0, server.log()
+    gateway = {"name": "crmgw", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "GATEWAY_KEY"}
+    settings = connection_settings(
+        connection_fakes, MODEL_GATEWAYS=json.dumps([gateway]), GATEWAY_KEY="gateway-key-0123456789"
+    )
+    server = start_server(tmp_path, settings)
+    try:
+        with server.client() as client:
+            refused = _because(client, playbook, "crmgw")
+    finally:
+        assert server.stop() == 0, server.log()
+    assert refused["because"] == "connection_not_allowed"
+    assert refused["detail"].startswith("The runtime no longer takes the entry of the connection crmgw: name:")
