@@ -11,18 +11,23 @@ signs people in takes a connection only from a person's session (never a key; th
 people yet, so every key is refused), and a runtime of API keys alone takes none, since nobody could approve it.
 
 Concurrency: every command reads the org's stream and appends with the version it read; a `VersionConflict`
-makes it read and decide again, so the per-org limit and the name rule hold across requests and servers.
+makes it read and decide again, so the per-org limit and the name rule hold across requests and servers. Within
+one server the commands of an org take turns (a lock per org, dropped when nobody holds or waits for it), so
+the retries only meet other servers' writes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import urlencode
+
+import trio
 
 from auto_runtime.auth.caller import Caller
 from auto_runtime.ledger import Ledger, NewRecord, OrgScope, StreamWrite, VersionConflict, uuid7
@@ -101,6 +106,20 @@ class Connections:
         self.secret_set = secret_set
         self.now = now
         self.on_removed = on_removed
+        self._turns: dict[str, tuple[trio.Lock, list[int]]] = {}
+
+    @asynccontextmanager
+    async def _turn(self, org: str) -> AsyncIterator[None]:
+        """The org's commands one at a time in this server."""
+        lock, holders = self._turns.setdefault(org, (trio.Lock(), [0]))
+        holders[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            holders[0] -= 1
+            if holders[0] == 0:
+                del self._turns[org]
 
     # --- reading ------------------------------------------------------------------------------------------
 
@@ -189,7 +208,8 @@ class Connections:
             record = NewRecord(ADDED, data, {"by": caller.id})
             await self.ledger.append([StreamWrite(connections_stream(org), version, [record])])
 
-        await _retrying(decide)
+        async with self._turn(org):
+            await _retrying(decide)
         shown = await self.get(org, connection_id)
         query = urlencode({"server": self.origin, "org": org, "connection": connection_id, "token": token})
         shown["connect"] = {"url": f"{STUDIO_CONNECT}?{query}", "expires_at": iso_utc(expires)}
@@ -209,7 +229,8 @@ class Connections:
             await self.ledger.append([StreamWrite(connections_stream(org), version, [record])])
             return found
 
-        await _retrying(decide)
+        async with self._turn(org):
+            await _retrying(decide)
         await self.store.forget(OrgScope(org), connection_id)
         if self.on_removed is not None:
             await self.on_removed(org, connection_id)
@@ -242,7 +263,8 @@ class Connections:
                 )
             await self._connect(caller, found, version, None)
 
-        await _retrying(decide)
+        async with self._turn(org):
+            await _retrying(decide)
         return await self.get(org, connection_id)
 
     async def give_credential(
@@ -264,7 +286,8 @@ class Connections:
             again, version = await self._linked(org, connection_id, token)
             await self._connect(caller, again, version, algorithm)
 
-        await _retrying(decide)
+        async with self._turn(org):
+            await _retrying(decide)
         return await self.get(org, connection_id)
 
     async def _connect(self, caller: Caller, found: Connection, version: int, algorithm: str | None) -> None:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import trio
 
 from auto_runtime.auth.caller import LOCAL_CALLER
 from auto_runtime.ledger import Ledger, OrgScope, open_ledger
@@ -116,3 +117,20 @@ async def test_a_link_of_a_removed_connection_is_not_found(setup: Setup) -> None
     added = await setup.connections.add(LOCAL_CALLER, ORG, "crm", "mcp", ENTRY, {"kind": "none"})
     await setup.connections.remove(LOCAL_CALLER, ORG, str(added["id"]))
     assert await _refused(setup, str(added["id"]), _token(added)) == "not_found"
+
+
+async def test_sixty_adds_at_once_leave_exactly_fifty_connections(setup: Setup) -> None:
+    outcomes: list[str] = []
+
+    async def one(index: int) -> None:
+        try:
+            await setup.connections.add(LOCAL_CALLER, ORG, f"c{index}", "mcp", ENTRY, {"kind": "none"})
+            outcomes.append("added")
+        except Rejection as refused:
+            outcomes.append(str(refused.kind))
+
+    async with trio.open_nursery() as nursery:
+        for index in range(60):
+            nursery.start_soon(one, index)
+    assert sorted(outcomes) == ["added"] * 50 + ["connections_full"] * 10
+    assert len((await setup.connections.list(ORG, include_removed=False))["connections"]) == 50
