@@ -15,11 +15,14 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
 
 from auto_runtime.tools.connection_rules import NO_CONNECTION
 from tests.conformance.connections.conftest import (
     ORG,
     SECRET,
+    SIGNING_KEY,
     ConnectionFakes,
     ConnectionsServer,
     add,
@@ -27,6 +30,7 @@ from tests.conformance.connections.conftest import (
     connection_settings,
     execute,
     fresh_name,
+    give,
     new_key,
     new_playbook_id,
     secret_connection,
@@ -34,6 +38,7 @@ from tests.conformance.connections.conftest import (
 from tests.conformance.helpers import problem
 from tests.e2e.server_process import free_port, start_server
 from tests.e2e.test_access import issue_key
+from tests.fakes.gateway_process import start_oauth_server
 
 HOSTS = "The host {} is not one the operator allows connections to reach (connections.allowed_hosts)."
 KINDS = "The operator does not let a connection take a credential of the kind {} (connections.credential_kinds)."
@@ -272,3 +277,40 @@ def test_an_entry_the_runtime_no_longer_takes_is_not_allowed(tmp_path: Path, con
         assert server.stop() == 0, server.log()
     assert refused["because"] == "connection_not_allowed"
     assert refused["detail"].startswith("The runtime no longer takes the entry of the connection crmgw: name:")
+
+
+def test_a_private_key_given_signs_the_client_assertion_after_a_restart_too(
+    tmp_path: Path, connection_fakes: ConnectionFakes
+) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    private = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
+    public = tmp_path / "client.pub"
+    public.write_bytes(key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo))
+    oauth = start_oauth_server(SIGNING_KEY, "billing-api", client_public_key=public)
+    billing = connection_fakes.billing
+    credential = {"kind": "client_credentials", "issuer": oauth.origin, "client_id": "tools-client", "scope": "reports"}
+    try:
+        server = start_server(tmp_path / "server", connection_settings(connection_fakes))
+        try:
+            with server.client() as client:
+                playbook = new_playbook_id(client)
+                added, token = add(client, "openapi", {"document": f"{billing.origin}/openapi.json"}, credential)
+                given = give(client, added["id"], token, private_key=private, algorithm="ES256")
+                assert given.status_code == 200, given.text
+                assert given.json()["credential_ends_with"] is None
+                called = execute(client, playbook, added["name"], "listReports", {})
+                assert called.json()["outcome"] == "result", called.text
+        finally:
+            assert server.stop() == 0, server.log()
+        server = start_server(tmp_path / "server", connection_settings(connection_fakes))
+        try:
+            with server.client() as client:
+                again = execute(client, playbook, added["name"], "listReports", {})
+                assert again.json()["outcome"] == "result", again.text
+        finally:
+            assert server.stop() == 0, server.log()
+    finally:
+        oauth.stop()
+    assert "BEGIN PRIVATE KEY" not in server.log()
+    for line in private.splitlines()[1:-1]:
+        assert line not in server.log()
