@@ -7,6 +7,8 @@ start is the start's one-line error) and logged once at `info`:
     root (one_for_one)
     ├─ ledger      (one_for_one) its store's actor (writer, or loop on PostgreSQL), stopped last: whatever is
     │              queued is committed before the actor ends
+    ├─ secrets     (while `SECRETS_KEY_PREVIOUS` is set) seals again under `SECRETS_KEY` what the previous key
+    │              sealed, before anything is served
     ├─ sandbox     (one_for_one) the worker pool's supervisor: worker-1 … worker-N, thread actors, transient
     ├─ tool-servers  (when `tool_servers` is set) the kept clients, and a supervisor of each stdio server's
     │              process; before the actors whose runs call tools
@@ -95,8 +97,13 @@ from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_lo
 from auto_runtime.settings.variables import Mode
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
 from auto_runtime.telemetry import RequestTelemetry, install_tracing
+from auto_runtime.tools import ToolServers
+from auto_runtime.tools.connection_servers import ConnectionServers
+from auto_runtime.tools.connections import Connections, Who
+from auto_runtime.tools.playbook_servers import PlaybookServers
 from auto_runtime.tools.playbook_tools import PlaybookTools
-from auto_runtime.tools.scrubbing import ScrubbingFilter
+from auto_runtime.tools.scrubbing import ScrubbingFilter, SecretSet
+from auto_runtime.tools.secret_store import SecretSealer, SecretStore
 from auto_runtime.tools.tool_server_set import ToolServerSet
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
 from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
@@ -160,6 +167,43 @@ def tools_may_change_outside(settings: Settings) -> bool:
     return bool(settings.tool_servers) or (settings.connections.people_may_add and person_may_add)
 
 
+def secret_store_of(ledger: Ledger, settings: Settings) -> SecretStore:
+    """The secret store over the ledger: sealed under `SECRETS_KEY` (or a SQLite ledger's `secrets.key`),
+    opening what `SECRETS_KEY_PREVIOUS` sealed while it is set."""
+    key = secrets_key_of(settings.secrets_key, settings.ledger_file)
+    return SecretStore(ledger, SecretSealer(key, previous=settings.secrets_key_previous))
+
+
+def runtime_origin(settings: Settings) -> str:
+    """The origin of Studio's connect links: `PUBLIC_URL`, or the server's own address."""
+    if settings.public_url is not None:
+        return settings.public_url.rstrip("/")
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    return f"http://{host}:{settings.port}"
+
+
+def connection_servers_of(
+    ledger: Ledger, settings: Settings, secret_set: SecretSet, environ: Mapping[str, str]
+) -> ConnectionServers:
+    """The connections people add, and the org's connections as tool servers; the variables a reference may name
+    are read now, at start (seeds, `connections.variables`)."""
+    policy = settings.connections
+    connections = Connections(
+        ledger,
+        secret_store_of(ledger, settings),
+        policy,
+        who=Who(local_mode=settings.local_mode, signs_people_in=settings.public_url is not None),
+        origin=runtime_origin(settings),
+        configured_names=frozenset(settings.tool_servers),
+        providers=frozenset(gateway.name for gateway in settings.model_gateways),
+        secret_set=secret_set,
+    )
+    values = {variable: environ[variable] for variable in policy.variables if environ.get(variable)}
+    servers = ConnectionServers(connections, reference_values=values)
+    connections.on_removed = servers.forget
+    return servers
+
+
 def actor_limits_of(settings: Settings) -> ActorLimits:
     return ActorLimits(
         idle_seconds=settings.playbook_idle_time.total_seconds(),
@@ -175,10 +219,14 @@ def compose_services(
     settings: Settings,
     server_id: str,
     tools: ToolServerSet | None = None,
+    connections: ConnectionServers | None = None,
 ) -> RuntimeServices:
+    reached: ToolServers | None = tools
+    if connections is not None:
+        reached = PlaybookServers(tools, connections, connections.secret_set)
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
-        ReasoningType(models, tools, settings.reasoning_max_input_tokens),
+        ReasoningType(models, reached, settings.reasoning_max_input_tokens),
         WorkflowType(sandbox.engine, sandbox.checkers, settings.workflow_max_duration),
     )
     limits = actor_limits_of(settings)
@@ -210,7 +258,8 @@ def compose_services(
         analytics=PlaybookAnalytics(ledger),
         models=models,
         workflows=workflows,
-        tools=PlaybookTools(tools, ledger),
+        tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None),
+        connections=connections.connections if connections is not None else None,
     )
 
 
@@ -247,6 +296,27 @@ def ledger_child(ledger: LedgerStore) -> ChildSpec:
     return ChildSpec("ledger", run, restart=Restart.PERMANENT, shutdown=CLOSE_SECONDS, subtree=supervisor.tree)
 
 
+def secrets_child(store: SecretStore) -> ChildSpec:
+    """The re-seal of `SECRETS_KEY_PREVIOUS` as a child of the root, after the ledger (whose writer it needs) and
+    before anything is served: it reports started once every value sealed under the previous key is sealed again
+    under the current one, then holds nothing until it is stopped."""
+
+    async def run(context: ChildContext) -> None:
+        await store.reseal()
+        context.started()
+        await context.wait_stop_requested()
+
+    return ChildSpec("secrets", run, restart=Restart.TRANSIENT, shutdown=GRACEFUL_STOP_SECONDS)
+
+
+def _resealing(services: RuntimeServices) -> list[ChildSpec]:
+    """The `secrets` child, while `SECRETS_KEY_PREVIOUS` is set (else there is nothing to seal again)."""
+    connections = services.connections
+    if connections is None or connections.store.sealer.previous is None:
+        return []
+    return [secrets_child(connections.store)]
+
+
 def sandbox_child(sandbox: Sandbox) -> ChildSpec:
     """The sandbox's worker pool as a child of the root, after the ledger: a supervisor (one_for_one) of its
     worker thread actors, which reports started once every worker runs, before the services that submit jobs
@@ -281,6 +351,7 @@ def root_supervisor(
         "root",
         [
             ledger_child(ledger),
+            *_resealing(services),
             sandbox_child(sandbox),
             *([services.tools.servers.child_spec()] if services.tools and services.tools.servers else []),
             playbooks_supervisor(services).child_spec(),
@@ -431,17 +502,21 @@ async def _serve_on(
     settings = loaded.settings
     async with open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox:
         models = ModelDirectory.from_settings(settings, secrets=loaded.secret_values, environ=environ)
-        tools = ToolServerSet.from_settings(loaded, Path.cwd()) if settings.tool_servers else None
+        secret_set = SecretSet(loaded.secret_values)
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(ScrubbingFilter(secret_set))
+        connections = connection_servers_of(ledger, settings, secret_set, os.environ if environ is None else environ)
+        tools = (
+            ToolServerSet.from_settings(loaded, Path.cwd(), secret_set=secret_set) if settings.tool_servers else None
+        )
         if tools is not None:
-            for handler in logging.getLogger().handlers:
-                handler.addFilter(ScrubbingFilter(tools.secret_set))
             try:
                 await tools.prepare()  # an HTTP API's document refused stops the start, naming its entry
             except SettingsError:
                 await tools.aclose()
                 raise
         try:
-            services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools)
+            services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools, connections)
             issuer_keys = issuer_keys_of(settings)
             app = compose_app(settings, catalog, guides, services, issuer_keys)
             root = root_supervisor(ledger, sandbox, services, http_child(app, settings), issuer_keys)
@@ -453,6 +528,7 @@ async def _serve_on(
                 services.workflows.stopping = True
                 await root.stop()
         finally:
+            await connections.aclose()
             await models.aclose()
 
 

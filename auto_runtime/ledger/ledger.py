@@ -33,6 +33,7 @@ from .records import (
     to_microseconds,
     validate_writes,
 )
+from .secret_rows import SecretRow, SecretRows
 from .streams import PlaybookScope, Scope, StreamName, scope_key_of
 
 SqlValue = str | int | float | bytes | None
@@ -121,6 +122,11 @@ class Ledger(abc.ABC):
     def lease(self, name: str = WORKFLOW_HOST_LEASE) -> Lease:
         """The lease called `name` (the workflow host's by default): `claim`, `release`, `holder`."""
         return Lease(self, validate_lease_name(name))
+
+    @property
+    def secrets(self) -> SecretRows:
+        """The sealed secret rows (`secret_rows`): put, get, forget, every, replace."""
+        return SecretRows(self)
 
     @property
     def due_work(self) -> DueWork:
@@ -274,6 +280,21 @@ class Ledger(abc.ABC):
 
     @abc.abstractmethod
     async def _forget_due_run(self, scope_key: str, run_id: str, fence: LeaseFence | None) -> int: ...
+
+    @abc.abstractmethod
+    async def _put_secret(self, row: SecretRow) -> None: ...
+
+    @abc.abstractmethod
+    async def _get_secret(self, scope_key: str, name: str) -> SecretRow | None: ...
+
+    @abc.abstractmethod
+    async def _forget_secret(self, scope_key: str, name: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def _every_secret(self) -> list[SecretRow]: ...
+
+    @abc.abstractmethod
+    async def _replace_secret(self, row: SecretRow, sealed: bytes) -> bool: ...
 
     @abc.abstractmethod
     async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]: ...

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from auto_runtime.guides import Guide
 from auto_runtime.operations.analytics_operations import ANALYTICS_OPERATIONS
 from auto_runtime.operations.catalog import Catalog
+from auto_runtime.operations.connection_operations import CONNECTION_OPERATIONS
 from auto_runtime.operations.definition_operations import DEFINITION_OPERATIONS
 from auto_runtime.operations.event_operations import EVENT_OPERATIONS
 from auto_runtime.operations.guide_operations import guide_operation
@@ -28,6 +29,7 @@ def build_catalog(guides: Mapping[str, Guide]) -> Catalog:
             *PUBLISH_OPERATIONS,
             *ANALYTICS_OPERATIONS,
             *TOOL_OPERATIONS,
+            *CONNECTION_OPERATIONS,
             guide_operation(guides),
         ]
     )

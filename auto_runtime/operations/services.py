@@ -11,6 +11,7 @@ from auto_runtime.playbooks.event_publishing import EventPublishing
 from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
 from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.tools.connections import Connections
 from auto_runtime.tools.playbook_tools import PlaybookTools
 from auto_runtime.workflow_host.runtime import WorkflowRuntime
 
@@ -26,6 +27,7 @@ class RuntimeServices:
     models: ModelDirectory
     workflows: WorkflowRuntime
     tools: PlaybookTools | None = None
+    connections: Connections | None = None
 
 
 def services_of(services: object) -> RuntimeServices:

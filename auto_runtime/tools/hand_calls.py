@@ -90,16 +90,25 @@ class HandCalls:
         self.servers = servers
         self.clock = clock
 
-    def _scrub(self, text: str) -> str:
-        return self.servers.scrub(text) if self.servers is not None else text
+    @staticmethod
+    def _scrub_with(servers: ToolServerSet, text: str) -> str:
+        return servers.scrub(text)
 
     async def call(
-        self, scope: PlaybookScope, tool: OfferedTool, arguments: Mapping[str, Any], caller_id: str
+        self,
+        scope: PlaybookScope,
+        tool: OfferedTool,
+        arguments: Mapping[str, Any],
+        caller_id: str,
+        *,
+        through: ToolServerSet | None = None,
     ) -> dict[str, Any]:
-        assert self.servers is not None
+        """One call through `through` (a connection's set), or the configuration's set by default."""
+        servers = through if through is not None else self.servers
+        assert servers is not None
         call_id = str(uuid7())
         stream = call_stream(scope, call_id)
-        kept_arguments = self._scrub(compact_json(dict(arguments)))
+        kept_arguments = self._scrub_with(servers, compact_json(dict(arguments)))
         started = started_data(1, call_id, tool, kept_arguments)
         metadata: dict[str, Any] = {"correlation_id": None, "causation_id": None, "by": caller_id}
         first = NewRecord("tool_call_started", started, metadata)
@@ -110,42 +119,48 @@ class HandCalls:
         failure: ToolCallFailed | None = None
         result: ToolCallResult | None = None
         try:
-            with trio.fail_after(self.servers.limits.call):
-                result = await self.servers.call(scope.org, scope.playbook, tool, arguments, call_id)
+            with trio.fail_after(servers.limits.call):
+                result = await servers.call(scope.org, scope.playbook, tool, arguments, call_id)
         except trio.TooSlowError:
-            failure = ToolCallFailed("timed_out", f"No answer within {self.servers.limits.call:g} seconds.")
+            failure = ToolCallFailed("timed_out", f"No answer within {servers.limits.call:g} seconds.")
         except ToolCallFailed as failed:
             failure = failed
         duration_ms = int((self.clock() - began) * 1000)
         shown: dict[str, Any] = {"call_id": call_id, "server": tool.server, "tool": tool.tool}
         if failure is not None:
-            await self._record_failed(stream, ending_metadata, failure, duration_ms)
+            await self._record_failed(servers, stream, ending_metadata, failure, duration_ms)
             words = FAILURE_WORDS[failure.because]
             if failure.because == "arguments_refused":
-                words += ": " + error_text(self._scrub(failure.detail))
+                words += ": " + error_text(self._scrub_with(servers, failure.detail))
             shown.update(outcome=OUTCOME_OF_FAILURE[failure.because], text=words + ".", result_bytes=None)
         else:
             assert result is not None
-            shown.update(await self._record_answered(stream, ending_metadata, tool, result, duration_ms))
+            shown.update(await self._record_answered(servers, stream, ending_metadata, tool, result, duration_ms))
         shown["duration_ms"] = duration_ms
         shown["called_at"] = called_at
-        return dict(self.servers.secret_set.scrubber.value(shown))
+        return dict(servers.secret_set.scrubber.value(shown))
 
     async def _record_failed(
-        self, stream: StreamName, metadata: Mapping[str, Any], failure: ToolCallFailed, duration_ms: int
+        self,
+        servers: ToolServerSet,
+        stream: StreamName,
+        metadata: Mapping[str, Any],
+        failure: ToolCallFailed,
+        duration_ms: int,
     ) -> None:
-        data = failed_data(1, failure, self._scrub(failure.detail), duration_ms)
+        data = failed_data(1, failure, self._scrub_with(servers, failure.detail), duration_ms)
         await self.ledger.append([StreamWrite(stream, 1, [NewRecord("tool_call_failed", data, dict(metadata))])])
 
     async def _record_answered(
         self,
+        servers: ToolServerSet,
         stream: StreamName,
         metadata: Mapping[str, Any],
         tool: OfferedTool,
         result: ToolCallResult,
         duration_ms: int,
     ) -> dict[str, Any]:
-        text = self._scrub(result_text(result))
+        text = self._scrub_with(servers, result_text(result))
         size = len(text.encode("utf-8"))
         data = answered_data(1, tool, result, text, duration_ms)
         await self.ledger.append([StreamWrite(stream, 1, [NewRecord("tool_call_answered", data, dict(metadata))])])

@@ -16,7 +16,7 @@ confined to its own server.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import trio
@@ -26,8 +26,10 @@ from auto_runtime.ledger import Ledger, PlaybookScope
 from auto_runtime.problems import InputIssue, Rejection, invalid_input
 from auto_runtime.settings import ToolServer
 from auto_runtime.tools.argument_check import SCHEMA_NOT_READ, ArgumentCheck, checked, not_checked
+from auto_runtime.tools.connection_servers import ConnectionServer, ConnectionServers
 from auto_runtime.tools.hand_calls import HandCalls
 from auto_runtime.tools.kinds import ListedTool
+from auto_runtime.tools.scrubbing import SecretSet
 from auto_runtime.tools.servers import OfferedTool, ToolNotOffered, ToolServerFailed, WantedTool
 from auto_runtime.tools.tool_search import score_of, summary_of, term_words
 from auto_runtime.tools.tool_server_set import ToolServerSet, serves
@@ -86,11 +88,59 @@ class SearchQuery:
     visible: frozenset[str] | None
 
 
-class PlaybookTools:
-    """The five operations over one `ToolServerSet` (None: no tool server is configured)."""
+@dataclass(frozen=True)
+class Served:
+    """A tool server of a playbook: an entry of `tool_servers`, or a connection of its org (`connection`, its
+    id), reached through `servers`; a connection that is not ready has `not_ready` instead."""
 
-    def __init__(self, servers: ToolServerSet | None, ledger: Ledger) -> None:
+    name: str
+    type: str
+    record_content: bool
+    playbooks: tuple[str, ...] | None
+    allowed: tuple[str, ...] | None
+    servers: ToolServerSet | None
+    connection: str | None = None
+    not_ready: ToolNotOffered | None = None
+
+    @classmethod
+    def of_entry(cls, name: str, entry: ToolServer, servers: ToolServerSet | None) -> Served:
+        return cls(name, entry.type, entry.record_content, entry.playbooks, entry.allowed, servers)
+
+    @classmethod
+    def of_connection(cls, server: ConnectionServer) -> Served:
+        entry = server.entry
+        playbooks, allowed = entry.get("playbooks"), entry.get("allowed")
+        return cls(
+            server.name,
+            server.connection.kind,
+            bool(entry.get("record_content", True)),
+            tuple(playbooks) if playbooks is not None else None,
+            tuple(allowed) if allowed is not None else None,
+            server.servers,
+            connection=server.connection.id,
+            not_ready=server.not_ready,
+        )
+
+    def allows(self, tool: str) -> bool:
+        return self.allowed is None or tool in self.allowed
+
+
+class PlaybookTools:
+    """The five operations over one `ToolServerSet` (None: no tool server is configured) and the connections
+    people added (None: the runtime serves none)."""
+
+    def __init__(
+        self,
+        servers: ToolServerSet | None,
+        ledger: Ledger,
+        connections: ConnectionServers | None = None,
+        secret_set: SecretSet | None = None,
+    ) -> None:
         self.servers = servers
+        self.connections = connections
+        if secret_set is None:
+            secret_set = servers.secret_set if servers is not None else SecretSet()
+        self.secret_set = secret_set
         self.calls = HandCalls(ledger, servers)
 
     # --- entries ---------------------------------------------------------------------------------------
@@ -99,9 +149,7 @@ class PlaybookTools:
         return self.servers.entries if self.servers is not None else {}
 
     def _scrub(self, value: dict[str, Any]) -> dict[str, Any]:
-        if self.servers is None:
-            return value
-        return dict(self.servers.secret_set.scrubber.value(value))
+        return dict(self.secret_set.scrubber.value(value))
 
     def entries_for(self, org: str, playbook: str | None) -> dict[str, ToolServer]:
         """The entries that serve the playbook of the org, or (playbook None) every entry that serves the org."""
@@ -115,79 +163,99 @@ class PlaybookTools:
                 found[name] = entry
         return found
 
-    def entry_of(self, org: str, playbook: str, server: str) -> ToolServer:
-        entry = self.entries_for(org, playbook).get(server)
-        if entry is None:
+    async def served_for(self, org: str, playbook: str | None) -> dict[str, Served]:
+        """The entries, then the org's connections, that serve the playbook (or, playbook None, the org)."""
+        found = {
+            name: Served.of_entry(name, entry, self.servers) for name, entry in self.entries_for(org, playbook).items()
+        }
+        if self.connections is not None:
+            for server in await self.connections.of_org(org):
+                if server.serves(playbook) and server.name not in found:
+                    found[server.name] = Served.of_connection(server)
+        return found
+
+    async def served_of(self, org: str, playbook: str, server: str) -> Served:
+        """The server of that name of the playbook, ready; else `unavailable` of the kind `tool_not_offered`."""
+        served = (await self.served_for(org, playbook)).get(server)
+        if served is None:
             raise not_offered(
                 ToolNotOffered("tool_server_not_configured", f"No tool server named {server} serves this playbook.")
             )
-        return entry
+        if served.not_ready is not None:
+            raise not_offered(served.not_ready)
+        return served
 
-    async def _listed(self, server: str) -> list[ListedTool]:
-        assert self.servers is not None
-        return await self.servers.list_tools(server)
+    async def _listed(self, served: Served) -> list[ListedTool]:
+        assert served.servers is not None
+        return await served.servers.list_tools(served.name)
 
-    async def _listed_tool(self, server: str, tool: str) -> ListedTool:
-        for listed in await self._listed(server):
+    async def _listed_tool(self, served: Served, tool: str) -> ListedTool:
+        for listed in await self._listed(served):
             if listed.name == tool:
                 return listed
-        raise not_offered(ToolNotOffered("tool_not_listed", f"The tool server {server} does not list the tool {tool}."))
+        raise not_offered(
+            ToolNotOffered("tool_not_listed", f"The tool server {served.name} does not list the tool {tool}.")
+        )
 
-    @staticmethod
-    def _allowed(entry: ToolServer, tool: str) -> bool:
-        return entry.allowed is None or tool in entry.allowed
-
-    def _check_allowed(self, entry: ToolServer, server: str, tool: str) -> None:
-        if not self._allowed(entry, tool):
+    def _check_allowed(self, served: Served, tool: str) -> None:
+        if not served.allows(tool):
             raise not_offered(
-                ToolNotOffered("tool_not_allowed", f"The tool server {server} does not allow the tool {tool}.")
+                ToolNotOffered("tool_not_allowed", f"The tool server {served.name} does not allow the tool {tool}.")
             )
 
     # --- search ----------------------------------------------------------------------------------------
 
     async def search(self, query: SearchQuery) -> dict[str, Any]:
-        entries = self.entries_for(query.org, query.playbook)
+        served = await self.served_for(query.org, query.playbook)
         if query.server is not None:
-            if query.server not in entries:
+            if query.server not in served:
                 where = f"the playbook {query.playbook}" if query.playbook is not None else f"the org {query.org}"
                 raise invalid_input([InputIssue(f"server: expected the name of a tool server of {where}.", "/server")])
-            entries = {query.server: entries[query.server]}
+            served = {query.server: served[query.server]}
         listings: dict[str, list[ListedTool] | ToolServerFailed] = {}
 
-        async def ask(name: str) -> None:
+        async def ask(server: Served) -> None:
             try:
-                listings[name] = await self._listed(name)
+                listings[server.name] = await self._listed(server)
             except ToolServerFailed as failure:
-                listings[name] = failure
+                listings[server.name] = failure
 
         async with trio.open_nursery() as nursery:
-            for name in entries:
-                nursery.start_soon(ask, name)
+            for server in served.values():
+                if server.not_ready is None:
+                    nursery.start_soon(ask, server)
         servers: list[dict[str, Any]] = []
         kept: dict[str, list[ListedTool]] = {}
-        for name, entry in entries.items():
-            shown: dict[str, Any] = {"name": name, "type": entry.type, "record_content": entry.record_content}
-            listing = listings[name]
-            if isinstance(listing, ToolServerFailed):
+        for name, server in served.items():
+            shown: dict[str, Any] = {"name": name}
+            if server.connection is not None:
+                shown["connection"] = server.connection
+            shown.update(type=server.type, record_content=server.record_content)
+            listing = listings.get(name)
+            if server.not_ready is not None:
+                shown["unavailable"] = _cut_bytes(server.not_ready.detail, MAX_UNAVAILABLE_BYTES)
+                shown["because"] = server.not_ready.because
+            elif isinstance(listing, ToolServerFailed):
                 words = f"The tool server {name} could not be used: {listing.detail}"
                 shown["unavailable"] = _cut_bytes(words, MAX_UNAVAILABLE_BYTES)
                 shown["because"] = listing.because
             else:
-                tools = [tool for tool in listing if self._allowed(entry, tool.name) and _kept(tool, query.only)]
+                assert listing is not None
+                tools = [tool for tool in listing if server.allows(tool.name) and _kept(tool, query.only)]
                 kept[name] = tools
                 shown["tool_count"] = len(tools)
             if query.on_org:
-                shown["playbooks"] = _playbooks_shown(entry, query.visible)
+                shown["playbooks"] = _playbooks_shown(server, query.visible)
             servers.append(shown)
-        return self._scrub({"servers": servers, "tools": _found(kept, query.terms), "scopes": list(entries)})
+        return self._scrub({"servers": servers, "tools": _found(kept, query.terms), "scopes": list(served)})
 
     # --- one tool --------------------------------------------------------------------------------------
 
     async def introspect(self, org: str, playbook: str, server: str, tool: str) -> dict[str, Any]:
-        entry = self.entry_of(org, playbook, server)
-        self._check_allowed(entry, server, tool)
+        served = await self.served_of(org, playbook, server)
+        self._check_allowed(served, tool)
         try:
-            listed = await self._listed_tool(server, tool)
+            listed = await self._listed_tool(served, tool)
         except ToolServerFailed as failure:
             raise self._scrub_rejection(server_failed(failure)) from None
         shown: dict[str, Any] = {
@@ -204,10 +272,10 @@ class PlaybookTools:
         self, org: str, playbook: str, server: str, tool: str, arguments: Mapping[str, Any]
     ) -> dict[str, Any]:
         check_argument_size(arguments)
-        entry = self.entry_of(org, playbook, server)
-        self._check_allowed(entry, server, tool)
+        served = await self.served_of(org, playbook, server)
+        self._check_allowed(served, tool)
         try:
-            listed = await self._listed_tool(server, tool)
+            listed = await self._listed_tool(served, tool)
         except ToolServerFailed as failure:
             raise self._scrub_rejection(server_failed(failure)) from None
         result: dict[str, Any] = (await checked(listed.input_schema, dict(arguments))).as_json()
@@ -226,15 +294,15 @@ class PlaybookTools:
     ) -> dict[str, Any]:
         if arguments is not None:
             check_argument_size(arguments)
-        entry = self.entry_of(org, playbook, server)
-        allowed = self._allowed(entry, tool)
+        served = await self.served_of(org, playbook, server)
+        allowed = served.allows(tool)
         listed: ListedTool | None = None
         reachable: dict[str, Any] = {"reachable": "yes"}
         try:
             if allowed:
-                listed = await self._listed_tool(server, tool)
+                listed = await self._listed_tool(served, tool)
             else:
-                await self._listed(server)
+                await self._listed(served)
         except ToolServerFailed as failure:
             reachable = {"reachable": "no", "because": failure.because}
         check: ArgumentCheck | None = None
@@ -256,22 +324,22 @@ class PlaybookTools:
         self, scope: PlaybookScope, server: str, tool: str, arguments: Mapping[str, Any], caller_id: str
     ) -> dict[str, Any]:
         check_argument_size(arguments)
-        entry = self.entry_of(scope.org, scope.playbook, server)
-        self._check_allowed(entry, server, tool)
-        assert self.servers is not None
+        served = await self.served_of(scope.org, scope.playbook, server)
+        self._check_allowed(served, tool)
+        assert served.servers is not None
         try:
-            offered: Sequence[OfferedTool] = await self.servers.offered(
+            offered: Sequence[OfferedTool] = await served.servers.offered(
                 scope.org, scope.playbook, [WantedTool(server, tool)]
             )
         except ToolNotOffered as refusal:
             raise self._scrub_rejection(not_offered(refusal)) from None
         except ToolServerFailed as failure:
             raise self._scrub_rejection(server_failed(failure)) from None
-        return await self.calls.call(scope, offered[0], arguments, caller_id)
+        chosen = replace(offered[0], connection_id=served.connection)
+        return await self.calls.call(scope, chosen, arguments, caller_id, through=served.servers)
 
     def _scrub_rejection(self, rejection: Rejection) -> Rejection:
-        if self.servers is not None:
-            rejection.detail = self.servers.scrub(rejection.detail)
+        rejection.detail = self.secret_set(rejection.detail)
         return rejection
 
 
@@ -281,7 +349,7 @@ def _kept(tool: ListedTool, only: Only | None) -> bool:
     return tool.read_only if only == "read" else not tool.read_only
 
 
-def _playbooks_shown(entry: ToolServer, visible: frozenset[str] | None) -> list[str]:
+def _playbooks_shown(entry: Served, visible: frozenset[str] | None) -> list[str]:
     if entry.playbooks is None:
         return [EVERY_PLAYBOOK] if visible is None else sorted(visible)
     return [playbook for playbook in entry.playbooks if visible is None or playbook in visible]

@@ -1,9 +1,9 @@
 """`ToolServerSet`: every `tool_servers` entry behind the one `ToolServers` interface a reasoning run uses.
 
-One long-lived client per entry, by type (`mcp`, `stdio`, `openapi`), and one `SecretSet` for all of them, so a
-token minted for one run is scrubbed everywhere. `offered` checks the names against the entries first (no server
-contacted), then asks each named server for its list (reasoning-format §7.1); `call` makes one call, whose
-result and failure words come back scrubbed.
+One long-lived client per entry, by type (`mcp`, `stdio`, `openapi`), and one `SecretSet` for all of them (or
+the one given, shared with the connections' sets), so a token minted for one run is scrubbed everywhere.
+`offered` checks the names against the entries first (no server contacted), then asks each named server for its
+list (reasoning-format §7.1); `call` makes one call, whose result and failure words come back scrubbed.
 
 Lifecycle (what the server wires):
 
@@ -95,9 +95,14 @@ class ToolServerSet:
         stdio_backoff: Backoff = STDIO_BACKOFF,
         stdio_intensity: RestartIntensity = STDIO_INTENSITY,
         stdio_memory_limit: int | None = None,
+        secret_set: SecretSet | None = None,
     ) -> None:
         self.entries = dict(entries)
-        self.secret_set = SecretSet(written_secrets(self.entries) if secrets is None else secrets)
+        found = written_secrets(self.entries) if secrets is None else secrets
+        self.secret_set = SecretSet(found) if secret_set is None else secret_set
+        if secret_set is not None:
+            for secret in found:
+                secret_set.add(secret)
         self.limits = limits if limits is not None else Limits()
         policy = hosts if hosts is not None else HostPolicy.everywhere()
         folder = directory if directory is not None else Path.cwd()

@@ -93,6 +93,8 @@ SCALARS: tuple[Any, ...] = (
     RUN_ID.upper(),
     RUN_ID + "\n",
     "get-started",
+    "mcp",
+    "none",
 )
 CONTAINERS: tuple[Any, ...] = (
     [],

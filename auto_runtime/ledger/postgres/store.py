@@ -32,8 +32,9 @@ from ..ledger import EncodedWrite, Ledger, SqlValue
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
 from ..records import Record
+from ..secret_rows import SecretRow
 from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
-from . import due_work_statements, lease_statements, statements
+from . import due_work_statements, lease_statements, secret_statements, statements
 from .faults import full_disk_cause, server_of, start_error
 from .iam_auth import DatabaseCredentials, sign_in_options
 from .notifier import Notifier
@@ -238,6 +239,21 @@ class PostgresLedger(Ledger):
         self.faults.took()
         self.appended.notify()
         return records
+
+    async def _put_secret(self, row: SecretRow) -> None:
+        await self.with_connection(lambda conn: secret_statements.put(conn, row))
+
+    async def _get_secret(self, scope_key: str, name: str) -> SecretRow | None:
+        return await self.with_connection(lambda conn: secret_statements.get(conn, scope_key, name))
+
+    async def _forget_secret(self, scope_key: str, name: str) -> bool:
+        return await self.with_connection(lambda conn: secret_statements.forget(conn, scope_key, name))
+
+    async def _every_secret(self) -> list[SecretRow]:
+        return await self.with_connection(secret_statements.every)
+
+    async def _replace_secret(self, row: SecretRow, sealed: bytes) -> bool:
+        return await self.with_connection(lambda conn: secret_statements.replace(conn, row, sealed))
 
     async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]:
         return await self.with_connection(lambda conn: statements.read_stream(conn, stream, from_position, limit))

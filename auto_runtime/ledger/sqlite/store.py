@@ -32,8 +32,9 @@ from ..migrations import SchemaTooNew
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
 from ..records import Record
+from ..secret_rows import SecretRow
 from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
-from . import due_work_statements, lease_statements, statements
+from . import due_work_statements, lease_statements, secret_statements, statements
 from .file_lock import LedgerFileInUse, hold_ledger_file
 from .schema import connect_writer, ensure_projections, migrate
 from .start_errors import in_use, start_error
@@ -218,6 +219,21 @@ class SqliteLedger(Ledger):
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
         records: list[Record] = await ask_store_actor(self.writer_ref, Append(writes))
         return records
+
+    async def _put_secret(self, row: SecretRow) -> None:
+        await self.write(lambda conn: secret_statements.put(conn, row))
+
+    async def _get_secret(self, scope_key: str, name: str) -> SecretRow | None:
+        return await self.readers.run(lambda conn: secret_statements.get(conn, scope_key, name))
+
+    async def _forget_secret(self, scope_key: str, name: str) -> bool:
+        return await self.write(lambda conn: secret_statements.forget(conn, scope_key, name))
+
+    async def _every_secret(self) -> list[SecretRow]:
+        return await self.readers.run(secret_statements.every)
+
+    async def _replace_secret(self, row: SecretRow, sealed: bytes) -> bool:
+        return await self.write(lambda conn: secret_statements.replace(conn, row, sealed))
 
     async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]:
         return await self.readers.run(lambda conn: statements.read_stream(conn, stream, from_position, limit))
