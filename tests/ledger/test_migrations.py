@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import dataclasses
 import json
 import re
 import secrets
@@ -365,9 +364,10 @@ async def test_two_processes_starting_together_migrate_once(target: Target, made
             if child.returncode is None:
                 child.kill()
                 await child.wait()
-    reports = [dataclasses.replace(report, applied=tuple(report.applied)) for report in reports]
-    assert sorted(reports, key=lambda report: report.found) == [
-        SchemaReport(found=0, version=LATEST, adopted=adopting, applied=ALL),
-        SchemaReport(found=LATEST, version=LATEST, adopted=False, applied=()),
-    ]
+    # Each migration commits alone, so the two may take turns between migrations: what counts is that every
+    # migration ran exactly once, in order, and both ended on the latest version.
+    assert sorted(number for report in reports for number in report.applied) == list(ALL)
+    assert [report.version for report in reports] == [LATEST, LATEST]
+    first = min(reports, key=lambda report: report.found)
+    assert (first.found, first.adopted, list(first.applied[:1])) == (0, adopting, [ALL[0]])
     assert versions_of(target) == [(m.number, m.name) for m in MIGRATIONS[target.kind]]
