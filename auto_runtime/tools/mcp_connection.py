@@ -4,8 +4,10 @@
 
 - while the connection has a host nursery (`attach`), one session is kept per server and shared by every list
   and call; a task in the host nursery holds it open. A session whose transport ended, or whose request failed
-  without an answer from the server, is dropped, and the next request connects again after the back-off delay
-  of its consecutive failures (none after a success);
+  without an answer from the server, is dropped, and the next request connects again. A connect that fails
+  starts a back-off window (the delay of the consecutive failures, none after a success): a request within it
+  fails at once with `StillUnreachable` instead of waiting, so a server that is down costs each request
+  nothing past its first failure, and the first request after the window tries again;
 - without a host (the set is not running), each request opens its own session and closes it when it ends, as
   the seeds say of a call made when no run holds a connection.
 
@@ -54,6 +56,10 @@ def keeps_session(error: BaseException) -> bool:
     return found is not None and found.error.code != mcp_types.CONNECTION_CLOSED
 
 
+class StillUnreachable(ConnectionError):
+    """The server's last connect failed and its back-off window has not passed; nothing was tried."""
+
+
 @dataclass(eq=False)
 class _Kept:
     client: Client
@@ -77,6 +83,8 @@ class McpConnection:
         self._kept: _Kept | None = None
         self._lock = trio.Lock()
         self._failures = 0
+        self._retry_at = 0.0
+        """The Trio time before which no connect is tried again, after a failure."""
         self.connects = 0
         """How many sessions have been opened (kept or per request): what the reconnect tests read."""
 
@@ -122,13 +130,14 @@ class McpConnection:
             kept = self._kept
             if kept is not None and not kept.done.is_set():
                 return kept
-            if self._failures:
-                await trio.sleep(self.backoff.delay(self._failures))
+            if self._failures and trio.current_time() < self._retry_at:
+                raise StillUnreachable(f"{self._failures} connects in a row failed; the next waits for its back-off")
             try:
                 with trio.fail_after(self.connect_seconds):
                     kept = cast(_Kept, await nursery.start(self._hold))
             except BaseException:
                 self._failures += 1
+                self._retry_at = trio.current_time() + self.backoff.delay(self._failures)
                 raise
             self._failures = 0
             self.connects += 1

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.conformance.helpers import new_playbook, pointers, problem
 from tests.conformance.tools.conftest import ToolsServer
@@ -212,6 +213,8 @@ def test_a_stdio_server_that_crashes_mid_call_is_a_server_failure_and_the_next_c
 def test_a_tool_that_never_answers_is_cut_at_thirty_seconds_while_the_server_stays_responsive(
     tools_server: ToolsServer,
 ) -> None:
+    if tools_server.database_url is not None:
+        pytest.skip("the call's 30 s limit is the tool client's, not the ledger's: measured once, on SQLite")
     with tools_server.client() as client, httpx.Client(base_url=tools_server.server.base_url, timeout=120) as slow:
         playbook = new_playbook(client)
         with ThreadPoolExecutor(max_workers=1) as pool:
