@@ -152,7 +152,9 @@ class Connections:
     # --- adding ---------------------------------------------------------------------------------------------
 
     def _check_adder(self, caller: Caller) -> None:
-        if self.who.local_mode:
+        """Seeds, "Connections": a person adds a connection (in local mode, the local caller; where people sign
+        in, a signed-in person, never an API key); a runtime of API keys alone takes none."""
+        if self.who.local_mode or (self.who.signs_people_in and caller.is_person):
             return
         if not self.who.signs_people_in:
             raise forbidden(

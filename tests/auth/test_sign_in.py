@@ -229,3 +229,29 @@ async def test_a_signed_in_person_calls_tools_of_its_org(signed_in: SignedIn) ->
     async with mcp_client(signed_in.server.base_url, secret=token) as client:
         listed = output_of(await client.call_tool("list_playbooks", {}))
         assert playbook in {p["id"] for p in listed["playbooks"]}
+
+
+def test_a_signed_in_person_adds_and_connects_a_connection_and_no_other_person_may(
+    signed_in: SignedIn,
+) -> None:
+    """Seeds, "Connections": where people sign in, a person adds a connection and only that person connects it,
+    in their own session (a key's refusal there: `tests/conformance/connections/test_connection_rules.py`)."""
+    person = signed_in.token(KEYS.rsa, sub="user_adder")
+    other = signed_in.token(KEYS.rsa, sub="user_other")
+    body = {
+        "name": f"crm-{fresh_id()}",
+        "kind": "mcp",
+        "entry": {"url": "https://crm.example.com/mcp"},
+        "credential": {"kind": "none"},
+    }
+    added = signed_in.post("/v1/orgs/acme/connections", person, body)
+    assert added.status_code == 201, added.text
+    shown = added.json()
+    assert (shown["status"], shown["added_by"]) == ("pending", "user_adder")
+    token = shown["connect"]["url"].split("token=", 1)[1]
+    path = f"/v1/orgs/acme/connections/{shown['id']}/approve"
+    refused = problem(signed_in.post(path, other, {"token": token}), 403, "forbidden")
+    assert "who added the connection" in refused["detail"]
+    approved = signed_in.post(path, person, {"token": token})
+    assert approved.status_code == 200, approved.text
+    assert (approved.json()["status"], approved.json()["connected_by"]) == ("connected", "user_adder")
