@@ -26,7 +26,7 @@ from ..lease import LeaseFence
 from ..ledger import EncodedWrite
 from ..paging import Order, ScanRow, SortKey
 from ..placeholders import to_numbered
-from ..projections import Delete, Projection, Upsert
+from ..projections import Delete, Projection, ProjectionKey, Upsert, distinct_keys, fold, touches
 from ..records import Record, decode_record, record_from_encoded
 from .due_work_statements import change_arguments, mark_in_transaction
 from .lease_statements import lease_lost
@@ -220,33 +220,60 @@ async def append_with_retry(
             attempt += 1
 
 
+_ARRAY_TYPES = {"text": "text[]", "integer": "bigint[]", "real": "double precision[]", "json": "text[]"}
+
+
+def _select_rows_sql(projection: Projection) -> str:
+    """Select the rows of many keys at once: one array parameter per key column."""
+    table = projection.table
+    arrays = ", ".join(
+        f"${number}::{_ARRAY_TYPES[table.columns[column]]}" for number, column in enumerate(table.primary_key, start=1)
+    )
+    return (
+        f"SELECT {', '.join(table.columns)} FROM {table.name} "
+        f"WHERE ({', '.join(table.primary_key)}) IN (SELECT * FROM unnest({arrays}))"
+    )
+
+
+_LOCK_KEYS = "SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM unnest($1::text[]) AS k"
+"""Take the transaction-level advisory locks of many row keys, in the order given (the caller sorts them)."""
+
+
 async def apply_projections(
     conn: Any, projections: Sequence[Projection], records: Sequence[Record], lock_rows: bool = True
 ) -> None:
-    """Apply each record to each projection, in order (inside the caller's transaction).
+    """Apply the records to each projection, in order, folded per row (inside the caller's transaction):
+    each row the records touch is read once and written once (`projections.fold`), with a few round trips
+    per projection, not several per record and row.
 
-    With `lock_rows`, each row's key is first locked with a transaction-level advisory lock, so
-    concurrent appends (in any process) that touch one row apply their changes one after the other:
-    the read after the lock sees the other append's committed row (READ COMMITTED takes a snapshot
-    per statement), and a row that does not exist yet cannot be created twice from nothing. A
-    rebuild, which owns its new table until it commits, needs no row locks.
+    With `lock_rows`, every row's key is first locked with a transaction-level advisory lock (all keys of
+    the call in one sorted order, so two appends cannot wait for each other's rows), so concurrent appends
+    (in any process) that touch one row apply their changes one after the other: the read after the lock
+    sees the other append's committed row (READ COMMITTED takes a snapshot per statement), and a row that
+    does not exist yet cannot be created twice from nothing. A rebuild, which owns its new table until it
+    commits, needs no row locks.
     """
-    for record in records:
-        for projection in projections:
-            table = projection.table
-            for raw_key in projection.keys(record):
-                key = projection.checked_key(raw_key)
-                if lock_rows:
-                    await conn.execute(
-                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-                        json_text.dumps([table.name, *key]),
-                    )
-                found = await conn.fetchrow(to_numbered(table.select_sql), *key)
-                change = projection.change(key, dict(found) if found is not None else None, record)
-                if isinstance(change, Upsert):
-                    await conn.execute(to_numbered(table.upsert_sql), *change.values)
-                elif isinstance(change, Delete):
-                    await conn.execute(to_numbered(table.delete_sql), *key)
+    folds = [(projection, touched) for projection in projections if (touched := touches(projection, records))]
+    if lock_rows and folds:
+        names = sorted(
+            {json_text.dumps([p.table.name, *key]) for p, touched in folds for key in distinct_keys(touched)}
+        )
+        await conn.fetchval(_LOCK_KEYS, names)
+    for projection, touched in folds:
+        table = projection.table
+        keys = distinct_keys(touched)
+        width = len(table.primary_key)
+        found = await conn.fetch(_select_rows_sql(projection), *([key[n] for key in keys] for n in range(width)))
+        stored: dict[ProjectionKey, dict[str, Any] | None] = dict.fromkeys(keys)
+        for row in found:
+            stored[tuple(row[column] for column in table.primary_key)] = dict(row)
+        changes = fold(projection, touched, stored)
+        upserts = [change.values for _, change in changes if isinstance(change, Upsert)]
+        deletes = [key for key, change in changes if isinstance(change, Delete)]
+        if upserts:
+            await conn.executemany(to_numbered(table.upsert_sql), upserts)
+        if deletes:
+            await conn.executemany(to_numbered(table.delete_sql), deletes)
 
 
 def _record(row: Any) -> Record:
