@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
@@ -18,6 +15,8 @@ from auto_runtime.ledger.postgres.store import PostgresLedger
 from auto_runtime.ledger.sqlite.store import SqliteLedger
 from tests.supervision.polling import wait_until
 
+from .holding import hold_the_actor
+
 ACME = PlaybookScope("acme", "finance")
 
 
@@ -26,25 +25,6 @@ def pending_of(ledger: Ledger) -> int:
         return ledger.writer_ref.pending
     assert isinstance(ledger, PostgresLedger)
     return ledger.loop_ref.pending
-
-
-async def hold_the_actor(ledger: Ledger, gate: threading.Event, entered: threading.Event) -> None:
-    """Work that keeps the store's actor busy until `gate` opens."""
-    if isinstance(ledger, SqliteLedger):
-
-        def block(conn: sqlite3.Connection) -> None:
-            entered.set()
-            gate.wait(30)
-
-        await ledger.write(block)
-    else:
-        assert isinstance(ledger, PostgresLedger)
-
-        async def block_on_loop(conn: Any) -> None:
-            entered.set()
-            await asyncio.get_running_loop().run_in_executor(None, gate.wait, 30)
-
-        await ledger.with_connection(block_on_loop)
 
 
 async def test_appends_queued_behind_a_busy_batch_commit_together(tmp_path: Path) -> None:

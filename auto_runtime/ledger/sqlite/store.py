@@ -33,7 +33,8 @@ from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
 from . import due_work_statements, lease_statements, statements
 from .schema import connect_writer, ensure_projections, migrate
 from .start_errors import start_error
-from .writer import Append, SqliteWriter, Write, WriterMessage
+from .statements import Append
+from .writer import SqliteWriter, Write, WriterMessage
 
 T = TypeVar("T")
 READERS = 4
@@ -229,16 +230,8 @@ class SqliteLedger(Ledger):
     async def _append_guarded(
         self, writes: list[EncodedWrite], changes: EncodedChanges, fence: LeaseFence | None
     ) -> list[Record]:
-        projections = self.projections
-
-        def work(conn: sqlite3.Connection) -> list[Record]:
-            if fence is not None:
-                lease_statements.check_fence(conn, fence)
-            appended = statements.append_writes(conn, writes, projections)
-            due_work_statements.apply_changes(conn, changes)
-            return appended
-
-        return await self.write(work)
+        records: list[Record] = await ask_store_actor(self.writer_ref, Append(writes, changes, fence))
+        return records
 
     async def _claim_lease(self, name: str, holder: str, lapse: timedelta) -> LeaseState:
         return await self.write(lambda conn: lease_statements.claim(conn, name, holder, lapse))

@@ -45,21 +45,14 @@ import outcome
 from auto_runtime.actors.thread_actor import ThreadActor
 
 from ..faults import FaultLog
-from ..ledger import EncodedWrite
 from ..projections import Projection
 from . import statements
 from .faults import full_disk_cause
+from .statements import Append
 
 log = logging.getLogger("auto_runtime.ledger")
 
 MAX_BATCH: Final = 64
-
-
-@dataclass(frozen=True, slots=True)
-class Append:
-    """Append these writes (validated and encoded); the reply is the list of records as recorded."""
-
-    writes: list[EncodedWrite]
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,16 +200,14 @@ class SqliteWriter(ThreadActor[WriterMessage, Any]):
         conn = self._connection()
         conn.execute("SAVEPOINT appends")
         try:
-            results = statements.append_batch(conn, [append.writes for append in appends], self._projections)
+            results = statements.append_batch(conn, appends, self._projections)
         except Exception as error:
             if self._aborts(error):
                 raise _BatchAborted(error) from error
             conn.execute("ROLLBACK TO appends")
             conn.execute("RELEASE appends")
             return [
-                self._in_savepoint(
-                    partial(statements.append_writes, writes=append.writes, projections=self._projections)
-                )
+                self._in_savepoint(partial(statements.append_one, append=append, projections=self._projections))
                 for append in appends
             ]
         conn.execute("RELEASE appends")

@@ -1,0 +1,118 @@
+"""Appends that share one commit: guarded ones (due-work changes, a lease fence) go through the batched path
+too, and one that cannot commit (a stale version, a lost lease) fails alone while the others commit.
+Real stores; batches are made by holding the store's actor, never by timing."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from auto_runtime.ledger import (
+    DueEntry,
+    DueKey,
+    DueWorkChanges,
+    LeaseFence,
+    LeaseLost,
+    NewRecord,
+    PlaybookScope,
+    StreamWrite,
+    VersionConflict,
+    open_ledger,
+)
+from auto_runtime.ledger.sqlite.store import SqliteLedger
+from tests.supervision.polling import wait_until
+
+from .holding import hold_the_actor
+
+ACME = PlaybookScope("acme", "finance")
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
+LONG = timedelta(hours=1)
+
+
+def timer(run: str, key: str) -> DueEntry:
+    return DueEntry(ACME, run, key, T0, {"key": key})
+
+
+async def test_guarded_appends_share_the_batch_and_a_refused_one_fails_alone(tmp_path: Path) -> None:
+    async with open_ledger(ledger_file=tmp_path / "ledger.db") as ledger:
+        assert isinstance(ledger, SqliteLedger)
+        lease = ledger.lease()
+        stale = (await lease.claim("host-a", LONG)).fence()
+        await lease.release("host-a")
+        current = (await lease.claim("host-b", LONG)).fence()
+        await ledger.due_work.arm([timer("r3", "waiting")])
+        traced: list[str] = []
+        await ledger.write(lambda conn: conn.set_trace_callback(traced.append))
+        outcomes: dict[str, Any] = {}
+
+        async def append(name: str, run: str, due: DueWorkChanges, fence: LeaseFence | None) -> None:
+            write = StreamWrite(ACME.stream("runs", run), 0, [NewRecord("input_applied", {"by": name})])
+            try:
+                outcomes[name] = await ledger.append([write], due_work=due, fence=fence)
+            except (VersionConflict, LeaseLost) as refused:
+                outcomes[name] = refused
+
+        gate, entered = threading.Event(), threading.Event()
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(hold_the_actor, ledger, gate, entered)
+                await trio.to_thread.run_sync(entered.wait)
+                before = ledger.writer.batches
+                nursery.start_soon(append, "first", "r1", DueWorkChanges(arm=[timer("r1", "first")]), current)
+                nursery.start_soon(append, "second", "r1", DueWorkChanges(arm=[timer("r1", "second")]), current)
+                nursery.start_soon(append, "fenced-out", "r2", DueWorkChanges(arm=[timer("r2", "lost")]), stale)
+                fire = DueWorkChanges(arm=[timer("r3", "next")], fire=[DueKey(ACME, "r3", "waiting")])
+                nursery.start_soon(append, "fired", "r3", fire, current)
+                nursery.start_soon(append, "unguarded", "r4", DueWorkChanges(), None)
+                await wait_until(lambda: ledger.writer_ref.pending == 6)
+                gate.set()
+        assert ledger.writer.batches == before + 2  # the held batch, then all five appends in one commit
+        await ledger.write(lambda conn: conn.set_trace_callback(None))
+        assert not [s for s in traced if s.startswith("SELECT version FROM ledger_streams WHERE stream = ")]
+        won = [name for name in ("first", "second") if isinstance(outcomes[name], list)]
+        lost = [name for name in ("first", "second") if isinstance(outcomes[name], VersionConflict)]
+        assert len(won) == 1 and len(lost) == 1
+        assert isinstance(outcomes["fenced-out"], LeaseLost)
+        assert [len(outcomes[name]) for name in ("fired", "unguarded")] == [1, 1]
+        assert [r.data["by"] for r in await ledger.read_stream(ACME.stream("runs", "r1"))] == won
+        assert await ledger.stream_version(ACME.stream("runs", "r2")) == 0
+        states = {
+            (row.run_id, row.key): row.state
+            for run in ("r1", "r2", "r3")
+            for row in await ledger.due_work.entries_of_run(ACME, run)
+        }
+        assert states == {("r1", won[0]): "armed", ("r3", "waiting"): "fired", ("r3", "next"): "armed"}
+
+
+async def test_a_batch_whose_fast_path_fails_still_commits_every_other_guarded_append(tmp_path: Path) -> None:
+    async with open_ledger(ledger_file=tmp_path / "ledger.db") as ledger:
+        assert isinstance(ledger, SqliteLedger)
+        await ledger.append([StreamWrite(ACME.stream("runs", "taken"), 0, [NewRecord("x", {}, id="fixed-id")])])
+        outcomes: dict[str, Any] = {}
+
+        async def append(name: str, record: NewRecord) -> None:
+            write = StreamWrite(ACME.stream("runs", name), 0, [record])
+            try:
+                outcomes[name] = await ledger.append([write], due_work=DueWorkChanges(arm=[timer(name, "t")]))
+            except Exception as refused:
+                outcomes[name] = refused
+
+        gate, entered = threading.Event(), threading.Event()
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(hold_the_actor, ledger, gate, entered)
+                await trio.to_thread.run_sync(entered.wait)
+                nursery.start_soon(append, "reused", NewRecord("x", {}, id="fixed-id"))
+                for number in range(3):
+                    nursery.start_soon(append, f"fresh{number}", NewRecord("x", {}))
+                await wait_until(lambda: ledger.writer_ref.pending == 5)
+                gate.set()
+        assert type(outcomes.pop("reused")).__name__ == "DuplicateRecordIdError"
+        assert all(isinstance(records, list) for records in outcomes.values())
+        assert await ledger.due_work.entries_of_run(ACME, "reused") == []
+        for number in range(3):
+            assert [row.key for row in await ledger.due_work.entries_of_run(ACME, f"fresh{number}")] == ["t"]
