@@ -1,28 +1,36 @@
 """Appends that share one commit: guarded ones (due-work changes, a lease fence) go through the batched path
 too, and one that cannot commit (a stale version, a lost lease) fails alone while the others commit.
-Real stores; batches are made by holding the store's actor, never by timing."""
+Real stores; batches are made by holding the store's actor (SQLite) or a stream's row (PostgreSQL), never by
+timing."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from auto_runtime.ledger import (
     DueEntry,
     DueKey,
     DueWorkChanges,
+    DuplicateRecordIdError,
     LeaseFence,
     LeaseLost,
     NewRecord,
     PlaybookScope,
+    Projection,
+    Record,
     StreamWrite,
+    TableSpec,
     VersionConflict,
     open_ledger,
 )
+from auto_runtime.ledger.postgres.store import PostgresLedger
 from auto_runtime.ledger.sqlite.store import SqliteLedger
 from tests.supervision.polling import wait_until
 
@@ -116,3 +124,83 @@ async def test_a_batch_whose_fast_path_fails_still_commits_every_other_guarded_a
         assert await ledger.due_work.entries_of_run(ACME, "reused") == []
         for number in range(3):
             assert [row.key for row in await ledger.due_work.entries_of_run(ACME, f"fresh{number}")] == ["t"]
+
+
+async def hold_stream_row(ledger: PostgresLedger, stream: str, locked: threading.Event, gate: threading.Event) -> None:
+    """Lock a stream's row on a connection of the ledger's own pool until `gate` opens."""
+
+    async def hold(conn: Any) -> None:
+        async with conn.transaction():
+            await conn.execute("SELECT 1 FROM ledger_streams WHERE stream = $1 FOR UPDATE", stream)
+            locked.set()
+            await asyncio.get_running_loop().run_in_executor(None, gate.wait, 30)
+
+    await ledger.with_connection(hold)
+
+
+@pytest.mark.postgres
+async def test_postgres_appends_queued_behind_a_batch_share_the_next_and_each_gets_its_own_result(
+    postgres_url: str,
+) -> None:
+    def keys(record: Record) -> list[tuple[Any, ...]]:
+        return [(record.type,)]
+
+    def after(row: dict[str, Any] | None, record: Record) -> dict[str, Any] | None:
+        if record.data.get("explode"):
+            raise RuntimeError("projection bug")
+        return {"total": (row["total"] if row else 0) + 1}
+
+    counts = Projection(
+        "test_counts", 1, TableSpec("test_counts", {"type": "text", "total": "integer"}, ("type",)), keys, after
+    )
+    async with open_ledger(database_url=postgres_url, projections=[counts]) as ledger:
+        assert isinstance(ledger, PostgresLedger)
+        held = ACME.stream("runs", "held")
+        await ledger.append([StreamWrite(held, 0, [NewRecord("x", {}, id="fixed-id")])])
+        batcher = ledger.loop.batcher
+        outcomes: dict[str, Any] = {}
+
+        async def append(name: str, stream: str, version: int, record: NewRecord) -> None:
+            try:
+                outcomes[name] = await ledger.append([StreamWrite(ACME.stream("runs", stream), version, [record])])
+            except Exception as refused:
+                outcomes[name] = refused
+
+        locked, gate = threading.Event(), threading.Event()
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(hold_stream_row, ledger, held, locked, gate)
+                await trio.to_thread.run_sync(locked.wait)
+                nursery.start_soon(append, "held", "held", 1, NewRecord("x", {}))
+                await wait_until(lambda: batcher.sent == 1)  # in flight, waiting for the row
+                before = batcher.batches
+                nursery.start_soon(append, "first", "shared", 0, NewRecord("x", {"by": "first"}))
+                nursery.start_soon(append, "second", "shared", 0, NewRecord("x", {"by": "second"}))
+                nursery.start_soon(append, "reused", "reused", 0, NewRecord("x", {}, id="fixed-id"))
+                nursery.start_soon(append, "fresh", "fresh", 0, NewRecord("x", {}))
+                await wait_until(lambda: batcher.queued == 4)
+                gate.set()
+        assert batcher.batches == before + 2  # the held append's batch, then the four in one statement
+        won = [name for name in ("first", "second") if isinstance(outcomes[name], list)]
+        assert len(won) == 1
+        assert isinstance(outcomes[{"first": "second", "second": "first"}[won[0]]], VersionConflict)
+        assert isinstance(outcomes["reused"], DuplicateRecordIdError)
+        assert [len(outcomes[name]) for name in ("held", "fresh")] == [1, 1]
+        assert [r.data["by"] for r in await ledger.read_stream(ACME.stream("runs", "shared"))] == won
+        assert await ledger.fetch("SELECT total FROM test_counts") == [{"total": 4}]  # fixed-id, held, won, fresh
+
+        locked, gate = threading.Event(), threading.Event()
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(hold_stream_row, ledger, held, locked, gate)
+                await trio.to_thread.run_sync(locked.wait)
+                nursery.start_soon(append, "held-again", "held", 2, NewRecord("x", {}))
+                await wait_until(lambda: batcher.sent == 1)
+                nursery.start_soon(append, "exploding", "boom", 0, NewRecord("x", {"explode": 1}))
+                nursery.start_soon(append, "calm", "calm", 0, NewRecord("x", {}))
+                await wait_until(lambda: batcher.queued == 2)
+                gate.set()
+        assert isinstance(outcomes["exploding"], RuntimeError)
+        assert [len(outcomes[name]) for name in ("held-again", "calm")] == [1, 1]
+        assert await ledger.stream_version(ACME.stream("runs", "boom")) == 0
+        assert await ledger.fetch("SELECT total FROM test_counts") == [{"total": 6}]

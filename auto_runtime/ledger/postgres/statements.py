@@ -45,7 +45,7 @@ _DUPLICATE_ID = re.compile(r"\(id\)=\((.*)\)")
 
 CONFLICT_SQLSTATE = "LV001"
 
-APPEND_FUNCTION = f"""CREATE OR REPLACE FUNCTION ledger_append(
+_APPEND_ONE_FUNCTION = f"""CREATE OR REPLACE FUNCTION ledger_append(
     p_streams text[], p_expected bigint[], p_counts bigint[],
     p_stream_index integer[], p_offsets bigint[], p_ids text[], p_scope_keys text[], p_types text[],
     p_data text[], p_metadata text[], p_correlation_ids text[], p_sizes bigint[], p_recorded_at bigint[]
@@ -93,6 +93,61 @@ two appends over the same streams cannot deadlock), raise `CONFLICT_SQLSTATE` na
 version differs, insert the records. It does not notify (see `notifier`)."""
 
 _CALL_APPEND = "SELECT * FROM ledger_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+
+_APPEND_BATCH_FUNCTION = f"""CREATE OR REPLACE FUNCTION ledger_append_batch(
+    p_write_ends integer[], p_record_ends integer[],
+    p_streams text[], p_expected bigint[], p_counts bigint[],
+    p_stream_index integer[], p_offsets bigint[], p_ids text[], p_scope_keys text[], p_types text[],
+    p_data text[], p_metadata text[], p_correlation_ids text[], p_sizes bigint[], p_recorded_at bigint[]
+) RETURNS TABLE (append_index integer, refusal text, detail text,
+                 record_id text, record_position bigint, record_global_position bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    w0 integer := 1;
+    r0 integer := 1;
+    w1 integer;
+    r1 integer;
+    why text;
+BEGIN
+    FOR a IN 1 .. coalesce(array_length(p_write_ends, 1), 0) LOOP
+        w1 := p_write_ends[a];
+        r1 := p_record_ends[a];
+        BEGIN
+            RETURN QUERY SELECT a, NULL::text, NULL::text, x.record_id, x.record_position, x.record_global_position
+            FROM ledger_append(
+                p_streams[w0:w1], p_expected[w0:w1], p_counts[w0:w1],
+                p_stream_index[r0:r1], p_offsets[r0:r1], p_ids[r0:r1], p_scope_keys[r0:r1], p_types[r0:r1],
+                p_data[r0:r1], p_metadata[r0:r1], p_correlation_ids[r0:r1], p_sizes[r0:r1], p_recorded_at[r0:r1]
+            ) AS x;
+        EXCEPTION
+            WHEN SQLSTATE '{CONFLICT_SQLSTATE}' THEN
+                RETURN QUERY SELECT a, 'conflict'::text, SQLERRM, NULL::text, NULL::bigint, NULL::bigint;
+            WHEN unique_violation THEN
+                GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL;
+                RETURN QUERY SELECT a, 'duplicate'::text, why, NULL::text, NULL::bigint, NULL::bigint;
+        END;
+        w0 := w1 + 1;
+        r0 := r1 + 1;
+    END LOOP;
+END
+$fn$"""
+"""Several appends in one statement, each as `ledger_append` in a subtransaction of its own (a plpgsql
+block with an exception handler), so one whose version clashes or whose record id is taken is undone alone
+and answered with its refusal, while the others commit with the statement. `p_write_ends` and
+`p_record_ends` give, for each append, the index of its last write and last record in the arrays after."""
+
+_CALL_APPEND_BATCH = (
+    "SELECT * FROM ledger_append_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+)
+
+APPEND_FUNCTION = f"{_APPEND_ONE_FUNCTION};\n{_APPEND_BATCH_FUNCTION}"
+"""The script that installs `ledger_append` and `ledger_append_batch` (two statements, which asyncpg runs
+together when given no arguments)."""
+
+MAX_APPEND_BATCH = 32
+"""The most appends `append_batch` sends in one statement. Each is a subtransaction with an id of its own,
+and PostgreSQL keeps at most 64 of a transaction's subtransaction ids where other sessions' snapshots look
+for them: more would make every snapshot taken meanwhile slower."""
 
 APPEND_GUARDED_FUNCTION = """CREATE OR REPLACE FUNCTION ledger_append_guarded(
     p_fence_name text, p_fence_holder text, p_fence_number bigint,
@@ -174,6 +229,61 @@ async def _call_append(
         raise VersionConflict(stream, expected) from error
     placed = {row["record_id"]: (int(row["record_position"]), int(row["record_global_position"])) for row in rows}
     return [record_from_encoded(record, *placed[record.id]) for write in writes for record in write.records]
+
+
+def _batch_arguments(appends: Sequence[Sequence[EncodedWrite]]) -> list[list[Any]]:
+    """`ledger_append_batch`'s arguments: each append's `ledger_append` arguments, concatenated."""
+    arguments: list[list[Any]] = [[], [], *([] for _ in range(13))]
+    for writes in appends:
+        for column, values in zip(arguments[2:], _append_arguments(writes), strict=True):
+            column.extend(values)
+        arguments[0].append(len(arguments[2]))
+        arguments[1].append(len(arguments[7]))
+    return arguments
+
+
+def _batch_results(
+    appends: Sequence[Sequence[EncodedWrite]], rows: Sequence[Any]
+) -> list[list[Record] | VersionConflict | DuplicateRecordIdError]:
+    placed: dict[str, tuple[int, int]] = {}
+    refused: dict[int, VersionConflict | DuplicateRecordIdError] = {}
+    for row in rows:
+        index = int(row["append_index"]) - 1
+        if row["refusal"] == "conflict":
+            stream = str(row["detail"])
+            expected = next((write.expected for write in appends[index] if write.stream == stream), None)
+            refused[index] = VersionConflict(stream, expected)
+        elif row["refusal"] == "duplicate":
+            found = _DUPLICATE_ID.search(row["detail"] or "")
+            refused[index] = DuplicateRecordIdError(found.group(1) if found else "")
+        else:
+            placed[row["record_id"]] = (int(row["record_position"]), int(row["record_global_position"]))
+    return [
+        refused[index]
+        if index in refused
+        else [record_from_encoded(record, *placed[record.id]) for write in writes for record in write.records]
+        for index, writes in enumerate(appends)
+    ]
+
+
+async def append_batch(
+    conn: Any, appends: Sequence[Sequence[EncodedWrite]], projections: Sequence[Projection]
+) -> list[list[Record] | VersionConflict | DuplicateRecordIdError]:
+    """Several appends (at most `MAX_APPEND_BATCH`) in one transaction: one round trip without projections,
+    a few more for the projections' folded row changes of every append that commits. Returns each append's
+    records, or its `VersionConflict` or `DuplicateRecordIdError` (that append alone writes nothing), in order.
+
+    Raises when the transaction fails as a whole (a projection raising, a deadlock, the server's errors):
+    then nothing of it was written."""
+    arguments = _batch_arguments(appends)
+    if not projections:
+        return _batch_results(appends, await conn.fetch(_CALL_APPEND_BATCH, *arguments))
+    async with conn.transaction():
+        results = _batch_results(appends, await conn.fetch(_CALL_APPEND_BATCH, *arguments))
+        await apply_projections(
+            conn, projections, [record for result in results if isinstance(result, list) for record in result]
+        )
+    return results
 
 
 async def append_writes(

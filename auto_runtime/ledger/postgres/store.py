@@ -33,6 +33,7 @@ from ..projections import Projection
 from ..records import Record
 from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
 from . import due_work_statements, lease_statements, statements
+from .batcher import AppendBatcher
 from .faults import full_disk_cause, server_of, start_error
 from .notifier import Notifier
 from .schema import ensure_projections, migrate
@@ -59,18 +60,39 @@ class Unit:
     notify: bool = False
 
 
-class PostgresLoop(LoopActor[Unit, Any]):
-    """One life of the loop actor: its pool and (when `on_notify` is given) its listener, on its own loop."""
+@dataclass(frozen=True, slots=True)
+class Append:
+    """A plain append (no due-work changes, no fence), for the loop's `AppendBatcher`; the reply is its
+    records as recorded."""
 
-    def __init__(self, url: str, pool_size: int, on_notify: Callable[[], None] | None) -> None:
+    writes: list[EncodedWrite]
+
+
+LoopMessage = Unit | Append
+
+
+class PostgresLoop(LoopActor[LoopMessage, Any]):
+    """One life of the loop actor: its pool, its append batcher and (when `on_notify` is given) its listener,
+    on its own loop."""
+
+    def __init__(
+        self,
+        url: str,
+        pool_size: int,
+        on_notify: Callable[[], None] | None,
+        projections: Sequence[Projection] = (),
+    ) -> None:
         self._url = url
         self._pool_size = pool_size
         self._on_notify = on_notify
+        self._projections = projections
         self._pool: Any = None
         self._notifier: Notifier | None = None
+        self._batcher: AppendBatcher | None = None
 
     async def on_start(self) -> None:
         self._pool = await asyncpg.create_pool(self._url, min_size=1, max_size=self._pool_size, reset=_keep_session)
+        self._batcher = AppendBatcher(self._pool, self._projections, self._appended)
         if self._on_notify is not None:
             notifier = Notifier(self._on_notify)
             try:
@@ -81,14 +103,30 @@ class PostgresLoop(LoopActor[Unit, Any]):
             self._notifier = notifier
             self._on_notify()  # what was appended while no listener ran: followers read again
 
-    async def receive(self, message: Unit) -> Any:
+    def _appended(self) -> None:
+        """Something was appended: ask the listener to tell the other processes."""
+        if self._notifier is not None:
+            self._notifier.request()
+
+    @property
+    def batcher(self) -> AppendBatcher:
+        """This life's append batcher (after `on_start`)."""
+        if self._batcher is None:
+            raise RuntimeError("the PostgreSQL loop has not started")
+        return self._batcher
+
+    async def receive(self, message: LoopMessage) -> Any:
+        if isinstance(message, Append):
+            return await self.batcher.append(message.writes)
         async with self._pool.acquire() as conn:
             result = await message.work(conn)
-        if message.notify and self._notifier is not None:
-            self._notifier.request()
+        if message.notify:
+            self._appended()
         return result
 
     async def on_stop(self) -> None:
+        if self._batcher is not None:
+            self._batcher.close()
         if self._notifier is not None:
             await self._notifier.close()
         await self._pool.close()
@@ -118,7 +156,8 @@ class PostgresLedger(Ledger):
         super().__init__(projections, PostgresContentStore(self))
         self._url = database_url
         self._pool_size = pool_size
-        self.loop_ref = LoopActorRef[Unit, Any]("loop", ACTOR_MAILBOX)
+        self.loop_ref = LoopActorRef[LoopMessage, Any]("loop", ACTOR_MAILBOX)
+        self._loop: PostgresLoop | None = None
         self._port: TrioPort | None = None
         self.faults = FaultLog(f"DATABASE_URL {server_of(database_url)}")
 
@@ -137,7 +176,7 @@ class PostgresLedger(Ledger):
             raise
 
     async def _open_once(self) -> None:
-        opening = LoopActorRef[Unit, Any]("loop-opening", 1)
+        opening = LoopActorRef[LoopMessage, Any]("loop-opening", 1)
         failures: list[BaseException] = []
 
         async def prepare(conn: Any) -> None:
@@ -168,7 +207,16 @@ class PostgresLedger(Ledger):
         return self.loop_ref.child_spec(self._new_loop, shutdown=ACTOR_SHUTDOWN_SECONDS)
 
     def _new_loop(self) -> PostgresLoop:
-        return PostgresLoop(self._url, self._pool_size, self._wake_followers)
+        loop = PostgresLoop(self._url, self._pool_size, self._wake_followers, self.projections)
+        self._loop = loop
+        return loop
+
+    @property
+    def loop(self) -> PostgresLoop:
+        """The loop actor's current (or last) life."""
+        if self._loop is None:
+            raise RuntimeError("the PostgreSQL ledger's loop has not started")
+        return self._loop
 
     async def stop(self) -> None:
         """Close the loop's address; work still queued runs on a last life when the supervisor serves none."""
@@ -189,22 +237,20 @@ class PostgresLedger(Ledger):
 
         The server's `disk_full` is a passing fault: `LedgerUnavailable` (nothing of the transaction was kept);
         so is a full mailbox."""
+        result: T = await self._ask(Unit(work, notify))
+        return result
+
+    async def _ask(self, message: LoopMessage) -> Any:
         try:
-            result: T = await ask_store_actor(self.loop_ref, Unit(work, notify))
+            return await ask_store_actor(self.loop_ref, message)
         except asyncpg.PostgresError as error:
             cause = full_disk_cause(error)
             if cause is None:
                 raise
             raise self.faults.refused(cause) from error
-        return result
 
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
-        projections = self.projections
-
-        async def work(conn: Any) -> list[Record]:
-            return await statements.append_with_retry(conn, writes, projections)
-
-        records = await self.with_connection(work, notify=True)
+        records: list[Record] = await self._ask(Append(writes))
         self.faults.took()
         self.appended.notify()
         return records

@@ -1,0 +1,129 @@
+"""`AppendBatcher`: group commit for the PostgreSQL store's plain appends, on its loop (asyncio) thread.
+
+Appends asked while a batch is in flight wait for the next one; each batch is one statement
+(`statements.append_batch`: one round trip and one commit for up to `MAX_APPEND_BATCH` appends, with the
+projections' changes a few round trips more), and every append gets its own result: its records, or its
+`VersionConflict` or `DuplicateRecordIdError` while the others commit. One batch is in flight at a time, so a
+lone append is sent at once and appends queue only behind a commit already under way.
+
+A batch that fails as a whole with an error the server reported before anything committed (a projection
+raising, a deadlock, a statement error) is run again one append at a time (`append_with_retry`), so only the
+append at fault fails. A full disk fails the whole batch (it is a passing fault for every append alike), and
+so does a lost connection (the batch may have committed: running it again could write it twice).
+
+Cancelling an append's asker (its task on the loop) cancels its future: an append not yet sent is dropped; one
+already sent may commit or not, as for any cancelled append. Anything else a batch raises (a `BaseException`:
+a projection broken beyond an error) is raised to each of its askers, whose life then ends as a crash; the
+batcher of an ending life is closed (`close`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import asyncpg
+
+from ..ledger import EncodedWrite
+from ..projections import Projection
+from ..records import Record
+from . import statements
+from .faults import full_disk_cause
+
+_Pending = tuple[list[EncodedWrite], "asyncio.Future[list[Record]]"]
+
+
+def _may_run_again(error: Exception) -> bool:
+    """Whether nothing of a failed batch can have committed, and its appends may be run one by one."""
+    lost = isinstance(error, asyncpg.PostgresConnectionError | asyncpg.InterfaceError | OSError | TimeoutError)
+    return not lost and full_disk_cause(error) is None
+
+
+class AppendBatcher:
+    """Batches the appends of one loop life (see the module docstring). Used on the loop thread only."""
+
+    def __init__(self, pool: Any, projections: Sequence[Projection], after_commit: Callable[[], None]) -> None:
+        self._pool = pool
+        self._projections = projections
+        self._after_commit = after_commit
+        self._queue: list[_Pending] = []
+        self._draining: asyncio.Task[None] | None = None
+        self.batches = 0
+        """Batches committed (some of their appends may have been refused)."""
+        self.sent = 0
+        """Appends in the batch in flight."""
+
+    @property
+    def queued(self) -> int:
+        """Appends waiting for the next batch."""
+        return len(self._queue)
+
+    async def append(self, writes: list[EncodedWrite]) -> list[Record]:
+        """Append in the next batch and return the records as recorded (raises this append's refusal)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[Record]] = loop.create_future()
+        self._queue.append((writes, future))
+        if self._draining is None:
+            self._draining = loop.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._queue:
+                taken = self._queue[: statements.MAX_APPEND_BATCH]
+                del self._queue[: statements.MAX_APPEND_BATCH]
+                batch = [(writes, future) for writes, future in taken if not future.done()]
+                self.sent = len(batch)
+                if batch:
+                    await self._run(batch)
+                self.sent = 0
+        finally:
+            self._draining = None
+            self.sent = 0
+
+    async def _run(self, batch: list[_Pending]) -> None:
+        try:
+            async with self._pool.acquire() as conn:
+                try:
+                    results: Sequence[list[Record] | Exception] = await statements.append_batch(
+                        conn, [writes for writes, _ in batch], self._projections
+                    )
+                except Exception as error:
+                    if len(batch) == 1 or not _may_run_again(error):
+                        raise
+                    results = [await self._alone(conn, writes) for writes, _ in batch]
+        except asyncio.CancelledError:
+            for _, future in batch:
+                future.cancel()
+            raise
+        except BaseException as error:  # a projection broken beyond an error reaches its askers, who end the life
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(error)
+            return
+        self.batches += 1
+        if any(isinstance(result, list) for result in results):
+            self._after_commit()
+        for (_, future), result in zip(batch, results, strict=True):
+            if future.done():
+                continue
+            if isinstance(result, Exception):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+
+    def close(self) -> None:
+        """Stop batching at the end of the life: the batch in flight and every queued append are cancelled."""
+        draining, self._draining = self._draining, None
+        if draining is not None:
+            draining.cancel()
+        for _, future in self._queue:
+            future.cancel()
+        self._queue.clear()
+
+    async def _alone(self, conn: Any, writes: list[EncodedWrite]) -> list[Record] | Exception:
+        try:
+            return await statements.append_with_retry(conn, writes, self._projections)
+        except Exception as error:
+            return error
