@@ -204,3 +204,60 @@ async def test_postgres_appends_queued_behind_a_batch_share_the_next_and_each_ge
         assert [len(outcomes[name]) for name in ("held-again", "calm")] == [1, 1]
         assert await ledger.stream_version(ACME.stream("runs", "boom")) == 0
         assert await ledger.fetch("SELECT total FROM test_counts") == [{"total": 6}]
+
+
+@pytest.mark.postgres
+async def test_postgres_guarded_appends_share_a_batch_and_a_refused_one_fails_alone(postgres_url: str) -> None:
+    async with open_ledger(database_url=postgres_url) as ledger:
+        assert isinstance(ledger, PostgresLedger)
+        lease = ledger.lease()
+        stale = (await lease.claim("host-a", LONG)).fence()
+        await lease.release("host-a")
+        current = (await lease.claim("host-b", LONG)).fence()
+        await ledger.due_work.arm([timer("r3", "waiting")])
+        held = ACME.stream("runs", "held")
+        await ledger.append([StreamWrite(held, 0, [NewRecord("x", {})])])
+        batcher = ledger.loop.batcher
+        outcomes: dict[str, Any] = {}
+
+        async def append(name: str, run: str, due: DueWorkChanges, fence: LeaseFence | None, version: int = 0) -> None:
+            write = StreamWrite(ACME.stream("runs", run), version, [NewRecord("input_applied", {"by": name})])
+            try:
+                outcomes[name] = await ledger.append([write], due_work=due, fence=fence)
+            except (VersionConflict, LeaseLost) as refused:
+                outcomes[name] = refused
+
+        locked, gate = threading.Event(), threading.Event()
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(hold_stream_row, ledger, held, locked, gate)
+                await trio.to_thread.run_sync(locked.wait)
+                nursery.start_soon(append, "held", "held", DueWorkChanges(arm=[timer("held", "t")]), current, 1)
+                await wait_until(lambda: batcher.sent == 1)
+                before = batcher.batches
+                nursery.start_soon(append, "first", "r1", DueWorkChanges(arm=[timer("r1", "first")]), current)
+                nursery.start_soon(append, "second", "r1", DueWorkChanges(arm=[timer("r1", "second")]), current)
+                nursery.start_soon(append, "fenced-out", "r2", DueWorkChanges(arm=[timer("r2", "lost")]), stale)
+                fire = DueWorkChanges(arm=[timer("r3", "next")], fire=[DueKey(ACME, "r3", "waiting")])
+                nursery.start_soon(append, "fired", "r3", fire, current)
+                await wait_until(lambda: batcher.queued == 4)
+                gate.set()
+        assert batcher.batches == before + 2
+        won = [name for name in ("first", "second") if isinstance(outcomes[name], list)]
+        assert len(won) == 1
+        assert isinstance(outcomes[{"first": "second", "second": "first"}[won[0]]], VersionConflict)
+        assert isinstance(outcomes["fenced-out"], LeaseLost)
+        assert [len(outcomes[name]) for name in ("held", "fired")] == [1, 1]
+        assert [r.data["by"] for r in await ledger.read_stream(ACME.stream("runs", "r1"))] == won
+        assert await ledger.stream_version(ACME.stream("runs", "r2")) == 0
+        states = {
+            (row.run_id, row.key): row.state
+            for run in ("held", "r1", "r2", "r3")
+            for row in await ledger.due_work.entries_of_run(ACME, run)
+        }
+        assert states == {
+            ("held", "t"): "armed",
+            ("r1", won[0]): "armed",
+            ("r3", "waiting"): "fired",
+            ("r3", "next"): "armed",
+        }

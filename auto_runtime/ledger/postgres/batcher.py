@@ -1,10 +1,12 @@
-"""`AppendBatcher`: group commit for the PostgreSQL store's plain appends, on its loop (asyncio) thread.
+"""`AppendBatcher`: group commit for the PostgreSQL store's appends, on its loop (asyncio) thread.
 
 Appends asked while a batch is in flight wait for the next one; each batch is one statement
 (`statements.append_batch`: one round trip and one commit for up to `MAX_APPEND_BATCH` appends, with the
 projections' changes a few round trips more), and every append gets its own result: its records, or its
-`VersionConflict` or `DuplicateRecordIdError` while the others commit. One batch is in flight at a time, so a
-lone append is sent at once and appends queue only behind a commit already under way.
+`VersionConflict`, `DuplicateRecordIdError` or `LeaseLost` while the others commit. Guarded appends (due-work
+changes, a lease fence) are batched like plain ones, each checked and applied in its own subtransaction. One
+batch is in flight at a time, so a lone append is sent at once and appends queue only behind a commit
+already under way.
 
 A batch that fails as a whole with an error the server reported before anything committed (a projection
 raising, a deadlock, a statement error) is run again one append at a time (`append_with_retry`), so only the
@@ -25,13 +27,13 @@ from typing import Any
 
 import asyncpg
 
-from ..ledger import EncodedWrite
 from ..projections import Projection
 from ..records import Record
 from . import statements
 from .faults import full_disk_cause
+from .statements import Append
 
-_Pending = tuple[list[EncodedWrite], "asyncio.Future[list[Record]]"]
+_Pending = tuple[Append, "asyncio.Future[list[Record]]"]
 
 
 def _may_run_again(error: Exception) -> bool:
@@ -59,11 +61,11 @@ class AppendBatcher:
         """Appends waiting for the next batch."""
         return len(self._queue)
 
-    async def append(self, writes: list[EncodedWrite]) -> list[Record]:
+    async def append(self, append: Append) -> list[Record]:
         """Append in the next batch and return the records as recorded (raises this append's refusal)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[Record]] = loop.create_future()
-        self._queue.append((writes, future))
+        self._queue.append((append, future))
         if self._draining is None:
             self._draining = loop.create_task(self._drain())
         return await future
@@ -73,7 +75,7 @@ class AppendBatcher:
             while self._queue:
                 taken = self._queue[: statements.MAX_APPEND_BATCH]
                 del self._queue[: statements.MAX_APPEND_BATCH]
-                batch = [(writes, future) for writes, future in taken if not future.done()]
+                batch = [(append, future) for append, future in taken if not future.done()]
                 self.sent = len(batch)
                 if batch:
                     await self._run(batch)
@@ -87,12 +89,12 @@ class AppendBatcher:
             async with self._pool.acquire() as conn:
                 try:
                     results: Sequence[list[Record] | Exception] = await statements.append_batch(
-                        conn, [writes for writes, _ in batch], self._projections
+                        conn, [append for append, _ in batch], self._projections
                     )
                 except Exception as error:
                     if len(batch) == 1 or not _may_run_again(error):
                         raise
-                    results = [await self._alone(conn, writes) for writes, _ in batch]
+                    results = [await self._alone(conn, append) for append, _ in batch]
         except asyncio.CancelledError:
             for _, future in batch:
                 future.cancel()
@@ -122,8 +124,10 @@ class AppendBatcher:
             future.cancel()
         self._queue.clear()
 
-    async def _alone(self, conn: Any, writes: list[EncodedWrite]) -> list[Record] | Exception:
+    async def _alone(self, conn: Any, append: Append) -> list[Record] | Exception:
         try:
-            return await statements.append_with_retry(conn, writes, self._projections)
+            return await statements.append_with_retry(
+                conn, append.writes, self._projections, append.changes, append.fence
+            )
         except Exception as error:
             return error

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -22,14 +23,14 @@ import asyncpg
 from .. import json_text
 from ..due_work import EncodedChanges
 from ..errors import DuplicateRecordIdError, VersionConflict
-from ..lease import LeaseFence
+from ..lease import LeaseFence, LeaseLost
 from ..ledger import EncodedWrite
 from ..paging import Order, ScanRow, SortKey
 from ..placeholders import to_numbered
 from ..projections import Delete, Projection, ProjectionKey, Upsert, distinct_keys, fold, touches
 from ..records import Record, decode_record, record_from_encoded
 from .due_work_statements import change_arguments, mark_in_transaction
-from .lease_statements import lease_lost
+from .lease_statements import LEASE_LOST_SQLSTATE, fence_arguments, lease_lost
 
 RECORD_COLUMNS = "id, stream, position, global_position, type, data, metadata, recorded_at"
 DEADLOCK_RETRIES = 5
@@ -98,47 +99,90 @@ _APPEND_BATCH_FUNCTION = f"""CREATE OR REPLACE FUNCTION ledger_append_batch(
     p_write_ends integer[], p_record_ends integer[],
     p_streams text[], p_expected bigint[], p_counts bigint[],
     p_stream_index integer[], p_offsets bigint[], p_ids text[], p_scope_keys text[], p_types text[],
-    p_data text[], p_metadata text[], p_correlation_ids text[], p_sizes bigint[], p_recorded_at bigint[]
+    p_data text[], p_metadata text[], p_correlation_ids text[], p_sizes bigint[], p_recorded_at bigint[],
+    p_fence_names text[], p_fence_holders text[], p_fence_numbers bigint[],
+    p_arm_ends integer[], p_arm_scopes text[], p_arm_runs text[], p_arm_keys text[], p_arm_due bigint[],
+    p_arm_payloads text[],
+    p_cancel_ends integer[], p_cancel_scopes text[], p_cancel_runs text[], p_cancel_keys text[],
+    p_fire_ends integer[], p_fire_scopes text[], p_fire_runs text[], p_fire_keys text[]
 ) RETURNS TABLE (append_index integer, refusal text, detail text,
                  record_id text, record_position bigint, record_global_position bigint)
 LANGUAGE plpgsql AS $fn$
 DECLARE
     w0 integer := 1;
     r0 integer := 1;
+    a0 integer := 1;
+    c0 integer := 1;
+    f0 integer := 1;
     w1 integer;
     r1 integer;
+    a1 integer;
+    c1 integer;
+    f1 integer;
     why text;
+    said text;
+    ids text[];
+    positions bigint[];
+    globals bigint[];
 BEGIN
     FOR a IN 1 .. coalesce(array_length(p_write_ends, 1), 0) LOOP
         w1 := p_write_ends[a];
         r1 := p_record_ends[a];
+        a1 := p_arm_ends[a];
+        c1 := p_cancel_ends[a];
+        f1 := p_fire_ends[a];
+        why := NULL;
         BEGIN
-            RETURN QUERY SELECT a, NULL::text, NULL::text, x.record_id, x.record_position, x.record_global_position
+            PERFORM ledger_check_fence(p_fence_names[a], p_fence_holders[a], p_fence_numbers[a]);
+            SELECT array_agg(x.record_id), array_agg(x.record_position), array_agg(x.record_global_position)
+            INTO ids, positions, globals
             FROM ledger_append(
                 p_streams[w0:w1], p_expected[w0:w1], p_counts[w0:w1],
                 p_stream_index[r0:r1], p_offsets[r0:r1], p_ids[r0:r1], p_scope_keys[r0:r1], p_types[r0:r1],
                 p_data[r0:r1], p_metadata[r0:r1], p_correlation_ids[r0:r1], p_sizes[r0:r1], p_recorded_at[r0:r1]
             ) AS x;
+            IF a1 >= a0 OR c1 >= c0 THEN
+                PERFORM ledger_change_due_work(NULL, NULL, NULL,
+                    p_arm_scopes[a0:a1], p_arm_runs[a0:a1], p_arm_keys[a0:a1], p_arm_due[a0:a1],
+                    p_arm_payloads[a0:a1], p_cancel_scopes[c0:c1], p_cancel_runs[c0:c1], p_cancel_keys[c0:c1]);
+            END IF;
+            IF f1 >= f0 THEN
+                PERFORM ledger_mark_fired(NULL, NULL, NULL,
+                    p_fire_scopes[f0:f1], p_fire_runs[f0:f1], p_fire_keys[f0:f1]);
+            END IF;
         EXCEPTION
             WHEN SQLSTATE '{CONFLICT_SQLSTATE}' THEN
-                RETURN QUERY SELECT a, 'conflict'::text, SQLERRM, NULL::text, NULL::bigint, NULL::bigint;
+                why := 'conflict';
+                said := SQLERRM;
+            WHEN SQLSTATE '{LEASE_LOST_SQLSTATE}' THEN
+                why := 'lease_lost';
+                said := SQLERRM;
             WHEN unique_violation THEN
-                GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL;
-                RETURN QUERY SELECT a, 'duplicate'::text, why, NULL::text, NULL::bigint, NULL::bigint;
+                why := 'duplicate';
+                GET STACKED DIAGNOSTICS said = PG_EXCEPTION_DETAIL;
         END;
+        IF why IS NULL THEN
+            RETURN QUERY SELECT a, NULL::text, NULL::text, u.i, u.p, u.g
+                FROM unnest(ids, positions, globals) AS u(i, p, g);
+        ELSE
+            RETURN QUERY SELECT a, why, said, NULL::text, NULL::bigint, NULL::bigint;
+        END IF;
         w0 := w1 + 1;
         r0 := r1 + 1;
+        a0 := a1 + 1;
+        c0 := c1 + 1;
+        f0 := f1 + 1;
     END LOOP;
 END
 $fn$"""
-"""Several appends in one statement, each as `ledger_append` in a subtransaction of its own (a plpgsql
-block with an exception handler), so one whose version clashes or whose record id is taken is undone alone
-and answered with its refusal, while the others commit with the statement. `p_write_ends` and
-`p_record_ends` give, for each append, the index of its last write and last record in the arrays after."""
+"""Several appends in one statement, each in a subtransaction of its own (a plpgsql block with an exception
+handler): its fence checked (`ledger_check_fence`, which share-locks the lease row), its records appended
+(`ledger_append`), then its due-work arms and cancels and its marks of fired entries applied. One whose
+version clashes, whose fence no longer holds or whose record id is taken is undone alone and answered with
+its refusal; the others commit with the statement. The `_ends` arrays give, for each append, the index of
+its last item in the arrays after them; the fence arrays hold NULLs for an unfenced append."""
 
-_CALL_APPEND_BATCH = (
-    "SELECT * FROM ledger_append_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
-)
+_CALL_APPEND_BATCH = f"SELECT * FROM ledger_append_batch({', '.join(f'${n}' for n in range(1, 33))})"
 
 APPEND_FUNCTION = f"{_APPEND_ONE_FUNCTION};\n{_APPEND_BATCH_FUNCTION}"
 """The script that installs `ledger_append` and `ledger_append_batch` (two statements, which asyncpg runs
@@ -231,28 +275,59 @@ async def _call_append(
     return [record_from_encoded(record, *placed[record.id]) for write in writes for record in write.records]
 
 
-def _batch_arguments(appends: Sequence[Sequence[EncodedWrite]]) -> list[list[Any]]:
-    """`ledger_append_batch`'s arguments: each append's `ledger_append` arguments, concatenated."""
-    arguments: list[list[Any]] = [[], [], *([] for _ in range(13))]
-    for writes in appends:
-        for column, values in zip(arguments[2:], _append_arguments(writes), strict=True):
+@dataclass(frozen=True, slots=True)
+class Append:
+    """One append for `append_batch`: its writes (validated and encoded), and for a guarded append its
+    due-work changes and the lease fence it is conditional on (see `Ledger.append`)."""
+
+    writes: list[EncodedWrite]
+    changes: EncodedChanges | None = None
+    fence: LeaseFence | None = None
+
+
+BatchResult = list[Record] | VersionConflict | DuplicateRecordIdError | LeaseLost
+
+
+def _batch_arguments(appends: Sequence[Append]) -> list[list[Any]]:
+    """`ledger_append_batch`'s 32 arguments: each append's own, concatenated, with the index of its last one."""
+    records: list[list[Any]] = [[] for _ in range(13)]
+    fences: list[list[Any]] = [[], [], []]
+    arms: list[list[Any]] = [[] for _ in range(5)]
+    cancels: list[list[Any]] = [[], [], []]
+    fires: list[list[Any]] = [[], [], []]
+    ends: list[list[int]] = [[], [], [], [], []]
+    for append in appends:
+        changes = append.changes or EncodedChanges()
+        for column, values in zip(records, _append_arguments(append.writes), strict=True):
             column.extend(values)
-        arguments[0].append(len(arguments[2]))
-        arguments[1].append(len(arguments[7]))
-    return arguments
+        for column, value in zip(fences, fence_arguments(append.fence), strict=True):
+            column.append(value)
+        for entry in changes.arm:
+            for column, value in zip(
+                arms, (entry.scope_key, entry.run_id, entry.key, entry.due_us, entry.payload), strict=True
+            ):
+                column.append(value)
+        for keys, columns in ((changes.cancel, cancels), (changes.fire, fires)):
+            for key in keys:
+                for column, value in zip(columns, (key.scope_key, key.run_id, key.key), strict=True):
+                    column.append(value)
+        for end, column in zip(ends, (records[0], records[5], arms[0], cancels[0], fires[0]), strict=True):
+            end.append(len(column))
+    return [*ends[:2], *records, *fences, ends[2], *arms, ends[3], *cancels, ends[4], *fires]
 
 
-def _batch_results(
-    appends: Sequence[Sequence[EncodedWrite]], rows: Sequence[Any]
-) -> list[list[Record] | VersionConflict | DuplicateRecordIdError]:
+def _batch_results(appends: Sequence[Append], rows: Sequence[Any]) -> list[BatchResult]:
     placed: dict[str, tuple[int, int]] = {}
-    refused: dict[int, VersionConflict | DuplicateRecordIdError] = {}
+    refused: dict[int, VersionConflict | DuplicateRecordIdError | LeaseLost] = {}
     for row in rows:
         index = int(row["append_index"]) - 1
+        append = appends[index]
         if row["refusal"] == "conflict":
             stream = str(row["detail"])
-            expected = next((write.expected for write in appends[index] if write.stream == stream), None)
+            expected = next((write.expected for write in append.writes if write.stream == stream), None)
             refused[index] = VersionConflict(stream, expected)
+        elif row["refusal"] == "lease_lost" and append.fence is not None:
+            refused[index] = LeaseLost(append.fence.name, append.fence.holder, append.fence.fencing)
         elif row["refusal"] == "duplicate":
             found = _DUPLICATE_ID.search(row["detail"] or "")
             refused[index] = DuplicateRecordIdError(found.group(1) if found else "")
@@ -261,17 +336,16 @@ def _batch_results(
     return [
         refused[index]
         if index in refused
-        else [record_from_encoded(record, *placed[record.id]) for write in writes for record in write.records]
-        for index, writes in enumerate(appends)
+        else [record_from_encoded(record, *placed[record.id]) for write in append.writes for record in write.records]
+        for index, append in enumerate(appends)
     ]
 
 
-async def append_batch(
-    conn: Any, appends: Sequence[Sequence[EncodedWrite]], projections: Sequence[Projection]
-) -> list[list[Record] | VersionConflict | DuplicateRecordIdError]:
-    """Several appends (at most `MAX_APPEND_BATCH`) in one transaction: one round trip without projections,
-    a few more for the projections' folded row changes of every append that commits. Returns each append's
-    records, or its `VersionConflict` or `DuplicateRecordIdError` (that append alone writes nothing), in order.
+async def append_batch(conn: Any, appends: Sequence[Append], projections: Sequence[Projection]) -> list[BatchResult]:
+    """Several appends (at most `MAX_APPEND_BATCH`), guarded ones too, in one transaction: one round trip
+    without projections, a few more for the projections' folded row changes of every append that commits.
+    Returns each append's records, or its `VersionConflict`, `DuplicateRecordIdError` or `LeaseLost` (that
+    append alone writes nothing), in order.
 
     Raises when the transaction fails as a whole (a projection raising, a deadlock, the server's errors):
     then nothing of it was written."""

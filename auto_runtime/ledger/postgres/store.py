@@ -37,6 +37,7 @@ from .batcher import AppendBatcher
 from .faults import full_disk_cause, server_of, start_error
 from .notifier import Notifier
 from .schema import ensure_projections, migrate
+from .statements import Append
 
 T = TypeVar("T")
 POOL_SIZE = 10
@@ -58,14 +59,6 @@ class Unit:
 
     work: Callable[[Any], Awaitable[Any]]
     notify: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Append:
-    """A plain append (no due-work changes, no fence), for the loop's `AppendBatcher`; the reply is its
-    records as recorded."""
-
-    writes: list[EncodedWrite]
 
 
 LoopMessage = Unit | Append
@@ -117,7 +110,7 @@ class PostgresLoop(LoopActor[LoopMessage, Any]):
 
     async def receive(self, message: LoopMessage) -> Any:
         if isinstance(message, Append):
-            return await self.batcher.append(message.writes)
+            return await self.batcher.append(message)
         async with self._pool.acquire() as conn:
             result = await message.work(conn)
         if message.notify:
@@ -290,12 +283,7 @@ class PostgresLedger(Ledger):
     async def _append_guarded(
         self, writes: list[EncodedWrite], changes: EncodedChanges, fence: LeaseFence | None
     ) -> list[Record]:
-        projections = self.projections
-
-        async def work(conn: Any) -> list[Record]:
-            return await statements.append_with_retry(conn, writes, projections, changes, fence)
-
-        records = await self.with_connection(work, notify=True)
+        records: list[Record] = await self._ask(Append(writes, changes, fence))
         self.faults.took()
         self.appended.notify()
         return records
