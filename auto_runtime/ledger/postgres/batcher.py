@@ -6,7 +6,7 @@ projections' changes a few round trips more), and every append gets its own resu
 `VersionConflict`, `DuplicateRecordIdError` or `LeaseLost` while the others commit. Guarded appends (due-work
 changes, a lease fence) are batched like plain ones, each checked and applied in its own subtransaction. One
 batch is in flight at a time, so a lone append is sent at once and appends queue only behind a commit
-already under way.
+already under way; after a large batch the next waits briefly to fill (`FILL_FROM`, `FILL_SECONDS`).
 
 A batch that fails as a whole with an error the server reported before anything committed (a projection
 raising, a deadlock, a statement error) is run again one append at a time (`append_with_retry`), so only the
@@ -35,11 +35,24 @@ from .statements import Append
 
 _Pending = tuple[Append, "asyncio.Future[list[Record]]"]
 
+FILL_FROM = 4
+"""The smallest last batch that makes the batcher wait for the next one to fill: below it the load is one or a
+few appenders at a time, whose appends would only wait."""
+FILL_SECONDS = 0.001
+"""The longest the batcher waits for a batch to fill: about the time the askers of a batch just answered take
+to make their next appends (a hop to Trio and one back), well under a round trip and commit on a loaded
+server. Without it, the first of them would go alone and the rest in the next batch (bimodal batches)."""
+
 
 def _may_run_again(error: Exception) -> bool:
     """Whether nothing of a failed batch can have committed, and its appends may be run one by one."""
     lost = isinstance(error, asyncpg.PostgresConnectionError | asyncpg.InterfaceError | OSError | TimeoutError)
     return not lost and full_disk_cause(error) is None
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _first_stream(pending: _Pending) -> str:
@@ -58,6 +71,8 @@ class AppendBatcher:
         self._after_commit = after_commit
         self._queue: list[_Pending] = []
         self._draining: asyncio.Task[None] | None = None
+        self._filling: tuple[int, asyncio.Future[None]] | None = None
+        self._last_batch = 0
         self.batches = 0
         """Batches committed (some of their appends may have been refused)."""
         self.sent = 0
@@ -73,6 +88,9 @@ class AppendBatcher:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[Record]] = loop.create_future()
         self._queue.append((append, future))
+        filling = self._filling
+        if filling is not None and len(self._queue) >= filling[0] and not filling[1].done():
+            filling[1].set_result(None)
         if self._draining is None:
             self._draining = loop.create_task(self._drain())
         return await future
@@ -80,16 +98,33 @@ class AppendBatcher:
     async def _drain(self) -> None:
         try:
             while self._queue:
+                await self._fill()
                 taken = self._queue[: statements.MAX_APPEND_BATCH]
                 del self._queue[: statements.MAX_APPEND_BATCH]
                 batch = sorted(((a, f) for a, f in taken if not f.done()), key=_first_stream)
-                self.sent = len(batch)
+                self.sent = self._last_batch = len(batch)
                 if batch:
                     await self._run(batch)
                 self.sent = 0
         finally:
             self._draining = None
             self.sent = 0
+
+    async def _fill(self) -> None:
+        """Wait, at most `FILL_SECONDS`, until as many appends are queued as the last batch held, when that
+        was at least `FILL_FROM` (a lone appender's batches hold one append, so it never waits)."""
+        expected = min(self._last_batch, statements.MAX_APPEND_BATCH)
+        if expected < FILL_FROM or len(self._queue) >= expected:
+            return
+        loop = asyncio.get_running_loop()
+        filled: asyncio.Future[None] = loop.create_future()
+        self._filling = (expected, filled)
+        timer = loop.call_later(FILL_SECONDS, _settle, filled)
+        try:
+            await filled
+        finally:
+            timer.cancel()
+            self._filling = None
 
     async def _run(self, batch: list[_Pending]) -> None:
         try:
