@@ -261,3 +261,60 @@ async def test_postgres_guarded_appends_share_a_batch_and_a_refused_one_fails_al
             ("r3", "waiting"): "fired",
             ("r3", "next"): "armed",
         }
+
+
+@pytest.mark.postgres
+async def test_postgres_appends_that_do_not_overlap_go_as_one_and_a_refusal_among_them_stays_alone(
+    postgres_url: str,
+) -> None:
+    async with open_ledger(database_url=postgres_url) as ledger:
+        assert isinstance(ledger, PostgresLedger)
+        current = (await ledger.lease().claim("host-a", LONG)).fence()
+        await ledger.due_work.arm([timer("r0", "waiting")])
+        held = ACME.stream("runs", "held")
+        await ledger.append([StreamWrite(held, 0, [NewRecord("x", {})])])
+        batcher = ledger.loop.batcher
+        outcomes: dict[str, Any] = {}
+
+        async def append(name: str, version: int, due: DueWorkChanges, fence: LeaseFence | None) -> None:
+            write = StreamWrite(ACME.stream("runs", name), version, [NewRecord("input_applied", {})])
+            try:
+                outcomes[name] = await ledger.append([write], due_work=due, fence=fence)
+            except VersionConflict as refused:
+                outcomes[name] = refused
+
+        for stale in (False, True):
+            locked, gate = threading.Event(), threading.Event()
+            with trio.fail_after(30):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(hold_stream_row, ledger, held, locked, gate)
+                    await trio.to_thread.run_sync(locked.wait)
+                    version = await ledger.stream_version(held)
+                    nursery.start_soon(append, "held", version, DueWorkChanges(), None)
+                    await wait_until(lambda: batcher.sent == 1)
+                    before = batcher.batches
+                    fire = DueWorkChanges(arm=[timer("r0", "next")], fire=[DueKey(ACME, "r0", "waiting")])
+                    nursery.start_soon(append, "r0", 0, fire if not stale else DueWorkChanges(), current)
+                    later = 1 if stale else 0  # the second time, only r0 states a stale version
+                    nursery.start_soon(append, "r1", later, DueWorkChanges(arm=[timer("r1", "t")]), current)
+                    nursery.start_soon(append, "r2", later, DueWorkChanges(cancel=[DueKey(ACME, "r2", "t")]), None)
+                    await wait_until(lambda: batcher.queued == 3)
+                    gate.set()
+            assert batcher.batches == before + 2
+            if not stale:
+                assert all(len(outcomes[name]) == 1 for name in ("held", "r0", "r1", "r2"))
+                states = {
+                    (row.run_id, row.key): row.state
+                    for run in ("r0", "r1", "r2")
+                    for row in await ledger.due_work.entries_of_run(ACME, run)
+                }
+                assert states == {
+                    ("r0", "waiting"): "fired",
+                    ("r0", "next"): "armed",
+                    ("r1", "t"): "armed",
+                    ("r2", "t"): "cancelled",
+                }
+            else:
+                assert isinstance(outcomes["r0"], VersionConflict)
+                assert all(len(outcomes[name]) == 1 for name in ("held", "r1", "r2"))
+                assert [await ledger.stream_version(ACME.stream("runs", n)) for n in ("r0", "r1", "r2")] == [1, 2, 2]
