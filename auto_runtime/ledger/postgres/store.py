@@ -3,7 +3,8 @@
 All asyncpg work runs on the ledger's loop actor (`loop_actor`, one per process): each life of it is an
 asyncio loop thread that creates its own pool and listener (`PostgresLoop`), and each Trio call asks it to
 run one unit of work (a whole transaction) on a pooled connection, as a task of its own; cancelling the call
-cancels the task. The ledger's supervisor serves the actor's lives (`actor_spec`, see `serving`). Appends are
+cancels the task. The ledger's supervisor serves the actor's lives (`actor_spec`, see `serving`). Appends go
+through the life's `AppendBatcher` (`batcher`), which sends those asked together in one statement. Appends are
 correct across processes through row locks on `ledger_streams` and unique constraints; other processes'
 appends wake this process's followers through LISTEN/NOTIFY (`notifier`).
 """
