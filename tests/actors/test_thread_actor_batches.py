@@ -5,7 +5,7 @@ own outcome, and an asker cancelled before the thread took its message is skippe
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import outcome
@@ -170,3 +170,40 @@ async def test_a_batch_that_does_not_fill_is_handled_once_the_wait_is_over() -> 
             assert await ref.ask(1) == 1
             ref.request_stop()
     assert batches == [[1]]
+
+
+class Follower(ThreadActor[int, int]):
+    """Asks, after each batch holding an even number, for a callback on the Trio thread."""
+
+    max_batch: ClassVar[int] = 8
+
+    def __init__(self, seen: list[tuple[int, bool]]) -> None:
+        self.seen = seen
+        self.last = 0
+
+    def receive(self, message: int) -> int:
+        raise AssertionError("a batching actor gets batches")
+
+    def receive_batch(self, messages: Sequence[int]) -> list[outcome.Outcome[int]]:
+        self.last = max(messages)
+        return [outcome.Value(m) for m in messages]
+
+    def after_batch(self) -> Callable[[], object] | None:
+        if self.last % 2:
+            return None
+        last = self.last
+        return lambda: self.seen.append((last, trio.lowlevel.in_trio_run()))
+
+
+async def test_a_callback_after_a_batch_runs_on_the_trio_thread_once_its_askers_are_answered() -> None:
+    seen: list[tuple[int, bool]] = []
+    ref = ThreadActorRef[int, int]("follower")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ref.serve_life, lambda: Follower(seen))
+            assert await ref.ask(1) == 1
+            assert await ref.ask(2) == 2
+            await wait_until(lambda: len(seen) == 1)
+            assert await ref.ask(3) == 3
+            ref.request_stop()
+    assert seen == [(2, True)]

@@ -146,18 +146,13 @@ class SqliteLedger(Ledger):
 
     def _new_writer(self) -> SqliteWriter:
         """A writer life (built in its thread): the first takes the opened connection, later ones open their own."""
-        port = self._port
-        if port is None:
+        if self._port is None:
             raise RuntimeError("the SQLite ledger is not started")
         path = str(self.path)
-
-        def notify() -> None:
-            port.call_soon(self.appended.notify)
-
         writer = SqliteWriter(
             self._opened.pop() if self._opened else None,
             self.projections,
-            notify,
+            self.appended.notify,
             connect=lambda: connect_writer(path),
             folder=self.path.parent,
             faults=self.faults,

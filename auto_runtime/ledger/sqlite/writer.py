@@ -95,7 +95,8 @@ class SqliteWriter(ThreadActor[WriterMessage, Any]):
     or None to open one with `connect` at the first batch (an error opening it fails that batch, not the life);
     `connect` also opens a new one when a fault left the current one unusable;
     `folder` is where the ledger file lives (its free space tells a full disk from another I/O error).
-    `after_commit` runs in the writer's thread after a batch committed something.
+    `after_commit` runs on the Trio thread after a batch that committed something, in the hop that answers
+    the batch's askers (`after_batch`).
     """
 
     max_batch: ClassVar[int] = MAX_BATCH
@@ -120,10 +121,16 @@ class SqliteWriter(ThreadActor[WriterMessage, Any]):
         self.batches = 0
         self.units = 0
         self._last_batch = 0
+        self._committed = False
 
     def receive(self, message: WriterMessage) -> Any:
         """One message as a batch of one."""
         return self.receive_batch([message])[0].unwrap()
+
+    def after_batch(self) -> Callable[[], object] | None:
+        """`after_commit` when the batch just handled committed something."""
+        committed, self._committed = self._committed, False
+        return self._after_commit if committed else None
 
     def batch_fill(self, taken: int) -> BatchFill | None:
         """Wait for as many messages as the last batch held when it was large (see the module docstring)."""
@@ -190,7 +197,7 @@ class SqliteWriter(ThreadActor[WriterMessage, Any]):
         self.batches += 1
         self.units += len(outcomes)
         if any(isinstance(result, outcome.Value) for result in outcomes.values()):
-            self._after_commit()
+            self._committed = True
         return [outcomes[index] for index in range(len(batch))]
 
     def _refused(self, cause: str, error: Exception) -> Exception:
