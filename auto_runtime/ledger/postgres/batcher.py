@@ -9,9 +9,10 @@ batch is in flight at a time, so a lone append is sent at once and appends queue
 already under way; after a large batch the next waits briefly to fill (`FILL_FROM`, `FILL_SECONDS`).
 
 A batch that fails as a whole with an error the server reported before anything committed (a projection
-raising, a deadlock, a statement error) is run again one append at a time (`append_with_retry`), so only the
-append at fault fails. A full disk fails the whole batch (it is a passing fault for every append alike), and
-so does a lost connection (the batch may have committed: running it again could write it twice).
+raising, a deadlock, a statement error) is run again one append at a time (`append_with_retry`, which also
+runs an append again when PostgreSQL broke a deadlock with it), so only the append at fault fails. A full
+disk fails the whole batch (it is a passing fault for every append alike), and so does a lost connection (the
+batch may have committed: running it again could write it twice).
 
 Cancelling an append's asker (its task on the loop) cancels its future: an append not yet sent is dropped; one
 already sent may commit or not, as for any cancelled append. Anything else a batch raises (a `BaseException`:
@@ -134,7 +135,7 @@ class AppendBatcher:
                         conn, [append for append, _ in batch], self._projections
                     )
                 except Exception as error:
-                    if len(batch) == 1 or not _may_run_again(error):
+                    if not _may_run_again(error):
                         raise
                     results = [await self._alone(conn, append) for append, _ in batch]
         except asyncio.CancelledError:
