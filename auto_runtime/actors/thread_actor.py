@@ -13,7 +13,8 @@ Concurrency rules
 - The actor thread reports outcomes back through the one bridge (`thread_bridge.TrioPort`), one hop per
   batch, in order; the Trio side then removes the messages from the table and answers the askers.
 - A behaviour with `max_batch > 1` gets, in one `receive_batch` call, every message already in its inbox
-  (up to `max_batch`) without waiting for more, and returns one outcome per message (an `outcome.Error`
+  (up to `max_batch`), waiting for more only as its `batch_fill` asks (a bounded wait; none by default), and
+  returns one outcome per message (an `outcome.Error`
   answers that asker with the error; the life goes on). `skips_abandoned` makes the thread drop messages
   whose asker was cancelled before the thread took them.
 - A message is handled at most once: a thread claims it (under a lock) before handling it. After a
@@ -36,7 +37,9 @@ import collections
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 import outcome
@@ -62,6 +65,16 @@ STACK_SIZE_LOCK = threading.Lock()
 setting, the thread's start and the restore: thread actors, sandbox workers and their companions."""
 _WAKE = object()
 """What a pykka inbox carries: "your life's inbox has messages"."""
+FILL_POLL_SECONDS = 0.0001
+"""How often a thread waiting for its batch to fill (`BatchFill`) looks at its inbox again."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFill:
+    """Wait for a batch to fill before handling it: until it holds `size` messages, or `seconds` have passed."""
+
+    size: int
+    seconds: float
 
 
 class ThreadActor(abc.ABC, Generic[M, R]):
@@ -89,6 +102,17 @@ class ThreadActor(abc.ABC, Generic[M, R]):
         An `outcome.Error` answers its asker and the life goes on; an exception that escapes ends the life
         and fails every message of the batch. The default hands each message to `receive`."""
         return [outcome.Value(self.receive(message)) for message in messages]
+
+    def after_batch(self) -> Callable[[], object] | None:
+        """Asked in the actor's thread after each batch: a callback to run on the Trio thread right after the
+        batch's askers are answered, in the same hop (a hop of its own costs the thread a wake-up write and
+        a retake of the GIL); None, the default, runs nothing."""
+        return None
+
+    def batch_fill(self, taken: int) -> BatchFill | None:
+        """Whether to wait for more messages before handling a batch of the `taken` already queued (at least
+        one, fewer than `max_batch`); None, the default, handles them at once."""
+        return None
 
     def on_stop(self) -> None:
         """Release what the instance holds after a graceful end."""
@@ -205,14 +229,33 @@ class _Host(pykka.ThreadingActor):
                 self._life.report(self._ref._complete_all, skipped, ())
             self._die(batch, error)
             return False
-        self._life.report(self._ref._complete_all, skipped + batch, results)
+        self._life.report(self._ref._complete_all, skipped + batch, results, instance.after_batch())
         return True
 
     def _take(self, instance: ThreadActor[Any, Any]) -> tuple[list[Envelope], list[Envelope]]:
-        """Claim up to `max_batch` envelopes from the life's inbox, without waiting: (to handle, skipped)."""
-        inbox = self._life.inbox
+        """Claim up to `max_batch` envelopes from the life's inbox: (to handle, skipped). What is queued is
+        taken at once; then, when the instance asks (`batch_fill`), more as they come, for a bounded time."""
         batch: list[Envelope] = []
         skipped: list[Envelope] = []
+        self._claim_queued(instance, batch, skipped)
+        if not batch or len(batch) >= instance.max_batch:
+            return batch, skipped
+        fill = instance.batch_fill(len(batch))
+        if fill is None:
+            return batch, skipped
+        size = min(fill.size, instance.max_batch)
+        deadline = time.monotonic() + fill.seconds
+        while len(batch) < size and not self._life.abandoned:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            time.sleep(min(FILL_POLL_SECONDS, remaining))
+            self._claim_queued(instance, batch, skipped)
+        return batch, skipped
+
+    def _claim_queued(self, instance: ThreadActor[Any, Any], batch: list[Envelope], skipped: list[Envelope]) -> None:
+        """Claim what is in the inbox now, until `batch` holds `max_batch` envelopes."""
+        inbox = self._life.inbox
         while len(batch) < instance.max_batch:
             try:
                 envelope = inbox.popleft()
@@ -224,7 +267,6 @@ class _Host(pykka.ThreadingActor):
                 skipped.append(envelope)
             else:
                 batch.append(envelope)
-        return batch, skipped
 
     def on_stop(self) -> None:
         instance, self._instance = self._instance, None
@@ -386,13 +428,21 @@ class BridgedRef(Generic[M, R, B]):
         with self._claim_lock:
             envelope.claimed = False
 
-    def _complete_all(self, envelopes: Sequence[Envelope], results: Sequence[outcome.Outcome[Any]]) -> None:
-        """Trio thread: the envelopes are done; the first `len(envelopes) - len(results)` were skipped."""
+    def _complete_all(
+        self,
+        envelopes: Sequence[Envelope],
+        results: Sequence[outcome.Outcome[Any]],
+        then: Callable[[], object] | None = None,
+    ) -> None:
+        """Trio thread: the envelopes are done; the first `len(envelopes) - len(results)` were skipped. `then`
+        (the behaviour's `after_batch`) runs once they are answered."""
         skipped = len(envelopes) - len(results)
         for index, envelope in enumerate(envelopes):
             self._pending.pop(envelope.seq, None)
             if index >= skipped and envelope.reply is not None:
                 envelope.reply.settle(results[index - skipped])
+        if then is not None:
+            then()
 
     def _crashed(self, life: Life, batch: Sequence[Envelope], error: BaseException) -> None:
         for envelope in batch:

@@ -170,6 +170,53 @@ class Projection:
         return Upsert(values)
 
 
+Touch = tuple[ProjectionKey, Record]
+"""A record and the key of one row it touches, in the order the record changes it."""
+
+
+def touches(projection: Projection, records: Sequence[Record]) -> list[Touch]:
+    """Every row key each record touches, checked, in record order (what `fold` applies)."""
+    return [(projection.checked_key(raw), record) for record in records for raw in projection.keys(record)]
+
+
+def distinct_keys(touched: Sequence[Touch]) -> list[ProjectionKey]:
+    """The keys of `touched`, each once, in the order first touched: the rows a store reads before `fold`."""
+    return list(dict.fromkeys(key for key, _ in touched))
+
+
+def fold(
+    projection: Projection, touched: Sequence[Touch], stored: Mapping[ProjectionKey, Mapping[str, Any] | None]
+) -> list[tuple[ProjectionKey, Upsert | Delete]]:
+    """The net change of every row `touched` changes, from each record's change applied in order in memory.
+
+    `stored` holds each key's row as read from the table (None when there is none), read once per key
+    however many records touch it; the result is one write per key (an `Upsert` of its last values, or a
+    `Delete` of a row that was stored), in the order first touched. Equal to applying each record's change
+    to the table in turn, with one read and one write per row instead of one of each per record and row.
+    """
+    columns = tuple(projection.table.columns)
+    current: dict[ProjectionKey, Mapping[str, Any] | None] = dict(stored)
+    changed: dict[ProjectionKey, None] = {}
+    for key, record in touched:
+        change = projection.change(key, current[key], record)
+        if isinstance(change, Upsert):
+            current[key] = dict(zip(columns, change.values, strict=True))
+        elif isinstance(change, Delete):
+            current[key] = None
+        else:
+            continue
+        changed[key] = None
+    net: list[tuple[ProjectionKey, Upsert | Delete]] = []
+    for key in changed:
+        row, before = current[key], stored[key]
+        if row is None:
+            if before is not None:
+                net.append((key, Delete()))
+        elif before is None or dict(before) != row:
+            net.append((key, Upsert(tuple(row[column] for column in columns))))
+    return net
+
+
 def check_registrations(projections: Sequence[Projection]) -> None:
     """`ValueError` when two projections share a name or a table."""
     names = [p.name for p in projections]

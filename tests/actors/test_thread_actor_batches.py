@@ -5,7 +5,7 @@ own outcome, and an asker cancelled before the thread took its message is skippe
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import outcome
@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from auto_runtime.actors.errors import ActorCrashedError
-from auto_runtime.actors.thread_actor import ThreadActor, ThreadActorRef
+from auto_runtime.actors.thread_actor import BatchFill, ThreadActor, ThreadActorRef
 from tests.supervision.polling import wait_until
 
 
@@ -121,3 +121,89 @@ async def test_an_exception_escaping_a_batch_fails_every_asker_of_that_batch_and
     assert sorted(failed) == [1, 2, 3]
     assert [str(error) for error in crashes] == ["the resource broke"]
     assert ref.pending == 0
+
+
+class Filler(ThreadActor[int, int]):
+    """Asks to wait for `size` messages (up to `seconds`) before each batch; says when it is waiting."""
+
+    max_batch: ClassVar[int] = 8
+
+    def __init__(self, batches: list[list[int]], waiting: threading.Event, fill: BatchFill) -> None:
+        self.batches = batches
+        self.waiting = waiting
+        self.fill = fill
+
+    def receive(self, message: int) -> int:
+        raise AssertionError("a batching actor gets batches")
+
+    def batch_fill(self, taken: int) -> BatchFill | None:
+        self.waiting.set()
+        return self.fill
+
+    def receive_batch(self, messages: Sequence[int]) -> list[outcome.Outcome[int]]:
+        self.batches.append(list(messages))
+        return [outcome.Value(m) for m in messages]
+
+
+async def test_a_thread_asked_to_fill_its_batch_takes_what_arrives_while_it_waits() -> None:
+    batches: list[list[int]] = []
+    waiting = threading.Event()
+    ref = ThreadActorRef[int, int]("filler")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ref.serve_life, lambda: Filler(batches, waiting, BatchFill(3, 30.0)))
+            nursery.start_soon(ref.ask, 1)
+            await trio.to_thread.run_sync(waiting.wait)  # the thread holds 1 and waits for two more
+            nursery.start_soon(ref.ask, 2)
+            nursery.start_soon(ref.ask, 3)
+            await wait_until(lambda: ref.pending == 0)
+            ref.request_stop()
+    assert len(batches) == 1 and sorted(batches[0]) == [1, 2, 3]
+
+
+async def test_a_batch_that_does_not_fill_is_handled_once_the_wait_is_over() -> None:
+    batches: list[list[int]] = []
+    ref = ThreadActorRef[int, int]("filler")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ref.serve_life, lambda: Filler(batches, threading.Event(), BatchFill(8, 0.001)))
+            assert await ref.ask(1) == 1
+            ref.request_stop()
+    assert batches == [[1]]
+
+
+class Follower(ThreadActor[int, int]):
+    """Asks, after each batch holding an even number, for a callback on the Trio thread."""
+
+    max_batch: ClassVar[int] = 8
+
+    def __init__(self, seen: list[tuple[int, bool]]) -> None:
+        self.seen = seen
+        self.last = 0
+
+    def receive(self, message: int) -> int:
+        raise AssertionError("a batching actor gets batches")
+
+    def receive_batch(self, messages: Sequence[int]) -> list[outcome.Outcome[int]]:
+        self.last = max(messages)
+        return [outcome.Value(m) for m in messages]
+
+    def after_batch(self) -> Callable[[], object] | None:
+        if self.last % 2:
+            return None
+        last = self.last
+        return lambda: self.seen.append((last, trio.lowlevel.in_trio_run()))
+
+
+async def test_a_callback_after_a_batch_runs_on_the_trio_thread_once_its_askers_are_answered() -> None:
+    seen: list[tuple[int, bool]] = []
+    ref = ThreadActorRef[int, int]("follower")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ref.serve_life, lambda: Follower(seen))
+            assert await ref.ask(1) == 1
+            assert await ref.ask(2) == 2
+            await wait_until(lambda: len(seen) == 1)
+            assert await ref.ask(3) == 3
+            ref.request_stop()
+    assert seen == [(2, True)]

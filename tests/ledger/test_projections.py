@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Projection, Record, StreamWrite, TableSpec
+from auto_runtime.ledger import (
+    Ledger,
+    NewRecord,
+    PlaybookScope,
+    Projection,
+    Record,
+    StreamWrite,
+    TableSpec,
+    open_ledger,
+)
+from auto_runtime.ledger.projections import Delete, Upsert, distinct_keys, fold, touches
+from auto_runtime.ledger.sqlite.store import SqliteLedger
 
 from .conftest import Target
 
 ACME = PlaybookScope("acme", "finance")
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
 RUNS_TABLE = TableSpec(
     name="test_runs",
@@ -203,3 +217,77 @@ async def test_servers_starting_together_rebuild_a_projection_once(postgres_url:
         for _ in range(3):
             nursery.start_soon(start_server)
     assert sorted(rebuilt) == [[], [], ["test_counts"]]
+
+
+def recorded(kind: str, run_id: str, status: str = "") -> Record:
+    return Record("id", ACME.stream("runs", run_id), 1, 1, kind, {"status": status}, {"run_id": run_id}, T0)
+
+
+def one_at_a_time(projection: Projection, records: list[Record]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The rows after applying each record's change to a table in turn (the reference `fold` must equal)."""
+    table: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for key, record in touches(projection, records):
+        change = projection.change(key, table.get(key), record)
+        if isinstance(change, Upsert):
+            table[key] = dict(zip(projection.table.columns, change.values, strict=True))
+        elif isinstance(change, Delete):
+            del table[key]
+    return table
+
+
+def test_a_fold_equals_the_changes_applied_one_at_a_time_with_one_write_per_row() -> None:
+    records = [
+        recorded("run_started", "r1", "started"),
+        recorded("step", "r2", "started"),
+        recorded("step", "r1", "running"),
+        recorded("run_forgotten", "r2"),
+        recorded("run_forgotten", "r3"),
+        recorded("step", "r1", "done"),
+        recorded("run_started", "r3", "again"),
+    ]
+    before = one_at_a_time(RUNS_V1, records[:2])
+    stored: dict[tuple[Any, ...], Any] = {key: before.get(key) for key in distinct_keys(touches(RUNS_V1, records))}
+    changes = fold(RUNS_V1, touches(RUNS_V1, records[2:]), stored)
+
+    assert [key for key, _ in changes] == [("r1",), ("r2",), ("r3",)]
+    after = {**before}
+    for key, change in changes:
+        if isinstance(change, Upsert):
+            after[key] = dict(zip(RUNS_TABLE.columns, change.values, strict=True))
+        else:
+            del after[key]
+    assert after == one_at_a_time(RUNS_V1, records)
+    assert after[("r1",)]["steps"] == 3 and ("r2",) not in after and after[("r3",)]["status"] == "again"
+
+
+def test_a_fold_writes_nothing_for_a_row_created_and_deleted_or_left_as_it_was() -> None:
+    created_and_gone = [recorded("run_started", "r1", "started"), recorded("run_forgotten", "r1")]
+    assert fold(RUNS_V1, touches(RUNS_V1, created_and_gone), {("r1",): None}) == []
+    same = Projection("test_same", 1, COUNTS, count_keys, lambda row, record: row)
+    stored = {("step",): {"type": "step", "total": 4}}
+    assert fold(same, touches(same, [recorded("step", "r1")]), stored) == []
+
+
+async def test_an_append_reads_and_writes_each_row_it_touches_once(tmp_path: Path) -> None:
+    async with open_ledger(tmp_path / "ledger.db", projections=[RUNS_V1, COUNTS_V1]) as ledger:
+        assert isinstance(ledger, SqliteLedger)
+        statements: list[str] = []
+        await ledger.write(lambda conn: conn.set_trace_callback(statements.append))
+        stream = ACME.stream("runs", "r1")
+        kinds = ["run_started", "step", "step", "step", "step", "run_ended"]
+        await ledger.append([StreamWrite(stream, 0, [run_record("r1", kind, kind) for kind in kinds])])
+        await ledger.write(lambda conn: conn.set_trace_callback(None))
+
+        def count(prefix: str) -> int:
+            return sum(statement.startswith(prefix) for statement in statements)
+
+        assert count("SELECT run_id, status, steps, cost, detail FROM test_runs") == 1
+        assert count("INSERT INTO test_runs") == 1
+        assert count("SELECT type, total FROM test_counts") == 3  # run_started, step, run_ended
+        assert count("INSERT INTO test_counts") == 3
+        assert (await runs(ledger))["r1"]["steps"] == 6
+        assert await ledger.fetch("SELECT type, total FROM test_counts ORDER BY type") == [
+            {"type": "run_ended", "total": 1},
+            {"type": "run_started", "total": 1},
+            {"type": "step", "total": 4},
+        ]

@@ -3,20 +3,21 @@
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
 
+from auto_runtime.actors.thread_actor import BatchFill
 from auto_runtime.ledger import Ledger, LedgerUnavailable, NewRecord, PlaybookScope, StreamWrite, open_ledger
 from auto_runtime.ledger.errors import OVERLOADED_DETAIL
 from auto_runtime.ledger.postgres.store import PostgresLedger
 from auto_runtime.ledger.sqlite.store import SqliteLedger
+from auto_runtime.ledger.sqlite.writer import FILL_FROM, FILL_SECONDS
 from tests.supervision.polling import wait_until
+
+from .holding import hold_the_actor
 
 ACME = PlaybookScope("acme", "finance")
 
@@ -26,25 +27,6 @@ def pending_of(ledger: Ledger) -> int:
         return ledger.writer_ref.pending
     assert isinstance(ledger, PostgresLedger)
     return ledger.loop_ref.pending
-
-
-async def hold_the_actor(ledger: Ledger, gate: threading.Event, entered: threading.Event) -> None:
-    """Work that keeps the store's actor busy until `gate` opens."""
-    if isinstance(ledger, SqliteLedger):
-
-        def block(conn: sqlite3.Connection) -> None:
-            entered.set()
-            gate.wait(30)
-
-        await ledger.write(block)
-    else:
-        assert isinstance(ledger, PostgresLedger)
-
-        async def block_on_loop(conn: Any) -> None:
-            entered.set()
-            await asyncio.get_running_loop().run_in_executor(None, gate.wait, 30)
-
-        await ledger.with_connection(block_on_loop)
 
 
 async def test_appends_queued_behind_a_busy_batch_commit_together(tmp_path: Path) -> None:
@@ -85,3 +67,24 @@ async def test_a_full_mailbox_refuses_work_with_ledger_unavailable(ledger: Ledge
     assert "mailbox holds 3" in str(refused.value)
     assert await ledger.stream_version(ACME.stream("runs", "over")) == 0
     assert [await ledger.stream_version(ACME.stream("runs", f"q{n}")) for n in range(2)] == [1, 1]
+
+
+async def test_the_writer_waits_to_fill_a_batch_only_after_a_large_one(tmp_path: Path) -> None:
+    async with open_ledger(ledger_file=tmp_path / "ledger.db") as ledger:
+        assert isinstance(ledger, SqliteLedger)
+        await ledger.append([StreamWrite(ACME.stream("runs", "lone"), 0, [NewRecord("started", {})])])
+        assert ledger.writer.batch_fill(1) is None  # one appender at a time: never a wait
+        gate, entered = threading.Event(), threading.Event()
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(hold_the_actor, ledger, gate, entered)
+                await trio.to_thread.run_sync(entered.wait)
+                for number in range(FILL_FROM + 2):
+                    stream = ACME.stream("runs", f"r{number}")
+                    nursery.start_soon(ledger.append, [StreamWrite(stream, 0, [NewRecord("started", {})])])
+                await wait_until(lambda: ledger.writer_ref.pending == FILL_FROM + 3)
+                gate.set()
+        assert ledger.writer.batch_fill(1) == BatchFill(FILL_FROM + 2, FILL_SECONDS)
+        assert ledger.writer.batch_fill(FILL_FROM + 2) is None
+        await ledger.append([StreamWrite(ACME.stream("runs", "lone"), 1, [NewRecord("again", {})])])
+        assert ledger.writer.batch_fill(1) is None  # the load fell back to one append at a time

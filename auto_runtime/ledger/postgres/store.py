@@ -3,7 +3,8 @@
 All asyncpg work runs on the ledger's loop actor (`loop_actor`, one per process): each life of it is an
 asyncio loop thread that creates its own pool and listener (`PostgresLoop`), and each Trio call asks it to
 run one unit of work (a whole transaction) on a pooled connection, as a task of its own; cancelling the call
-cancels the task. The ledger's supervisor serves the actor's lives (`actor_spec`, see `serving`). Appends are
+cancels the task. The ledger's supervisor serves the actor's lives (`actor_spec`, see `serving`). Appends go
+through the life's `AppendBatcher` (`batcher`), which sends those asked together in one statement. Appends are
 correct across processes through row locks on `ledger_streams` and unique constraints; other processes'
 appends wake this process's followers through LISTEN/NOTIFY (`notifier`).
 """
@@ -35,10 +36,12 @@ from ..records import Record
 from ..secret_rows import SecretRow
 from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
 from . import due_work_statements, lease_statements, secret_statements, statements
+from .batcher import AppendBatcher
 from .faults import full_disk_cause, server_of, start_error
 from .iam_auth import DatabaseCredentials, sign_in_options
 from .notifier import Notifier
 from .schema import ensure_projections, migrate
+from .statements import Append
 
 T = TypeVar("T")
 POOL_SIZE = 10
@@ -62,27 +65,35 @@ class Unit:
     notify: bool = False
 
 
-class PostgresLoop(LoopActor[Unit, Any]):
-    """One life of the loop actor: its pool and (when `on_notify` is given) its listener, on its own loop."""
+LoopMessage = Unit | Append
+
+
+class PostgresLoop(LoopActor[LoopMessage, Any]):
+    """One life of the loop actor: its pool, its append batcher and (when `on_notify` is given) its listener,
+    on its own loop."""
 
     def __init__(
         self,
         url: str,
         pool_size: int,
         on_notify: Callable[[], None] | None,
+        projections: Sequence[Projection] = (),
         sign_in: Mapping[str, Any] | None = None,
     ) -> None:
         self._url = url
         self._pool_size = pool_size
         self._on_notify = on_notify
+        self._projections = projections
         self._sign_in = dict(sign_in or {})
         self._pool: Any = None
         self._notifier: Notifier | None = None
+        self._batcher: AppendBatcher | None = None
 
     async def on_start(self) -> None:
         self._pool = await asyncpg.create_pool(
             self._url, min_size=1, max_size=self._pool_size, reset=_keep_session, **self._sign_in
         )
+        self._batcher = AppendBatcher(self._pool, self._projections, self._appended)
         if self._on_notify is not None:
             notifier = Notifier(self._on_notify)
             try:
@@ -93,14 +104,30 @@ class PostgresLoop(LoopActor[Unit, Any]):
             self._notifier = notifier
             self._on_notify()  # what was appended while no listener ran: followers read again
 
-    async def receive(self, message: Unit) -> Any:
+    def _appended(self) -> None:
+        """Something was appended: ask the listener to tell the other processes."""
+        if self._notifier is not None:
+            self._notifier.request()
+
+    @property
+    def batcher(self) -> AppendBatcher:
+        """This life's append batcher (after `on_start`)."""
+        if self._batcher is None:
+            raise RuntimeError("the PostgreSQL loop has not started")
+        return self._batcher
+
+    async def receive(self, message: LoopMessage) -> Any:
+        if isinstance(message, Append):
+            return await self.batcher.append(message)
         async with self._pool.acquire() as conn:
             result = await message.work(conn)
-        if message.notify and self._notifier is not None:
-            self._notifier.request()
+        if message.notify:
+            self._appended()
         return result
 
     async def on_stop(self) -> None:
+        if self._batcher is not None:
+            self._batcher.close()
         if self._notifier is not None:
             await self._notifier.close()
         await self._pool.close()
@@ -148,7 +175,8 @@ class PostgresLedger(Ledger):
         self._credentials: DatabaseCredentials = credentials
         self._environ = dict(os.environ if environ is None else environ)
         self._sign_in: dict[str, Any] = {}
-        self.loop_ref = LoopActorRef[Unit, Any]("loop", ACTOR_MAILBOX)
+        self.loop_ref = LoopActorRef[LoopMessage, Any]("loop", ACTOR_MAILBOX)
+        self._loop: PostgresLoop | None = None
         self._port: TrioPort | None = None
         self.faults = FaultLog(f"DATABASE_URL {server_of(database_url)}")
 
@@ -168,7 +196,7 @@ class PostgresLedger(Ledger):
             raise
 
     async def _open_once(self) -> None:
-        opening = LoopActorRef[Unit, Any]("loop-opening", 1)
+        opening = LoopActorRef[LoopMessage, Any]("loop-opening", 1)
         failures: list[BaseException] = []
 
         async def prepare(conn: Any) -> None:
@@ -179,7 +207,7 @@ class PostgresLedger(Ledger):
 
             async def serve() -> None:
                 try:
-                    await opening.serve_life(lambda: PostgresLoop(self._url, 1, None, self._sign_in))
+                    await opening.serve_life(lambda: PostgresLoop(self._url, 1, None, sign_in=self._sign_in))
                 except ActorCrashedError as crash:
                     failures.append(crash.error)
                     nursery.cancel_scope.cancel()
@@ -199,7 +227,16 @@ class PostgresLedger(Ledger):
         return self.loop_ref.child_spec(self._new_loop, shutdown=ACTOR_SHUTDOWN_SECONDS)
 
     def _new_loop(self) -> PostgresLoop:
-        return PostgresLoop(self._url, self._pool_size, self._wake_followers, self._sign_in)
+        loop = PostgresLoop(self._url, self._pool_size, self._wake_followers, self.projections, self._sign_in)
+        self._loop = loop
+        return loop
+
+    @property
+    def loop(self) -> PostgresLoop:
+        """The loop actor's current (or last) life."""
+        if self._loop is None:
+            raise RuntimeError("the PostgreSQL ledger's loop has not started")
+        return self._loop
 
     async def stop(self) -> None:
         """Close the loop's address; work still queued runs on a last life when the supervisor serves none."""
@@ -220,22 +257,20 @@ class PostgresLedger(Ledger):
 
         The server's `disk_full` is a passing fault: `LedgerUnavailable` (nothing of the transaction was kept);
         so is a full mailbox."""
+        result: T = await self._ask(Unit(work, notify))
+        return result
+
+    async def _ask(self, message: LoopMessage) -> Any:
         try:
-            result: T = await ask_store_actor(self.loop_ref, Unit(work, notify))
+            return await ask_store_actor(self.loop_ref, message)
         except asyncpg.PostgresError as error:
             cause = full_disk_cause(error)
             if cause is None:
                 raise
             raise self.faults.refused(cause) from error
-        return result
 
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
-        projections = self.projections
-
-        async def work(conn: Any) -> list[Record]:
-            return await statements.append_with_retry(conn, writes, projections)
-
-        records = await self.with_connection(work, notify=True)
+        records: list[Record] = await self._ask(Append(writes))
         self.faults.took()
         self.appended.notify()
         return records
@@ -290,12 +325,7 @@ class PostgresLedger(Ledger):
     async def _append_guarded(
         self, writes: list[EncodedWrite], changes: EncodedChanges, fence: LeaseFence | None
     ) -> list[Record]:
-        projections = self.projections
-
-        async def work(conn: Any) -> list[Record]:
-            return await statements.append_with_retry(conn, writes, projections, changes, fence)
-
-        records = await self.with_connection(work, notify=True)
+        records: list[Record] = await self._ask(Append(writes, changes, fence))
         self.faults.took()
         self.appended.notify()
         return records

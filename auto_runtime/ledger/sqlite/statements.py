@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..content import LOCATION_LEDGER, KeptContent
+from ..due_work import EncodedChanges
 from ..errors import DuplicateRecordIdError, VersionConflict
+from ..lease import LeaseFence, LeaseLost
 from ..ledger import EncodedWrite
 from ..paging import Order, ScanRow, SortKey
-from ..projections import Delete, Projection, Upsert
+from ..projections import Delete, Projection, ProjectionKey, Upsert, distinct_keys, fold, touches
 from ..records import EncodedRecord, Record, decode_record, record_from_encoded
+from . import due_work_statements, lease_statements
 
 RECORD_COLUMNS = "id, stream, position, global_position, type, data, metadata, recorded_at"
 
@@ -93,35 +97,73 @@ def _versions(conn: sqlite3.Connection, streams: Sequence[str]) -> dict[str, int
     return versions
 
 
+@dataclass(frozen=True, slots=True)
+class Append:
+    """One append for the writer: its writes (validated and encoded), and for a guarded append its due-work
+    changes and the lease fence it is conditional on (see `Ledger.append`)."""
+
+    writes: list[EncodedWrite]
+    changes: EncodedChanges | None = None
+    fence: LeaseFence | None = None
+
+
+def append_one(conn: sqlite3.Connection, append: Append, projections: Sequence[Projection]) -> list[Record]:
+    """One append statement by statement: its fence checked first, its due-work changes applied after its
+    records (inside the writer's transaction, in a savepoint of its own; raising undoes it all)."""
+    if append.fence is not None:
+        lease_statements.check_fence(conn, append.fence)
+    appended = append_writes(conn, append.writes, projections)
+    if append.changes is not None:
+        due_work_statements.apply_changes(conn, append.changes)
+    return appended
+
+
+def _refusal(conn: sqlite3.Connection, append: Append, versions: dict[str, int]) -> VersionConflict | LeaseLost | None:
+    """Why `append` cannot commit after what the batch accepted before it (None when it can)."""
+    clash = next((w for w in append.writes if w.expected is not None and versions.get(w.stream, 0) != w.expected), None)
+    if clash is not None:
+        return VersionConflict(clash.stream, clash.expected)
+    if append.fence is not None:
+        try:
+            lease_statements.check_fence(conn, append.fence)
+        except LeaseLost as lost:
+            return lost
+    return None
+
+
 def append_batch(
-    conn: sqlite3.Connection, appends: Sequence[Sequence[EncodedWrite]], projections: Sequence[Projection]
-) -> list[list[Record] | VersionConflict]:
-    """Several appends in a few statements, for the writer's fast path; returns each append's records
-    or its `VersionConflict`, in order.
+    conn: sqlite3.Connection, appends: Sequence[Append], projections: Sequence[Projection]
+) -> list[list[Record] | VersionConflict | LeaseLost]:
+    """Several appends (guarded ones too) in a few statements, for the writer's fast path; returns each
+    append's records, or its `VersionConflict` or `LeaseLost` (that append alone writes nothing), in order.
 
     Correct only on the one writer's connection: versions are read once and then decided in memory,
-    and global positions continue from the largest one recorded. Raises (and the writer undoes it
-    all) on a duplicate record id or a projection error.
+    global positions continue from the largest one recorded, and no other unit runs between the appends
+    of a batch (so a fence checked at its append still holds at the commit). Each accepted append's
+    due-work changes are applied in order. Raises (and the writer undoes it all) on a duplicate record id
+    or a projection error.
     """
-    versions = _versions(conn, sorted({write.stream for writes in appends for write in writes}))
+    versions = _versions(conn, sorted({write.stream for append in appends for write in append.writes}))
     (last,) = conn.execute("SELECT coalesce(max(global_position), 0) FROM ledger_records").fetchone()
     next_global = int(last) + 1
-    results: list[list[Record] | VersionConflict] = []
+    results: list[list[Record] | VersionConflict | LeaseLost] = []
     rows: list[tuple[Any, ...]] = []
     changed: dict[str, int] = {}
-    for writes in appends:
-        clash = next((w for w in writes if w.expected is not None and versions.get(w.stream, 0) != w.expected), None)
-        if clash is not None:
-            results.append(VersionConflict(clash.stream, clash.expected))
+    for append in appends:
+        refusal = _refusal(conn, append, versions)
+        if refusal is not None:
+            results.append(refusal)
             continue
         appended: list[Record] = []
-        for write in writes:
+        for write in append.writes:
             current = versions.get(write.stream, 0)
             for position, record in enumerate(write.records, start=current + 1):
                 rows.append((next_global, *_record_values(record, position)))
                 appended.append(record_from_encoded(record, position, next_global))
                 next_global += 1
             versions[write.stream] = changed[write.stream] = current + len(write.records)
+        if append.changes is not None:
+            due_work_statements.apply_changes(conn, append.changes)
         results.append(appended)
     conn.executemany(_INSERT_RECORD, rows)
     conn.executemany(
@@ -136,19 +178,20 @@ def append_batch(
 
 
 def apply_projections(conn: sqlite3.Connection, projections: Sequence[Projection], records: Sequence[Record]) -> None:
-    """Apply each record to each projection, in order."""
-    for record in records:
-        for projection in projections:
-            table = projection.table
-            for raw_key in projection.keys(record):
-                key = projection.checked_key(raw_key)
-                found = conn.execute(table.select_sql, key).fetchone()
-                stored = dict(zip(table.columns, found, strict=True)) if found is not None else None
-                change = projection.change(key, stored, record)
-                if isinstance(change, Upsert):
-                    conn.execute(table.upsert_sql, change.values)
-                elif isinstance(change, Delete):
-                    conn.execute(table.delete_sql, key)
+    """Apply the records to each projection, in order, folded per row (`projections.fold`): each row the
+    records touch is read once and written once."""
+    for projection in projections:
+        touched = touches(projection, records)
+        if not touched:
+            continue
+        table = projection.table
+        stored: dict[ProjectionKey, dict[str, Any] | None] = {}
+        for key in distinct_keys(touched):
+            found = conn.execute(table.select_sql, key).fetchone()
+            stored[key] = dict(zip(table.columns, found, strict=True)) if found is not None else None
+        changes = fold(projection, touched, stored)
+        conn.executemany(table.upsert_sql, [change.values for _, change in changes if isinstance(change, Upsert)])
+        conn.executemany(table.delete_sql, [key for key, change in changes if isinstance(change, Delete)])
 
 
 def read_stream(conn: sqlite3.Connection, stream: str, from_position: int, limit: int | None) -> list[Record]:

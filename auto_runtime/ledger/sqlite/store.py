@@ -38,7 +38,8 @@ from . import due_work_statements, lease_statements, secret_statements, statemen
 from .file_lock import LedgerFileInUse, hold_ledger_file
 from .schema import connect_writer, ensure_projections, migrate
 from .start_errors import in_use, start_error
-from .writer import Append, SqliteWriter, Write, WriterMessage
+from .statements import Append
+from .writer import SqliteWriter, Write, WriterMessage
 
 T = TypeVar("T")
 READERS = 4
@@ -165,18 +166,13 @@ class SqliteLedger(Ledger):
 
     def _new_writer(self) -> SqliteWriter:
         """A writer life (built in its thread): the first takes the opened connection, later ones open their own."""
-        port = self._port
-        if port is None:
+        if self._port is None:
             raise RuntimeError("the SQLite ledger is not started")
         path = str(self.path)
-
-        def notify() -> None:
-            port.call_soon(self.appended.notify)
-
         writer = SqliteWriter(
             self._opened.pop() if self._opened else None,
             self.projections,
-            notify,
+            self.appended.notify,
             connect=lambda: connect_writer(path),
             folder=self.path.parent,
             faults=self.faults,
@@ -270,16 +266,8 @@ class SqliteLedger(Ledger):
     async def _append_guarded(
         self, writes: list[EncodedWrite], changes: EncodedChanges, fence: LeaseFence | None
     ) -> list[Record]:
-        projections = self.projections
-
-        def work(conn: sqlite3.Connection) -> list[Record]:
-            if fence is not None:
-                lease_statements.check_fence(conn, fence)
-            appended = statements.append_writes(conn, writes, projections)
-            due_work_statements.apply_changes(conn, changes)
-            return appended
-
-        return await self.write(work)
+        records: list[Record] = await ask_store_actor(self.writer_ref, Append(writes, changes, fence))
+        return records
 
     async def _claim_lease(self, name: str, holder: str, lapse: timedelta) -> LeaseState:
         return await self.write(lambda conn: lease_statements.claim(conn, name, holder, lapse))

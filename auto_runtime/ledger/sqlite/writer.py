@@ -3,19 +3,25 @@
 Trio tasks ask it (`Append`, and `Write`: a function of the writer's connection) through its
 `ThreadActorRef`, the ledger's bounded mailbox (a full one raises `MailboxFull`, which the store turns into
 `LedgerUnavailable`). Its thread blocks for the first message, then takes whatever else is already queued, up
-to `MAX_BATCH` messages, without waiting for more (opportunistic group commit: no added latency when traffic
-is light; `receive_batch`), runs them in one `BEGIN IMMEDIATE` transaction, commits (`synchronous=FULL`:
-durable once COMMIT returns) and only then answers the batch's askers, with one hop to Trio per batch. A
-failed COMMIT fails every message of the batch. Messages whose asker was cancelled before they ran are
-skipped (`skips_abandoned`).
+to `MAX_BATCH` messages (group commit; `receive_batch`), runs them in one `BEGIN IMMEDIATE` transaction,
+commits (`synchronous=FULL`: durable once COMMIT returns) and only then answers the batch's askers, with one
+hop to Trio per batch. A failed COMMIT fails every message of the batch. Messages whose asker was cancelled
+before they ran are skipped (`skips_abandoned`).
 
-Appends take a fast path: the batch's version checks are decided in memory from one read of the
-streams' versions (this thread is the only writer), and its records and versions are written with
-one `executemany` each, so the thread releases and retakes the GIL a few times per batch rather
-than several times per append (under load the Trio thread holds the GIL, and each retake waits for
-it). When that fails (a duplicate record id, a projection raising), the batch is undone to a
-savepoint and run again one append at a time, each in a savepoint of its own, so one failing
-append is refused alone. Other work always runs one unit per savepoint.
+When the last batch was large (`FILL_FROM` messages or more) and fewer are queued now, the thread waits up
+to `FILL_SECONDS` for as many as the last batch held (`batch_fill`): under load the askers of a batch just
+answered are still making their next appends, and without the wait the first of them would be committed
+alone and the rest in the next commit (bimodal batches). A lone appender's last batch holds one message,
+so its appends never wait.
+
+Appends take a fast path: the batch's version checks (and the fences of guarded appends) are decided in
+memory from one read of the streams' versions (this thread is the only writer), and its records and
+versions are written with one `executemany` each, so the thread releases and retakes the GIL a few times
+per batch rather than several times per append (under load the Trio thread holds the GIL, and each
+retake waits for it). When that fails (a duplicate record id, a projection raising), the appends (which
+run first in the transaction) are undone by rolling back and beginning again, and run again one at a
+time, each in a savepoint of its own, so one failing append is refused alone. Other work always runs
+one unit per savepoint.
 
 A full disk (`faults.full_disk_cause`) is a passing fault, never the end of the life: it fails the whole
 batch with `LedgerUnavailable` (SQLite may have rolled the transaction back already, so no savepoint of it
@@ -42,24 +48,24 @@ from typing import Any, ClassVar, Final
 
 import outcome
 
-from auto_runtime.actors.thread_actor import ThreadActor
+from auto_runtime.actors.thread_actor import BatchFill, ThreadActor
 
 from ..faults import FaultLog
-from ..ledger import EncodedWrite
 from ..projections import Projection
 from . import statements
 from .faults import full_disk_cause
+from .statements import Append
 
 log = logging.getLogger("auto_runtime.ledger")
 
 MAX_BATCH: Final = 64
-
-
-@dataclass(frozen=True, slots=True)
-class Append:
-    """Append these writes (validated and encoded); the reply is the list of records as recorded."""
-
-    writes: list[EncodedWrite]
+FILL_FROM: Final = 4
+"""The smallest last batch that makes the writer wait for the next one to fill: below it the load is one or a
+few appenders at a time, whose appends would only wait."""
+FILL_SECONDS: Final = 0.001
+"""The longest the writer waits for a batch to fill. About the time the Trio thread takes to answer a full
+batch's askers and take their next appends, and a few commits' worth on this kind of disk (an fsync of the WAL
+costs 0.2 ms and up): longer would add more latency to the waiting appends than the commits it saves."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +95,8 @@ class SqliteWriter(ThreadActor[WriterMessage, Any]):
     or None to open one with `connect` at the first batch (an error opening it fails that batch, not the life);
     `connect` also opens a new one when a fault left the current one unusable;
     `folder` is where the ledger file lives (its free space tells a full disk from another I/O error).
-    `after_commit` runs in the writer's thread after a batch committed something.
+    `after_commit` runs on the Trio thread after a batch that committed something, in the hop that answers
+    the batch's askers (`after_batch`).
     """
 
     max_batch: ClassVar[int] = MAX_BATCH
@@ -113,13 +120,28 @@ class SqliteWriter(ThreadActor[WriterMessage, Any]):
         self._after_commit = after_commit
         self.batches = 0
         self.units = 0
+        self._last_batch = 0
+        self._committed = False
 
     def receive(self, message: WriterMessage) -> Any:
         """One message as a batch of one."""
         return self.receive_batch([message])[0].unwrap()
 
+    def after_batch(self) -> Callable[[], object] | None:
+        """`after_commit` when the batch just handled committed something."""
+        committed, self._committed = self._committed, False
+        return self._after_commit if committed else None
+
+    def batch_fill(self, taken: int) -> BatchFill | None:
+        """Wait for as many messages as the last batch held when it was large (see the module docstring)."""
+        expected = self._last_batch
+        if expected < FILL_FROM or taken >= expected:
+            return None
+        return BatchFill(expected, FILL_SECONDS)
+
     def receive_batch(self, messages: Sequence[WriterMessage]) -> list[_Outcome]:
         """Commit the batch in one transaction and give each message its outcome (see the module docstring)."""
+        self._last_batch = len(messages)
         try:
             return self._commit(messages)
         except Exception as error:  # the life outlives every batch
@@ -175,7 +197,7 @@ class SqliteWriter(ThreadActor[WriterMessage, Any]):
         self.batches += 1
         self.units += len(outcomes)
         if any(isinstance(result, outcome.Value) for result in outcomes.values()):
-            self._after_commit()
+            self._committed = True
         return [outcomes[index] for index in range(len(batch))]
 
     def _refused(self, cause: str, error: Exception) -> Exception:
@@ -204,22 +226,20 @@ class SqliteWriter(ThreadActor[WriterMessage, Any]):
         return conn is None or not conn.in_transaction or full_disk_cause(error, self._folder) is not None
 
     def _appends(self, appends: list[Append]) -> list[_Outcome]:
+        """The batch's appends, first thing in its transaction (so undoing them is rolling the transaction
+        back and beginning it again, with no savepoint to set and release in the common case)."""
         conn = self._connection()
-        conn.execute("SAVEPOINT appends")
         try:
-            results = statements.append_batch(conn, [append.writes for append in appends], self._projections)
+            results = statements.append_batch(conn, appends, self._projections)
         except Exception as error:
             if self._aborts(error):
                 raise _BatchAborted(error) from error
-            conn.execute("ROLLBACK TO appends")
-            conn.execute("RELEASE appends")
+            conn.execute("ROLLBACK")
+            conn.execute("BEGIN IMMEDIATE")
             return [
-                self._in_savepoint(
-                    partial(statements.append_writes, writes=append.writes, projections=self._projections)
-                )
+                self._in_savepoint(partial(statements.append_one, append=append, projections=self._projections))
                 for append in appends
             ]
-        conn.execute("RELEASE appends")
         return [outcome.Error(result) if isinstance(result, Exception) else outcome.Value(result) for result in results]
 
     def _in_savepoint(self, work: Callable[[sqlite3.Connection], Any]) -> _Outcome:
