@@ -10,10 +10,8 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-import asyncpg
 import pytest
 
-from auto_runtime.tools.scrubbing import encodings_of
 from tests.conformance.connections.conftest import (
     ORG,
     SECRET,
@@ -28,6 +26,8 @@ from tests.conformance.connections.conftest import (
     secret_connection,
 )
 from tests.conformance.helpers import problem
+from tests.conformance.secret_search import found_in, found_in_bytes
+from tests.conformance.secret_search import stored as stored_by
 from tests.e2e.mcp_client import mcp_client, output_of
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.fakes.openapi_service import KEY
@@ -35,35 +35,6 @@ from tests.postgres_support import fresh_database
 
 CLIENT_SECRET = "client-secret-of-the-test-0123456789"
 SECRETS = (SECRET, KEY, CLIENT_SECRET)
-
-
-def _forms() -> set[str]:
-    return {form for secret in SECRETS for form in encodings_of(secret)}
-
-
-def _found_in(text: str) -> list[str]:
-    return [form for form in _forms() if form in text]
-
-
-async def _every_row(database_url: str) -> str:
-    connection = await asyncpg.connect(database_url, timeout=10)
-    try:
-        tables = await connection.fetch(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
-        )
-        rows = [await connection.fetch(f'SELECT * FROM "{table["table_name"]}"') for table in tables]
-    finally:
-        await connection.close()
-    return repr(rows)
-
-
-def _stored(folder: Path, database_url: str | None) -> list[bytes]:
-    """Everything the ledger keeps: the SQLite files under the server's folder, or every row in PostgreSQL."""
-    if database_url is not None:
-        return [asyncio.run(_every_row(database_url)).encode()]
-    files = [path for path in folder.rglob("ledger.db*") if path.is_file()]
-    assert files, "the server keeps its ledger in SQLite under its folder"
-    return [path.read_bytes() for path in files]
 
 
 async def _over_mcp(base: str, playbook: str, server: str) -> list[str]:
@@ -109,12 +80,12 @@ def test_no_credential_reaches_a_response_an_mcp_answer_the_ledger_or_the_log(
         responses.append(problem(refused, 404, "not_found").__repr__())
     responses += asyncio.run(_over_mcp(connections_server.server.base_url, playbook, added["name"]))
     for text in responses:
-        assert _found_in(text) == [], text
-    stored = _stored(connections_server.server.folder, connections_server.database_url)
+        assert found_in(text, SECRETS) == [], text
+    stored = stored_by(connections_server.server.folder, connections_server.database_url)
     assert any(b"connection_connected" in data for data in stored)
     for data in stored:
-        assert [form for form in _forms() if form.encode() in data] == []
-    assert _found_in(connections_server.server.log()) == []
+        assert found_in_bytes(data, SECRETS) == []
+    assert found_in(connections_server.server.log(), SECRETS) == []
 
 
 @contextmanager
@@ -165,5 +136,5 @@ def test_rotation_reseals_every_credential_under_the_new_key(
                 assert refused["because"] == "connection_broken"
         finally:
             assert server.stop() == 0, server.log()
-        for data in _stored(tmp_path, ledger.get("DATABASE_URL")):
+        for data in stored_by(tmp_path, ledger.get("DATABASE_URL")):
             assert SECRET.encode() not in data

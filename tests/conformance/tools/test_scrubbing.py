@@ -5,46 +5,15 @@ response, in the ledger's files and in the server's log."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-import asyncpg
-
-from auto_runtime.tools.scrubbing import encodings_of
 from tests.conformance.helpers import new_playbook
+from tests.conformance.secret_search import found_in, found_in_bytes
+from tests.conformance.secret_search import stored as stored_by
 from tests.conformance.tools.conftest import NOTES_SECRET, ORG, ToolsServer
 from tests.fakes.openapi_service import KEY
 
 SECRETS = (NOTES_SECRET, KEY)
-
-
-def _forms() -> set[str]:
-    return {form for secret in SECRETS for form in encodings_of(secret)}
-
-
-def _found_in(text: str) -> list[str]:
-    return [form for form in _forms() if form in text]
-
-
-async def _every_row(database_url: str) -> str:
-    connection = await asyncpg.connect(database_url, timeout=10)
-    try:
-        tables = await connection.fetch(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
-        )
-        rows = [await connection.fetch(f'SELECT * FROM "{table["table_name"]}"') for table in tables]
-    finally:
-        await connection.close()
-    return repr(rows)
-
-
-def _stored(tools_server: ToolsServer) -> list[bytes]:
-    """Everything the ledger keeps: the SQLite files under the server's folder, or every row in PostgreSQL."""
-    if tools_server.database_url is not None:
-        return [asyncio.run(_every_row(tools_server.database_url)).encode()]
-    files = [path for path in Path(tools_server.server.folder).rglob("ledger.db*") if path.is_file()]
-    assert files, "the server keeps its ledger in SQLite under its folder"
-    return [path.read_bytes() for path in files]
 
 
 def test_no_secret_reaches_a_response_the_ledger_or_the_log(tools_server: ToolsServer) -> None:
@@ -72,11 +41,11 @@ def test_no_secret_reaches_a_response_the_ledger_or_the_log(tools_server: ToolsS
         responses.append(client.get(f"/v1/orgs/{ORG}/tool-servers/search").text)
         responses.append(client.get("/v1/openapi.json").text)
     for text in responses:
-        assert _found_in(text) == []
-    stored = _stored(tools_server)
+        assert found_in(text, SECRETS) == []
+    stored = stored_by(Path(tools_server.server.folder), tools_server.database_url)
     assert any(b"tool_call_answered" in data for data in stored)
     for data in stored:
-        assert [form for form in _forms() if form.encode() in data] == []
+        assert found_in_bytes(data, SECRETS) == []
     log = tools_server.server.log()
     assert "the key is [redacted]" in log
-    assert _found_in(log) == []
+    assert found_in(log, SECRETS) == []
