@@ -46,6 +46,11 @@ class Caller:
         """Whether a person who signed in through the identity service makes the request."""
         return self.credential == "token"
 
+    @property
+    def credential_named(self) -> str:
+        """How a refusal names what the caller sent: "key" for an API key, "sign-in" for a person's token."""
+        return "sign-in" if self.is_person else "key"
+
     def may_act_in_org(self, org: str) -> bool:
         return self.org is None or self.org == org
 

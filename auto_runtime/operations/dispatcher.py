@@ -76,17 +76,19 @@ class Dispatcher:
 
     async def check_access(self, operation: Operation, caller: Caller, org: str, playbook: str | None) -> None:
         if not caller.may_act_in_org(org):
-            raise forbidden(f"This key belongs to the org {caller.org}, not to that org.")
+            raise forbidden(f"This {caller.credential_named} belongs to the org {caller.org}, not to that org.")
         if not ORG_ID.match(org):
             raise not_found("This server has no such org: an org id is 1 to 64 letters, digits, _ and -.")
         if operation.permissions and not caller.holds_any(operation.permissions):
             needed = " or ".join(sorted(str(p) for p in operation.permissions))
-            raise forbidden(f"{operation.name} needs the permission {needed}, which this key does not have.")
+            raise forbidden(
+                f"{operation.name} needs the permission {needed}, which this {caller.credential_named} does not have."
+            )
         if operation.scope != "playbook":
             return
         assert playbook is not None
         if not caller.may_access_playbook(playbook):
-            raise forbidden(f"This key may not access the playbook {playbook}.")
+            raise forbidden(f"This {caller.credential_named} may not access the playbook {playbook}.")
         status = await self.playbook_status(org, playbook)
         if status is None:
             raise not_found(f"The org {org} has no playbook {playbook}.")
