@@ -96,7 +96,8 @@ from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.settings.variables import Mode
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
-from auto_runtime.telemetry import RequestTelemetry, install_tracing
+from auto_runtime.telemetry import install_tracing
+from auto_runtime.telemetry.asgi import RequestTelemetry
 from auto_runtime.tools import ToolServers
 from auto_runtime.tools.connection_servers import ConnectionServers
 from auto_runtime.tools.connections import Connections, Who
