@@ -31,9 +31,7 @@ from auto_runtime.functions.reasoning.tool_results import (
     canonical,
     compatibility_warnings,
     definitions,
-    error_text,
     model_names,
-    result_text,
     shown_to_model,
 )
 from auto_runtime.json_limits import compact_json
@@ -55,6 +53,7 @@ from auto_runtime.models import (
 from auto_runtime.problems import Rejection
 from auto_runtime.tools import OfferedTool, ToolCallFailed, ToolCallResult, ToolServers
 from auto_runtime.tools.call_facts import answered_data, failed_data, started_data
+from auto_runtime.tools.result_text import error_text, result_text
 
 MAX_CALLS = 25
 MAX_ARGUMENT_BYTES = 16 * 1024

@@ -10,12 +10,10 @@ from typing import Any
 
 from auto_runtime.functions.reasoning.json_schemas import portability_warnings
 from auto_runtime.models import ToolDefinition
-from auto_runtime.tools import OfferedTool, ToolCallResult
+from auto_runtime.tools import OfferedTool
 
 MAX_NAME = 64
 MAX_DESCRIPTION_BYTES = 4096
-MAX_ERROR_CHARS = 300
-NO_CONTENT = "(The tool answered with no content.)"
 
 
 def model_names(tools: Sequence[OfferedTool]) -> list[str]:
@@ -43,23 +41,6 @@ def definitions(tools: Sequence[OfferedTool], names: Sequence[str]) -> tuple[Too
     )
 
 
-def result_text(result: ToolCallResult) -> str:
-    """Text blocks joined by newlines, a placeholder for each other block, the structured content as JSON only
-    when there is no text block, and a note when there is nothing."""
-    parts: list[str] = []
-    has_text = any(block.kind == "text" for block in result.blocks)
-    for block in result.blocks:
-        if block.kind == "text":
-            parts.append(block.text or "")
-        else:
-            media = f" ({block.mime_type})" if block.mime_type else ""
-            parts.append(f"[{block.kind} content{media}, not shown]")
-    if not has_text and result.structured is not None:
-        parts.append(json.dumps(result.structured, ensure_ascii=False))
-    text = "\n".join(parts)
-    return text if text.strip() else NO_CONTENT
-
-
 def shown_to_model(text: str, room: int | None) -> tuple[str, int | None]:
     """The result as the model reads it within `room` bytes, and the bytes shown when cut (else None)."""
     size = len(text.encode("utf-8"))
@@ -82,10 +63,6 @@ def _is_json(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def error_text(words: str) -> str:
-    return words[:MAX_ERROR_CHARS]
 
 
 def canonical(arguments: Any) -> str:

@@ -5,14 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from auto_runtime.functions.reasoning.tool_results import (
-    NO_CONTENT,
-    compatibility_warnings,
-    model_names,
-    result_text,
-    shown_to_model,
-)
+from auto_runtime.functions.reasoning.tool_results import compatibility_warnings, model_names, shown_to_model
 from auto_runtime.tools import ContentBlock, OfferedTool, ToolCallResult
+from auto_runtime.tools.result_text import NO_CONTENT, result_text
 
 
 def _tool(server: str, tool: str) -> OfferedTool:
