@@ -23,10 +23,15 @@ class ApiKeyEntry(BaseModel):
     id: Annotated[
         StrictStr,
         AfterValidator(matching(r"[0-9a-f]{8}", "expects 8 lowercase hexadecimal digits")),
-        Field(json_schema_extra={"pattern": "^[0-9a-f]{8}$"}),
+        Field(
+            json_schema_extra={"pattern": "^[0-9a-f]{8}$"},
+            description="The key's id, the 8 hexadecimal digits after abk_ in the key",
+        ),
     ]
-    org: OrgId
-    permissions: Annotated[tuple[Permission, ...], Field(min_length=1), AfterValidator(_distinct)]
+    org: OrgId = Field(description="The org the key belongs to")
+    permissions: Annotated[tuple[Permission, ...], Field(min_length=1), AfterValidator(_distinct)] = Field(
+        description="What the key may do"
+    )
     playbooks: Annotated[tuple[PlaybookId, ...], Field(min_length=1), AfterValidator(_distinct)] | None = Field(
         default=None,
         description="The playbooks the key may reach; every playbook of the org when left out.",
@@ -34,7 +39,10 @@ class ApiKeyEntry(BaseModel):
     sha256: Annotated[
         StrictStr,
         AfterValidator(matching(r"[0-9a-f]{64}", "expects the SHA-256 of the key as 64 lowercase hexadecimal digits")),
-        Field(json_schema_extra={"pattern": "^[0-9a-f]{64}$"}),
+        Field(
+            json_schema_extra={"pattern": "^[0-9a-f]{64}$"},
+            description="The SHA-256 of the whole key; the key itself is never kept",
+        ),
     ]
 
 

@@ -69,7 +69,7 @@ class ModelGateway(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: ServerName
+    name: ServerName = Field(description="The gateway's name, the provider prefix of its models")
     base_url: Annotated[StrictStr, AfterValidator(_gateway_url)] = Field(
         description="http or https; /chat/completions and /models are appended"
     )
@@ -79,11 +79,26 @@ class ModelGateway(BaseModel):
     api_key_env: VariableName | None = Field(
         default=None, description="MODEL_GATEWAYS only, instead of api_key: the variable that holds the key"
     )
-    headers: dict[HeaderName, StrictStr] = Field(default_factory=dict, repr=False)
-    query_params: dict[StrictStr, StrictStr] = Field(default_factory=dict, repr=False)
-    structured_outputs: StrictBool = False
-    expose_provider_messages: StrictBool = False
-    allowed_provider_options: Annotated[tuple[StrictStr, ...], AfterValidator(_provider_options)] = ()
+    headers: dict[HeaderName, StrictStr] = Field(
+        default_factory=dict, repr=False, description="Headers sent with every request; a ${NAME} reference is a secret"
+    )
+    query_params: dict[StrictStr, StrictStr] = Field(
+        default_factory=dict,
+        repr=False,
+        description="Query parameters sent with every request; a ${NAME} reference is a secret",
+    )
+    structured_outputs: StrictBool = Field(
+        default=False,
+        description="true asks for JSON output with response_format json_schema; false asks for json_object "
+        "and checks the schema locally",
+    )
+    expose_provider_messages: StrictBool = Field(
+        default=False, description="Shows callers the first line of the gateway's own error text, cut to 300 characters"
+    )
+    allowed_provider_options: Annotated[tuple[StrictStr, ...], AfterValidator(_provider_options)] = Field(
+        default=(),
+        description="The keys a function may pass under the gateway's namespace of provider options, at most 64",
+    )
 
 
 def _model_reference(value: str, *, wildcard: bool) -> str:

@@ -83,12 +83,18 @@ class OAuthClient(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    issuer: StrictStr
-    client_id: StrictStr
-    client_secret: StrictStr | None = Field(default=None, repr=False)
-    private_key: StrictStr | None = Field(default=None, repr=False)
-    algorithm: SigningAlgorithm | None = None
-    scope: StrictStr | None = None
+    issuer: StrictStr = Field(description="The authorization server whose token endpoint issues the tokens")
+    client_id: StrictStr = Field(description="The client's id at the issuer")
+    client_secret: StrictStr | None = Field(
+        default=None, repr=False, description="The client's secret; a ${NAME} reference. Or private_key"
+    )
+    private_key: StrictStr | None = Field(
+        default=None,
+        repr=False,
+        description="A PEM private key that signs the client's assertion, with algorithm; a ${NAME} reference",
+    )
+    algorithm: SigningAlgorithm | None = Field(default=None, description="The algorithm private_key signs with")
+    scope: StrictStr | None = Field(default=None, description="The scope asked for with each token")
 
 
 def _type_may_be_left_out(schema: dict[str, Any]) -> None:
@@ -105,17 +111,45 @@ class ToolServer(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_type_may_be_left_out)
 
-    type: ToolServerType
-    url: Annotated[StrictStr, AfterValidator(_http_url)] | None = None
-    headers: dict[HeaderName, StrictStr] | None = Field(default=None, repr=False)
-    auth: OAuthClient | None = None
-    command: Annotated[StrictStr, Field(min_length=1)] | None = None
-    args: tuple[StrictStr, ...] | None = None
-    env: dict[VariableName, StrictStr] | None = Field(default=None, repr=False)
-    document: Annotated[StrictStr, Field(min_length=1)] | None = None
-    base_url: StrictStr | None = None
-    query_params: dict[StrictStr, StrictStr] | None = Field(default=None, repr=False)
-    security: dict[StrictStr, StrictStr] | None = Field(default=None, repr=False)
+    type: ToolServerType = Field(description="mcp, stdio or openapi; taken from url, command or document when left out")
+    url: Annotated[StrictStr, AfterValidator(_http_url)] | None = Field(
+        default=None, description="mcp: the server, spoken to over Streamable HTTP"
+    )
+    headers: dict[HeaderName, StrictStr] | None = Field(
+        default=None,
+        repr=False,
+        description="mcp, openapi: headers sent with every request; a ${NAME} reference is a secret",
+    )
+    auth: OAuthClient | None = Field(
+        default=None, description="mcp, openapi: OAuth client credentials instead of a header"
+    )
+    command: Annotated[StrictStr, Field(min_length=1)] | None = Field(
+        default=None, description="stdio: an installed, pinned command, started when first needed"
+    )
+    args: tuple[StrictStr, ...] | None = Field(default=None, description="stdio: the command's arguments")
+    env: dict[VariableName, StrictStr] | None = Field(
+        default=None,
+        repr=False,
+        description="stdio: the command's whole environment; it inherits nothing else from the server",
+    )
+    document: Annotated[StrictStr, Field(min_length=1)] | None = Field(
+        default=None,
+        description="openapi: the API's OpenAPI 3.0 or 3.1 document, as an https or loopback http URL or a path "
+        "relative to this file that stays inside its directory",
+    )
+    base_url: StrictStr | None = Field(
+        default=None, description="openapi: the URL the calls go to, in place of the document's first server"
+    )
+    query_params: dict[StrictStr, StrictStr] | None = Field(
+        default=None,
+        repr=False,
+        description="openapi: query parameters sent with every call that no security scheme places",
+    )
+    security: dict[StrictStr, StrictStr] | None = Field(
+        default=None,
+        repr=False,
+        description="openapi: the credential of each security scheme of the document, by its name; always a reference",
+    )
     org: Annotated[StrictStr | tuple[StrictStr, ...], AfterValidator(_orgs)] = Field(
         description="The org whose functions may use the server, a list of orgs, or * for every org"
     )
@@ -123,9 +157,20 @@ class ToolServer(BaseModel):
         default=None,
         description="The playbooks that may use it within each org; every playbook when left out",
     )
-    allowed: tuple[StrictStr, ...] | None = None
-    record_content: StrictBool = True
-    request_id: Annotated[StrictStr, Field(min_length=1)] | None = None
+    allowed: tuple[StrictStr, ...] | None = Field(
+        default=None,
+        description="The tools a function may name and execute may call, as the server lists them; every tool "
+        "when left out",
+    )
+    record_content: StrictBool = Field(
+        default=True,
+        description="Whether call arguments and results are kept whole, scrubbed of secrets, in the ledger; "
+        "false keeps their sizes alone",
+    )
+    request_id: Annotated[StrictStr, Field(min_length=1)] | None = Field(
+        default=None,
+        description="The response header, or an MCP result's metadata key, holding the server's own request id",
+    )
 
     @model_validator(mode="before")
     @classmethod
