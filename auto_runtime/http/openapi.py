@@ -5,6 +5,7 @@ title, one tag for the resource it acts on, its description (the MCP tool's). In
 (reads) or the JSON body (commands). Schemas are JSON Schema 2020-12, each with its own `$id`, with the keywords
 an operation adds for the document (`Operation.openapi_keywords`: what its handler checks that JSON Schema can
 state). Every problem an operation can return is listed under its status. The server URL is the relative `/v1`.
+Every response names the two headers every response may carry: `x-request-id` and, with telemetry on, `x-trace-id`.
 
 Security: one `bearer` scheme (HTTP bearer: an API key or a signed-in person's access token). Each operation that
 needs a permission requires it, one security requirement per permission it accepts, naming that permission as
@@ -80,6 +81,18 @@ SECURITY_SCHEMES: dict[str, Any] = {
         "hold for the operation, any one of them. A server in local mode asks for none.",
     }
 }
+RESPONSE_HEADERS: dict[str, Any] = {
+    "x-request-id": {
+        "description": "The server's id of this request, which its log lines carry.",
+        "schema": {"type": "string"},
+    },
+    "x-trace-id": {
+        "description": "The trace id of this request, when the server sends telemetry.",
+        "required": False,
+        "schema": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+    },
+}
+RESPONSE_HEADER_REFS = {name: {"$ref": f"#/components/headers/{name}"} for name in RESPONSE_HEADERS}
 BODY_REASONS = ("bad_request", "content_too_large", "unsupported_media_type")
 ACCESS_REASONS = ("unauthenticated", "forbidden", "origin_not_allowed")
 
@@ -118,6 +131,7 @@ def _problem_responses(operation: Operation) -> dict[str, Any]:
         types = ", ".join(by_status[status])
         responses[str(status)] = {
             "description": f"A problem: {types}",
+            "headers": RESPONSE_HEADER_REFS,
             "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/problem"}}},
         }
     return responses
@@ -217,7 +231,7 @@ def build_openapi(catalog: Catalog, guide_names: Iterable[str]) -> dict[str, Any
                 "required": bool(body.get("required")),
                 "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
             }
-        success: dict[str, Any] = {"description": f"{operation.title}: done"}
+        success: dict[str, Any] = {"description": f"{operation.title}: done", "headers": RESPONSE_HEADER_REFS}
         if operation.output_model is not None:
             output = output_schema_of(operation.name, operation.output_model)
             name = _component_name(output["$id"])
@@ -241,7 +255,7 @@ def build_openapi(catalog: Catalog, guide_names: Iterable[str]) -> dict[str, Any
         "servers": [{"url": "/v1"}],
         "tags": [{"name": tag} for tag in tags],
         "paths": paths,
-        "components": {"schemas": schemas, "securitySchemes": SECURITY_SCHEMES},
+        "components": {"schemas": schemas, "headers": RESPONSE_HEADERS, "securitySchemes": SECURITY_SCHEMES},
     }
 
 

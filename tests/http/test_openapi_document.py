@@ -106,3 +106,17 @@ def test_the_mcp_input_schemas_are_left_as_they_were() -> None:
     publish = next(operation for operation in CATALOG if operation.name == "publish_event")
     event = input_schema_of(publish.name, publish.input_model)["properties"]["event"]
     assert "propertyNames" not in event and "maxProperties" not in event
+
+
+def test_every_response_names_the_request_id_and_trace_id_headers() -> None:
+    headers = DOCUMENT["components"]["headers"]
+    assert set(headers) == {"x-request-id", "x-trace-id"}
+    assert headers["x-trace-id"]["required"] is False
+    for entries in DOCUMENT["paths"].values():
+        for entry in entries.values():
+            for status, response in entry["responses"].items():
+                named = {name: ref["$ref"] for name, ref in response["headers"].items()}
+                assert named == {name: f"#/components/headers/{name}" for name in headers}, (
+                    entry["operationId"],
+                    status,
+                )
