@@ -10,29 +10,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.conformance.connections.conftest import (
-    ORG,
     SECRET,
     ConnectionFakes,
     add,
     connection_settings,
-    new_playbook_id,
     secret_connection,
 )
 from tests.conformance.helpers import problem
-from tests.conformance.reasoning.conftest import gateway_settings
+from tests.conformance.reasoning.conftest import define_helper, gateway_settings, run_helper
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.fakes.gateway_process import FakeGatewayProcess, start_fake_gateway
-
-SOURCE = """---
-model: fake/{model}
-tools: [{tools}]
----
-Help customer {{{{ input.customer_id }}}}.
-"""
 
 
 @pytest.fixture(scope="module")
@@ -52,20 +42,6 @@ def server(
     assert started.stop() == 0, started.log()
 
 
-def _define(client: httpx.Client, model: str, tools: str) -> str:
-    playbook = new_playbook_id(client)
-    source = SOURCE.format(model=model, tools=tools)
-    url = f"/v1/orgs/{ORG}/playbooks/{playbook}"
-    response = client.post(f"{url}/definitions/reasoning", json={"name": "helper", "source": source})
-    assert response.status_code == 201, response.text
-    return url
-
-
-def _run(client: httpx.Client, playbook: str, run_id: str) -> httpx.Response:
-    body = {"input": {"customer_id": "c-7"}, "run_id": run_id}
-    return client.post(f"{playbook}/definitions/reasoning/helper/run", json=body)
-
-
 def test_a_function_calls_a_connections_tool_under_its_credential(
     server: ServerProcess, gateway: FakeGatewayProcess, connection_fakes: ConnectionFakes
 ) -> None:
@@ -77,8 +53,8 @@ def test_a_function_calls_a_connections_tool_under_its_credential(
     run_id = str(uuid.uuid4())
     with server.client() as client:
         connected = secret_connection(client, connection_fakes.guarded.url, name="crmconn")
-        playbook = _define(client, model, "crmconn/get_customer")
-        response = _run(client, playbook, run_id)
+        playbook = define_helper(client, model, "crmconn/get_customer")
+        response = run_helper(client, playbook, run_id)
         assert response.status_code == 200, response.text
         assert response.json()["output"] == "Customer c-7 is on the pro plan."
         history = client.get(f"{playbook}/runs/{run_id}/history", params={"limit": 100})
@@ -96,7 +72,7 @@ def test_a_connection_that_is_not_ready_refuses_the_run_before_the_model(
     model = gateway.new_script({"content": "never asked"})
     with server.client() as client:
         add(client, "mcp", {"url": connection_fakes.open.url}, {"kind": "none"}, name="waiting")
-        playbook = _define(client, model, "waiting/*")
-        refused = problem(_run(client, playbook, str(uuid.uuid4())), 503, "unavailable", "tool_not_offered")
+        playbook = define_helper(client, model, "waiting/*")
+        refused = problem(run_helper(client, playbook, str(uuid.uuid4())), 503, "unavailable", "tool_not_offered")
     assert refused["because"] == "connection_pending"
     assert gateway.requests(model) == []

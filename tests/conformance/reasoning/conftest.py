@@ -6,12 +6,21 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
+from tests.conformance.helpers import new_playbook
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.fakes.gateway_process import FakeGatewayProcess, start_fake_gateway
 
 FAKE_KEY = "fake-gateway-key-0123456789"
+HELPER_WITH_TOOLS = """---
+model: fake/{model}
+tools: [{tools}]
+---
+Help customer {{{{ input.customer_id }}}}.
+"""
+"""The `helper` function of the tool-loop tests: a model of the fake gateway and the tools it may call."""
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +46,18 @@ def reasoning_server(
     server = start_server(Path(tmp_path_factory.mktemp("reasoning-server")), gateway_settings(reasoning_gateway))
     yield server
     assert server.stop() == 0, server.log()
+
+
+def define_helper(client: httpx.Client, model: str, tools: str, org: str = "acme") -> str:
+    """A new playbook of `org` holding `helper` (`HELPER_WITH_TOOLS`); the playbook's URL."""
+    playbook = new_playbook(client, org)
+    source = HELPER_WITH_TOOLS.format(model=model, tools=tools)
+    response = client.post(f"{playbook}/definitions/reasoning", json={"name": "helper", "source": source})
+    assert response.status_code == 201, response.text
+    return playbook
+
+
+def run_helper(client: httpx.Client, playbook: str, run_id: str) -> httpx.Response:
+    """Runs `helper` of the playbook at `playbook` for customer c-7 under `run_id`."""
+    body = {"input": {"customer_id": "c-7"}, "run_id": run_id}
+    return client.post(f"{playbook}/definitions/reasoning/helper/run", json=body)

@@ -12,16 +12,10 @@ import httpx
 import pytest
 
 from tests.conformance.helpers import new_playbook, problem
-from tests.conformance.reasoning.conftest import gateway_settings
+from tests.conformance.reasoning.conftest import HELPER_WITH_TOOLS, define_helper, gateway_settings, run_helper
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.fakes.gateway_process import FakeGatewayProcess, McpToolServerProcess, start_mcp_tool_server
 
-TOOLS = """---
-model: fake/{model}
-tools: [{tools}]
----
-Help customer {{{{ input.customer_id }}}}.
-"""
 RATE_LIMITED = {"status": 429, "error": {"message": "slow down"}, "headers": {"retry-after": "0"}}
 
 
@@ -53,19 +47,6 @@ def _call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"id": call_id, "name": name, "arguments": json.dumps(arguments)}
 
 
-def _define(client: httpx.Client, model: str, tools: str) -> str:
-    playbook = new_playbook(client)
-    source = TOOLS.format(model=model, tools=tools)
-    response = client.post(f"{playbook}/definitions/reasoning", json={"name": "helper", "source": source})
-    assert response.status_code == 201, response.text
-    return playbook
-
-
-def _run(client: httpx.Client, playbook: str, run_id: str) -> httpx.Response:
-    body = {"input": {"customer_id": "c-7"}, "run_id": run_id}
-    return client.post(f"{playbook}/definitions/reasoning/helper/run", json=body)
-
-
 def _history(client: httpx.Client, playbook: str, run_id: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = client.get(f"{playbook}/runs/{run_id}/history", params={"limit": 100}).json()[
         "events"
@@ -82,8 +63,8 @@ def test_the_model_calls_a_read_only_tool_and_answers(
     )
     run_id = str(uuid.uuid4())
     with tool_server.client() as client:
-        playbook = _define(client, model, "helpdesk/get_customer")
-        response = _run(client, playbook, run_id)
+        playbook = define_helper(client, model, "helpdesk/get_customer")
+        response = run_helper(client, playbook, run_id)
         assert response.status_code == 200, response.text
         assert response.json()["output"] == "Customer c-7 is on the pro plan."
         events = _history(client, playbook, run_id)
@@ -130,8 +111,8 @@ def test_error_results_refused_arguments_and_repeated_calls_reach_the_model(
     )
     run_id = str(uuid.uuid4())
     with tool_server.client() as client:
-        playbook = _define(client, model, "helpdesk/*")
-        assert _run(client, playbook, run_id).status_code == 200
+        playbook = define_helper(client, model, "helpdesk/*")
+        assert run_helper(client, playbook, run_id).status_code == 200
         events = _history(client, playbook, run_id)
     kinds = [(event["type"], event["data"].get("number")) for event in events[1:-1]]
     assert kinds == [
@@ -169,8 +150,8 @@ def test_a_run_that_only_read_ends_tools_unfinished_and_is_not_run_again(
     )
     run_id = str(uuid.uuid4())
     with tool_server.client() as client:
-        playbook = _define(client, model, "narrow/*")
-        response = _run(client, playbook, run_id)
+        playbook = define_helper(client, model, "narrow/*")
+        response = run_helper(client, playbook, run_id)
         body = problem(response, 503, "unavailable", "tools_unfinished")
         assert body["type"] == "https://on.auto/problems/tools_unfinished"
         assert body["because"] == "model_unavailable"
@@ -180,7 +161,7 @@ def test_a_run_that_only_read_ends_tools_unfinished_and_is_not_run_again(
         assert set(record) == {"usage", "duration_ms"}
         events = _history(client, playbook, run_id)
         assert "arguments" not in events[1]["data"] and events[1]["data"]["content_kept"] is False
-        again = problem(_run(client, playbook, run_id), 409, "conflict", "tools_called")
+        again = problem(run_helper(client, playbook, run_id), 409, "conflict", "tools_called")
         assert again["because"] == "only_read"
         assert again["type"] == "https://on.auto/problems/tools_called"
 
@@ -196,11 +177,11 @@ def test_a_run_that_may_have_changed_something_ends_effect_unknown(
     )
     run_id = str(uuid.uuid4())
     with tool_server.client() as client:
-        playbook = _define(client, model, "helpdesk/create_ticket")
-        body = problem(_run(client, playbook, run_id), 409, "conflict", "effect_unknown")
+        playbook = define_helper(client, model, "helpdesk/create_ticket")
+        body = problem(run_helper(client, playbook, run_id), 409, "conflict", "effect_unknown")
         assert body["because"] == "model_unavailable"
         assert "the create_ticket tool of helpdesk" in body["detail"]
-        again = problem(_run(client, playbook, run_id), 409, "conflict", "tools_called")
+        again = problem(run_helper(client, playbook, run_id), 409, "conflict", "tools_called")
         assert "because" not in again
 
 
@@ -214,13 +195,13 @@ def test_tools_not_offered_end_before_any_call_and_run_again(
             ("narrow/create_ticket", "tool_not_allowed"),
             ("helpdesk/missing", "tool_not_listed"),
         ):
-            playbook = _define(client, model, tools)
+            playbook = define_helper(client, model, tools)
             run_id = str(uuid.uuid4())
-            response = _run(client, playbook, run_id)
+            response = run_helper(client, playbook, run_id)
             body = problem(response, 503, "unavailable", "tool_not_offered")
             assert body["because"] == because
             assert "retry-after" not in response.headers
-            problem(_run(client, playbook, run_id), 503, "unavailable", "tool_not_offered")
+            problem(run_helper(client, playbook, run_id), 503, "unavailable", "tool_not_offered")
     assert reasoning_gateway.requests(model) == []
 
 
@@ -231,8 +212,8 @@ def test_spent_calls_lead_to_a_final_step_without_tools(
     model = reasoning_gateway.new_script({"tool_calls": calls}, {"content": "From the results: all pro."})
     run_id = str(uuid.uuid4())
     with tool_server.client() as client:
-        playbook = _define(client, model, "helpdesk/get_customer")
-        response = _run(client, playbook, run_id)
+        playbook = define_helper(client, model, "helpdesk/get_customer")
+        response = run_helper(client, playbook, run_id)
         assert response.status_code == 200, response.text
         events = _history(client, playbook, run_id)
     assert sum(1 for event in events if event["type"] == "tool_call_started") == 25
@@ -250,8 +231,8 @@ def test_a_final_step_that_still_asks_for_tools_has_no_answer(
         {"tool_calls": calls}, {"tool_calls": [_call("c-99", "helpdesk__get_customer", {"id": "99"})]}
     )
     with tool_server.client() as client:
-        playbook = _define(client, model, "helpdesk/get_customer")
-        body = problem(_run(client, playbook, str(uuid.uuid4())), 503, "unavailable", "tools_unfinished")
+        playbook = define_helper(client, model, "helpdesk/get_customer")
+        body = problem(run_helper(client, playbook, str(uuid.uuid4())), 503, "unavailable", "tools_unfinished")
         assert body["because"] == "no_answer"
 
 
@@ -260,8 +241,8 @@ def test_five_server_failures_stop_the_run(tool_server: ServerProcess, reasoning
     model = reasoning_gateway.new_script({"tool_calls": calls})
     run_id = str(uuid.uuid4())
     with tool_server.client() as client:
-        playbook = _define(client, model, "helpdesk/crash")
-        body = problem(_run(client, playbook, run_id), 409, "conflict", "effect_unknown")
+        playbook = define_helper(client, model, "helpdesk/crash")
+        body = problem(run_helper(client, playbook, run_id), 409, "conflict", "effect_unknown")
         assert body["because"] == "server_failed"
         events = _history(client, playbook, run_id)
     failed = [event["data"] for event in events if event["type"] == "tool_call_failed"]
@@ -278,8 +259,8 @@ def test_a_429_the_server_asks_to_wait_out_briefly_is_waited_out(
     )
     run_id = str(uuid.uuid4())
     with tool_server.client() as client:
-        playbook = _define(client, model, "helpdesk/busy, helpdesk/swamped")
-        assert _run(client, playbook, run_id).status_code == 200
+        playbook = define_helper(client, model, "helpdesk/busy, helpdesk/swamped")
+        assert run_helper(client, playbook, run_id).status_code == 200
         events = _history(client, playbook, run_id)
     assert [event["type"] for event in events[1:-1]] == [
         "tool_call_started",
@@ -302,8 +283,8 @@ def test_the_input_token_budget_makes_the_next_step_final(
         {"content": "Answered from what I have."},
     )
     with tool_server.client() as client:
-        playbook = _define(client, model, "helpdesk/get_customer")
-        assert _run(client, playbook, str(uuid.uuid4())).status_code == 200
+        playbook = define_helper(client, model, "helpdesk/get_customer")
+        assert run_helper(client, playbook, str(uuid.uuid4())).status_code == 200
     final = reasoning_gateway.requests(model)[1]["body"]
     assert "tools" not in final
 
@@ -314,12 +295,12 @@ def test_a_json_answer_that_does_not_fit_after_a_tool_call_has_no_answer(
     model = reasoning_gateway.new_script(
         {"tool_calls": [_call("c-1", "helpdesk__create_ticket", {"title": "x"})]}, {"content": "not json"}
     )
-    source = TOOLS.format(model=model, tools="helpdesk/create_ticket").replace(
+    source = HELPER_WITH_TOOLS.format(model=model, tools="helpdesk/create_ticket").replace(
         "tools:", "output: { format: json, schema: { type: object } }\ntools:"
     )
     with tool_server.client() as client:
         playbook = new_playbook(client)
         created = client.post(f"{playbook}/definitions/reasoning", json={"name": "helper", "source": source})
         assert created.status_code == 201, created.text
-        body = problem(_run(client, playbook, str(uuid.uuid4())), 409, "conflict", "effect_unknown")
+        body = problem(run_helper(client, playbook, str(uuid.uuid4())), 409, "conflict", "effect_unknown")
     assert body["because"] == "no_answer"
