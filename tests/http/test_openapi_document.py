@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Any
 
 import jsonschema
@@ -60,17 +59,18 @@ def test_every_operation_that_needs_a_permission_requires_the_bearer_credential_
     assert _operation("list_playbooks")["security"] == [{BEARER: ["org:read"]}, {BEARER: ["playbook:read"]}]
 
 
+SOME_ID = "0191f3c2-7a4e-7b3d-9c1a-2f6e8d4b5a97"
 EVENT_IDS = [
-    str(uuid.uuid4()),
-    str(uuid.uuid4()).upper(),
-    f"{uuid.uuid4()}_1",
-    f"{uuid.uuid4()}_12",
-    f"{uuid.uuid4()}_0",
-    f"{uuid.uuid4()}_02",
-    f"{uuid.uuid4()}_",
+    SOME_ID,
+    SOME_ID.upper(),
+    f"{SOME_ID}_1",
+    f"{SOME_ID}_12",
+    f"{SOME_ID}_0",
+    f"{SOME_ID}_02",
+    f"{SOME_ID}_",
     "2026-09",
-    str(uuid.uuid4())[:-1],
-    str(uuid.uuid4()).replace("-", ""),
+    SOME_ID[:-1],
+    SOME_ID.replace("-", ""),
 ]
 
 
