@@ -73,6 +73,9 @@ class WorkflowRuntime:
     """One server's workflow runs: `start`, `send_event`, `cancel`, and `run` (the timer loop, while the server
     holds the lease). See the module's rules."""
 
+    runs_once = True
+    """A workflow runs once for its id (seeds, "Retrying under a run id")."""
+
     def __init__(
         self,
         ledger: Ledger,
