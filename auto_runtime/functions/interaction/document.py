@@ -179,20 +179,18 @@ class _Checker:
         return compiled
 
     def arguments(self, pointer: str, value: Any, names: frozenset[str], samples: Mapping[str, Any]) -> Any:
-        """A `with` block, typed (§1.3); when it reads no `input`, rendered once with sample values."""
+        """A `with` block, typed (§1.3): each text template that reads no `input` rendered once with sample
+        values, and the whole block, when it reads no `input`, measured."""
         if not isinstance(value, dict):
             self.add(pointer, "Expected an object of arguments")
             return {}
         before = len(self.problems)
-        written = self._typed(pointer, value, names)
+        written = self._typed(pointer, value, names, samples)
         if len(self.problems) > before or arguments_read_input(written):
             return written
         try:
             rendered = render_arguments(written, samples)
-        except StructureAmongText:
-            self.add(pointer, STRUCTURE_WORDS)
-            return written
-        except RenderProblem:
+        except (StructureAmongText, RenderProblem):
             return written
         if len(json.dumps(rendered, ensure_ascii=False).encode("utf-8")) > MAX_ARGUMENTS_BYTES:
             self.add(pointer, f"The arguments take more than {MAX_ARGUMENTS_BYTES:,} bytes as JSON")
@@ -209,13 +207,16 @@ class _Checker:
         except RenderProblem:
             return
 
-    def _typed(self, pointer: str, value: Any, names: frozenset[str]) -> Any:
+    def _typed(self, pointer: str, value: Any, names: frozenset[str], samples: Mapping[str, Any]) -> Any:
         if isinstance(value, str):
-            return self.template(pointer, value, names)
+            text = self.template(pointer, value, names)
+            if text is not None and not text.alone:
+                self.sample_text(pointer, text, samples)
+            return text
         if isinstance(value, dict):
-            return {key: self._typed(f"{pointer}/{escape(key)}", item, names) for key, item in value.items()}
+            return {key: self._typed(f"{pointer}/{escape(key)}", item, names, samples) for key, item in value.items()}
         if isinstance(value, list):
-            return [self._typed(f"{pointer}/{index}", item, names) for index, item in enumerate(value)]
+            return [self._typed(f"{pointer}/{index}", item, names, samples) for index, item in enumerate(value)]
         return value
 
     def pointer(self, pointer: str, value: Any) -> str | None:
