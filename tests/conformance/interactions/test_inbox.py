@@ -158,3 +158,34 @@ def test_a_request_the_function_cannot_render_is_unworkable(client: httpx.Client
     assert "256" in body["detail"]
     missing = problem(ask(client, playbook, "deploy", {"lead": "ana"}), 422, "invalid_input")
     assert pointers(missing) == ["/input"] or "/input/service" in pointers(missing)
+
+
+def test_history_shows_the_request_without_its_message(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    source = QUESTION.replace("to: '{{ input.lead }}'", "to: '{{ input.lead }}'\nfrom: 'boss'")
+    defined(client, playbook, "deploy", source)
+    run_id = str(uuid.uuid4())
+    assert ask(client, playbook, "deploy", LEAD, run_id).status_code == 200
+    events = client.get(f"{playbook}/runs/{run_id}/history").json()["events"]
+    started, requested = events
+    assert started["data"]["finishes_later"] is True
+    assert requested["type"] == "interaction_requested"
+    assert requested["summary"] == "The run of the interaction definition deploy asks ana@example.com."
+    assert requested["data"] == {
+        "delivery": None,
+        "to": "ana@example.com",
+        "message_bytes": len(b"May **billing** go out tonight? Reply go or hold.\n"),
+        "takes_answer": True,
+        "expires_at": requested["data"]["expires_at"],
+        "answerer": "boss",
+    }
+    assert requested["metadata"]["causation_id"] == started["id"]
+    kept = client.get(f"{playbook}/events/{requested['id']}").json()
+    assert kept["data"]["message"] == "May **billing** go out tonight? Reply go or hold.\n"
+    answered = answer(client, playbook, run_id, {"decision": "hold", "reason": "freeze"})
+    assert answered.status_code == 200
+    ending = ended(client, playbook, run_id)
+    assert ending["output"] == {"decision": "hold", "reason": "freeze"}
+    events = client.get(f"{playbook}/runs/{run_id}/history").json()["events"]
+    assert events[2]["metadata"]["causation_id"] == requested["id"]
+    assert events[3]["type"] == "run_succeeded"
