@@ -254,10 +254,11 @@ def compose_services(
     )
     runs.serve_waiting("workflow", workflows)
     interactions = InteractionRuntime(
-        ledger, runs, open_limit=settings.interaction_open_requests, wake=workflows.loop.wake
+        ledger, runs, open_limit=settings.interaction_open_requests, tools=reached, wake=workflows.loop.wake
     )
     runs.serve_waiting("interaction", interactions)
     workflows.add_due_handler(INTERACTION_KEY_PREFIX, interactions.fire)
+    workflows.add_follower(interactions.deliveries.follow)
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)

@@ -14,7 +14,7 @@ a projection of a new version is rebuilt from the history when the ledger opens.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from auto_runtime.ledger import Projection, Record, Row, TableSpec
@@ -26,12 +26,17 @@ REQUEST_ANSWERED = "request_answered"
 OPEN_REQUESTS_TABLE = "open_requests"
 
 
+RowChange = Callable[[Row, Record], Row]
+
+
 @dataclass(frozen=True)
 class RequestSource:
-    """Where open requests come from: the fact that opens one, and the row it makes (without the key columns)."""
+    """Where open requests come from: the fact that opens one, the row it makes (without the key columns), and
+    how the source's later facts change an open row (its `standing`, its `attempts`)."""
 
     opened_by: str
     row_of: Callable[[Record], Row]
+    changes: Mapping[str, RowChange] = field(default_factory=dict)
 
 
 def interaction_row(record: Record) -> Row:
@@ -61,14 +66,44 @@ def interaction_row(record: Record) -> Row:
     }
 
 
-INTERACTION_SOURCE = RequestSource(INTERACTION_REQUESTED, interaction_row)
+MAX_ATTEMPTS = 5
+
+
+def _delivering(row: Row, record: Record) -> Row:
+    return {**row, "standing": "delivering", "attempts": int(record.data.get("number") or row["attempts"])}
+
+
+def _delivered(row: Row, record: Record) -> Row:
+    return {**row, "standing": "delivered" if row["takes_answer"] else "delivering"}
+
+
+def _failed(row: Row, record: Record) -> Row:
+    spent = int(record.data.get("number") or 0) >= MAX_ATTEMPTS
+    return {**row, "standing": "undelivered" if spent else "retrying"}
+
+
+def _refused(row: Row, record: Record) -> Row:
+    return {**row, "standing": "undelivered"}
+
+
+INTERACTION_SOURCE = RequestSource(
+    INTERACTION_REQUESTED,
+    interaction_row,
+    {
+        "delivery_started": _delivering,
+        "delivery_succeeded": _delivered,
+        "delivery_failed": _failed,
+        "delivery_refused": _refused,
+    },
+)
 
 
 def open_requests_projection(sources: Sequence[RequestSource] = (INTERACTION_SOURCE,)) -> Projection:
     """The `open_requests` projection, fed by `sources`."""
     opening: Mapping[str, RequestSource] = {source.opened_by: source for source in sources}
+    changes: dict[str, RowChange] = {name: change for source in sources for name, change in source.changes.items()}
     closing = frozenset({REQUEST_ANSWERED, RUN_STARTED, *RUN_ENDINGS})
-    touched = frozenset({*opening, *closing, RUN_CANCEL_REQUESTED})
+    touched = frozenset({*opening, *closing, *changes, RUN_CANCEL_REQUESTED})
 
     def keys(record: Record) -> list[tuple[Any, ...]]:
         if record.type not in touched:
@@ -86,11 +121,15 @@ def open_requests_projection(sources: Sequence[RequestSource] = (INTERACTION_SOU
             return None
         if row is None:
             return None
-        return {**row, "standing": "cancelling"}
+        if record.type == RUN_CANCEL_REQUESTED:
+            return {**row, "standing": "cancelling"}
+        if row["standing"] == "cancelling":
+            return {**row, "attempts": max(int(row["attempts"]), int(record.data.get("number") or 0))}
+        return changes[record.type](row, record)
 
     return Projection(
         name=OPEN_REQUESTS_TABLE,
-        version=1,
+        version=2,
         table=TableSpec(
             name=OPEN_REQUESTS_TABLE,
             columns={

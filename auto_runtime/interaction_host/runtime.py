@@ -31,9 +31,10 @@ from typing import Any
 
 from auto_runtime.functions.function_type import Rejected, RunEnding, Succeeded
 from auto_runtime.functions.interaction.arguments import ArgumentText
-from auto_runtime.functions.interaction.call_run import checked_input
+from auto_runtime.functions.interaction.call_run import checked_input, rendered_arguments
 from auto_runtime.functions.interaction.document import InteractionDocument
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
+from auto_runtime.interaction_host.deliveries import Deliveries, attempt_key
 from auto_runtime.interaction_host.open_requests import (
     INTERACTION_REQUESTED,
     OPEN_REQUESTS_TABLE,
@@ -68,6 +69,7 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.playbooks.run_view import RunState, fold_run
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.schema_issues import check_off_the_loop
+from auto_runtime.tools import ToolServers
 from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller_call_key
 
 KEY_PREFIX = "interaction:"
@@ -104,12 +106,20 @@ class InteractionRuntime:
     """A request that ended without a final result (`requests_full`, say) runs again under its id."""
 
     def __init__(
-        self, ledger: Ledger, runs: RunService, *, open_limit: int, wake: Callable[[], None] = lambda: None
+        self,
+        ledger: Ledger,
+        runs: RunService,
+        *,
+        open_limit: int,
+        tools: ToolServers | None = None,
+        wake: Callable[[], None] = lambda: None,
     ) -> None:
         self.ledger = ledger
         self.runs = runs
         self.open_limit = open_limit
         self.wake = wake
+        self.deliveries = Deliveries(ledger, tools)
+        """The delivery attempts; its `follow` runs beside the timer loop (`WorkflowRuntime.add_follower`)."""
 
     # -- WaitingRuns -----------------------------------------------------------------------------------------
 
@@ -144,9 +154,11 @@ class InteractionRuntime:
             started = NewRecord(RUN_STARTED, {**started_data, "waits": True, "finishes_later": True}, run_metadata)
             requested = NewRecord(INTERACTION_REQUESTED, ending, {**run_metadata, "causation_id": started.id})
             expires_at = datetime.fromisoformat(ending["expires_at"].replace("Z", "+00:00"))
-            expiry = DueEntry(scope, run_id, EXPIRE_KEY, expires_at, {})
+            arm = [DueEntry(scope, run_id, EXPIRE_KEY, expires_at, {})]
+            if ending.get("delivery") is not None:
+                arm.append(DueEntry(scope, run_id, attempt_key(1), now_utc(), {}))
             await self.ledger.append(
-                [StreamWrite(stream, expected, [started, requested])], due_work=DueWorkChanges(arm=[expiry])
+                [StreamWrite(stream, expected, [started, requested])], due_work=DueWorkChanges(arm=arm)
             )
             self.wake()
             return
@@ -172,15 +184,6 @@ class InteractionRuntime:
         checked = await checked_input(document, value)
         if isinstance(checked, Rejection):
             return Rejected(checked)
-        if document.deliver is not None:
-            return Rejected(
-                unavailable(
-                    "Delivering a request through a tool is not built on this server yet; leave deliver out to ask "
-                    "in the playbook's inbox.",
-                    kind="tool_not_offered",
-                    because="tool_not_listed",
-                )
-            )
         requested_at = now_utc()
         expires_at = requested_at + timedelta(milliseconds=document.expires_ms or 0)
         moment = iso_utc(requested_at)
@@ -214,7 +217,7 @@ class InteractionRuntime:
                 "may hold.",
                 "",
             )
-        if not document.takes_answer:
+        if not document.takes_answer and document.deliver is None:
             record = {
                 "to": rendered["to"],
                 "message": message,
@@ -235,13 +238,31 @@ class InteractionRuntime:
             "to": rendered["to"],
             "message": message,
             "message_bytes": size,
-            "takes_answer": True,
-            "answer_schema": document.output_schema,
-            "answerer": rendered.get("answerer", rendered["to"]),
+            "takes_answer": document.takes_answer,
+            "answer_schema": document.output_schema if document.takes_answer else None,
             "delivery": None,
             "requested_at": moment,
             "expires_at": iso_utc(expires_at),
         }
+        if document.takes_answer:
+            request["answerer"] = rendered.get("answerer", rendered["to"])
+        if document.deliver is not None:
+            request["delivery"] = {"server": document.deliver.server, "tool": document.deliver.tool}
+            values = {
+                **values,
+                "to": rendered["to"],
+                "message": message,
+                "run_id": run_id,
+                "function": name,
+                "expires_at": request["expires_at"],
+                "answer_schema": request["answer_schema"],
+            }
+            checked_arguments = rendered_arguments(document.deliver.arguments, values, "The arguments of deliver")
+            if isinstance(checked_arguments, Rejection):
+                return Rejected(checked_arguments)
+            request["deliver"] = document.deliver_written
+            if document.replies_written is not None:
+                request["replies"] = document.replies_written
         if document.reply_rule is not None:
             request["reply"] = {name: part.as_record() for name, part in document.reply_rule.items()}
         return request
@@ -414,6 +435,9 @@ class InteractionRuntime:
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
         """End the run an `interaction:` entry is due for, when its moment came: with its answer, its
         cancellation or its expiry; marks the entry fired in the ending's append (alone when nothing ends)."""
+        if self.deliveries.handles(entry.key):
+            await self.deliveries.fire(entry, fence)
+            return
         scope = entry.scope
         assert isinstance(scope, PlaybookScope)
         stream = run_stream(scope, entry.run_id)

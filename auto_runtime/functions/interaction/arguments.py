@@ -82,3 +82,22 @@ def arguments_read_input(written: Any) -> bool:
     if isinstance(written, list):
         return any(arguments_read_input(item) for item in written)
     return False
+
+
+class ArgumentsUnreadable(ValueError):
+    """A recorded `with` block whose templates no longer compile (a request recorded by another release)."""
+
+
+def compile_arguments(written: Any, names: frozenset[str]) -> Any:
+    """A `with` block as written (recorded in a request), typed again for rendering; `ArgumentsUnreadable` when
+    one of its templates does not compile."""
+    if isinstance(written, str):
+        compiled = compile_text(written, 1, names, None)
+        if isinstance(compiled, list):
+            raise ArgumentsUnreadable("; ".join(problem.words for problem in compiled))
+        return compiled
+    if isinstance(written, dict):
+        return {key: compile_arguments(item, names) for key, item in written.items()}
+    if isinstance(written, list):
+        return [compile_arguments(item, names) for item in written]
+    return written

@@ -1,8 +1,10 @@
-"""Asking a system (`call`), end to end: the real server and a real MCP tool server (interaction-format §2)."""
+"""Asking a system (`call`, interaction-format §2) and delivering a request through a tool (§4), end to end: the
+real server and a real MCP tool server."""
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -14,7 +16,15 @@ import pytest
 
 from tests.conformance.helpers import new_playbook, pointers, problem
 from tests.conformance.interactions.conftest import ledger_settings
-from tests.conformance.interactions.documents import answer, ask, defined, history_types, open_requests
+from tests.conformance.interactions.documents import (
+    POLL_LIMIT_S,
+    answer,
+    ask,
+    defined,
+    ended,
+    history_types,
+    open_requests,
+)
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.fakes.gateway_process import McpToolServerProcess, start_mcp_tool_server
 
@@ -164,3 +174,122 @@ def test_a_structure_among_text_in_the_arguments_is_unworkable(client: httpx.Cli
     said = run(client, playbook, "mixed", {"thing": "tea"})
     assert said.status_code == 200, said.text
     assert said.json()["output"] == "about tea"
+
+
+# -- delivering a request through a tool (§4) ------------------------------------------------------------------
+
+DELIVERED = """---
+to: '{{ input.lead }}'
+expires: PT1H
+deliver:
+  server: billing
+  tool: TOOL
+  with: { text: 'TEXT', to: '{{ to }}', run: '{{ run_id }}', schema: '{{ answer_schema }}' }
+  sent: { conversation: /message/room, id: /message/key }
+output:
+  schema: { type: object, required: [decision], properties: { decision: { type: string, enum: [go, hold] } } }
+---
+May {{ input.service }} go out?
+"""
+LANDED = '{"message": {"room": "r-1", "key": 7}}'
+
+
+def delivered(tool: str = "say", text: str = LANDED, *, notification: bool = False) -> str:
+    source = DELIVERED.replace("TOOL", tool).replace("TEXT", text)
+    if notification:
+        source = source.replace(source[source.index("output:") : source.index("---\nMay")], "")
+    return source
+
+
+def history(client: httpx.Client, playbook: str, run_id: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = client.get(f"{playbook}/runs/{run_id}/history", params={"limit": 100}).json()[
+        "events"
+    ]
+    return events
+
+
+def settled(client: httpx.Client, playbook: str, run_id: str, fact: str) -> list[dict[str, Any]]:
+    """The run's history once it holds `fact` (waits for the attempt's end, never for a time)."""
+    deadline = time.monotonic() + POLL_LIMIT_S
+    while True:
+        events = history(client, playbook, run_id)
+        if any(event["type"] == fact for event in events):
+            return events
+        assert time.monotonic() < deadline, f"no {fact} on {run_id}: {[e['type'] for e in events]}"
+        time.sleep(0.05)
+
+
+def test_a_question_is_delivered_through_its_tool_and_then_answered(
+    client: httpx.Client, billing: McpToolServerProcess
+) -> None:
+    playbook = new_playbook(client)
+    defined(client, playbook, "deploy", delivered())
+    run_id = str(uuid.uuid4())
+    response = ask(client, playbook, "deploy", {"lead": "ana", "service": "billing"}, run_id)
+    assert response.status_code == 200 and response.json()["status"] == "started", response.text
+    events = settled(client, playbook, run_id, "delivery_succeeded")
+    assert [e["type"] for e in events] == [
+        "run_started",
+        "interaction_requested",
+        "delivery_started",
+        "delivery_succeeded",
+    ]
+    assert events[1]["data"]["delivery"] == {"server": "billing", "tool": "say"}
+    assert events[2]["data"]["number"] == 1 and events[2]["data"]["server"] == "billing"
+    assert events[3]["data"]["delivered_as"] == {"conversation": "r-1", "id": "7"}
+    assert events[3]["metadata"]["causation_id"] == events[2]["id"]
+    call = [c for c in billing.calls() if c["name"] == "say" and c["arguments"].get("run") == run_id][-1]
+    assert call["arguments"]["to"] == "ana"
+    assert call["arguments"]["schema"]["required"] == ["decision"]
+    [item] = open_requests(client, playbook)["interactions"]
+    assert item["standing"] == "delivered" and item["attempts"] == 1
+    assert item["delivery"] == {"server": "billing", "tool": "say"}
+    assert answer(client, playbook, run_id, {"decision": "go"}).status_code == 200
+    assert ended(client, playbook, run_id)["output"] == {"decision": "go"}
+
+
+def test_a_notification_ends_when_it_is_delivered(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    defined(client, playbook, "shipped", delivered(notification=True))
+    run_id = str(uuid.uuid4())
+    response = ask(client, playbook, "shipped", {"lead": "ana", "service": "billing"}, run_id)
+    assert response.status_code == 200 and response.json()["status"] == "started", response.text
+    run = ended(client, playbook, run_id)
+    assert run["status"] == "succeeded", run
+    assert run["output"] == {"message": {"room": "r-1", "key": 7}}
+    assert run["record"]["delivered_as"] == {"conversation": "r-1", "id": "7"}
+    problem(answer(client, playbook, run_id, {}), 409, "conflict")
+
+
+def test_a_failed_attempt_leaves_the_question_retrying_and_answerable(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    defined(client, playbook, "deploy", delivered(tool="broken"))
+    run_id = str(uuid.uuid4())
+    assert ask(client, playbook, "deploy", {"lead": "ana", "service": "billing"}, run_id).status_code == 200
+    events = settled(client, playbook, run_id, "delivery_failed")
+    failed = events[-1]["data"]
+    assert failed["number"] == 1 and failed["because"] == "tool_error"
+    [item] = open_requests(client, playbook)["interactions"]
+    assert item["standing"] == "retrying" and item["attempts"] == 1
+    assert answer(client, playbook, run_id, {"decision": "hold"}).status_code == 200
+    assert ended(client, playbook, run_id)["output"] == {"decision": "hold"}
+
+
+def test_a_tool_the_playbook_may_not_use_fails_the_attempt(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    defined(client, playbook, "deploy", delivered().replace("server: billing", "server: nowhere"))
+    run_id = str(uuid.uuid4())
+    assert ask(client, playbook, "deploy", {"lead": "ana", "service": "billing"}, run_id).status_code == 200
+    failed = settled(client, playbook, run_id, "delivery_failed")[-1]["data"]
+    assert failed["because"] == "tool_not_offered"
+
+
+def test_arguments_the_request_cannot_render_are_unworkable_at_start(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    defined(client, playbook, "deploy", delivered(text="about {{ input.thing }}"))
+    value = {"lead": "ana", "service": "billing", "thing": {"a": 1}}
+    body = problem(ask(client, playbook, "deploy", value), 409, "conflict", "unworkable")
+    assert "write | json after it" in body["detail"]
+    big = {"lead": "ana", "service": "billing", "thing": "x" * 17_000}
+    problem(ask(client, playbook, "deploy", big), 409, "conflict", "unworkable")
+    assert open_requests(client, playbook)["interactions"] == []
