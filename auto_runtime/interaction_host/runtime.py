@@ -31,7 +31,12 @@ from typing import Any
 
 from auto_runtime.functions.function_type import Rejected, RunEnding, Succeeded
 from auto_runtime.functions.interaction.arguments import ArgumentText
-from auto_runtime.functions.interaction.call_run import checked_input, rendered_arguments
+from auto_runtime.functions.interaction.call_run import (
+    checked_input,
+    no_tool_servers,
+    not_offered,
+    rendered_arguments,
+)
 from auto_runtime.functions.interaction.document import InteractionDocument
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
 from auto_runtime.interaction_host.deliveries import Deliveries, attempt_key
@@ -69,7 +74,7 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.playbooks.run_view import RunState, fold_run
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.schema_issues import check_off_the_loop
-from auto_runtime.tools import ToolServers
+from auto_runtime.tools import ToolNotOffered, ToolServers, WantedTool
 from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller_call_key
 
 KEY_PREFIX = "interaction:"
@@ -184,6 +189,10 @@ class InteractionRuntime:
         checked = await checked_input(document, value)
         if isinstance(checked, Rejection):
             return Rejected(checked)
+        if document.deliver is not None:
+            refused = await self._not_offered(scope, document)
+            if refused is not None:
+                return Rejected(refused)
         requested_at = now_utc()
         expires_at = requested_at + timedelta(milliseconds=document.expires_ms or 0)
         moment = iso_utc(requested_at)
@@ -266,6 +275,27 @@ class InteractionRuntime:
         if document.reply_rule is not None:
             request["reply"] = {name: part.as_record() for name, part in document.reply_rule.items()}
         return request
+
+    async def _not_offered(self, scope: PlaybookScope, document: InteractionDocument) -> Rejection | None:
+        """§3.1 step 2: the delivering server serves the playbook and allows the tools the request will call
+        (`deliver.tool`, `replies.tool`, `tell.tool`), checked by name without connecting."""
+        deliver = document.deliver
+        assert deliver is not None
+        replies = document.replies_written or {}
+        names = {deliver.tool}
+        if replies:
+            names.add(str(replies.get("tool", deliver.tool)))
+            tell = replies.get("tell")
+            if isinstance(tell, dict):
+                names.add(str(tell.get("tool", deliver.tool)))
+        tools = self.deliveries.tools
+        if tools is None:
+            return no_tool_servers()
+        try:
+            await tools.named(scope.org, scope.playbook, [WantedTool(deliver.server, name) for name in sorted(names)])
+        except ToolNotOffered as refusal:
+            return not_offered(refusal)
+        return None
 
     @staticmethod
     def _render(template: Any, values: Mapping[str, Any], pointer: str) -> str | Rejected:

@@ -47,7 +47,21 @@ class PlaybookServers:
                 return found
         return None
 
+    async def named(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> None:
+        """Check the names alone (a connection's readiness included), contacting no server."""
+        for servers, _connection_id, items in (await self._groups(org, playbook, wanted)).values():
+            await servers.named(org, playbook, items)
+
     async def offered(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[OfferedTool]:
+        offered: list[OfferedTool] = []
+        for servers, connection_id, items in (await self._groups(org, playbook, wanted)).values():
+            tools = await servers.offered(org, playbook, items)
+            offered += [replace(tool, connection_id=connection_id) for tool in tools]
+        return offered
+
+    async def _groups(
+        self, org: str, playbook: str, wanted: Sequence[WantedTool]
+    ) -> dict[str, tuple[ToolServerSet, str | None, list[WantedTool]]]:
         groups: dict[str, tuple[ToolServerSet, str | None, list[WantedTool]]] = {}
         for item in wanted:
             if item.server in groups:
@@ -66,11 +80,7 @@ class PlaybookServers:
                 raise connection.not_ready
             assert connection.servers is not None
             groups[item.server] = (connection.servers, connection.connection.id, [item])
-        offered: list[OfferedTool] = []
-        for servers, connection_id, items in groups.values():
-            tools = await servers.offered(org, playbook, items)
-            offered += [replace(tool, connection_id=connection_id) for tool in tools]
-        return offered
+        return groups
 
     async def call(
         self, org: str, playbook: str, tool: OfferedTool, arguments: Mapping[str, Any], run_id: str

@@ -95,6 +95,10 @@ class ToolCallFailed(Exception):
 
 
 class ToolServers(Protocol):
+    async def named(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> None:
+        """Check the names against the configuration alone, contacting no server: `ToolNotOffered` when one is not
+        offered (an interaction request's check at its start)."""
+
     async def offered(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[OfferedTool]: ...
 
     async def call(

@@ -145,7 +145,11 @@ class ToolServerSet:
         """`text` scrubbed of every secret in every encoding: the one call records and logs may apply."""
         return self.secret_set(text)
 
-    async def offered(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[OfferedTool]:
+    async def named(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> None:
+        """Check the names alone, contacting no server: `ToolNotOffered` when one is not offered."""
+        self._entries(org, playbook, wanted)
+
+    def _entries(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> dict[str, ToolServer]:
         entries: dict[str, ToolServer] = {}
         for item in wanted:
             entry = self._entry(org, playbook, item.server)
@@ -158,6 +162,10 @@ class ToolServerSet:
                     "tool_not_allowed", f"The tool server {item.server} does not allow the tool {item.tool}."
                 )
             entries[item.server] = entry
+        return entries
+
+    async def offered(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[OfferedTool]:
+        entries = self._entries(org, playbook, wanted)
         listed = {name: await self.list_tools(name) for name in entries}
         offered: list[OfferedTool] = []
         chosen: set[tuple[str, str]] = set()

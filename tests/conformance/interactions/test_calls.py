@@ -275,13 +275,27 @@ def test_a_failed_attempt_leaves_the_question_retrying_and_answerable(client: ht
     assert ended(client, playbook, run_id)["output"] == {"decision": "hold"}
 
 
-def test_a_tool_the_playbook_may_not_use_fails_the_attempt(client: httpx.Client) -> None:
+def test_a_tool_the_playbook_may_not_use_is_refused_at_the_start(client: httpx.Client) -> None:
     playbook = new_playbook(client)
-    defined(client, playbook, "deploy", delivered().replace("server: billing", "server: nowhere"))
+    defined(client, playbook, "nowhere", delivered().replace("server: billing", "server: nowhere"))
+    defined(client, playbook, "narrowed", delivered().replace("server: billing", "server: narrow"))
+    value = {"lead": "ana", "service": "billing"}
+    response = ask(client, playbook, "nowhere", value)
+    body = problem(response, 503, "unavailable", "tool_not_offered")
+    assert body["because"] == "tool_server_not_configured" and "retry-after" not in response.headers
+    body = problem(ask(client, playbook, "narrowed", value), 503, "unavailable", "tool_not_offered")
+    assert body["because"] == "tool_not_allowed"
+    assert open_requests(client, playbook)["interactions"] == []
+
+
+def test_a_tool_the_server_does_not_list_fails_the_attempt(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    defined(client, playbook, "deploy", delivered(tool="no_such_tool"))
     run_id = str(uuid.uuid4())
     assert ask(client, playbook, "deploy", {"lead": "ana", "service": "billing"}, run_id).status_code == 200
     failed = settled(client, playbook, run_id, "delivery_failed")[-1]["data"]
     assert failed["because"] == "tool_not_offered"
+    assert open_requests(client, playbook)["interactions"][0]["standing"] == "retrying"
 
 
 def test_arguments_the_request_cannot_render_are_unworkable_at_start(client: httpx.Client) -> None:
