@@ -27,7 +27,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from auto_runtime.functions.function_type import Rejected, RunEnding, Succeeded
 from auto_runtime.functions.interaction.arguments import ArgumentText
@@ -103,6 +103,15 @@ def _bad_text(text: str) -> str | None:
     return None
 
 
+class RequestAnswerer(Protocol):
+    """Answers the requests of another type's runs (a prediction build's, settled point 16): `answer_interaction`
+    on a run of that type is handed to it whole (its own checks, facts and refusals)."""
+
+    async def answer(
+        self, scope: PlaybookScope, run_id: str, answer: Any, claimed_for: str | None, caller_id: str
+    ) -> dict[str, Any]: ...
+
+
 class InteractionRuntime:
     """One server's interaction requests: `start`, `cancel` (`WaitingRuns`), `answer`, `list`, and `fire` (the
     due entries under `interaction:`, on the lease holder). See the module's rules."""
@@ -125,6 +134,14 @@ class InteractionRuntime:
         self.wake = wake
         self.deliveries = Deliveries(ledger, tools)
         """The delivery attempts; its `follow` runs beside the timer loop (`WorkflowRuntime.add_follower`)."""
+        self._answerers: dict[str, RequestAnswerer] = {}
+
+    def answer_for(self, definition_type: str, answerer: RequestAnswerer) -> None:
+        """Hand `answer_interaction` on runs of `definition_type` to `answerer`; their requests are listed once
+        their source is given to `open_requests_projection` (see `open_requests`)."""
+        if definition_type == "interaction" or definition_type in self._answerers:
+            raise ValueError(f"the {definition_type} requests are answered already")
+        self._answerers[definition_type] = answerer
 
     # -- WaitingRuns -----------------------------------------------------------------------------------------
 
@@ -370,6 +387,9 @@ class InteractionRuntime:
             state = fold_run(run_id, history)
             if state is None:
                 raise missing
+            answerer = self._answerers.get(state.type)
+            if answerer is not None:
+                return await answerer.answer(scope, run_id, answer, claimed_for, caller_id)
             facts = request_facts(history)
             if facts.answered is not None:
                 if canonical_digest(facts.answered.data.get("answer")) == canonical_digest(answer):
