@@ -25,14 +25,17 @@ from typing import Any
 import trio
 
 from auto_runtime.functions.interaction.arguments import (
+    CONVERSATION_NAMES,
     DELIVER_NAMES,
     MAX_ARGUMENTS_BYTES,
     ArgumentsUnreadable,
     compile_arguments,
+    compile_text,
     render_arguments,
 )
 from auto_runtime.functions.interaction.document import resolve_pointer
-from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText
+from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
+from auto_runtime.interaction_host.replies import ReplyReads, woken_read
 from auto_runtime.interaction_host.request_facts import request_facts
 from auto_runtime.json_limits import compact_json, json_size
 from auto_runtime.ledger import (
@@ -110,6 +113,7 @@ class Deliveries:
     def __init__(self, ledger: Ledger, tools: ToolServers | None) -> None:
         self.ledger = ledger
         self.tools = tools
+        self.reads = ReplyReads(ledger, tools)
         self._nursery: trio.Nursery | None = None
 
     async def follow(self, fence: Any) -> None:
@@ -122,13 +126,15 @@ class Deliveries:
 
     @staticmethod
     def handles(key: str) -> bool:
-        return key.startswith((ATTEMPT_PREFIX, LOST_PREFIX))
+        return key.startswith((ATTEMPT_PREFIX, LOST_PREFIX)) or ReplyReads.handles(key)
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
         if entry.key.startswith(LOST_PREFIX):
             await self._lost(entry, fence)
         elif self._nursery is None:
             return  # not following yet: the entry stays armed and a later sweep starts it
+        elif ReplyReads.handles(entry.key):
+            self.reads.fire(entry, fence, self._nursery)
         else:
             await self._start(entry, fence)
 
@@ -322,6 +328,10 @@ class Deliveries:
             data["jsonrpc_id"] = result.jsonrpc_id
         has_answer, document = answer_of(result)
         delivered_as = self._delivered_as(request, document if has_answer else None, data)
+        if request.get("takes_answer") and delivered_as is not None:
+            replies_in = self._replies_in(request, delivered_as)
+            if replies_in is not None:
+                data["replies_in"] = replies_in
         succeeded = NewRecord(DELIVERY_SUCCEEDED, data, metadata)
         if request.get("takes_answer"):
             return [succeeded]
@@ -333,6 +343,25 @@ class Deliveries:
             RUN_SUCCEEDED, {"output": output, "record": record}, {**metadata, "causation_id": succeeded.id}
         )
         return [succeeded, ending]
+
+    @staticmethod
+    def _replies_in(request: Mapping[str, Any], sent: Mapping[str, str]) -> dict[str, str] | None:
+        """Where the request's replies are read (§4.2): with `replies` and a rule, the rendered conversation key."""
+        replies = request.get("replies")
+        deliver = request.get("deliver")
+        if not isinstance(replies, dict) or not isinstance(deliver, dict) or request.get("reply") is None:
+            return None
+        written = replies.get("conversation", "{{ sent.conversation }}")
+        compiled = compile_text(str(written), 1, CONVERSATION_NAMES, None)
+        if isinstance(compiled, list):
+            return None
+        try:
+            key = render_text(compiled.template, {"to": request.get("to"), "sent": dict(sent)})
+        except (RenderProblem, StructureAmongText):
+            return None
+        if _sent_text(key) is None:
+            return None
+        return {"server": str(deliver.get("server")), "tool": str(replies.get("tool", deliver.get("tool"))), "key": key}
 
     @staticmethod
     def _delivered_as(request: Mapping[str, Any], document: Any, data: dict[str, Any]) -> dict[str, str] | None:
@@ -377,6 +406,10 @@ class Deliveries:
     ) -> DueWorkChanges:
         cancel = [DueKey(scope, run_id, f"{LOST_PREFIX}{number}")]
         arm = self._answers(scope, run_id, state, records)
+        replies_in = records[-1].data.get("replies_in") if records[-1].type == DELIVERY_SUCCEEDED else None
+        if isinstance(replies_in, dict):
+            replies = request_facts(history).request.get("replies")
+            arm.append(woken_read(scope, replies_in, replies if isinstance(replies, dict) else None))
         if records[-1].type == DELIVERY_FAILED and number < MAX_ATTEMPTS:
             wait = timedelta(minutes=WAITS_MINUTES[number - 1])
             retry = outcome.get("retry_after_ms")

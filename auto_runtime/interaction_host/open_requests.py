@@ -74,7 +74,13 @@ def _delivering(row: Row, record: Record) -> Row:
 
 
 def _delivered(row: Row, record: Record) -> Row:
-    return {**row, "standing": "delivered" if row["takes_answer"] else "delivering"}
+    replies_in = record.data.get("replies_in")
+    conversation = replies_in.get("key") if isinstance(replies_in, dict) else row["conversation"]
+    return {**row, "standing": "delivered" if row["takes_answer"] else "delivering", "conversation": conversation}
+
+
+def _reply_refused(row: Row, record: Record) -> Row:
+    return {**row, "reply_refusals": int(row["reply_refusals"]) + 1}
 
 
 def _failed(row: Row, record: Record) -> Row:
@@ -94,6 +100,7 @@ INTERACTION_SOURCE = RequestSource(
         "delivery_succeeded": _delivered,
         "delivery_failed": _failed,
         "delivery_refused": _refused,
+        "reply_refused": _reply_refused,
     },
 )
 
@@ -123,13 +130,13 @@ def open_requests_projection(sources: Sequence[RequestSource] = (INTERACTION_SOU
             return None
         if record.type == RUN_CANCEL_REQUESTED:
             return {**row, "standing": "cancelling"}
-        if row["standing"] == "cancelling":
+        if row["standing"] == "cancelling" and record.type.startswith("delivery_"):
             return {**row, "attempts": max(int(row["attempts"]), int(record.data.get("number") or 0))}
         return changes[record.type](row, record)
 
     return Projection(
         name=OPEN_REQUESTS_TABLE,
-        version=2,
+        version=3,
         table=TableSpec(
             name=OPEN_REQUESTS_TABLE,
             columns={

@@ -18,7 +18,10 @@ With ``--interaction-tools`` it also lists the tools the interaction tests call:
 
 * ``list_invoices`` (``readOnlyHint: true``): answers ``structuredContent`` ``{"invoices": [...]}``, ``limit``
   invoices of the ``customer`` it is given, each ``{"id": "<customer>-<n>", "total": <n>}``;
-* ``say``: answers its ``text`` argument as one text block (JSON when the text is JSON); not read-only.
+* ``say``: answers its ``text`` argument as one text block (JSON when the text is JSON); not read-only;
+* ``replies`` (``readOnlyHint: true``): answers ``structuredContent`` ``{"items": [...]}``: one reply
+  ``{"key": "<parent>-reply", "author": <who>, "body": <words>, "parent": <parent>}`` while ``since`` is empty,
+  none after (a reader that keeps its cursor reads it once).
 
 With ``--extra-tools N`` it also lists ``N`` more tools, ``extra_1`` to ``extra_N`` (``Extra tool <n>.``), which
 answer ``extra <n>``.
@@ -94,6 +97,12 @@ INTERACTION_TOOLS = [
         annotations=types.ToolAnnotations(read_only_hint=True),
     ),
     types.Tool(name="say", description="Says its text back.", input_schema={"type": "object"}),
+    types.Tool(
+        name="replies",
+        description="Lists the replies to a message.",
+        input_schema={"type": "object"},
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
 ]
 
 
@@ -133,6 +142,13 @@ def build(log: Path | None, extra: int = 0, interaction: bool = False) -> Server
             return types.CallToolResult(
                 content=[types.TextContent(text=json.dumps({"invoices": invoices}))],
                 structured_content={"invoices": invoices},
+            )
+        if params.name == "replies" and interaction:
+            parent = str(arguments.get("parent"))
+            reply = {"key": f"{parent}-reply", "author": arguments.get("who"), "body": arguments.get("words")}
+            items = [] if arguments.get("since") else [{**reply, "parent": parent}]
+            return types.CallToolResult(
+                content=[types.TextContent(text=json.dumps({"items": items}))], structured_content={"items": items}
             )
         if params.name == "say" and interaction:
             return types.CallToolResult(content=[types.TextContent(text=str(arguments.get("text")))])

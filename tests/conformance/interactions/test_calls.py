@@ -307,3 +307,82 @@ def test_arguments_the_request_cannot_render_are_unworkable_at_start(client: htt
     big = {"lead": "ana", "service": "billing", "thing": "x" * 17_000}
     problem(ask(client, playbook, "deploy", big), 409, "conflict", "unworkable")
     assert open_requests(client, playbook)["interactions"] == []
+
+
+# -- reading replies (§5) --------------------------------------------------------------------------------------
+
+REPLIED = """---
+to: '{{ input.lead }}'
+expires: PT1H
+deliver:
+  server: billing
+  tool: say
+  with: { text: '{"message": {"room": "r-1", "key": "m-0"}}' }
+  sent: { conversation: /message/room, id: /message/key }
+replies:
+  tool: replies
+  with: { who: '{{ to }}', parent: '{{ sent.id }}', words: 'WORDS', since: '{{ since }}' }
+  read: { list: /items, order: oldest_first, each: { id: /key, sender: /author, text: /body, to: /parent } }
+reply:
+  decision: { from: word, words: { go: [ship] } }
+  reason: rest
+output:
+  schema:
+    type: object
+    required: [decision]
+    properties: { decision: { type: string, enum: [go, hold] }, reason: { type: string } }
+---
+May it go out?
+"""
+
+
+def playbook_events(client: httpx.Client, playbook: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = client.get(f"{playbook}/events", params={"limit": 100}).json()["events"]
+    return events
+
+
+def test_a_reply_from_the_answerer_answers_the_question(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    defined(client, playbook, "deploy", REPLIED.replace("WORDS", "Ship! after the freeze"))
+    run_id = str(uuid.uuid4())
+    assert ask(client, playbook, "deploy", {"lead": "ana"}, run_id).status_code == 200
+    delivered_event = settled(client, playbook, run_id, "delivery_succeeded")[-1]
+    assert delivered_event["data"]["replies_in"] == {"server": "billing", "tool": "replies", "key": "r-1"}
+    run = ended(client, playbook, run_id)
+    assert run["status"] == "succeeded", run
+    assert run["output"] == {"decision": "go", "reason": "after the freeze"}
+    assert run["record"]["answered_by"] == f"playbook:{playbook.rsplit('/', 1)[1]}"
+    assert run["record"]["reply"] == {"id": "m-0-reply", "sender": "ana"}
+    [read] = [event for event in playbook_events(client, playbook) if event["type"] == "replies_read"]
+    assert read["data"]["conversation"] == "r-1" and read["data"]["since"] == "m-0-reply"
+    assert read["data"]["taken"] == 1 and read["data"]["refused"] == 0
+
+
+def test_a_reply_that_gives_no_answer_is_refused_and_the_question_stays_open(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    defined(client, playbook, "deploy", REPLIED.replace("WORDS", "maybe tomorrow"))
+    run_id = str(uuid.uuid4())
+    assert ask(client, playbook, "deploy", {"lead": "ana"}, run_id).status_code == 200
+    refused = settled(client, playbook, run_id, "reply_refused")[-1]["data"]
+    assert refused["because"] == "not_an_answer" and refused["reply"] == {"id": "m-0-reply", "sender": "ana"}
+    assert "maybe" not in json.dumps(refused)
+    [item] = open_requests(client, playbook)["interactions"]
+    assert item["reply_refusals"] == 1 and item["conversation"] == "r-1" and item["answerer"] == "ana"
+    assert answer(client, playbook, run_id, {"decision": "hold"}).status_code == 200
+    assert ended(client, playbook, run_id)["output"] == {"decision": "hold"}
+
+
+def test_a_reply_from_anyone_but_the_answerer_leaves_no_trace(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    source = REPLIED.replace("WORDS", "go").replace("who: '{{ to }}'", "who: 'someone else'")
+    defined(client, playbook, "deploy", source)
+    run_id = str(uuid.uuid4())
+    assert ask(client, playbook, "deploy", {"lead": "ana"}, run_id).status_code == 200
+    deadline = time.monotonic() + POLL_LIMIT_S
+    while not any(event["type"] == "replies_read" for event in playbook_events(client, playbook)):
+        assert time.monotonic() < deadline, "the conversation was never read"
+        time.sleep(0.05)
+    [read] = [event for event in playbook_events(client, playbook) if event["type"] == "replies_read"]
+    assert read["data"]["taken"] == 0 and read["data"]["refused"] == 0
+    assert [e["type"] for e in history(client, playbook, run_id)][-1] == "delivery_succeeded"
+    assert open_requests(client, playbook)["interactions"][0]["reply_refusals"] == 0
