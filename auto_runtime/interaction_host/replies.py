@@ -29,14 +29,16 @@ from typing import Any
 import trio
 
 from auto_runtime.functions.interaction.arguments import (
+    MAX_ARGUMENTS_BYTES,
     REPLIES_NAMES,
+    TELL_NAMES,
     ArgumentsUnreadable,
     compile_arguments,
     render_arguments,
 )
 from auto_runtime.functions.interaction.document import resolve_pointer
 from auto_runtime.functions.interaction.durations import duration_ms
-from auto_runtime.functions.interaction.reply_rule import answer_of_reply
+from auto_runtime.functions.interaction.reply_rule import answer_of_reply, rule_words
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText
 from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE, REQUEST_ANSWERED
 from auto_runtime.interaction_host.request_facts import request_facts
@@ -72,6 +74,7 @@ KEPT_AT_MOST = 100
 MAX_DOCUMENT_BYTES = 64 * 1024
 MAX_REPLY_BYTES = 8 * 1024
 MAX_REFUSALS = 10
+MAX_TOLD = 3
 CONNECT_SECONDS = 10
 CALL_SECONDS = 30
 MAX_RETRY_AFTER = timedelta(hours=1)
@@ -358,7 +361,10 @@ class ReplyReads:
         else:
             if sum(1 for r in history if r.type == REPLY_REFUSED) >= MAX_REFUSALS:
                 return "nothing"
-            data = {"server": server, "tool": tool, "reply": reply, "because": because, "told": False}  # never words
+            told = sum(1 for r in history if r.type == REPLY_REFUSED and r.data.get("told")) < MAX_TOLD
+            tell = (request.get("replies") or {}).get("tell")
+            told = told and isinstance(tell, dict)
+            data = {"server": server, "tool": tool, "reply": reply, "because": because, "told": told}  # never words
             if issues:
                 data["issues"] = issues
             records = [NewRecord(REPLY_REFUSED, data, metadata)]
@@ -368,7 +374,92 @@ class ReplyReads:
             await self.ledger.append([StreamWrite(stream, state.stream_version, records)], due_work=due or None)
         except VersionConflict:
             return "nothing"  # the request moved (an answer, a cancel): the reply is judged again at the next read
+        if result == "refused" and data.get("told"):
+            assert because is not None
+            await self._tell(scope, target, history, request, because, issues, records[0].id)
         return result
+
+    async def _tell(
+        self,
+        scope: PlaybookScope,
+        run_id: str,
+        history: list[Record],
+        request: Mapping[str, Any],
+        because: str,
+        issues: list[dict[str, str]],
+        refused_id: str,
+    ) -> None:
+        """Tell the answerer how to answer (§5.4): `telling_started`, then `telling_succeeded` or `telling_failed`,
+        on a stream of its own; never retried."""
+        replies = request.get("replies") if isinstance(request.get("replies"), dict) else {}
+        deliver = request.get("deliver") if isinstance(request.get("deliver"), dict) else {}
+        assert isinstance(replies, dict) and isinstance(deliver, dict)
+        tell = replies.get("tell") if isinstance(replies.get("tell"), dict) else {}
+        assert isinstance(tell, dict)
+        server, tool = str(deliver.get("server")), str(tell.get("tool", deliver.get("tool")))
+        rule = request.get("reply") if isinstance(request.get("reply"), dict) else {}
+        schema = request.get("answer_schema") if isinstance(request.get("answer_schema"), dict) else {}
+        assert isinstance(rule, dict) and isinstance(schema, dict)
+        message = telling_words(because, issues, rule, schema)
+        sent = next((r.data.get("delivered_as") for r in reversed(history) if r.type == "delivery_succeeded"), None)
+        stream = scope.stream("tellings", str(uuid.uuid4()))
+        metadata = {
+            "by": f"playbook:{scope.playbook}",
+            "run_id": run_id,
+            "correlation_id": run_id,
+            "causation_id": refused_id,
+        }
+        values = {"to": request.get("to"), "sent": sent or {}, "message": message}
+        try:
+            arguments = render_arguments(compile_arguments(tell.get("with", {}), TELL_NAMES), values)
+        except (ArgumentsUnreadable, RenderProblem, StructureAmongText):
+            arguments = None
+        if arguments is None or json_size(arguments) > MAX_ARGUMENTS_BYTES:
+            return  # a telling whose arguments cannot be sent is not sent (§10)
+        started = NewRecord(
+            "telling_started",
+            {"server": server, "tool": tool, "because": because, "arguments_bytes": json_size(arguments)},
+            metadata,
+        )
+        await self.ledger.append([StreamWrite(stream, 0, [started])])
+        began = trio.current_time()
+        outcome: dict[str, Any] | None = None
+        if self.tools is None:
+            outcome = {"because": "tool_not_offered", "detail": "This server has no tool servers."}
+        else:
+            try:
+                with trio.fail_after(CONNECT_SECONDS):
+                    offered = await self.tools.offered(scope.org, scope.playbook, [WantedTool(server, tool)])
+                with trio.fail_after(CALL_SECONDS):
+                    result = await self.tools.call(scope.org, scope.playbook, offered[0], arguments, run_id)
+                if result.is_error:
+                    outcome = {"because": "tool_error", "detail": "The tool answered an error."}
+            except ToolNotOffered as refusal:
+                outcome = {"because": "tool_not_offered", "detail": refusal.detail}
+            except (ToolServerFailed, ToolCallFailed) as failure:
+                outcome = {"because": "server_failure", "detail": failure.detail}
+            except trio.TooSlowError:
+                outcome = {"because": "timed_out", "detail": "No answer in time."}
+        data: dict[str, Any] = {"duration_ms": int((trio.current_time() - began) * 1000), **(outcome or {})}
+        ending = NewRecord(
+            "telling_failed" if outcome else "telling_succeeded", data, {**metadata, "causation_id": started.id}
+        )
+        await self.ledger.append([StreamWrite(stream, 1, [ending])])
+
+
+def telling_words(
+    because: str, issues: list[dict[str, str]], rule: Mapping[str, Any], schema: Mapping[str, Any]
+) -> str:
+    """What a telling says for a refusal's `because` (§5.4, decision on wording)."""
+    if because == "too_long":
+        return "A reply may hold at most 8,192 bytes."
+    if because == "ambiguous":
+        return "Several requests are open here; reply to the message of the one you are answering."
+    how = rule_words(rule, schema)
+    if because == "invalid":
+        shown = "; ".join(f"{issue['pointer']}: {issue['detail']}" for issue in issues[:5])
+        return f"That reply does not fit this request: {shown}. {how}"
+    return how
 
 
 def woken_read(scope: PlaybookScope, replies_in: Mapping[str, Any], replies: Mapping[str, Any] | None) -> DueEntry:

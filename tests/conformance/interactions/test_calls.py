@@ -386,3 +386,27 @@ def test_a_reply_from_anyone_but_the_answerer_leaves_no_trace(client: httpx.Clie
     assert read["data"]["taken"] == 0 and read["data"]["refused"] == 0
     assert [e["type"] for e in history(client, playbook, run_id)][-1] == "delivery_succeeded"
     assert open_requests(client, playbook)["interactions"][0]["reply_refusals"] == 0
+
+
+def test_a_refused_reply_tells_the_answerer_how_to_answer(client: httpx.Client, billing: McpToolServerProcess) -> None:
+    playbook = new_playbook(client)
+    source = REPLIED.replace("WORDS", "perhaps").replace(
+        "reply:\n", "  tell: { with: { text: '{{ message }}', parent: '{{ sent.id }}', who: '{{ to }}' } }\nreply:\n"
+    )
+    defined(client, playbook, "deploy", source)
+    run_id = str(uuid.uuid4())
+    lead = f"bea-{uuid.uuid4().hex[:6]}"
+    assert ask(client, playbook, "deploy", {"lead": lead}, run_id).status_code == 200
+    refused = settled(client, playbook, run_id, "reply_refused")[-1]["data"]
+    assert refused["told"] is True
+    deadline = time.monotonic() + POLL_LIMIT_S
+    while not any(event["type"] == "telling_succeeded" for event in playbook_events(client, playbook)):
+        assert time.monotonic() < deadline, "nobody was told"
+        time.sleep(0.05)
+    kinds = [event["type"] for event in playbook_events(client, playbook)]
+    assert "telling_started" in kinds
+    told = [c for c in billing.calls() if c["name"] == "say" and c["arguments"].get("who") == lead]
+    assert [c["arguments"]["text"] for c in told] == [
+        "To answer, reply with one of: go, hold. Words after it are kept as reason."
+    ]
+    assert told[0]["arguments"]["parent"] == "m-0"
