@@ -244,7 +244,7 @@ class Deliveries:
         outcome: dict[str, Any]
         result = None
         try:
-            outcome, result = await self._call(scope, run_id, server, tool, arguments)
+            outcome, result = await self._call(scope, run_id, number, server, tool, arguments)
         except Exception:
             log.exception("the delivery %s of the run %s broke down", number, run_id)
             outcome = {"because": "server_failure", "detail": "The delivery broke down inside the server."}
@@ -265,7 +265,7 @@ class Deliveries:
             log.warning("the end of delivery %s of the run %s was not recorded: %s", number, run_id, error)
 
     async def _call(
-        self, scope: PlaybookScope, run_id: str, server: str, tool: str, arguments: Mapping[str, Any]
+        self, scope: PlaybookScope, run_id: str, number: int, server: str, tool: str, arguments: Mapping[str, Any]
     ) -> tuple[dict[str, Any], Any]:
         if self.tools is None:
             return {"because": "tool_not_offered", "detail": "This server has no tool servers."}, None
@@ -283,7 +283,9 @@ class Deliveries:
             return {"because": "timed_out", "detail": f"No connection within {CONNECT_SECONDS} seconds."}, None
         try:
             with trio.fail_after(CALL_SECONDS):
-                result = await self.tools.call(scope.org, scope.playbook, offered[0], arguments, run_id)
+                result = await self.tools.call(
+                    scope.org, scope.playbook, offered[0], arguments, run_id, delivery_id=f"{run_id}:{number}"
+                )
         except ToolCallFailed as failure:
             because = "server_failure" if failure.because == "cancelled" else failure.because
             outcome = {"because": because, "detail": failure.detail}

@@ -83,13 +83,20 @@ class PlaybookServers:
         return groups
 
     async def call(
-        self, org: str, playbook: str, tool: OfferedTool, arguments: Mapping[str, Any], run_id: str
+        self,
+        org: str,
+        playbook: str,
+        tool: OfferedTool,
+        arguments: Mapping[str, Any],
+        run_id: str,
+        *,
+        delivery_id: str | None = None,
     ) -> ToolCallResult:
         if tool.connection_id is None:
             if self.configured is None:
                 raise ToolCallFailed("server_failure", f"The tool server {tool.server} no longer serves this playbook.")
-            return await self.configured.call(org, playbook, tool, arguments, run_id)
+            return await self.configured.call(org, playbook, tool, arguments, run_id, delivery_id=delivery_id)
         connection = await self._connection(org, playbook, tool.server)
         if connection is None or connection.servers is None or connection.connection.id != tool.connection_id:
             raise ToolCallFailed("server_failure", f"The connection {tool.server} no longer serves this playbook.")
-        return await connection.servers.call(org, playbook, tool, arguments, run_id)
+        return await connection.servers.call(org, playbook, tool, arguments, run_id, delivery_id=delivery_id)

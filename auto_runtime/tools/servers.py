@@ -102,7 +102,14 @@ class ToolServers(Protocol):
     async def offered(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[OfferedTool]: ...
 
     async def call(
-        self, org: str, playbook: str, tool: OfferedTool, arguments: Mapping[str, Any], run_id: str
+        self,
+        org: str,
+        playbook: str,
+        tool: OfferedTool,
+        arguments: Mapping[str, Any],
+        run_id: str,
+        *,
+        delivery_id: str | None = None,
     ) -> ToolCallResult: ...
 
     def secrets(self) -> frozenset[str]: ...

@@ -188,14 +188,23 @@ class ToolServerSet:
         return offered
 
     async def call(
-        self, org: str, playbook: str, tool: OfferedTool, arguments: Mapping[str, Any], run_id: str
+        self,
+        org: str,
+        playbook: str,
+        tool: OfferedTool,
+        arguments: Mapping[str, Any],
+        run_id: str,
+        *,
+        delivery_id: str | None = None,
     ) -> ToolCallResult:
         entry = self._entry(org, playbook, tool.server)
         if entry is None:
             raise ToolCallFailed("server_failure", f"The tool server {tool.server} no longer serves this playbook.")
         try:
             with tool_call_span(tool.server, tool.tool, run_id, arguments, record_content=tool.record_content) as span:
-                return span.output(await self.clients[tool.server].call(tool.tool, arguments, run_id))
+                return span.output(
+                    await self.clients[tool.server].call(tool.tool, arguments, run_id, delivery_id=delivery_id)
+                )
         except ToolCallFailed as failed:
             failed.detail = self.secret_set(failed.detail)
             log.warning(

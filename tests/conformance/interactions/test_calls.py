@@ -240,6 +240,7 @@ def test_a_question_is_delivered_through_its_tool_and_then_answered(
     assert events[3]["metadata"]["causation_id"] == events[2]["id"]
     call = [c for c in billing.calls() if c["name"] == "say" and c["arguments"].get("run") == run_id][-1]
     assert call["arguments"]["to"] == "ana"
+    assert call["meta"]["auto.on/run_id"] == run_id and call["meta"]["auto.on/delivery_id"] == f"{run_id}:1"
     assert call["arguments"]["schema"]["required"] == ["decision"]
     [item] = open_requests(client, playbook)["interactions"]
     assert item["standing"] == "delivered" and item["attempts"] == 1
