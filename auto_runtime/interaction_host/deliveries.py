@@ -29,9 +29,8 @@ from auto_runtime.functions.interaction.arguments import (
     DELIVER_NAMES,
     MAX_ARGUMENTS_BYTES,
     ArgumentsUnreadable,
-    compile_arguments,
     compile_text,
-    render_arguments,
+    recorded_arguments,
 )
 from auto_runtime.functions.interaction.document import resolve_pointer
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
@@ -182,7 +181,9 @@ class Deliveries:
         refusal: tuple[str, str] | None = None
         arguments: Any = None
         try:
-            arguments = render_arguments(compile_arguments(deliver.get("with", {}), DELIVER_NAMES), values)
+            arguments = await trio.to_thread.run_sync(
+                recorded_arguments, deliver.get("with", {}), DELIVER_NAMES, values
+            )
         except (ArgumentsUnreadable, RenderProblem, StructureAmongText) as problem:
             refusal = ("unworkable", f"The arguments of deliver cannot be rendered: {problem}")
         if refusal is None and json_size(arguments) > MAX_ARGUMENTS_BYTES:

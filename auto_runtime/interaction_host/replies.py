@@ -33,8 +33,7 @@ from auto_runtime.functions.interaction.arguments import (
     REPLIES_NAMES,
     TELL_NAMES,
     ArgumentsUnreadable,
-    compile_arguments,
-    render_arguments,
+    recorded_arguments,
 )
 from auto_runtime.functions.interaction.document import resolve_pointer
 from auto_runtime.functions.interaction.durations import duration_ms
@@ -241,7 +240,9 @@ class ReplyReads:
         sent = next((r.data.get("delivered_as") for r in reversed(history) if r.type == "delivery_succeeded"), None)
         values = {"to": request.get("to"), "sent": sent or {}, "conversation": key, "since": cursor or ""}
         try:
-            arguments = render_arguments(compile_arguments(replies.get("with", {}), REPLIES_NAMES), values)
+            arguments = await trio.to_thread.run_sync(
+                recorded_arguments, replies.get("with", {}), REPLIES_NAMES, values
+            )
         except (ArgumentsUnreadable, RenderProblem, StructureAmongText) as problem:
             return {"because": "unworkable", "detail": str(problem)[:1024]}, [], None
         if self.tools is None:
@@ -411,7 +412,7 @@ class ReplyReads:
         }
         values = {"to": request.get("to"), "sent": sent or {}, "message": message}
         try:
-            arguments = render_arguments(compile_arguments(tell.get("with", {}), TELL_NAMES), values)
+            arguments = await trio.to_thread.run_sync(recorded_arguments, tell.get("with", {}), TELL_NAMES, values)
         except (ArgumentsUnreadable, RenderProblem, StructureAmongText):
             arguments = None
         if arguments is None or json_size(arguments) > MAX_ARGUMENTS_BYTES:

@@ -101,3 +101,9 @@ def compile_arguments(written: Any, names: frozenset[str]) -> Any:
     if isinstance(written, list):
         return [compile_arguments(item, names) for item in written]
     return written
+
+
+def recorded_arguments(written: Any, names: frozenset[str], values: Mapping[str, Any]) -> Any:
+    """A recorded `with` block typed again and rendered with `values` (run it on a worker thread: the templates
+    are the user's); raises `ArgumentsUnreadable`, `RenderProblem` or `StructureAmongText`."""
+    return render_arguments(compile_arguments(written, names), values)
