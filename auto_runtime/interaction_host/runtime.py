@@ -210,18 +210,26 @@ class InteractionRuntime:
             refused = await self._not_offered(scope, document)
             if refused is not None:
                 return Rejected(refused)
+        listed = document.takes_answer or document.deliver is not None
+        if listed and await self.open_count(scope) >= self.open_limit:
+            return Rejected(
+                unavailable(
+                    f"The playbook has {self.open_limit:,} open requests, as many as INTERACTION_OPEN_REQUESTS "
+                    "allows; answer or cancel some, or try again later.",
+                    kind="requests_full",
+                    retry_after=REQUESTS_FULL_RETRY_AFTER,
+                )
+            )
         requested_at = now_utc()
         expires_at = requested_at + timedelta(milliseconds=document.expires_ms or 0)
         moment = iso_utc(requested_at)
         values = {"input": checked, "today": moment[:10], "now": moment}
         rendered: dict[str, str] = {}
-        parts: list[tuple[str, ArgumentText | None, str]] = [("to", document.to, "/to")]
+        assert document.to is not None
+        parts: list[tuple[str, ArgumentText, str]] = [("to", document.to, "/to")]
         if document.answerer is not None:
             parts.append(("answerer", document.answerer, "/from"))
         for field, template, pointer in parts:
-            assert template is not None or field != "to"
-            if template is None:
-                continue
             text = self._render(template.template, values, pointer)
             if isinstance(text, Rejected):
                 return text
@@ -251,15 +259,6 @@ class InteractionRuntime:
                 "requested_at": moment,
             }
             return Succeeded({}, record)
-        if await self.open_count(scope) >= self.open_limit:
-            return Rejected(
-                unavailable(
-                    f"The playbook has {self.open_limit:,} open requests, as many as INTERACTION_OPEN_REQUESTS allows; "
-                    "answer or cancel some, or try again later.",
-                    kind="requests_full",
-                    retry_after=REQUESTS_FULL_RETRY_AFTER,
-                )
-            )
         request: dict[str, Any] = {
             "to": rendered["to"],
             "message": message,
