@@ -17,6 +17,7 @@ after that records nothing.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Mapping
 from datetime import timedelta
@@ -58,6 +59,7 @@ from auto_runtime.problems import Rejection
 from auto_runtime.tools import ToolCallFailed, ToolNotOffered, ToolServerFailed, ToolServers, WantedTool
 from auto_runtime.tools.hand_calls import answer_of
 from auto_runtime.tools.result_text import result_text
+from auto_runtime.tools.scrubbing import SCRUBBED_LEAST
 from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller_call_key
 
 log = logging.getLogger("auto_runtime.interactions")
@@ -122,6 +124,13 @@ class Deliveries:
                 await trio.sleep_forever()
             finally:
                 self._nursery = None
+
+    def scrub(self, text: str) -> str:
+        """`text` without the secrets of the tool servers (those of 8 characters or more), as a call keeps it."""
+        for secret in self.tools.secrets() if self.tools is not None else ():
+            if len(secret) >= SCRUBBED_LEAST:
+                text = text.replace(secret, "[redacted]")
+        return text
 
     @staticmethod
     def handles(key: str) -> bool:
@@ -195,7 +204,7 @@ class Deliveries:
             due = DueWorkChanges(arm=self._answers(scope, entry.run_id, state, records), fire=[entry.due_key])
             await self._append(scope, entry.run_id, state, records, due, fence)
             return
-        kept = compact_json(arguments)
+        kept = self.scrub(compact_json(arguments))
         started_data = {
             "number": number,
             "server": server,
@@ -203,7 +212,7 @@ class Deliveries:
             "arguments_bytes": len(kept.encode("utf-8")),
             "arguments_sha256": _sha256(kept),
             "content_kept": True,
-            "arguments": arguments,
+            "arguments": json.loads(kept),
         }
         begun = NewRecord(DELIVERY_STARTED, started_data, {**metadata, "causation_id": cause, "by": "runtime"})
         lost = DueEntry(scope, entry.run_id, f"{LOST_PREFIX}{number}", now_utc() + LOST_AFTER, {})
@@ -316,13 +325,14 @@ class Deliveries:
         metadata = {**self._metadata(state), "causation_id": started_id, "by": "runtime"}
         data: dict[str, Any] = {"number": number}
         if result is not None:
-            text = result_text(result)
+            text = self.scrub(result_text(result))
             data["result_bytes"] = len(text.encode("utf-8"))
             data["result_sha256"] = _sha256(text)
             data["content_kept"] = True
         data["duration_ms"] = duration_ms
         if "because" in outcome:
-            data.update({key: outcome[key] for key in ("because", "detail", "retry_after_ms") if key in outcome})
+            data.update({key: outcome[key] for key in ("because", "retry_after_ms") if key in outcome})
+            data["detail"] = self.scrub(str(outcome.get("detail", "")))[:1024]
             failed = NewRecord(DELIVERY_FAILED, data, metadata)
             if number < MAX_ATTEMPTS:
                 return [failed]
