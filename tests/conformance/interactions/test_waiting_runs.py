@@ -93,3 +93,40 @@ def test_cancelling_the_workflow_cancels_the_request_parent_ended(client: httpx.
     assert callee["rejection"]["reason"] == "cancelled" and callee["rejection"]["kind"] == "parent_ended"
     assert history_types(client, playbook, request)[-2:] == ["run_cancel_requested", "run_rejected"]
     assert client.get(f"{playbook}/interactions").json()["interactions"] == []
+
+
+CATCHING_UNANSWERED = workflow("""
+do:
+  - guarded:
+      try:
+        - ask:
+            call: run_definition
+            with: { type: interaction, name: soon, input: { lead: ana, service: billing } }
+      catch:
+        errors: { with: { status: 410 } }
+        as: failure
+        do:
+          - note: { set: '${ {"caught": failure["type"], "kind": failure.get("kind")} }' }
+""")
+
+
+def test_an_expired_request_raises_unanswered_which_a_catch_of_410_takes(client: httpx.Client) -> None:
+    """The shortest `expires` is a minute: this test waits for the expiry to be recorded (a limit, not a timing)."""
+    playbook = new_playbook(client)
+    defined(client, playbook, "soon", QUESTION.replace("expires: PT1H", "expires: PT1M"))
+    saved(client, playbook, "catching", CATCHING_UNANSWERED)
+    flow = start_flow(client, playbook, "catching", {})
+    request = callee_of(client, playbook, flow)
+    expired = ended(client, playbook, request, limit=POLL_LIMIT_S + 90)
+    assert expired["rejection"]["reason"] == "unanswered" and expired["rejection"]["kind"] == "expired"
+    assert expired["rejection"]["detail"].startswith("Nobody answered the request before it expired")
+    run = ended(client, playbook, flow)
+    assert run["status"] == "succeeded", run
+    assert run["output"] == {"caught": "https://on.auto/problems/unanswered", "kind": "expired"}
+    retried = client.post(
+        f"{playbook}/definitions/interaction/soon/run",
+        json={"input": {"lead": "ana", "service": "billing"}, "run_id": request},
+    )
+    assert retried.status_code == 410, retried.text
+    assert retried.json()["type"] == "https://on.auto/problems/unanswered" and retried.json()["kind"] == "expired"
+    assert history_types(client, playbook, request)[-1] == "run_rejected"
