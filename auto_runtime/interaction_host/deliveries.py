@@ -85,6 +85,15 @@ def attempt_key(number: int) -> str:
     return f"{ATTEMPT_PREFIX}{number}"
 
 
+def next_attempt_wait(number: int, retry_after_ms: int | None) -> timedelta:
+    """The wait after failed attempt `number` (1 to 4) ended: 1, 2, 4 or 8 minutes, or the server's
+    `Retry-After` when longer, capped at 8 minutes (§4.1)."""
+    wait = timedelta(minutes=WAITS_MINUTES[number - 1])
+    if retry_after_ms is not None:
+        wait = max(wait, min(timedelta(milliseconds=retry_after_ms), MAX_RETRY_AFTER))
+    return wait
+
+
 def _number(key: str, prefix: str) -> int:
     return int(key.removeprefix(prefix))
 
@@ -424,10 +433,8 @@ class Deliveries:
             replies = request_facts(history).request.get("replies")
             arm.append(woken_read(scope, replies_in, replies if isinstance(replies, dict) else None))
         if records[-1].type == DELIVERY_FAILED and number < MAX_ATTEMPTS:
-            wait = timedelta(minutes=WAITS_MINUTES[number - 1])
             retry = outcome.get("retry_after_ms")
-            if isinstance(retry, int):
-                wait = max(wait, min(timedelta(milliseconds=retry), MAX_RETRY_AFTER))
+            wait = next_attempt_wait(number, retry if isinstance(retry, int) else None)
             arm.append(DueEntry(scope, run_id, attempt_key(number + 1), now_utc() + wait, {}))
         return DueWorkChanges(arm=arm, cancel=cancel)
 

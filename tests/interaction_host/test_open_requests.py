@@ -1,17 +1,20 @@
-"""The `open_requests` projection: rows opened by request sources, changed by their facts, closed by answers and
-endings; another type adds its requests with a source of its own (settled point 16)."""
+"""The `open_requests` projection: rows opened by request sources, changed by their facts, closed by answers
+and endings; another type adds its requests with a source of its own (settled point 16). And the schedules of
+delivery attempts and reply reads."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from auto_runtime.interaction_host.deliveries import next_attempt_wait
 from auto_runtime.interaction_host.open_requests import (
     INTERACTION_SOURCE,
     RequestSource,
     listed,
     open_requests_projection,
 )
+from auto_runtime.interaction_host.replies import cadence
 from auto_runtime.ledger import Record, Row, StreamName
 
 STREAM = StreamName("playbook/acme/desk/runs/r-1")
@@ -98,3 +101,11 @@ def test_another_type_adds_its_requests_with_a_source_of_its_own() -> None:
     assert row is not None and row["type"] == "prediction" and row["to_party"] == "trainer"
     assert projection.row_after(row, record("run_succeeded", {})) is None
     assert open_requests_projection().keys(asked) == []
+
+
+def test_the_schedules_of_attempts_and_reads() -> None:
+    assert [next_attempt_wait(n, None) for n in (1, 2, 3, 4)] == [timedelta(minutes=m) for m in (1, 2, 4, 8)]
+    assert next_attempt_wait(1, 30_000) == timedelta(minutes=1)
+    assert next_attempt_wait(1, 180_000) == timedelta(minutes=3)
+    assert next_attempt_wait(2, 3_600_000) == timedelta(minutes=8)
+    assert [cadence(n).total_seconds() for n in (0, 1, 2, 3, 4, 17, 18, 40)] == [5, 10, 20, 40, 60, 60, 300, 300]
