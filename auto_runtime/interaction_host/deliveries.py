@@ -56,7 +56,14 @@ from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.playbooks.run_view import RunState, fold_run
 from auto_runtime.problems import Rejection
-from auto_runtime.tools import ToolCallFailed, ToolNotOffered, ToolServerFailed, ToolServers, WantedTool
+from auto_runtime.tools import (
+    NamedServer,
+    ToolCallFailed,
+    ToolNotOffered,
+    ToolServerFailed,
+    ToolServers,
+    WantedTool,
+)
 from auto_runtime.tools.hand_calls import answer_of
 from auto_runtime.tools.result_text import result_text
 from auto_runtime.tools.scrubbing import SCRUBBED_LEAST
@@ -214,15 +221,15 @@ class Deliveries:
             await self._append(scope, entry.run_id, state, records, due, fence)
             return
         kept = self.scrub(compact_json(arguments))
-        started_data = {
-            "number": number,
-            "server": server,
-            "tool": tool,
-            "arguments_bytes": len(kept.encode("utf-8")),
-            "arguments_sha256": _sha256(kept),
-            "content_kept": True,
-            "arguments": json.loads(kept),
-        }
+        named = await self._named(scope, server, tool)
+        content_kept = named.record_content if named is not None else True
+        started_data: dict[str, Any] = {"number": number, "server": server}
+        if named is not None and named.connection_id is not None:
+            started_data["connection_id"] = named.connection_id
+        started_data.update(tool=tool, arguments_bytes=len(kept.encode("utf-8")))
+        if content_kept:
+            started_data.update(arguments_sha256=_sha256(kept), arguments=json.loads(kept))
+        started_data["content_kept"] = content_kept
         begun = NewRecord(DELIVERY_STARTED, started_data, {**metadata, "causation_id": cause, "by": "runtime"})
         lost = DueEntry(scope, entry.run_id, f"{LOST_PREFIX}{number}", now_utc() + LOST_AFTER, {})
         due = DueWorkChanges(arm=[lost], fire=[entry.due_key])
@@ -230,6 +237,17 @@ class Deliveries:
             return
         assert self._nursery is not None
         self._nursery.start_soon(self._deliver, scope, entry.run_id, number, server, tool, arguments, begun.id, fence)
+
+    async def _named(self, scope: PlaybookScope, server: str, tool: str) -> NamedServer | None:
+        """What the configuration says of the delivering server (no server contacted); None when it no longer
+        serves the playbook (the attempt then fails `tool_not_offered` at its call)."""
+        if self.tools is None:
+            return None
+        try:
+            found = await self.tools.named(scope.org, scope.playbook, [WantedTool(server, tool)])
+        except ToolNotOffered:
+            return None
+        return found[0] if found else None
 
     async def _append(
         self,
@@ -335,9 +353,11 @@ class Deliveries:
         data: dict[str, Any] = {"number": number}
         if result is not None:
             text = self.scrub(result_text(result))
+            kept = next((r.data.get("content_kept", True) for r in history if r.id == started_id), True)
             data["result_bytes"] = len(text.encode("utf-8"))
-            data["result_sha256"] = _sha256(text)
-            data["content_kept"] = True
+            if kept:
+                data["result_sha256"] = _sha256(text)
+            data["content_kept"] = bool(kept)
         data["duration_ms"] = duration_ms
         if "because" in outcome:
             data.update({key: outcome[key] for key in ("because", "retry_after_ms") if key in outcome})

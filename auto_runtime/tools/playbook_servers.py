@@ -17,6 +17,7 @@ from typing import Any
 from auto_runtime.tools.connection_servers import ConnectionServer, ConnectionServers
 from auto_runtime.tools.scrubbing import SCRUBBED_LEAST, SecretSet
 from auto_runtime.tools.servers import (
+    NamedServer,
     OfferedTool,
     ToolCallFailed,
     ToolCallResult,
@@ -47,10 +48,13 @@ class PlaybookServers:
                 return found
         return None
 
-    async def named(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> None:
+    async def named(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[NamedServer]:
         """Check the names alone (a connection's readiness included), contacting no server."""
-        for servers, _connection_id, items in (await self._groups(org, playbook, wanted)).values():
-            await servers.named(org, playbook, items)
+        found: list[NamedServer] = []
+        for servers, connection_id, items in (await self._groups(org, playbook, wanted)).values():
+            named = await servers.named(org, playbook, items)
+            found += [replace(server, connection_id=connection_id) for server in named]
+        return found
 
     async def offered(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[OfferedTool]:
         offered: list[OfferedTool] = []

@@ -42,6 +42,7 @@ from auto_runtime.tools.mcp_stdio import StdioServer
 from auto_runtime.tools.openapi_server import OpenApiServer
 from auto_runtime.tools.scrubbing import SCRUBBED_LEAST, SecretSet
 from auto_runtime.tools.servers import (
+    NamedServer,
     OfferedTool,
     ToolCallFailed,
     ToolCallResult,
@@ -145,9 +146,10 @@ class ToolServerSet:
         """`text` scrubbed of every secret in every encoding: the one call records and logs may apply."""
         return self.secret_set(text)
 
-    async def named(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> None:
+    async def named(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[NamedServer]:
         """Check the names alone, contacting no server: `ToolNotOffered` when one is not offered."""
-        self._entries(org, playbook, wanted)
+        entries = self._entries(org, playbook, wanted)
+        return [NamedServer(name, entry.record_content) for name, entry in entries.items()]
 
     def _entries(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> dict[str, ToolServer]:
         entries: dict[str, ToolServer] = {}

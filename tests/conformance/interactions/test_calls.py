@@ -72,6 +72,7 @@ def server(
             {
                 "billing": {"url": billing.url, "org": "acme"},
                 "narrow": {"url": billing.url, "org": "acme", "allowed": ["get_customer"]},
+                "private": {"url": billing.url, "org": "acme", "record_content": False},
             }
         )
         process = start_server(Path(tmp_path_factory.mktemp(f"calls-{ledger_kind}")), settings)
@@ -236,6 +237,8 @@ def test_a_question_is_delivered_through_its_tool_and_then_answered(
     ]
     assert events[1]["data"]["delivery"] == {"server": "billing", "tool": "say"}
     assert events[2]["data"]["number"] == 1 and events[2]["data"]["server"] == "billing"
+    assert events[2]["data"]["content_kept"] is True and "connection_id" not in events[2]["data"]
+    assert events[3]["data"]["content_kept"] is True and len(events[3]["data"]["result_sha256"]) == 64
     assert events[3]["data"]["delivered_as"] == {"conversation": "r-1", "id": "7"}
     assert events[3]["metadata"]["causation_id"] == events[2]["id"]
     call = [c for c in billing.calls() if c["name"] == "say" and c["arguments"].get("run") == run_id][-1]
@@ -247,6 +250,18 @@ def test_a_question_is_delivered_through_its_tool_and_then_answered(
     assert item["delivery"] == {"server": "billing", "tool": "say"}
     assert answer(client, playbook, run_id, {"decision": "go"}).status_code == 200
     assert ended(client, playbook, run_id)["output"] == {"decision": "go"}
+
+
+def test_a_server_that_keeps_no_content_keeps_only_sizes(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    defined(client, playbook, "deploy", delivered().replace("server: billing", "server: private"))
+    run_id = str(uuid.uuid4())
+    assert ask(client, playbook, "deploy", {"lead": "ana", "service": "billing"}, run_id).status_code == 200
+    events = settled(client, playbook, run_id, "delivery_succeeded")
+    started, succeeded = events[2]["data"], events[3]["data"]
+    assert started["content_kept"] is False and "arguments" not in started and "arguments_sha256" not in started
+    assert started["arguments_bytes"] > 0
+    assert succeeded["content_kept"] is False and "result_sha256" not in succeeded and succeeded["result_bytes"] > 0
 
 
 def test_a_notification_ends_when_it_is_delivered(client: httpx.Client) -> None:
