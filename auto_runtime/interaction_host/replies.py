@@ -13,8 +13,9 @@ from anyone but the answerer, for no kept request, or already judged leaves no t
 its list held an item (`replies_read`, whose `since` is the cursor of the next read) or it failed
 (`reading_failed`); the next read is armed in the same append, on the cadence of §5.1 (5, 10, 20, 40 s, then 60 s
 to the 18th read, then 300 s; never shorter than the oldest kept request's `replies.wait`; a 429's `Retry-After`
-up to an hour). A read runs in a task beside the timer loop; its entry is marked fired in the read's last append,
-so a read a stop cut short is made again, and the cursor moves only after every item up to it was judged.
+up to an hour). A read runs in a task beside the timer loop: it takes its entry (marked fired) and arms the same
+read a minute later, which its last append cancels; so a read a stop cut short is made again after a minute, and
+the cursor moves only after every item up to it was judged.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ MAX_TOLD = 3
 CONNECT_SECONDS = 10
 CALL_SECONDS = 30
 MAX_RETRY_AFTER = timedelta(hours=1)
+LOST_AFTER = timedelta(minutes=1)
+"""A read still in flight a minute after it started is considered lost and made again (§5.1)."""
 RUN_METADATA = ("correlation_id", "run_id", "definition", "called_by", "call_depth", "trigger", "depth")
 
 
@@ -161,6 +164,10 @@ class ReplyReads:
         if not kept:
             await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
             return
+        # In flight: the entry is taken, and the same read is made again a minute later unless this one ends first.
+        again = DueEntry(scope, entry.run_id, f"{READ_PREFIX}{uuid.uuid4()}", now_utc() + LOST_AFTER, payload)
+        await self.ledger.due_work.change(DueWorkChanges(arm=[again], fire=[entry.due_key]), fence=fence)
+        entry = again
         requests = {run_id: await self.ledger.read_stream(run_stream(scope, run_id)) for run_id in kept}
         oldest = request_facts(requests[kept[0]]).request
         floor = wait_floor(oldest.get("replies"))
@@ -181,7 +188,7 @@ class ReplyReads:
             return
         if not items:
             following = read_entry(scope, server, tool, key, next_reads, floor)
-            await self.ledger.due_work.change(DueWorkChanges(arm=[following], fire=[entry.due_key]), fence=fence)
+            await self.ledger.due_work.change(DueWorkChanges(arm=[following], cancel=[entry.due_key]), fence=fence)
             return
         taken = refused = 0
         found_answerer = False
@@ -217,7 +224,7 @@ class ReplyReads:
         fence: LeaseFence,
     ) -> None:
         expected = history[-1].position if history else 0
-        due = DueWorkChanges(arm=[following], fire=[entry.due_key])
+        due = DueWorkChanges(arm=[following], cancel=[entry.due_key])
         try:
             await self.ledger.append([StreamWrite(stream, expected, records)], due_work=due, fence=fence)
         except VersionConflict:
