@@ -60,6 +60,7 @@ from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
 from auto_runtime.auth.issuer_keys import IssuerKeys
 from auto_runtime.functions.computation.computation_type import ComputationType
+from auto_runtime.functions.interaction import InteractionType
 from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
@@ -67,6 +68,9 @@ from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.framing import RequestFraming
 from auto_runtime.http.openapi import build_openapi
+from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_PROJECTION
+from auto_runtime.interaction_host.runtime import KEY_PREFIX as INTERACTION_KEY_PREFIX
+from auto_runtime.interaction_host.runtime import InteractionRuntime
 from auto_runtime.ledger import Ledger, LedgerStartError
 from auto_runtime.ledger.object_content import S3ContentObjects
 from auto_runtime.ledger.opening import LedgerStore, ledger_store
@@ -124,6 +128,7 @@ RUNTIME_PROJECTIONS = (
     DEFINITIONS_PROJECTION,
     RUNS_PROJECTION,
     WORKFLOW_RUNS_PROJECTION,
+    OPEN_REQUESTS_PROJECTION,
     *REACTION_PROJECTIONS,
 )
 
@@ -228,6 +233,7 @@ def compose_services(
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
         ReasoningType(models, reached, settings.reasoning_max_input_tokens),
+        InteractionType(reached),
         WorkflowType(sandbox.engine, sandbox.checkers, settings.workflow_max_duration),
     )
     limits = actor_limits_of(settings)
@@ -247,6 +253,12 @@ def compose_services(
         limits=limits,
     )
     runs.serve_waiting("workflow", workflows)
+    interactions = InteractionRuntime(
+        ledger, runs, open_limit=settings.interaction_open_requests, tools=reached, wake=workflows.loop.wake
+    )
+    runs.serve_waiting("interaction", interactions)
+    workflows.add_due_handler(INTERACTION_KEY_PREFIX, interactions.fire)
+    workflows.add_follower(interactions.deliveries.follow)
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)
@@ -261,6 +273,7 @@ def compose_services(
         workflows=workflows,
         tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None),
         connections=connections.connections if connections is not None else None,
+        interactions=interactions,
     )
 
 

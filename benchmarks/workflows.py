@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -308,8 +308,11 @@ def listeners(server: ServerProcess, playbook: str, count: int) -> None:
 
 
 @contextmanager
-def ledger_server(ledger: str, folder: Path, database_url: str) -> Iterator[tuple[ServerProcess, Callable[[], Any]]]:
-    """A server on a fresh ledger, and how to open a fresh ledger of the same kind for the raw append rate."""
+def ledger_server(
+    ledger: str, folder: Path, database_url: str, extra: Mapping[str, str] | None = None
+) -> Iterator[tuple[ServerProcess, Callable[[], Any]]]:
+    """A server on a fresh ledger (with `extra` settings), and how to open a fresh ledger of the same kind for the
+    raw append rate."""
     with ExitStack() as stack:
         settings: dict[str, str] = {}
         if ledger == "postgres":
@@ -328,7 +331,7 @@ def ledger_server(ledger: str, folder: Path, database_url: str) -> Iterator[tupl
             def open_raw() -> Any:
                 return open_ledger(ledger_file=folder / "raw" / "ledger.db")
 
-        server = start_server(folder / "server", settings)
+        server = start_server(folder / "server", {**settings, **(extra or {})})
         stack.callback(server.stop)
         yield server, open_raw
 

@@ -11,6 +11,7 @@ from auto_runtime.operations.connection_operations import CONNECTION_OPERATIONS
 from auto_runtime.operations.definition_operations import DEFINITION_OPERATIONS
 from auto_runtime.operations.event_operations import EVENT_OPERATIONS
 from auto_runtime.operations.guide_operations import guide_operation
+from auto_runtime.operations.interaction_operations import INTERACTION_OPERATIONS
 from auto_runtime.operations.model_operations import MODEL_OPERATIONS
 from auto_runtime.operations.playbook_operations import PLAYBOOK_OPERATIONS
 from auto_runtime.operations.publish_operations import PUBLISH_OPERATIONS
@@ -25,6 +26,7 @@ def build_catalog(guides: Mapping[str, Guide]) -> Catalog:
             *MODEL_OPERATIONS,
             *DEFINITION_OPERATIONS,
             *RUN_OPERATIONS,
+            *INTERACTION_OPERATIONS,
             *EVENT_OPERATIONS,
             *PUBLISH_OPERATIONS,
             *ANALYTICS_OPERATIONS,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from auto_runtime.interaction_host.runtime import InteractionRuntime
 from auto_runtime.models import ModelDirectory
 from auto_runtime.playbooks.analytics import PlaybookAnalytics
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
@@ -28,6 +29,7 @@ class RuntimeServices:
     workflows: WorkflowRuntime
     tools: PlaybookTools | None = None
     connections: Connections | None = None
+    interactions: InteractionRuntime | None = None
 
 
 def services_of(services: object) -> RuntimeServices:

@@ -34,6 +34,7 @@ OPTIONAL_METADATA = (
 )
 HIDDEN_TYPES = frozenset({"playbook_created", "playbook_updated", "playbook_retired"})
 DEFINITION_FACTS = ("definition_created", "definition_updated", "definition_retired")
+REQUEST_SHOWN = ("delivery", "to", "message_bytes", "takes_answer", "expires_at")
 PUBLISHED_SHOWN = ("event_id", "event_type", "source", "subject", "time", "data", "filled", "extensions")
 
 
@@ -81,6 +82,16 @@ def _shortened_rejection(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _shown_request(data: Mapping[str, Any]) -> dict[str, Any]:
+    """`interaction_requested` as history shows it (interaction-format §3.2): the delivery, the party, the
+    answerer where it differs, the message's size, whether it takes an answer and the expiry; the message
+    itself only through the kept content (`get_event`)."""
+    shown: dict[str, Any] = {key: data[key] for key in REQUEST_SHOWN if key in data}
+    if data.get("answerer") is not None and data.get("answerer") != data.get("to"):
+        shown["answerer"] = data["answerer"]
+    return shown
+
+
 def _largest_field(data: Mapping[str, Any]) -> str | None:
     sizes = {key: json_size(value) for key, value in data.items() if not key.endswith("_bytes")}
     sizes = {key: size for key, size in sizes.items() if size > 16}
@@ -96,6 +107,8 @@ def shown_data(record: Record) -> Any:
         data = _shortened_definition(data)
     if record.type == "event_published":
         data = {key: data[key] for key in PUBLISHED_SHOWN if key in data}
+    if record.type == "interaction_requested":
+        data = _shown_request(data)
     shown: dict[str, Any] = {}
     for key, value in data.items():
         if key in LARGE_FIELDS and json_size(value) > MAX_VALUE_BYTES:
@@ -160,6 +173,11 @@ def summary_of(record: Record) -> str:
             return f"The run of {definition} failed inside the server."
         case "run_cancel_requested":
             return f"Someone asked to cancel the run of {definition}."
+        case "interaction_requested":
+            asks = "asks" if data.get("takes_answer") else "notifies"
+            return f"The run of {definition} {asks} {data.get('to', 'a party')}."
+        case "request_answered":
+            return f"The request of {definition} was answered by {data.get('answered_by', 'someone')}."
         case "run_deferred":
             return f"The run of {definition} waits; later inputs move it on."
         case "workflow_input_applied":

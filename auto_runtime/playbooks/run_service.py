@@ -48,8 +48,13 @@ def check_input_limits(value: Any) -> None:
 
 
 class WaitingRuns(Protocol):
-    """Runs of a type that finish after their request (a workflow's): the type's runtime records their start,
-    moves them on and ends them; `RunService` keeps the run ids, the retry rules and the reads."""
+    """Runs of a type that finish after their request (a workflow's, an interaction request's): the type's
+    runtime records their start, moves them on and ends them; `RunService` keeps the run ids, the retry rules
+    and the reads. A version whose saved document says `finishes_in_request: true` (an interaction function
+    with `call`) runs within its request like any other type's. `runs_once`: a run of the type that ended
+    without a final result is not attempted again under its id (a workflow's)."""
+
+    runs_once: bool
 
     async def start(
         self,
@@ -171,7 +176,7 @@ class RunService:
                     if answered is not None:
                         return answered
                 runtime = self._waiting.get(definition_type)
-                if runtime is not None:
+                if runtime is not None and definition.document.get("finishes_in_request") is not True:
                     await runtime.start(scope, definition, value, run_id, caller_id, metadata)
                     started = await self.read_run(scope, run_id)
                     assert started is not None
@@ -195,7 +200,7 @@ class RunService:
         if state.status != "started":
             raise conflict(f"The run {run_id} has ended ({state.status}), so there is nothing to cancel.")
         runtime = self._waiting.get(state.type)
-        if runtime is None:
+        if runtime is None or not state.waits:
             raise conflict(
                 f"The run {run_id} ends within the request that started it, so it cannot be cancelled from outside."
             )
@@ -212,7 +217,8 @@ class RunService:
             raise state.final_rejection()
         if state.status == "started" and state.waits:
             return state.shown(with_record=False)
-        if state.type in self._waiting:
+        runtime = self._waiting.get(state.type)
+        if runtime is not None and runtime.runs_once:
             raise conflict(
                 f"The run {state.run_id} ended without a final result, and a {state.type} runs once for its id; "
                 "start it under a new run id.",

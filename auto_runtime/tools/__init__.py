@@ -3,6 +3,7 @@ for the three kinds of server (`mcp`, `stdio`, `openapi`); `scrubbing` removes t
 
 from auto_runtime.tools.servers import (
     ContentBlock,
+    NamedServer,
     OfferedTool,
     ToolCallFailed,
     ToolCallResult,
@@ -14,6 +15,7 @@ from auto_runtime.tools.servers import (
 
 __all__ = [
     "ContentBlock",
+    "NamedServer",
     "OfferedTool",
     "ToolCallFailed",
     "ToolCallResult",

@@ -24,6 +24,7 @@ RATE_LIMIT_TRIES = 3
 HTTP_RESULT_CAP = 16 * 1024 * 1024
 STDIO_RESULT_CAP = 4 * 1024 * 1024
 RUN_ID_META = "auto.on/run_id"
+DELIVERY_ID_META = "auto.on/delivery_id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +61,11 @@ class ServerClient(Protocol):
         """Every tool it lists; raises `ToolServerFailed`."""
         ...
 
-    async def call(self, tool: str, arguments: Mapping[str, Any], run_id: str) -> ToolCallResult:
-        """One call; raises `ToolCallFailed`. The result is scrubbed of every secret."""
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], run_id: str, *, delivery_id: str | None = None
+    ) -> ToolCallResult:
+        """One call; raises `ToolCallFailed`. The result is scrubbed of every secret. A delivery's call
+        (`delivery_id`, an interaction request's attempt) carries it in `_meta` and waits out no 429."""
         ...
 
     def attach(self, nursery: trio.Nursery) -> None:

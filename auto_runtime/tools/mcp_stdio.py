@@ -301,8 +301,10 @@ class StdioServer:
     async def list_tools(self) -> list[ListedTool]:
         return await self.tools.list_tools()
 
-    async def call(self, tool: str, arguments: Mapping[str, Any], run_id: str) -> ToolCallResult:
-        return await self.tools.call(tool, arguments, run_id)
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], run_id: str, *, delivery_id: str | None = None
+    ) -> ToolCallResult:
+        return await self.tools.call(tool, arguments, run_id, delivery_id=delivery_id)
 
     async def aclose(self) -> None:
         await self.tools.aclose()

@@ -17,7 +17,7 @@ import mcp_types
 import trio
 
 from auto_runtime.settings import ToolServer
-from auto_runtime.tools.kinds import RATE_LIMIT_TRIES, RUN_ID_META, Limits, ListedTool
+from auto_runtime.tools.kinds import DELIVERY_ID_META, RATE_LIMIT_TRIES, RUN_ID_META, Limits, ListedTool
 from auto_runtime.tools.mcp_connection import McpConnection, keeps_session, mcp_error_in
 from auto_runtime.tools.oauth import TokenFailed
 from auto_runtime.tools.scrubbing import SecretSet
@@ -153,13 +153,17 @@ class McpTools:
             "unreachable", f"The tool server {self.name} could not be reached ({type(error).__name__}).", 5
         )
 
-    async def call(self, tool: str, arguments: Mapping[str, Any], run_id: str) -> ToolCallResult:
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], run_id: str, *, delivery_id: str | None = None
+    ) -> ToolCallResult:
         meta: Any = {RUN_ID_META: run_id}
+        if delivery_id is not None:
+            meta[DELIVERY_ID_META] = delivery_id
         for attempt in range(RATE_LIMIT_TRIES):
             try:
                 return await self._call_once(tool, arguments, meta)
             except _RateLimited as limited:
-                last = attempt == RATE_LIMIT_TRIES - 1
+                last = attempt == RATE_LIMIT_TRIES - 1 or delivery_id is not None
                 if last or limited.wait is None or limited.wait > self.limits.longest_wait:
                     raise limited.failure from None
                 await trio.sleep(limited.wait)

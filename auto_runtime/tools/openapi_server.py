@@ -82,7 +82,9 @@ class OpenApiServer:
             raise ToolServerFailed("failing", f"The document of the tool server {self.name} has not been read.", 5)
         return [operation.tool for operation in self.document.operations.values()]
 
-    async def call(self, tool: str, arguments: Mapping[str, Any], run_id: str) -> ToolCallResult:
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], run_id: str, *, delivery_id: str | None = None
+    ) -> ToolCallResult:
         document = self.document
         operation = document.operations.get(tool) if document is not None else None
         if document is None or operation is None:

@@ -17,6 +17,7 @@ from typing import Any
 from auto_runtime.tools.connection_servers import ConnectionServer, ConnectionServers
 from auto_runtime.tools.scrubbing import SCRUBBED_LEAST, SecretSet
 from auto_runtime.tools.servers import (
+    NamedServer,
     OfferedTool,
     ToolCallFailed,
     ToolCallResult,
@@ -47,7 +48,24 @@ class PlaybookServers:
                 return found
         return None
 
+    async def named(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[NamedServer]:
+        """Check the names alone (a connection's readiness included), contacting no server."""
+        found: list[NamedServer] = []
+        for servers, connection_id, items in (await self._groups(org, playbook, wanted)).values():
+            named = await servers.named(org, playbook, items)
+            found += [replace(server, connection_id=connection_id) for server in named]
+        return found
+
     async def offered(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[OfferedTool]:
+        offered: list[OfferedTool] = []
+        for servers, connection_id, items in (await self._groups(org, playbook, wanted)).values():
+            tools = await servers.offered(org, playbook, items)
+            offered += [replace(tool, connection_id=connection_id) for tool in tools]
+        return offered
+
+    async def _groups(
+        self, org: str, playbook: str, wanted: Sequence[WantedTool]
+    ) -> dict[str, tuple[ToolServerSet, str | None, list[WantedTool]]]:
         groups: dict[str, tuple[ToolServerSet, str | None, list[WantedTool]]] = {}
         for item in wanted:
             if item.server in groups:
@@ -66,20 +84,23 @@ class PlaybookServers:
                 raise connection.not_ready
             assert connection.servers is not None
             groups[item.server] = (connection.servers, connection.connection.id, [item])
-        offered: list[OfferedTool] = []
-        for servers, connection_id, items in groups.values():
-            tools = await servers.offered(org, playbook, items)
-            offered += [replace(tool, connection_id=connection_id) for tool in tools]
-        return offered
+        return groups
 
     async def call(
-        self, org: str, playbook: str, tool: OfferedTool, arguments: Mapping[str, Any], run_id: str
+        self,
+        org: str,
+        playbook: str,
+        tool: OfferedTool,
+        arguments: Mapping[str, Any],
+        run_id: str,
+        *,
+        delivery_id: str | None = None,
     ) -> ToolCallResult:
         if tool.connection_id is None:
             if self.configured is None:
                 raise ToolCallFailed("server_failure", f"The tool server {tool.server} no longer serves this playbook.")
-            return await self.configured.call(org, playbook, tool, arguments, run_id)
+            return await self.configured.call(org, playbook, tool, arguments, run_id, delivery_id=delivery_id)
         connection = await self._connection(org, playbook, tool.server)
         if connection is None or connection.servers is None or connection.connection.id != tool.connection_id:
             raise ToolCallFailed("server_failure", f"The connection {tool.server} no longer serves this playbook.")
-        return await connection.servers.call(org, playbook, tool, arguments, run_id)
+        return await connection.servers.call(org, playbook, tool, arguments, run_id, delivery_id=delivery_id)

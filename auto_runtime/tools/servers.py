@@ -33,6 +33,16 @@ class WantedTool:
 
 
 @dataclass(frozen=True)
+class NamedServer:
+    """What the configuration says of a server a name check found: whether calls through it keep their content
+    (`record_content`), and the connection it is, for a connection."""
+
+    server: str
+    record_content: bool = True
+    connection_id: str | None = None
+
+
+@dataclass(frozen=True)
 class OfferedTool:
     server: str
     tool: str
@@ -95,10 +105,21 @@ class ToolCallFailed(Exception):
 
 
 class ToolServers(Protocol):
+    async def named(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[NamedServer]:
+        """Check the names against the configuration alone, contacting no server: `ToolNotOffered` when one is not
+        offered (an interaction request's check at its start); else each server named, once."""
+
     async def offered(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[OfferedTool]: ...
 
     async def call(
-        self, org: str, playbook: str, tool: OfferedTool, arguments: Mapping[str, Any], run_id: str
+        self,
+        org: str,
+        playbook: str,
+        tool: OfferedTool,
+        arguments: Mapping[str, Any],
+        run_id: str,
+        *,
+        delivery_id: str | None = None,
     ) -> ToolCallResult: ...
 
     def secrets(self) -> frozenset[str]: ...

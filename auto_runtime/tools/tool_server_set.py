@@ -42,6 +42,7 @@ from auto_runtime.tools.mcp_stdio import StdioServer
 from auto_runtime.tools.openapi_server import OpenApiServer
 from auto_runtime.tools.scrubbing import SCRUBBED_LEAST, SecretSet
 from auto_runtime.tools.servers import (
+    NamedServer,
     OfferedTool,
     ToolCallFailed,
     ToolCallResult,
@@ -145,7 +146,12 @@ class ToolServerSet:
         """`text` scrubbed of every secret in every encoding: the one call records and logs may apply."""
         return self.secret_set(text)
 
-    async def offered(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[OfferedTool]:
+    async def named(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[NamedServer]:
+        """Check the names alone, contacting no server: `ToolNotOffered` when one is not offered."""
+        entries = self._entries(org, playbook, wanted)
+        return [NamedServer(name, entry.record_content) for name, entry in entries.items()]
+
+    def _entries(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> dict[str, ToolServer]:
         entries: dict[str, ToolServer] = {}
         for item in wanted:
             entry = self._entry(org, playbook, item.server)
@@ -158,6 +164,10 @@ class ToolServerSet:
                     "tool_not_allowed", f"The tool server {item.server} does not allow the tool {item.tool}."
                 )
             entries[item.server] = entry
+        return entries
+
+    async def offered(self, org: str, playbook: str, wanted: Sequence[WantedTool]) -> list[OfferedTool]:
+        entries = self._entries(org, playbook, wanted)
         listed = {name: await self.list_tools(name) for name in entries}
         offered: list[OfferedTool] = []
         chosen: set[tuple[str, str]] = set()
@@ -180,14 +190,23 @@ class ToolServerSet:
         return offered
 
     async def call(
-        self, org: str, playbook: str, tool: OfferedTool, arguments: Mapping[str, Any], run_id: str
+        self,
+        org: str,
+        playbook: str,
+        tool: OfferedTool,
+        arguments: Mapping[str, Any],
+        run_id: str,
+        *,
+        delivery_id: str | None = None,
     ) -> ToolCallResult:
         entry = self._entry(org, playbook, tool.server)
         if entry is None:
             raise ToolCallFailed("server_failure", f"The tool server {tool.server} no longer serves this playbook.")
         try:
             with tool_call_span(tool.server, tool.tool, run_id, arguments, record_content=tool.record_content) as span:
-                return span.output(await self.clients[tool.server].call(tool.tool, arguments, run_id))
+                return span.output(
+                    await self.clients[tool.server].call(tool.tool, arguments, run_id, delivery_id=delivery_id)
+                )
         except ToolCallFailed as failed:
             failed.detail = self.secret_set(failed.detail)
             log.warning(

@@ -24,7 +24,7 @@ from auto_runtime.functions.workflow.engine.model import CallAnswered, StartCall
 from auto_runtime.ledger import DueKey, LeaseFence, PlaybookScope, uuid7
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
-from auto_runtime.workflow_host.outbox import call_key, in_request
+from auto_runtime.workflow_host.outbox import answered_later, call_key
 from auto_runtime.workflow_host.run_store import Applied, LoadedRun, RunStore, UnknownRun, now_ms
 
 MAX_CALL_DEPTH = 8
@@ -97,7 +97,7 @@ class CallDispatcher:
             else:
                 answer = CallAnswered(str(uuid7()), now_ms(), call.key, "rejected", rejection=rejected.as_record())
         else:
-            if not in_request(call.definition_type):
+            if answered_later(call.definition_type, shown):
                 await self._taken(scope, run_id, call, fence)
                 return None
             answer = CallAnswered(str(uuid7()), now_ms(), call.key, "succeeded", output=shown.get("output"))

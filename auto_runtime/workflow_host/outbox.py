@@ -26,13 +26,30 @@ from auto_runtime.functions.workflow.engine.model import CallAnswered, CancelReq
 CALL_KEY_PREFIX = "call:"
 ANSWER_KEY_PREFIX = "answer:"
 CANCEL_KEY_PREFIX = "cancel:"
-LATER_TYPES = frozenset({"workflow"})
-"""Definition types whose runs finish after their request: the answer comes from the callee's own ending."""
+LATER_TYPES = frozenset({"workflow", "interaction"})
+"""Definition types whose runs may finish after their request: the answer comes from the callee's own ending (an
+interaction function's request; its `call` finishes within the request, `answered_later`)."""
+INTERACTION_CANCEL_KEY = "interaction:cancel"
+"""The key the interaction runtime ends a cancelled request by (`interaction_host.runtime`)."""
 
 
 def in_request(definition_type: str) -> bool:
     """Whether a run of this type finishes within the request that starts it."""
     return definition_type not in LATER_TYPES
+
+
+def answered_later(definition_type: str, shown: Mapping[str, Any]) -> bool:
+    """Whether a call whose callee `run_definition` answered `shown` waits for the callee's ending: a workflow
+    always (its ending arms the answer), an interaction function while its run is `started` (a request)."""
+    if definition_type == "workflow":
+        return True
+    return not in_request(definition_type) and shown.get("status") == "started"
+
+
+def callee_cancel_key(definition_type: str, callee_run_id: str) -> str:
+    """The due-work key that cancels a callee that finishes later: a workflow's `cancel:`, an interaction
+    request's `interaction:cancel`."""
+    return INTERACTION_CANCEL_KEY if definition_type == "interaction" else cancel_key(callee_run_id)
 
 
 def call_key(callee_run_id: str) -> str:

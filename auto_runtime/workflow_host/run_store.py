@@ -83,8 +83,8 @@ from auto_runtime.workflow_host.outbox import (
     answer_payload,
     call_key,
     call_payload,
+    callee_cancel_key,
     caller_call_key,
-    cancel_key,
     cancel_payload,
     in_request,
 )
@@ -580,10 +580,11 @@ class RunStore:
                 arm.append(DueEntry(scope, run_id, call_key(o.run_id), now, call_payload(o)))
             elif isinstance(o, CancelCall):
                 cancel.append(DueKey(scope, run_id, call_key(o.run_id)))
-                if not in_request(callee_types.get(o.run_id, "workflow")):
+                callee_type = callee_types.get(o.run_id, "workflow")
+                if not in_request(callee_type):
                     reason = PARENT_ENDED.format(run_id=run_id) if o.kind == "parent_ended" else DEADLINE
                     payload = cancel_payload(o.kind, run_id, transition.facts[0].id, reason)
-                    arm.append(DueEntry(scope, o.run_id, cancel_key(o.run_id), now, payload))
+                    arm.append(DueEntry(scope, o.run_id, callee_cancel_key(callee_type, o.run_id), now, payload))
             elif isinstance(o, Settle) and isinstance(metadata.get("called_by"), dict):
                 called_by = metadata["called_by"]
                 payload = answer_payload(caller_call_key(called_by), o.status, o.output, o.rejection)

@@ -73,6 +73,9 @@ class WorkflowRuntime:
     """One server's workflow runs: `start`, `send_event`, `cancel`, and `run` (the timer loop, while the server
     holds the lease). See the module's rules."""
 
+    runs_once = True
+    """A workflow runs once for its id (seeds, "Retrying under a run id")."""
+
     def __init__(
         self,
         ledger: Ledger,
@@ -183,6 +186,7 @@ class WorkflowRuntime:
             Definition(definition.name, definition.version, document),
             value,
             caller_id,
+            call_bounds_ms=await self._call_bounds(scope, definition),
             causation_id=causation_id if isinstance(causation_id, str) else None,
             extra_metadata=extra,
             fence=fence,
@@ -192,6 +196,24 @@ class WorkflowRuntime:
         ending = applied.ending
         if ending is not None and ending.status == "rejected":
             raise Rejection.from_record(ending.rejection or {})
+
+    async def _call_bounds(self, scope: PlaybookScope, definition: DefinitionVersion) -> dict[str, int]:
+        """The longest runs of the callees the workflow names literally whose bound its document cannot know: an
+        interaction function's (its request's `expires`, or a call's 70 s), as its latest version says
+        (`longest_run_ms`), by `interaction/<name>` (workflow-format §6, "Wait bound")."""
+        bounds: dict[str, int] = {}
+        uses = definition.document.get("uses")
+        for use in uses if isinstance(uses, list) else []:
+            if not isinstance(use, dict) or use.get("type") != "interaction" or not isinstance(use.get("name"), str):
+                continue
+            try:
+                callee = await self.runs.definitions.latest(scope, "interaction", use["name"])
+            except Rejection:
+                continue
+            longest = callee.document.get("longest_run_ms")
+            if isinstance(longest, int) and not isinstance(longest, bool):
+                bounds[f"interaction/{use['name']}"] = longest
+        return bounds
 
     async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
         """Record `run_cancel_requested` and the `cancel:` entry that makes the run apply it, unless the run

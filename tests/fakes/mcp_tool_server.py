@@ -14,6 +14,15 @@ It prints ``listening on http://127.0.0.1:<port>/mcp`` once it accepts connectio
 * ``busy``: its first call of each pair is answered HTTP 429 with ``retry-after: 0``, the next ``not busy now``;
 * ``swamped``: every call is answered HTTP 429 with ``retry-after: 60``.
 
+With ``--interaction-tools`` it also lists the tools the interaction tests call:
+
+* ``list_invoices`` (``readOnlyHint: true``): answers ``structuredContent`` ``{"invoices": [...]}``, ``limit``
+  invoices of the ``customer`` it is given, each ``{"id": "<customer>-<n>", "total": <n>}``;
+* ``say``: answers its ``text`` argument as one text block (JSON when the text is JSON); not read-only;
+* ``replies`` (``readOnlyHint: true``): answers ``structuredContent`` ``{"items": [...]}``: one reply
+  ``{"key": "<parent>-reply", "author": <who>, "body": <words>, "parent": <parent>}`` while ``since`` is empty,
+  none after (a reader that keeps its cursor reads it once).
+
 With ``--extra-tools N`` it also lists ``N`` more tools, ``extra_1`` to ``extra_N`` (``Extra tool <n>.``), which
 answer ``extra <n>``.
 
@@ -80,8 +89,25 @@ def extra_tools(count: int) -> list[types.Tool]:
     ]
 
 
-def build(log: Path | None, extra: int = 0) -> Server[Any]:
-    listed = [*TOOLS, *extra_tools(extra)]
+INTERACTION_TOOLS = [
+    types.Tool(
+        name="list_invoices",
+        description="Lists a customer's invoices.",
+        input_schema={"type": "object"},
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(name="say", description="Says its text back.", input_schema={"type": "object"}),
+    types.Tool(
+        name="replies",
+        description="Lists the replies to a message.",
+        input_schema={"type": "object"},
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+]
+
+
+def build(log: Path | None, extra: int = 0, interaction: bool = False) -> Server[Any]:
+    listed = [*TOOLS, *(INTERACTION_TOOLS if interaction else []), *extra_tools(extra)]
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -110,6 +136,22 @@ def build(log: Path | None, extra: int = 0) -> Server[Any]:
             return types.CallToolResult(content=[types.TextContent(text="not busy now")])
         if params.name == "crash":
             raise MCPError(code=types.INTERNAL_ERROR, message="the server broke")
+        if params.name == "list_invoices" and interaction:
+            customer = str(arguments.get("customer"))
+            invoices = [{"id": f"{customer}-{n}", "total": n} for n in range(1, int(arguments.get("limit", 0)) + 1)]
+            return types.CallToolResult(
+                content=[types.TextContent(text=json.dumps({"invoices": invoices}))],
+                structured_content={"invoices": invoices},
+            )
+        if params.name == "replies" and interaction:
+            parent = str(arguments.get("parent"))
+            reply = {"key": f"{parent}-reply", "author": arguments.get("who"), "body": arguments.get("words")}
+            items = [] if arguments.get("since") else [{**reply, "parent": parent}]
+            return types.CallToolResult(
+                content=[types.TextContent(text=json.dumps({"items": items}))], structured_content={"items": items}
+            )
+        if params.name == "say" and interaction:
+            return types.CallToolResult(content=[types.TextContent(text=str(arguments.get("text")))])
         if params.name.startswith("extra_"):
             return types.CallToolResult(content=[types.TextContent(text=f"extra {params.name.removeprefix('extra_')}")])
         raise MCPError(code=types.INVALID_PARAMS, message=f"no tool {params.name}")
@@ -211,8 +253,10 @@ async def _running(manager: StreamableHTTPSessionManager) -> AsyncIterator[None]
         yield
 
 
-async def run(port: int, log: Path | None, guard: Guard | None = None, extra: int = 0) -> None:
-    manager = StreamableHTTPSessionManager(build(log, extra), stateless=True, json_response=True)
+async def run(
+    port: int, log: Path | None, guard: Guard | None = None, extra: int = 0, interaction: bool = False
+) -> None:
+    manager = StreamableHTTPSessionManager(build(log, extra, interaction), stateless=True, json_response=True)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
@@ -235,11 +279,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--signing-key", default="")
     parser.add_argument("--audience", default="")
     parser.add_argument("--extra-tools", type=int, default=0)
+    parser.add_argument("--interaction-tools", action="store_true")
     arguments = parser.parse_args(argv)
     header = tuple(arguments.require_header.split("=", 1)) if arguments.require_header else None
     guard = Guard(header, arguments.issuer, arguments.signing_key, arguments.audience)  # type: ignore[arg-type]
     try:
-        trio.run(run, arguments.port, arguments.log, guard, arguments.extra_tools)
+        trio.run(run, arguments.port, arguments.log, guard, arguments.extra_tools, arguments.interaction_tools)
     except KeyboardInterrupt:
         return 0
     return 0

@@ -101,7 +101,7 @@ class _Checker:
         return value
 
 
-def _split_source(source: str) -> tuple[str, str, int, int] | Problem:
+def split_source(source: str) -> tuple[str, str, int, int] | Problem:
     lines = source.split("\n")
     if lines[0].rstrip("\r") != "---":
         return Problem(1, "", "The front matter must open on line 1 with a line of exactly ---")
@@ -264,7 +264,7 @@ def _model(check: _Checker, value: Any) -> str:
 
 
 def parse_document(source: str) -> ReasoningDocument | list[Problem]:
-    split = _split_source(source)
+    split = split_source(source)
     if isinstance(split, Problem):
         return [split]
     front_text, template_source, offset, template_line = split

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from liquid import BlockNode, BoundTemplate, Environment, FalsyStrictUndefined, Node, RenderContext, Tag, Undefined
 from liquid.builtin.content import ContentNode
+from liquid.builtin.output import Output, OutputNode
 from liquid.builtin.tags.for_tag import BreakNode, ContinueNode, ForNode
 from liquid.builtin.tags.tablerow_tag import TablerowNode
 from liquid.exceptions import (
@@ -35,6 +36,7 @@ from liquid.exceptions import (
 )
 from liquid.parser import get_parser
 from liquid.stream import TokenStream
+from liquid.stringify import to_liquid_string
 from liquid.token import TOKEN_EXPRESSION, TOKEN_TAG, Token
 from liquid.undefined import UNDEFINED
 
@@ -66,6 +68,8 @@ REMOVED_FILTERS = (
     "safe",
 )
 UNAVAILABLE_TAGS = frozenset({*REMOVED_TAGS, "layout", "block"})
+PROMPT_ONLY_FILTERS = frozenset({"money", "clip", "words"})
+"""Filters of a reasoning prompt that other templates (an interaction function's) do not have."""
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _NAME = re.compile(r"[A-Za-z_][\w-]*\??")
@@ -105,6 +109,13 @@ class Rendered:
 
 class _Refusal(LiquidSyntaxError):
     """A template problem in our own words."""
+
+
+STRUCTURE_AMONG_TEXT = "write | json after it, or write it alone as one {{ }}"
+
+
+class StructureAmongText(LiquidError):
+    """An output of a text-only template gave an object or an array (interaction-format §1.3)."""
 
 
 class _Limit(ResourceLimitError):
@@ -289,21 +300,44 @@ class PromptEnvironment(Environment):
     template_class = _PromptTemplate
 
 
-def _environment() -> PromptEnvironment:
+class _TextOutputNode(OutputNode):
+    """`{{ ... }}` in a template that renders text only: an object or array among the text stops the render."""
+
+    __slots__ = ()
+
+    def render_to_output(self, context: RenderContext, buffer: TextIO) -> int:
+        value = self.expression.evaluate(context)
+        if isinstance(value, Mapping | list | tuple):
+            raise StructureAmongText(STRUCTURE_AMONG_TEXT, token=self.token)
+        return buffer.write(to_liquid_string(value, context.autoescape))
+
+
+class _TextOutput(Output):
+    node_class = _TextOutputNode
+
+
+def _environment(*, prompt: bool = True) -> PromptEnvironment:
     environment = PromptEnvironment(undefined=FalsyStrictUndefined)
     for tag in REMOVED_TAGS:
         del environment.tags[tag]
     for name in REMOVED_FILTERS:
         del environment.filters[name]
-    environment.add_tag(SystemTag)
+    if prompt:
+        environment.add_tag(SystemTag)
+    else:
+        environment.add_tag(_TextOutput)
     for name, func in FILTERS.items():
-        environment.add_filter(name, func)
+        if prompt or name not in PROMPT_ONLY_FILTERS:
+            environment.add_filter(name, func)
     for name, func in list(environment.filters.items()):
         environment.add_filter(name, _counted(name, func))
     return environment
 
 
 ENVIRONMENT = _environment()
+TEXT_ENVIRONMENT = _environment(prompt=False)
+"""The environment of templates that render text (an interaction function's, interaction-format §1.2): no
+`system` block, no `money`, `clip` or `words`, and no object or array among the text."""
 
 
 # --- parsing ----------------------------------------------------------------------------------------
@@ -390,14 +424,25 @@ def _writes_outside_system(nodes: Iterable[Node], static: RenderContext) -> bool
 
 
 def parse_template(
-    source: str, first_line: int, closed_fields: frozenset[str] | None
+    source: str,
+    first_line: int,
+    closed_fields: frozenset[str] | None,
+    *,
+    names: frozenset[str] = BUILT_INS,
+    prompt: bool = True,
 ) -> Template | list[TemplateProblem]:
     """The parsed template, or every problem found. `closed_fields` lists the input's fields when its schema
-    is closed (`properties` with `additionalProperties: false`)."""
+    is closed (`properties` with `additionalProperties: false`).
+
+    `names` are the names the template may read besides those it creates; `prompt` is a reasoning prompt's
+    template (a `system` block allowed, text required outside it). Any other template (an interaction
+    function's, interaction-format §1.2) has no `system` block, nor the `money`, `clip` and `words` filters,
+    and may render empty text (its caller judges what it rendered)."""
     if len(source) > MAX_TEMPLATE_CHARS:
         return [TemplateProblem(first_line, f"The template may be at most {MAX_TEMPLATE_CHARS:,} characters")]
+    environment = ENVIRONMENT if prompt else TEXT_ENVIRONMENT
     try:
-        bound = ENVIRONMENT.from_string(source)
+        bound = environment.from_string(source)
         analysis = bound.analyze(include_partials=False)
     except LiquidError as error:
         return [_syntax_problem(error, source, first_line)]
@@ -410,17 +455,13 @@ def parse_template(
     created = set(analysis.locals)
     for node in _walk(bound.nodes, static):
         created.update(str(name) for name in (*node.template_scope(), *node.block_scope()))
-    known = BUILT_INS | LOOP_NAMES | created
+    known = names | LOOP_NAMES | created
     for root, variables in analysis.variables.items():
         for variable in variables:
             line = _line(source, variable.span.index, first_line)
             segments = variable.segments
             if root not in known:
-                problems.append(
-                    TemplateProblem(
-                        line, f"The template reads {root}, which is neither input, today, now nor a name it creates"
-                    )
-                )
+                problems.append(TemplateProblem(line, f"The template reads {root}, which {_neither(names)}"))
             elif root in ("today", "now") and len(segments) > 1:
                 problems.append(TemplateProblem(line, f"{root} has no properties"))
             elif (
@@ -436,7 +477,7 @@ def parse_template(
                     )
                 )
     for name, spans in analysis.filters.items():
-        if name not in ENVIRONMENT.filters:
+        if name not in environment.filters:
             problems.extend(
                 TemplateProblem(_line(source, s.index, first_line), f"There is no filter named {name}") for s in spans
             )
@@ -454,11 +495,17 @@ def parse_template(
                 _line(source, systems[1].token.start_index, first_line), "A template holds at most one system block"
             )
         )
-    if not _writes_outside_system(bound.nodes, static):
+    if prompt and not _writes_outside_system(bound.nodes, static):
         problems.append(TemplateProblem(first_line, "The template must write text outside its system block"))
     if problems:
         return sorted(problems, key=lambda problem: problem.line)
     return Template(bound, first_line, bool(systems))
+
+
+def _neither(names: frozenset[str]) -> str:
+    """`is neither input, today, now nor a name it creates`, naming what the template's place allows."""
+    ordered = [name for name in ("input", "today", "now") if name in names] + sorted(names - {"input", "today", "now"})
+    return "is neither " + ", ".join(ordered) + " nor a name it creates"
 
 
 # --- rendering --------------------------------------------------------------------------------------
@@ -495,4 +542,47 @@ def render(template: Template, input_value: Mapping[str, Any], today: str, now: 
     return Rendered(context.instructions.getvalue() if template.has_system else None, text)
 
 
-__all__ = ["RenderProblem", "Rendered", "Template", "TemplateProblem", "parse_template", "render"]
+def render_text(template: Template, values: Mapping[str, Any]) -> str:
+    """The text `template` renders with the names in `values` (no `system` block, empty text allowed); raises
+    `RenderProblem` as `render` does, and `StructureAmongText` (the template's fault, not the input's)."""
+    bound = template.bound
+    context = _PromptContext(bound, globals=bound.make_globals(dict(values)))
+    written = _Writer("text", context)
+    try:
+        bound.render_with_context(context, written)
+    except StructureAmongText:
+        raise
+    except LiquidError as error:
+        raise _render_problem(error, context, template.first_line) from None
+    except RecursionError:
+        raise RenderProblem(template.first_line, TOO_DEEP) from None
+    return written.getvalue()
+
+
+def is_one_output(template: Template) -> bool:
+    """Whether the template is exactly one output tag, `{{ expr }}` and nothing else."""
+    nodes = template.bound.nodes
+    return len(nodes) == 1 and isinstance(nodes[0], OutputNode)
+
+
+def evaluate_output(template: Template, values: Mapping[str, Any]) -> Any:
+    """The value the one output tag of `template` yields (`is_one_output`), of any JSON type; raises
+    `RenderProblem` as `render_text` does."""
+    bound = template.bound
+    node = bound.nodes[0]
+    assert isinstance(node, OutputNode)
+    context = _PromptContext(bound, globals=bound.make_globals(dict(values)))
+    try:
+        value = node.expression.evaluate(context)
+    except LiquidError as error:
+        raise _render_problem(error, context, template.first_line) from None
+    except RecursionError:
+        raise RenderProblem(template.first_line, TOO_DEEP) from None
+    if isinstance(value, Undefined):
+        return None
+    if isinstance(value, range | tuple):
+        return list(value)
+    return value
+
+
+__all__ = ["RenderProblem", "Rendered", "Template", "TemplateProblem", "parse_template", "render", "render_text"]

@@ -1,0 +1,477 @@
+"""Reading replies in conversations (interaction-format §5), by the lease holder.
+
+A conversation is (`server`, reading `tool`, `key`); its id is a digest of the three, and its facts
+(`replies_read`, `reading_failed`) are playbook events on its own stream, `conversations/<id>`. A
+`delivery_succeeded` with `replies_in` wakes it: a read is due work on the conversation (`interaction:read:<id>`,
+5 s after the activity). A read serves the conversation's **kept** requests (the `open_requests` rows with its
+key, standing `delivered` or `retrying`, at most 100, oldest first); with none kept it rests and records nothing.
+
+One read: render `replies.with` of the oldest kept request, call the reading tool, take the array at
+`read.list`, and judge each item in the tool's order (§5.2): an answer that fits records `request_answered` on its
+request's run (with the `interaction:settle` entry that ends it), a reply that gives none `reply_refused`; a reply
+from anyone but the answerer, for no kept request, or already judged leaves no trace. The read is recorded when
+its list held an item (`replies_read`, whose `since` is the cursor of the next read) or it failed
+(`reading_failed`); the next read is armed in the same append, on the cadence of §5.1 (5, 10, 20, 40 s, then 60 s
+to the 18th read, then 300 s; never shorter than the oldest kept request's `replies.wait`; a 429's `Retry-After`
+up to an hour). A read runs in a task beside the timer loop: it takes its entry (marked fired) and arms the same
+read a minute later, which its last append cancels; so a read a stop cut short is made again after a minute, and
+the cursor moves only after every item up to it was judged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import trio
+
+from auto_runtime.functions.interaction.arguments import (
+    MAX_ARGUMENTS_BYTES,
+    REPLIES_NAMES,
+    TELL_NAMES,
+    ArgumentsUnreadable,
+    recorded_arguments,
+)
+from auto_runtime.functions.interaction.document import resolve_pointer
+from auto_runtime.functions.interaction.durations import duration_ms
+from auto_runtime.functions.interaction.reply_rule import answer_of_reply, rule_words
+from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText
+from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE, REQUEST_ANSWERED
+from auto_runtime.interaction_host.request_facts import request_facts
+from auto_runtime.json_limits import json_size
+from auto_runtime.ledger import (
+    DueEntry,
+    DueWorkChanges,
+    LeaseFence,
+    LeaseLost,
+    Ledger,
+    LedgerError,
+    NewRecord,
+    PlaybookScope,
+    Record,
+    StreamWrite,
+    VersionConflict,
+)
+from auto_runtime.playbooks.clock import now_utc
+from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.playbooks.run_view import fold_run
+from auto_runtime.schema_issues import check_off_the_loop
+from auto_runtime.tools import ToolCallFailed, ToolNotOffered, ToolServerFailed, ToolServers, WantedTool
+from auto_runtime.tools.hand_calls import answer_of
+
+log = logging.getLogger("auto_runtime.interactions")
+
+READ_PREFIX = "interaction:read:"
+SETTLE_KEY = "interaction:settle"
+REPLY_REFUSED = "reply_refused"
+REPLIES_READ = "replies_read"
+READING_FAILED = "reading_failed"
+KEPT_AT_MOST = 100
+MAX_DOCUMENT_BYTES = 64 * 1024
+MAX_REPLY_BYTES = 8 * 1024
+MAX_REFUSALS = 10
+MAX_TOLD = 3
+CONNECT_SECONDS = 10
+CALL_SECONDS = 30
+MAX_RETRY_AFTER = timedelta(hours=1)
+LOST_AFTER = timedelta(minutes=1)
+"""A read still in flight a minute after it started is considered lost and made again (§5.1)."""
+RUN_METADATA = ("correlation_id", "run_id", "definition", "called_by", "call_depth", "trigger", "depth")
+
+
+def conversation_id(server: str, tool: str, key: str) -> str:
+    return hashlib.sha256(f"{server}\x00{tool}\x00{key}".encode()).hexdigest()[:32]
+
+
+def cadence(reads: int) -> timedelta:
+    """The wait before the next read, `reads` reads after the conversation's last activity (§5.1)."""
+    if reads == 0:
+        return timedelta(seconds=5)
+    if reads <= 3:
+        return timedelta(seconds=(10, 20, 40)[reads - 1])
+    if reads < 18:
+        return timedelta(seconds=60)
+    return timedelta(seconds=300)
+
+
+def read_entry(scope: PlaybookScope, server: str, tool: str, key: str, reads: int, floor: timedelta) -> DueEntry:
+    wait = max(cadence(reads), floor)
+    payload = {"server": server, "tool": tool, "key": key, "reads": reads}
+    return DueEntry(
+        scope, conversation_id(server, tool, key), f"{READ_PREFIX}{uuid.uuid4()}", now_utc() + wait, payload
+    )
+
+
+def wait_floor(replies: Mapping[str, Any] | None) -> timedelta:
+    found = duration_ms(replies.get("wait")) if isinstance(replies, Mapping) and "wait" in replies else None
+    return timedelta(milliseconds=found or 5000)
+
+
+class ReplyReads:
+    """The reads of one server while it holds the lease; `nursery` is the task group of the deliveries."""
+
+    def __init__(self, ledger: Ledger, tools: ToolServers | None) -> None:
+        self.ledger = ledger
+        self.tools = tools
+        self._in_flight: set[tuple[str, str]] = set()
+        self._locks: dict[str, trio.Lock] = {}
+
+    @staticmethod
+    def handles(key: str) -> bool:
+        return key.startswith(READ_PREFIX)
+
+    def fire(self, entry: DueEntry, fence: LeaseFence, nursery: trio.Nursery) -> None:
+        name = (entry.run_id, entry.key)
+        if name in self._in_flight:
+            return
+        self._in_flight.add(name)
+        nursery.start_soon(self._read_guarded, entry, fence)
+
+    async def _read_guarded(self, entry: DueEntry, fence: LeaseFence) -> None:
+        lock = self._locks.setdefault(entry.run_id, trio.Lock())
+        try:
+            async with lock:
+                await self._read(entry, fence)
+        except (LeaseLost, LedgerError) as error:
+            log.warning("a read of the conversation %s was not recorded: %s", entry.run_id, error)
+        except Exception:
+            log.exception("a read of the conversation %s broke down", entry.run_id)
+        finally:
+            self._in_flight.discard((entry.run_id, entry.key))
+            if not lock.locked() and not any(run == entry.run_id for run, _ in self._in_flight):
+                self._locks.pop(entry.run_id, None)
+
+    async def _kept(self, scope: PlaybookScope, key: str) -> list[str]:
+        rows = await self.ledger.fetch(
+            f"SELECT run_id FROM {OPEN_REQUESTS_TABLE} WHERE org = ? AND playbook = ? AND conversation = ? "
+            "AND standing IN ('delivered', 'retrying') ORDER BY requested_us, run_id LIMIT ?",
+            [scope.org, scope.playbook, key, KEPT_AT_MOST],
+        )
+        return [str(row["run_id"]) for row in rows]
+
+    async def _read(self, entry: DueEntry, fence: LeaseFence) -> None:
+        scope = entry.scope
+        assert isinstance(scope, PlaybookScope)
+        payload = entry.payload if isinstance(entry.payload, dict) else {}
+        server, tool, key = str(payload.get("server")), str(payload.get("tool")), str(payload.get("key"))
+        reads = int(payload.get("reads", 0))
+        stream = scope.stream("conversations", entry.run_id)
+        kept = await self._kept(scope, key)
+        if not kept:
+            await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+            return
+        # In flight: the entry is taken, and the same read is made again a minute later unless this one ends first.
+        again = DueEntry(scope, entry.run_id, f"{READ_PREFIX}{uuid.uuid4()}", now_utc() + LOST_AFTER, payload)
+        await self.ledger.due_work.change(DueWorkChanges(arm=[again], fire=[entry.due_key]), fence=fence)
+        entry = again
+        requests = {run_id: await self.ledger.read_stream(run_stream(scope, run_id)) for run_id in kept}
+        oldest = request_facts(requests[kept[0]]).request
+        floor = wait_floor(oldest.get("replies"))
+        history = await self.ledger.read_stream(stream)
+        cursor = next((r.data.get("since") for r in reversed(history) if r.type == REPLIES_READ), None)
+        outcome, items, retry_after_ms = await self._call(scope, kept[0], requests[kept[0]], key, cursor, tool, server)
+        conversation_metadata = {"by": f"playbook:{scope.playbook}", "correlation_id": None, "causation_id": None}
+        next_reads = reads + 1
+        if outcome is not None:
+            data: dict[str, Any] = {"conversation": key, "server": server, "tool": tool, **outcome}
+            record = NewRecord(READING_FAILED, data, conversation_metadata)
+            wait = max(cadence(next_reads), floor)
+            if retry_after_ms is not None:
+                wait = min(timedelta(milliseconds=retry_after_ms), MAX_RETRY_AFTER)
+            following = read_entry(scope, server, tool, key, next_reads, timedelta(0))
+            following = DueEntry(following.scope, following.run_id, following.key, now_utc() + wait, following.payload)
+            await self._append_read(stream, history, [record], entry, following, fence)
+            return
+        if not items:
+            following = read_entry(scope, server, tool, key, next_reads, floor)
+            await self.ledger.due_work.change(DueWorkChanges(arm=[following], cancel=[entry.due_key]), fence=fence)
+            return
+        taken = refused = 0
+        found_answerer = False
+        for item in items:
+            judged = await self._judge(scope, kept, requests, item, server, tool)
+            if judged == "taken":
+                taken += 1
+            elif judged == "refused":
+                refused += 1
+            if judged in ("taken", "refused"):
+                found_answerer = True
+        newest = items[-1] if oldest.get("replies", {}).get("read", {}).get("order") != "newest_first" else items[0]
+        data = {
+            "conversation": key,
+            "server": server,
+            "tool": tool,
+            "since": newest.get("id"),
+            "replies": len(items),
+            "taken": taken,
+            "refused": refused,
+        }
+        record = NewRecord(REPLIES_READ, data, conversation_metadata)
+        following = read_entry(scope, server, tool, key, 0 if found_answerer else next_reads, floor)
+        await self._append_read(stream, history, [record], entry, following, fence)
+
+    async def _append_read(
+        self,
+        stream: Any,
+        history: list[Record],
+        records: list[NewRecord],
+        entry: DueEntry,
+        following: DueEntry,
+        fence: LeaseFence,
+    ) -> None:
+        expected = history[-1].position if history else 0
+        due = DueWorkChanges(arm=[following], cancel=[entry.due_key])
+        try:
+            await self.ledger.append([StreamWrite(stream, expected, records)], due_work=due, fence=fence)
+        except VersionConflict:
+            return  # another read of the conversation recorded first: this entry fires again and reads on
+
+    async def _call(
+        self,
+        scope: PlaybookScope,
+        run_id: str,
+        history: list[Record],
+        key: str,
+        cursor: Any,
+        tool: str,
+        server: str,
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]], int | None]:
+        """(a failure's `because` and `detail`, or None; the items read; a 429's wait in ms)."""
+        request = request_facts(history).request
+        replies = request.get("replies") if isinstance(request.get("replies"), dict) else {}
+        assert isinstance(replies, dict)
+        sent = next((r.data.get("delivered_as") for r in reversed(history) if r.type == "delivery_succeeded"), None)
+        values = {"to": request.get("to"), "sent": sent or {}, "conversation": key, "since": cursor or ""}
+        try:
+            arguments = await trio.to_thread.run_sync(
+                recorded_arguments, replies.get("with", {}), REPLIES_NAMES, values
+            )
+        except (ArgumentsUnreadable, RenderProblem, StructureAmongText) as problem:
+            return {"because": "unworkable", "detail": str(problem)[:1024]}, [], None
+        if self.tools is None:
+            return {"because": "tool_not_offered", "detail": "This server has no tool servers."}, [], None
+        try:
+            with trio.fail_after(CONNECT_SECONDS):
+                offered = await self.tools.offered(scope.org, scope.playbook, [WantedTool(server, tool)])
+            with trio.fail_after(CALL_SECONDS):
+                result = await self.tools.call(scope.org, scope.playbook, offered[0], arguments, run_id)
+        except ToolNotOffered as refusal:
+            return {"because": "tool_not_offered", "detail": refusal.detail}, [], None
+        except ToolServerFailed as failure:
+            wait = failure.retry_after * 1000 if failure.retry_after is not None else None
+            return {"because": "server_failure", "detail": failure.detail}, [], wait
+        except ToolCallFailed as failure:
+            because = "server_failure" if failure.because == "cancelled" else failure.because
+            retry = failure.extra.get("retry_after_ms")
+            return {"because": because, "detail": failure.detail}, [], retry if isinstance(retry, int) else None
+        except trio.TooSlowError:
+            return {"because": "timed_out", "detail": "No answer in time."}, [], None
+        if result.is_error:
+            return {"because": "tool_error", "detail": "The reading tool answered an error."}, [], None
+        has_document, document = answer_of(result)
+        if has_document and json_size(document) > MAX_DOCUMENT_BYTES:
+            return {"because": "too_large", "detail": "The read's document exceeds 64 KiB as JSON."}, [], None
+        read = replies.get("read") if isinstance(replies.get("read"), dict) else {}
+        assert isinstance(read, dict)
+        there, listed = resolve_pointer(document, str(read.get("list", ""))) if has_document else (False, None)
+        if not there or not isinstance(listed, list):
+            return {"because": "unreadable", "detail": f"No array at {read.get('list')}."}, [], None
+        each = read.get("each") if isinstance(read.get("each"), dict) else {}
+        assert isinstance(each, dict)
+        items: list[dict[str, Any]] = []
+        for raw in listed:
+            item: dict[str, Any] = {}
+            for name in ("id", "sender", "text", "to"):
+                pointer = each.get(name)
+                found, value = resolve_pointer(raw, str(pointer)) if isinstance(pointer, str) else (False, None)
+                if found and value is not None:
+                    item[name] = str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+            if isinstance(item.get("id"), str) and isinstance(item.get("sender"), str):
+                items.append(item)
+        return None, items, None
+
+    async def _judge(
+        self,
+        scope: PlaybookScope,
+        kept: list[str],
+        requests: dict[str, list[Record]],
+        item: Mapping[str, Any],
+        server: str,
+        tool: str,
+    ) -> str:
+        """Judge one reply (§5.2 step 3 and 4): `taken`, `refused` or `nothing`."""
+        ambiguous = False
+        target: str | None = None
+        if "to" in item:
+            for run_id in kept:
+                sent = next(
+                    (r.data.get("delivered_as") for r in reversed(requests[run_id]) if r.type == "delivery_succeeded"),
+                    None,
+                )
+                if isinstance(sent, dict) and sent.get("id") == item["to"]:
+                    target = run_id
+        elif len(kept) == 1:
+            target = kept[0]
+        else:
+            target, ambiguous = kept[-1], True
+        if target is None:
+            return "nothing"
+        history = await self.ledger.read_stream(run_stream(scope, target))
+        state = fold_run(target, history)
+        facts = request_facts(history)
+        request = facts.request
+        reply_id = item["id"]
+        judged = any(
+            r.type in (REQUEST_ANSWERED, REPLY_REFUSED) and (r.data.get("reply") or {}).get("id") == reply_id
+            for r in history
+        )
+        if state is None or state.status != "started" or state.cancel_requested or facts.answered is not None:
+            return "nothing"
+        if item.get("sender") != request.get("answerer") or judged or facts.requested is None:
+            return "nothing"
+        text = item.get("text") if isinstance(item.get("text"), str) else ""
+        assert isinstance(text, str)
+        reply = {"id": reply_id, "sender": item["sender"]}
+        because: str | None = None
+        issues: list[dict[str, str]] = []
+        answer: dict[str, Any] | None = None
+        if ambiguous:
+            because = "ambiguous"
+        elif len(text.encode("utf-8")) > MAX_REPLY_BYTES:
+            because = "too_long"
+        else:
+            rule = request.get("reply") if isinstance(request.get("reply"), dict) else {}
+            schema = request.get("answer_schema") if isinstance(request.get("answer_schema"), dict) else {}
+            assert isinstance(rule, dict) and isinstance(schema, dict)
+            answer = answer_of_reply(rule, schema, text)
+            if answer is None:
+                because = "not_an_answer"
+            else:
+                found = await check_off_the_loop(schema, answer, "/answer")
+                if found:
+                    because = "invalid"
+                    issues = [{"pointer": issue.pointer, "detail": issue.detail} for issue in found[:5]]
+        started = state.started_metadata
+        metadata = {key: started[key] for key in RUN_METADATA if key in started}
+        metadata = {**metadata, "causation_id": facts.requested.id, "by": f"playbook:{scope.playbook}"}
+        stream = run_stream(scope, target)
+        if because is None:
+            data: dict[str, Any] = {"answer": answer, "answered_by": f"playbook:{scope.playbook}", "reply": reply}
+            data.update({"server": server, "tool": tool})
+            settle = DueEntry(scope, target, SETTLE_KEY, now_utc(), {})
+            records = [NewRecord(REQUEST_ANSWERED, data, metadata)]
+            due = DueWorkChanges(arm=[settle])
+            result = "taken"
+        else:
+            if sum(1 for r in history if r.type == REPLY_REFUSED) >= MAX_REFUSALS:
+                return "nothing"
+            told = sum(1 for r in history if r.type == REPLY_REFUSED and r.data.get("told")) < MAX_TOLD
+            tell = (request.get("replies") or {}).get("tell")
+            told = told and isinstance(tell, dict)
+            data = {"server": server, "tool": tool, "reply": reply, "because": because, "told": told}  # never words
+            if issues:
+                data["issues"] = issues
+            records = [NewRecord(REPLY_REFUSED, data, metadata)]
+            due = DueWorkChanges()
+            result = "refused"
+        try:
+            await self.ledger.append([StreamWrite(stream, state.stream_version, records)], due_work=due or None)
+        except VersionConflict:
+            return "nothing"  # the request moved (an answer, a cancel): the reply is judged again at the next read
+        if result == "refused" and data.get("told"):
+            assert because is not None
+            await self._tell(scope, target, history, request, because, issues, records[0].id)
+        return result
+
+    async def _tell(
+        self,
+        scope: PlaybookScope,
+        run_id: str,
+        history: list[Record],
+        request: Mapping[str, Any],
+        because: str,
+        issues: list[dict[str, str]],
+        refused_id: str,
+    ) -> None:
+        """Tell the answerer how to answer (§5.4): `telling_started`, then `telling_succeeded` or `telling_failed`,
+        on a stream of its own; never retried."""
+        replies = request.get("replies") if isinstance(request.get("replies"), dict) else {}
+        deliver = request.get("deliver") if isinstance(request.get("deliver"), dict) else {}
+        assert isinstance(replies, dict) and isinstance(deliver, dict)
+        tell = replies.get("tell") if isinstance(replies.get("tell"), dict) else {}
+        assert isinstance(tell, dict)
+        server, tool = str(deliver.get("server")), str(tell.get("tool", deliver.get("tool")))
+        rule = request.get("reply") if isinstance(request.get("reply"), dict) else {}
+        schema = request.get("answer_schema") if isinstance(request.get("answer_schema"), dict) else {}
+        assert isinstance(rule, dict) and isinstance(schema, dict)
+        message = telling_words(because, issues, rule, schema)
+        sent = next((r.data.get("delivered_as") for r in reversed(history) if r.type == "delivery_succeeded"), None)
+        stream = scope.stream("tellings", str(uuid.uuid4()))
+        metadata = {
+            "by": f"playbook:{scope.playbook}",
+            "run_id": run_id,
+            "correlation_id": run_id,
+            "causation_id": refused_id,
+        }
+        values = {"to": request.get("to"), "sent": sent or {}, "message": message}
+        try:
+            arguments = await trio.to_thread.run_sync(recorded_arguments, tell.get("with", {}), TELL_NAMES, values)
+        except (ArgumentsUnreadable, RenderProblem, StructureAmongText):
+            arguments = None
+        if arguments is None or json_size(arguments) > MAX_ARGUMENTS_BYTES:
+            return  # a telling whose arguments cannot be sent is not sent (§10)
+        started = NewRecord(
+            "telling_started",
+            {"server": server, "tool": tool, "because": because, "arguments_bytes": json_size(arguments)},
+            metadata,
+        )
+        await self.ledger.append([StreamWrite(stream, 0, [started])])
+        began = trio.current_time()
+        outcome: dict[str, Any] | None = None
+        if self.tools is None:
+            outcome = {"because": "tool_not_offered", "detail": "This server has no tool servers."}
+        else:
+            try:
+                with trio.fail_after(CONNECT_SECONDS):
+                    offered = await self.tools.offered(scope.org, scope.playbook, [WantedTool(server, tool)])
+                with trio.fail_after(CALL_SECONDS):
+                    result = await self.tools.call(scope.org, scope.playbook, offered[0], arguments, run_id)
+                if result.is_error:
+                    outcome = {"because": "tool_error", "detail": "The tool answered an error."}
+            except ToolNotOffered as refusal:
+                outcome = {"because": "tool_not_offered", "detail": refusal.detail}
+            except (ToolServerFailed, ToolCallFailed) as failure:
+                outcome = {"because": "server_failure", "detail": failure.detail}
+            except trio.TooSlowError:
+                outcome = {"because": "timed_out", "detail": "No answer in time."}
+        data: dict[str, Any] = {"duration_ms": int((trio.current_time() - began) * 1000), **(outcome or {})}
+        ending = NewRecord(
+            "telling_failed" if outcome else "telling_succeeded", data, {**metadata, "causation_id": started.id}
+        )
+        await self.ledger.append([StreamWrite(stream, 1, [ending])])
+
+
+def telling_words(
+    because: str, issues: list[dict[str, str]], rule: Mapping[str, Any], schema: Mapping[str, Any]
+) -> str:
+    """What a telling says for a refusal's `because` (§5.4, decision on wording)."""
+    if because == "too_long":
+        return "A reply may hold at most 8,192 bytes."
+    if because == "ambiguous":
+        return "Several requests are open here; reply to the message of the one you are answering."
+    how = rule_words(rule, schema)
+    if because == "invalid":
+        shown = "; ".join(f"{issue['pointer']}: {issue['detail']}" for issue in issues[:5])
+        return f"That reply does not fit this request: {shown}. {how}"
+    return how
+
+
+def woken_read(scope: PlaybookScope, replies_in: Mapping[str, Any], replies: Mapping[str, Any] | None) -> DueEntry:
+    """The read a delivery's `replies_in` wakes its conversation with: 5 s after (or the request's `wait`)."""
+    return read_entry(
+        scope, str(replies_in["server"]), str(replies_in["tool"]), str(replies_in["key"]), 0, wait_floor(replies)
+    )

@@ -1,0 +1,46 @@
+"""Servers for the interaction conformance tests: one per ledger (SQLite and PostgreSQL), sweeping often, with a
+low `INTERACTION_OPEN_REQUESTS` so a test reaches `requests_full`."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.server_process import ServerProcess, start_server
+from tests.postgres_support import fresh_database
+
+OPEN_REQUESTS = 3
+
+
+def ledger_settings(stack: ExitStack, ledger_kind: str) -> dict[str, str]:
+    settings = {"WORKFLOW_SWEEP_INTERVAL": "PT0.05S", "INTERACTION_OPEN_REQUESTS": str(OPEN_REQUESTS)}
+    if ledger_kind == "postgres":
+        settings["DATABASE_URL"] = stack.enter_context(fresh_database("interaction_test"))
+        settings["SECRETS_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
+    return settings
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def ledger_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def server(ledger_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    with ExitStack() as stack:
+        process = start_server(
+            Path(tmp_path_factory.mktemp(f"interactions-{ledger_kind}")), ledger_settings(stack, ledger_kind)
+        )
+        yield process
+        assert process.stop() == 0, process.log()
+
+
+@pytest.fixture(scope="module")
+def client(server: ServerProcess) -> httpx.Client:
+    return server.client()
