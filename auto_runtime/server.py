@@ -61,6 +61,7 @@ from auto_runtime.auth.caller import Permission
 from auto_runtime.auth.issuer_keys import IssuerKeys
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.reasoning import ReasoningType
+from auto_runtime.functions.recall.recall_type import RecallType
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
 from auto_runtime.guides import Guide, load_guides
@@ -92,6 +93,7 @@ from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PLAYBOOKS_PROJECTION, PlaybookRegistry
 from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
 from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.recall_host.keeper import ViewKeeper
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.settings.variables import Mode
@@ -229,9 +231,10 @@ def compose_services(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
         ReasoningType(models, reached, settings.reasoning_max_input_tokens),
         WorkflowType(sandbox.engine, sandbox.checkers, settings.workflow_max_duration),
+        RecallType(sandbox.engine, sandbox.pool, sandbox.checkers, ledger),
     )
     limits = actor_limits_of(settings)
-    definitions = DefinitionRegistry(ledger, types, limits)
+    definitions = DefinitionRegistry(ledger, types, limits, recall_max_functions=settings.recall_max_functions)
     runs = RunService(ledger, definitions, types)
     workflows = WorkflowRuntime(
         ledger,
@@ -250,6 +253,14 @@ def compose_services(
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)
+    views = ViewKeeper(
+        ledger,
+        sandbox.pool,
+        max_rebuilds=settings.recall_max_rebuilds,
+        playbooks_at_once=settings.recall_playbooks_at_once,
+        sweep=settings.workflow_sweep_interval,
+    )
+    workflows.add_follower(views.follow)
     return RuntimeServices(
         playbooks=PlaybookRegistry(ledger, limits),
         definitions=definitions,
