@@ -171,22 +171,26 @@ class PlaybookPass:
         for name in [name for name in rows if name not in actives]:
             await self.ledger.recall_views.drop(scope.org, scope.playbook, name, fence)
             del rows[name]
+        fresh: set[str] = set()
         for name, active in actives.items():
             row = rows.get(name)
             if row is None or row.version != active.version:
-                fresh = fresh_row(scope.org, scope.playbook, active)
-                await self.ledger.recall_views.put(fresh, fence)
-                rows[name] = fresh
+                rows[name] = fresh_row(scope.org, scope.playbook, active)
+                fresh.add(name)
         building = sorted(
             (row for row in rows.values() if row.state in ("rebuilding", "waiting")),
             key=lambda row: (row.saved_at, row.name),
         )
         for place, row in enumerate(building):
             state = "rebuilding" if place < self.max_rebuilds else "waiting"
-            if row.state != state:
-                moved = replace(row, state=state)
-                if await self.ledger.recall_views.advance(moved, Expected(row.version, row.checkpoint), fence):
-                    rows[row.name] = moved
+            moved = replace(row, state=state)
+            if row.name in fresh:
+                await self.ledger.recall_views.put(moved, fence)
+                rows[row.name] = moved
+            elif row.state != state and await self.ledger.recall_views.advance(
+                moved, Expected(row.version, row.checkpoint), fence
+            ):
+                rows[row.name] = moved
         return list(rows.values()), actives
 
     async def run(self, org: str, playbook: str, holding: Callable[[], LeaseFence | None]) -> None:
