@@ -194,18 +194,24 @@ class PlaybookPass:
         return list(rows.values()), actives
 
     async def run(self, org: str, playbook: str, holding: Callable[[], LeaseFence | None]) -> None:
-        """One pass of the playbook's views, under the lease's fence as `holding()` gives it (none: stand by)."""
+        """One pass of the playbook's views, under the lease's fence as `holding()` gives it (none: stand by).
+
+        The definitions are read again before each page, so a function saved while a pass folds gets its row
+        (and its place, `rebuilding` or `waiting`) within a page."""
         fence = holding()
         if fence is None:
             return
         scope = PlaybookScope(org, playbook)
-        rows, actives = await self._reconciled(scope, fence)
-        folding = {
-            row.name: row
-            for row in rows
-            if row.state in ("live", "rebuilding") and actives[row.name].document is not None
-        }
+        resting: set[str] = set()
         for _page in range(PAGES_A_PASS):
+            rows, actives = await self._reconciled(scope, fence)
+            folding = {
+                row.name: row
+                for row in rows
+                if row.state in ("live", "rebuilding")
+                and actives[row.name].document is not None
+                and row.name not in resting
+            }
             if not folding:
                 return
             starts = [key_of(row.checkpoint) for row in folding.values()]
@@ -219,8 +225,9 @@ class PlaybookPass:
                     document = actives[row.name].document
                     assert document is not None
                     nursery.start_soon(self._fold_one, scope, fence, row, document, events, at_end, results)
-            folding = {name: row for name, row in results.items() if row is not None}
-            if at_end and all(row.state == "live" and self._caught_up(row, records) for row in folding.values()):
+            resting.update(name for name, row in results.items() if row is None)
+            going_on = [row for row in results.values() if row is not None]
+            if at_end and all(row.state == "live" and self._caught_up(row, records) for row in going_on):
                 return
 
     @staticmethod
