@@ -6,17 +6,18 @@ A pass (recall-format.md, "How the view is kept"):
    new function gets a row, a new version resets its row to `view.initial` with no checkpoint, a retired one's
    row is dropped. Of the views still to build, the first `RECALL_MAX_REBUILDS` in the order their versions were
    saved are `rebuilding`; the others are `waiting`. Live and stalled views hold no place.
-2. **Reading.** One read of the history serves every view being folded: oldest first, from the smallest
-   checkpoint among them, in pages of up to 1,000 records (`Ledger.read_playbook_after`, which on PostgreSQL
-   reads only behind the oldest write still open). A view folds only the records after its own checkpoint, so a
-   rebuilding view and the live ones share the read until the rebuilding one catches up.
+2. **Reading.** The live views share one read of the history, and the views being built share another: oldest
+   first, from the smallest checkpoint of the group, in pages of up to 1,000 records (`Ledger.read_playbook_after`,
+   which on PostgreSQL reads only behind the oldest write still open). A view folds only the records after its
+   own checkpoint; a view that catches up joins the live views' read at the next page.
 3. **Folding.** Each view folds its part of the page on the sandbox pool (`kind="fold"`: at most half the
    workers), in a sandbox of its own, within the page's 2 seconds (`fold_page`).
 4. **Writing.** Each view that moved is written once a page, conditional on the version and checkpoint it was
    read at, and fenced by the workflow lease: a row reset by a newer version, or a lost lease, writes nothing.
    A view whose checkpoint reached the end of the history the pass read is `live`.
 
-At most 10 pages a pass. A view that stalls, or whose event cost a try, is left for the next pass.
+At most 10 pages a pass in all (the live views' reads and the rebuilding views' reads together). A view that
+stalls, or whose event cost a try, is left for the next pass.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -76,6 +77,14 @@ class _Active:
     version: int
     saved_at: str
     document: RecallDocument | None
+
+
+def _groups(rows: Iterable[ViewRow]) -> list[list[ViewRow]]:
+    """The live views, which share one read from the smallest of their checkpoints, and the views being built,
+    which share another: a rebuild never holds back the live views' following of the history."""
+    live = [row for row in rows if row.state == "live"]
+    building = [row for row in rows if row.state != "live"]
+    return [group for group in (live, building) if group]
 
 
 def fresh_row(org: str, playbook: str, active: _Active) -> ViewRow:
@@ -203,7 +212,8 @@ class PlaybookPass:
             return
         scope = PlaybookScope(org, playbook)
         resting: set[str] = set()
-        for _page in range(PAGES_A_PASS):
+        pages = 0
+        while pages < PAGES_A_PASS:
             rows, actives = await self._reconciled(scope, fence)
             folding = {
                 row.name: row
@@ -214,21 +224,37 @@ class PlaybookPass:
             }
             if not folding:
                 return
-            starts = [key_of(row.checkpoint) for row in folding.values()]
-            start = None if any(key is None for key in starts) else min(key for key in starts if key is not None)
-            records = await self.ledger.read_playbook_after(scope, start, PAGE_RECORDS)
-            at_end = len(records) < PAGE_RECORDS
-            events = [(key, record, self._event(record)) for key, record in records]
             results: dict[str, ViewRow | None] = {}
-            async with trio.open_nursery() as nursery:
-                for row in folding.values():
-                    document = actives[row.name].document
-                    assert document is not None
-                    nursery.start_soon(self._fold_one, scope, fence, row, document, events, at_end, results)
+            done = True
+            for group in _groups(folding.values())[: PAGES_A_PASS - pages]:
+                pages += 1
+                done = await self._fold_group(scope, fence, group, actives, results) and done
             resting.update(name for name, row in results.items() if row is None)
-            going_on = [row for row in results.values() if row is not None]
-            if at_end and all(row.state == "live" and self._caught_up(row, records) for row in going_on):
+            if done:
                 return
+
+    async def _fold_group(
+        self,
+        scope: PlaybookScope,
+        fence: LeaseFence,
+        group: list[ViewRow],
+        actives: Mapping[str, _Active],
+        results: dict[str, ViewRow | None],
+    ) -> bool:
+        """One shared read for the group from its smallest checkpoint, folded into each of its views; whether every
+        view that goes on has caught up with the end of the history."""
+        starts = [key_of(row.checkpoint) for row in group]
+        start = None if any(key is None for key in starts) else min(key for key in starts if key is not None)
+        records = await self.ledger.read_playbook_after(scope, start, PAGE_RECORDS)
+        at_end = len(records) < PAGE_RECORDS
+        events = [(key, record, self._event(record)) for key, record in records]
+        async with trio.open_nursery() as nursery:
+            for row in group:
+                document = actives[row.name].document
+                assert document is not None
+                nursery.start_soon(self._fold_one, scope, fence, row, document, events, at_end, results)
+        going_on = [results[row.name] for row in group if results.get(row.name) is not None]
+        return at_end and all(row is not None and self._caught_up(row, records) for row in going_on)
 
     @staticmethod
     def _caught_up(row: ViewRow, records: list[tuple[SortKey, Record]]) -> bool:
