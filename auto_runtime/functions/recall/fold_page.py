@@ -166,9 +166,16 @@ class FoldConversation(Bridge):
     or `view` for each job, and `result` once. A call out of this order marks the sandbox broken."""
 
     def __init__(
-        self, program: FoldProgram, walk: _Walk, session: StoreSession, control: RunControl, schema: Any
+        self,
+        program: FoldProgram,
+        walk: _Walk,
+        session: StoreSession,
+        control: RunControl,
+        schema: Any,
+        event_seconds: float = EVENT_SECONDS,
     ) -> None:
         super().__init__((), {}, 0)
+        self.event_seconds = event_seconds
         self.program = program
         self.walk = walk
         self.session = session
@@ -246,7 +253,7 @@ class FoldConversation(Bridge):
             event = walk.items[walk.index].event
             assert event is not None
             self.clock_ns = event_ns(event)
-            self.control.deadline = time.monotonic() + EVENT_SECONDS
+            self.control.deadline = time.monotonic() + self.event_seconds
             if walk.first_fold is None:
                 walk.first_fold = time.monotonic()
         self.session.set_fuel(READ_FUEL)
@@ -383,9 +390,15 @@ def _schema(schema: Mapping[str, Any] | bool | None) -> Any:
 
 
 def fold_page(
-    engine: SandboxEngine, program: FoldProgram, state: ViewState, items: list[PageItem], control: RunControl
+    engine: SandboxEngine,
+    program: FoldProgram,
+    state: ViewState,
+    items: list[PageItem],
+    control: RunControl,
+    event_seconds: float = EVENT_SECONDS,
 ) -> PageResult:
-    """Fold the page into the view on this thread; see the module's rules. `control` stops it when cancelled."""
+    """Fold the page into the view on this thread; see the module's rules. `control` stops it when cancelled;
+    `event_seconds` is one event's time (the spec's 10 seconds)."""
     walk = _Walk(items, state)
     schema = _schema(program.view_schema)
     fresh_without_progress = 0
@@ -393,8 +406,8 @@ def fold_page(
         if control.cancelled:
             break
         session = StoreSession(engine, PRELUDE_FUEL)
-        store_control = RunControl(time.monotonic() + EVENT_SECONDS)
-        bridge = FoldConversation(program, walk, session, store_control, schema)
+        store_control = RunControl(time.monotonic() + event_seconds)
+        bridge = FoldConversation(program, walk, session, store_control, schema, event_seconds)
         before = walk.index
         try:
             ending = run_store(engine, session, FOLD_PRELUDE, bridge, store_control)

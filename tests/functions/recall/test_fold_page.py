@@ -105,3 +105,44 @@ def test_a_stall_lands_on_the_same_event_in_any_page_size(engine: SandboxEngine)
     assert small.stall.event["id"] == "e-40"
     assert small.state == large.state
     assert small.state.checkpoint == "1.39"
+
+
+SLOW = """---
+language: python
+source:
+  events:
+    - type: com.acme.thing
+view:
+  initial: 0
+---
+import time
+
+def fold(view, event):
+    while True:
+        time.time_ns()
+"""
+
+
+def slow_page(engine: SandboxEngine, tries: int) -> PageResult:
+    document = parse_document(SLOW)
+    assert isinstance(document, RecallDocument), document
+    state = ViewState("0", "1.0", "at-0", None, 0, tries)
+    history = [item for item in items(3) if item.event is not None]
+    page = [PageItem(item.checkpoint, item.at, item.event, (), True) for item in history]
+    return on_big_stack(lambda: fold_page(engine, program_of(document), state, page, RunControl(10**9), 0.2))
+
+
+def test_a_fold_past_its_time_costs_a_try_and_the_twentieth_stalls(engine: SandboxEngine) -> None:
+    """ "When a view stalls": a fold that runs past its time leaves the view as it was, counts a try, and ends the
+    page; the 20th try stalls the view (`time`), with no line. (One event's time is 0.2 s here, not 10.)"""
+    first = slow_page(engine, 0)
+    assert first.stall is None
+    assert first.examined == 0
+    assert first.state.tries == 1
+    assert first.state.checkpoint == "1.0"
+    last = slow_page(engine, 19)
+    assert last.stall is not None
+    assert last.stall.kind == "time"
+    assert last.stall.error == "the fold ran past its 10 seconds on 20 tries"
+    assert last.stall.line is None
+    assert last.stall.event["id"] == "e-1"
