@@ -20,6 +20,7 @@ from tests.conformance.recall.documents import (
     standing_of,
     update,
 )
+from tests.e2e.server_process import ServerProcess
 
 KEEP_EVENTS = "def fold(view, event):\n    return view + [event]\n"
 
@@ -160,3 +161,32 @@ def test_a_retired_function_has_no_standing_and_does_not_run(client: httpx.Clien
     assert retired.status_code == 200, retired.text
     assert "standing" not in client.get(f"{playbook}/definitions/recall/{name}").json()
     problem(run(client, playbook, name), 409, "conflict")
+
+
+def test_a_record_too_deep_to_be_an_event_is_passed_over_and_logged(
+    local_server: ServerProcess, client: httpx.Client, playbook: str
+) -> None:
+    """A run's output 511 levels deep makes a `run_succeeded` event deeper than 512 levels: no view takes it,
+    the views go past it, and the server notes `record_passed_over` in its log."""
+    deep = fresh_id("deep")
+    name = fresh_id("past-deep")
+    kind = fresh_id("com.acme.after-deep")
+    program = (
+        "---\nlanguage: python\n---\n"
+        "def main(input):\n    value = 1\n    for _ in range(input['n']):\n        value = [value]\n    return value\n"
+    )
+    create_computation(client, playbook, deep, program)
+    front = f"source:\n  events:\n    - type: run_succeeded\n      subject: computation/{deep}\n    - type: {kind}\n"
+    saved(
+        client,
+        playbook,
+        name,
+        recall(front + "view:\n  initial: []\n", 'def fold(view, event):\n    return view + [event["type"]]\n'),
+    )
+    shallow = client.post(f"{playbook}/definitions/computation/{deep}/run", json={"input": {"n": 3}})
+    assert shallow.status_code == 200, shallow.text
+    ran = client.post(f"{playbook}/definitions/computation/{deep}/run", json={"input": {"n": 511}})
+    assert ran.status_code == 200, ran.text
+    publish(client, playbook, kind)
+    assert view_of(client, playbook, name, 2) == ["run_succeeded", kind]
+    assert "record_passed_over" in local_server.log()
