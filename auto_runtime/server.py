@@ -17,6 +17,7 @@ start is the start's one-line error) and logged once at `info`:
     │              first message and passivated when idle; each playbook actor hosts its runs' actors
     │              (`run-id-actors[org/playbook]`: each run a request is running, `run-actors[org/playbook]`:
     │              each workflow run with inputs to apply; `playbooks.playbook_host`);
+    │              and `recall-views` (each playbook's recall views, passed by the workflow host's keeper);
     │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ workflows   the timer loop, the followers and the lease
     ├─ identity-keys  (where sign-in is on) the refresher of the identity service's signing keys, ready at once
@@ -259,6 +260,7 @@ def compose_services(
         max_rebuilds=settings.recall_max_rebuilds,
         playbooks_at_once=settings.recall_playbooks_at_once,
         sweep=settings.workflow_sweep_interval,
+        limits=limits,
     )
     workflows.add_follower(views.follow)
     return RuntimeServices(
@@ -272,6 +274,7 @@ def compose_services(
         workflows=workflows,
         tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None),
         connections=connections.connections if connections is not None else None,
+        recall_views=views.actors,
     )
 
 
@@ -338,8 +341,9 @@ def sandbox_child(sandbox: Sandbox) -> ChildSpec:
 
 def playbooks_supervisor(services: RuntimeServices) -> Supervisor:
     """The supervisor of the keyed actors: the org actors (each org's playbook stream) and the playbook actors
-    (each playbook's definitions, each hosting its playbook's run id actors and workflow run actors), one
-    registry each, every actor spawned on its first message. A registry's graceful stop passivates its live
+    (each playbook's definitions, each hosting its playbook's run id actors and workflow run actors), and the
+    recall views actors (each playbook's recall views, `recall_host.views_actor`), one registry each, every
+    actor spawned on its first message. A registry's graceful stop passivates its live
     actors after the message each has in flight (a playbook actor's run actors first). It starts before the
     workflow host, whose first sweep already applies inputs through the run actors, and stops after it."""
     return Supervisor(
@@ -347,6 +351,7 @@ def playbooks_supervisor(services: RuntimeServices) -> Supervisor:
         [
             services.playbooks.actors.child_spec(),
             services.definitions.actors.child_spec(),
+            *([services.recall_views.child_spec()] if services.recall_views is not None else []),
         ],
     )
 

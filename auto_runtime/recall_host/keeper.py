@@ -3,9 +3,9 @@
 Concurrency rules:
 - One keeper per server; it passes playbooks only while this server holds the workflow lease (`fence()` is not
   None), so the views are kept where the workflows run and the other servers stand by.
-- A wake passes every playbook with a recall function or a view row, at most `RECALL_PLAYBOOKS_AT_ONCE` at
-  once (a `trio.CapacityLimiter`); the next wake waits until every pass of this one ended, so two passes of
-  one playbook never run together.
+- A wake asks the views actor of every playbook with a recall function or a view row for one pass
+  (`views_actor`), at most `RECALL_PLAYBOOKS_AT_ONCE` at once (a `trio.CapacityLimiter`); the next wake waits
+  until every pass of this one ended.
 - The keeper wakes when this process appends (the ledger's `AppendSignal`, which on PostgreSQL also carries
   other servers' appends) and at least every sweep interval, for records other servers appended.
 - A pass that fails (the lease lost, the ledger unavailable) is logged and tried again at the next wake; it
@@ -21,7 +21,9 @@ from datetime import timedelta
 import trio
 
 from auto_runtime.ledger import LeaseFence, Ledger
+from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.recall_host.playbook_pass import PlaybookPass
+from auto_runtime.recall_host.views_actor import PassViews, views_registry
 from auto_runtime.sandbox.pool import SandboxPool
 
 log = logging.getLogger("auto_runtime.recall_host")
@@ -38,9 +40,13 @@ class ViewKeeper:
         max_rebuilds: int,
         playbooks_at_once: int,
         sweep: timedelta,
+        limits: ActorLimits | None = None,
     ) -> None:
         self.ledger = ledger
         self.passes = PlaybookPass(ledger, pool, max_rebuilds)
+        self.actors = views_registry(self.passes, limits or ActorLimits())
+        """The views actors, one per playbook: run it under a supervisor (`actors.child_spec()`) before
+        `follow`."""
         self.playbooks_at_once = playbooks_at_once
         self.sweep = sweep
 
@@ -70,6 +76,6 @@ class ViewKeeper:
     ) -> None:
         async with limiter:
             try:
-                await self.passes.run(org, playbook, fence)
+                await self.actors.ask((org, playbook), PassViews(fence), timeout=None)
             except Exception:
                 log.exception("recall views: a pass failed", extra={"org": org, "playbook": playbook})

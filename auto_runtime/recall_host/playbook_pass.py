@@ -206,7 +206,8 @@ class PlaybookPass:
         """One pass of the playbook's views, under the lease's fence as `holding()` gives it (none: stand by).
 
         The definitions are read again before each page, so a function saved while a pass folds gets its row
-        (and its place, `rebuilding` or `waiting`) within a page."""
+        (and its place, `rebuilding` or `waiting`) within a page; and the fence too, so a pass ends after the
+        page in flight once the server stops holding the workflows (or starts stopping)."""
         fence = holding()
         if fence is None:
             return
@@ -214,6 +215,8 @@ class PlaybookPass:
         resting: set[str] = set()
         pages = 0
         while pages < PAGES_A_PASS:
+            if holding() != fence:
+                return
             rows, actives = await self._reconciled(scope, fence)
             folding = {
                 row.name: row
