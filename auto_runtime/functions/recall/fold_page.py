@@ -348,7 +348,9 @@ def _from_result(result: bytes, event: Mapping[str, Any]) -> Stall | None:
     tag, body = result[:1], result[1:]
     try:
         if tag == b"E":
-            return Stall(_stall_event(event), "refused", WORDS["refused"], None)
+            loaded = _from_result(body, event)
+            error = loaded.error if loaded is not None and loaded.kind == "raised" else WORDS["refused"]
+            return Stall(_stall_event(event), "refused", error, None)
         if tag == b"R":
             return _raised(body, event)
         if tag == b"M":

@@ -135,3 +135,23 @@ def test_a_fold_that_fills_a_sandbox_s_heap_goes_on_in_a_fresh_one(client: httpx
         publish(client, playbook, kind)
     caught_up(client, playbook, name, 12)
     assert output_of(run(client, playbook, name)) == 240
+
+
+def test_a_module_that_does_not_load_stalls_its_view_as_refused(client: httpx.Client, playbook: str) -> None:
+    """A module whose top level raises in the sandbox (a constant divided by zero passes every save-time rule)
+    does not load: the view stalls at the first event it would fold (`refused`), with no line."""
+    kind = fresh_id("com.acme.refused")
+    name = fresh_id("refused")
+    module = "RATE = 1 / 0\n\ndef fold(view, event):\n    return view\n"
+    saved(client, playbook, name, recall(f"source:\n  events:\n    - type: {kind}\n", module))
+    published = publish(client, playbook, kind, None)
+    standing = stalled(client, playbook, name)
+    assert standing["stalled"]["kind"] == "refused"
+    assert standing["stalled"]["error"].startswith("ZeroDivisionError")
+    assert standing["stalled"]["line"] is None
+    assert standing["stalled"]["event"]["id"] == published["id"]
+    body = problem(run(client, playbook, name), 409, "conflict", "stalled")
+    assert body["detail"].endswith(
+        ": the module does not load in this server's sandbox. Saving a corrected version rebuilds it from the start "
+        "of the playbook's history"
+    )
