@@ -55,6 +55,8 @@ JOB_SECONDS = 3_600.0
 """A fold job's own bound: its sandboxes have bounds of their own (10 s an event, 2 s a page)."""
 RUN_FACTS = frozenset({RUN_STARTED, RUN_SUCCEEDED, RUN_REJECTED, RUN_FAILED})
 PASSED_OVER_KEPT = 10_000
+DOCUMENTS_KEPT = 4_096
+"""Parsed documents kept by (org, playbook, name, version); past this many they are all parsed again."""
 
 
 def checkpoint_of(key: SortKey) -> str:
@@ -168,6 +170,8 @@ class PlaybookPass:
             version = version_of(DEFINITIONS_PROJECTION.decode_row(row))
             key = (scope.org, scope.playbook, version.name, version.version)
             if key not in self._documents:
+                if len(self._documents) >= DOCUMENTS_KEPT:
+                    self._documents.clear()
                 parsed = parse_document(version.source)
                 self._documents[key] = parsed if isinstance(parsed, RecallDocument) else None
             found[version.name] = _Active(version.name, version.version, version.updated_at, self._documents[key])

@@ -19,7 +19,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -145,7 +145,6 @@ class _Walk:
     handed: int | None = None
     """The item handed to the guest and not yet settled (skipped or folded)."""
     over: bool = False
-    fold_count: int = field(default=0)
 
     def settle(self, index: int, **changes: Any) -> None:
         item = self.items[index]
@@ -188,11 +187,6 @@ class FoldConversation(Bridge):
         ).encode()
         self._job: bytes | None = None
         self.in_call = False
-        self.last: str | None = None
-
-    @property
-    def last_call(self) -> str | None:
-        return self.last
 
     def _refuse(self, name: str) -> None:
         self.refused = self.refused or f"bridge call {name!r} is not part of folding"
@@ -232,8 +226,6 @@ class FoldConversation(Bridge):
         answer = handler(self, payload)
         if answer is None:
             self._refuse(name)
-        else:
-            self.last = name
         return answer
 
     def _on_program(self, _payload: bytes) -> bytes | None:
@@ -307,7 +299,6 @@ class FoldConversation(Bridge):
             last_event={"id": event.get("id"), "time": event.get("time")},
             folded=walk.state.folded + 1,
         )
-        walk.fold_count += 1
         return b""
 
     def _on_result(self, payload: bytes) -> bytes | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from auto_runtime.functions.computation.document import problem_details
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Use
 from auto_runtime.functions.overview import schema_table
 from auto_runtime.functions.recall.answer import answer_run, checked_input
@@ -101,7 +102,8 @@ class RecallType:
         parsed = parse_document(source)
         if isinstance(parsed, list):
             return conflict(
-                "The saved document of this function no longer parses on this server; update it.",
+                "The saved document of this function no longer parses on this server; update it. "
+                + " ".join(problem_details(parsed)),
                 kind="unworkable",
             )
         return parsed

@@ -68,7 +68,7 @@ def lag_words(milliseconds: int | None) -> str:
 def standing(row: ViewRow, newest: str | None) -> dict[str, Any]:
     """The `standing` of `get_definition` for the view's row."""
     shown: dict[str, Any] = {
-        "state": "live" if row.state == "live" else row.state,
+        "state": row.state,
         "version": row.version,
         "checkpoint": row.checkpoint,
         "checkpoint_at": row.checkpoint_at,
