@@ -11,7 +11,7 @@ from typing import Any
 from auto_runtime.functions.computation.document import problem_details
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Use
 from auto_runtime.functions.overview import schema_table
-from auto_runtime.functions.recall.answer import answer_run, checked_input
+from auto_runtime.functions.recall.answer import answer_run, checked_input, view_record
 from auto_runtime.functions.recall.check import check_document
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
 from auto_runtime.functions.recall.standing import cannot_answer, newest_record_at
@@ -122,7 +122,8 @@ class RecallType:
             newest = await newest_record_at(self.ledger, scope)
             refusal = cannot_answer(request.name, request.version, row, newest)
             if refusal is not None:
-                return Rejected(refusal)
+                same = row is not None and row.version == request.version
+                return Rejected(refusal, {"view": view_record(row)} if same and row is not None else None)
         assert row is not None, "cannot_answer refuses a missing row"
         input_json, input_bytes = checked
         return await answer_run(

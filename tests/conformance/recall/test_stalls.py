@@ -4,6 +4,7 @@ the other views going on, and a corrected version rebuilding."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -63,7 +64,13 @@ def test_a_raising_fold_stalls_its_view_until_a_correction(client: httpx.Client,
         f'The view of "{name}" is stalled at the {kind} event recorded at {at}: the fold raised an error, '
         f"line 12. {REBUILDS}"
     )
-    assert "retry-after" not in {key.lower() for key in run(client, playbook, name).headers}
+    run_id = str(uuid.uuid4())
+    again = run(client, playbook, name, run_id=run_id)
+    assert "retry-after" not in {key.lower() for key in again.headers}
+    recorded = client.get(f"{playbook}/runs/{run_id}").json()
+    assert recorded["status"] == "rejected"
+    assert recorded["record"]["view"]["folded"] == 1
+    assert recorded["record"]["view"]["last_event"]["id"] == "fine"
     other = fresh_id("other")
     saved(client, playbook, other, counting(kind))
     assert caught_up(client, playbook, other, 3)["folded"] == 3
