@@ -35,7 +35,7 @@ FOLD = "def fold(view, event):\n    return view + event['data']['n']\n"
 
 def test_a_view_being_built_answers_rebuilding_with_its_own_problem_type(client: httpx.Client, playbook: str) -> None:
     kind = fresh_id("com.acme.slow")
-    for index in range(12):
+    for index in range(30):
         publish(client, playbook, kind, {"n": index})
     name = fresh_id("slow")
     module = "def fold(view, event):\n    for _ in range(100000):\n        pass\n    return view + 1\n"
@@ -48,8 +48,8 @@ def test_a_view_being_built_answers_rebuilding_with_its_own_problem_type(client:
     assert re.fullmatch(NOT_BEGUN.format(name=name), body["detail"]) or re.fullmatch(
         BUILDING.format(name=name), body["detail"]
     ), body["detail"]
-    caught_up(client, playbook, name, 12)
-    assert output_of(run(client, playbook, name)) == 12
+    caught_up(client, playbook, name, 30)
+    assert output_of(run(client, playbook, name)) == 30
 
 
 def test_input_is_checked_and_defaults_to_an_empty_object(client: httpx.Client, playbook: str) -> None:
