@@ -19,7 +19,7 @@ from . import paging
 from .content import ContentStore, is_digest
 from .due_work import DueEntry, DueRow, DueWork, DueWorkChanges, EncodedChanges, EncodedKey, encode_changes
 from .errors import LedgerClosedError
-from .feed import AppendSignal, FeedPosition
+from .feed import AppendSignal, FeedPosition, ScopesAppended
 from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseState, validate_fence, validate_lease_name
 from .migrations import SchemaReport
 from .paging import Order, Page, ScanRow, SortKey
@@ -68,6 +68,8 @@ class Ledger(abc.ABC):
         self.projections: tuple[Projection, ...] = tuple(projections)
         self.content = content
         self.appended = AppendSignal()
+        self.scopes_appended = ScopesAppended()
+        """The scopes each of this process's appends wrote to, told once it committed (see `ScopesAppended`)."""
         self.rebuilt: list[str] = []
         """The names of the projections rebuilt from history when this ledger opened."""
         self.schema: SchemaReport | None = None
@@ -117,8 +119,11 @@ class Ledger(abc.ABC):
                 for write in writes
             ]
             if not changes and fence is None:
-                return await self._append(encoded)
-            return await self._append_guarded(encoded, changes or EncodedChanges(), fence)
+                records = await self._append(encoded)
+            else:
+                records = await self._append_guarded(encoded, changes or EncodedChanges(), fence)
+        self.scopes_appended.tell(frozenset(scope_key_of(write.stream) for write in writes))
+        return records
 
     def lease(self, name: str = WORKFLOW_HOST_LEASE) -> Lease:
         """The lease called `name` (the workflow host's by default): `claim`, `release`, `holder`."""

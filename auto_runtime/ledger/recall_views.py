@@ -102,6 +102,16 @@ class RecallViewRows:
         )
         return sorted({(str(row["org"]), str(row["playbook"])) for row in rows})
 
+    async def keeps_views(self, org: str, playbook: str) -> bool:
+        """Whether the playbook has a view row or an active recall function."""
+        rows = await self.ledger.fetch(
+            "SELECT 1 AS found FROM recall_views WHERE org = ? AND playbook = ? UNION "
+            "SELECT 1 AS found FROM definitions "
+            "WHERE org = ? AND playbook = ? AND type = 'recall' AND status = 'active'",
+            (org, playbook, org, playbook),
+        )
+        return bool(rows)
+
     async def put(self, row: ViewRow, fence: LeaseFence | None) -> None:
         await self.ledger.write_recall_view(row, None, fence)
 
