@@ -17,7 +17,8 @@ start is the start's one-line error) and logged once at `info`:
     │              first message and passivated when idle; each playbook actor hosts its runs' actors
     │              (`run-id-actors[org/playbook]`: each run a request is running, `run-actors[org/playbook]`:
     │              each workflow run with inputs to apply; `playbooks.playbook_host`);
-    │              and `recall-views` (each playbook's recall views, passed by the workflow host's keeper);
+    │              and `recall-views` (each playbook's recall views, passed by the workflow host's keeper;
+    │              each hosts one actor per view, `recall-view-actors[org/playbook]`: `recall_host.views_actor`);
     │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ workflows   the timer loop, the followers and the lease
     ├─ identity-keys  (where sign-in is on) the refresher of the identity service's signing keys, ready at once
@@ -342,8 +343,8 @@ def sandbox_child(sandbox: Sandbox) -> ChildSpec:
 def playbooks_supervisor(services: RuntimeServices) -> Supervisor:
     """The supervisor of the keyed actors: the org actors (each org's playbook stream) and the playbook actors
     (each playbook's definitions, each hosting its playbook's run id actors and workflow run actors), and the
-    recall views actors (each playbook's recall views, `recall_host.views_actor`), one registry each, every
-    actor spawned on its first message. A registry's graceful stop passivates its live
+    recall views actors (each playbook's recall views, each hosting one actor per view: `recall_host.views_actor`),
+    one registry each, every actor spawned on its first message. A registry's graceful stop passivates its live
     actors after the message each has in flight (a playbook actor's run actors first). It starts before the
     workflow host, whose first sweep already applies inputs through the run actors, and stops after it."""
     return Supervisor(

@@ -29,7 +29,8 @@ import httpx
 
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
 from auto_runtime.functions.recall.fold_page import PageItem, ViewState, fold_page
-from auto_runtime.recall_host.playbook_pass import PAGE_RECORDS, program_of
+from auto_runtime.recall_host.page_items import program_of
+from auto_runtime.recall_host.playbook_pass import PAGE_RECORDS
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.evaluate import Evaluation, evaluate
 from auto_runtime.sandbox.interruption import RunControl

@@ -29,7 +29,7 @@ import trio
 from auto_runtime.ledger import LeaseFence, Ledger
 from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.recall_host.playbook_pass import PlaybookPass
-from auto_runtime.recall_host.views_actor import PassViews, ViewsKey, views_registry
+from auto_runtime.recall_host.views_actor import PassViews, RecallViews, ViewsKey
 from auto_runtime.sandbox.pool import SandboxPool
 
 log = logging.getLogger("auto_runtime.recall_host")
@@ -49,10 +49,10 @@ class ViewKeeper:
         limits: ActorLimits | None = None,
     ) -> None:
         self.ledger = ledger
-        self.passes = PlaybookPass(ledger, pool, max_rebuilds)
-        self.actors = views_registry(self.passes, limits or ActorLimits())
-        """The views actors, one per playbook: run it under a supervisor (`actors.child_spec()`) before
-        `follow`."""
+        self.passes = PlaybookPass(ledger, max_rebuilds)
+        self.actors = RecallViews(ledger, pool, self.passes, limits or ActorLimits())
+        """The views actors, one per playbook, each the supervisor of its views' actors: run it under a
+        supervisor (`actors.child_spec()`) before `follow`."""
         self.playbooks_at_once = playbooks_at_once
         self.sweep = sweep
 

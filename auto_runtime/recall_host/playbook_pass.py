@@ -10,11 +10,13 @@ A pass (recall-format.md, "How the view is kept"):
    first, from the smallest checkpoint of the group, in pages of up to 1,000 records (`Ledger.read_playbook_after`,
    which on PostgreSQL reads only behind the oldest write still open). A view folds only the records after its
    own checkpoint; a view that catches up joins the live views' read at the next page.
-3. **Folding.** Each view folds its part of the page on the sandbox pool (`kind="fold"`: at most half the
-   workers), in a sandbox of its own, within the page's 2 seconds (`fold_page`).
-4. **Writing.** Each view that moved is written once a page, conditional on the version and checkpoint it was
+3. **Folding.** The page is handed to each view's actor (`view_actor`, one per view under the playbook's
+   actor), which folds its part on the sandbox pool (`kind="fold"`: at most half the workers), in a sandbox of
+   its own, within the page's 2 seconds (`fold_page`); the views of a page fold side by side.
+4. **Writing.** Each view actor writes its row once a page, conditional on the version and checkpoint it was
    read at, and fenced by the workflow lease: a row reset by a newer version, or a lost lease, writes nothing.
-   A view whose checkpoint reached the end of the history the pass read is `live`.
+   A view whose checkpoint reached the end of the history the pass read is `live`. A view actor that fails
+   leaves its view for the next pass (its new life resumes from the checkpoint row); the others go on.
 
 At most 10 pages a pass in all (the live views' reads and the rebuilding views' reads together). A view that
 stalls, or whose event cost a try, is left for the next pass.
@@ -22,53 +24,34 @@ stalls, or whose event cost a try, is left for the next pass.
 
 from __future__ import annotations
 
-import json
 import logging
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import trio
 
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
-from auto_runtime.functions.recall.fold_page import FoldProgram, PageItem, PageResult, ViewState, fold_page
 from auto_runtime.json_limits import compact_json, depth_of
-from auto_runtime.ledger import LeaseFence, Ledger, PlaybookScope, Record
+from auto_runtime.ledger import LeaseFence, LeaseLost, Ledger, PlaybookScope, Record
 from auto_runtime.ledger.paging import SortKey
 from auto_runtime.ledger.recall_views import Expected, ViewRow
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.definition_facts import DEFINITIONS_PROJECTION, version_of
-from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED
-from auto_runtime.sandbox.fair_queue import JobOwner
-from auto_runtime.sandbox.interruption import RunControl
+from auto_runtime.recall_host.page_items import checkpoint_of, key_of
+from auto_runtime.recall_host.view_actor import FoldAnswer, FoldPart
 from auto_runtime.sandbox.limits import MAX_DEPTH
-from auto_runtime.sandbox.pool import SandboxPool
-from auto_runtime.sandbox.workers import NoWorkerFree
 from auto_runtime.workflow_host.playbook_events import playbook_event
 
 log = logging.getLogger("auto_runtime.recall_host")
 
 PAGE_RECORDS = 1_000
 PAGES_A_PASS = 10
-JOB_SECONDS = 3_600.0
-"""A fold job's own bound: its sandboxes have bounds of their own (10 s an event, 2 s a page)."""
-RUN_FACTS = frozenset({RUN_STARTED, RUN_SUCCEEDED, RUN_REJECTED, RUN_FAILED})
 PASSED_OVER_KEPT = 10_000
 DOCUMENTS_KEPT = 4_096
 """Parsed documents kept by (org, playbook, name, version); past this many they are all parsed again."""
 
-
-def checkpoint_of(key: SortKey) -> str:
-    """The opaque checkpoint text of a record's place in the history (two equal ones name one place)."""
-    return f"{key[0]}.{key[1]}"
-
-
-def key_of(checkpoint: str | None) -> SortKey | None:
-    if checkpoint is None:
-        return None
-    first, _dot, second = checkpoint.partition(".")
-    return int(first), int(second)
+FoldView = Callable[[str, FoldPart], Awaitable[FoldAnswer]]
+"""Ask the actor of the playbook's view of that name to fold its part of a page (`view_actor`)."""
 
 
 @dataclass(frozen=True)
@@ -108,54 +91,12 @@ def fresh_row(org: str, playbook: str, active: _Active) -> ViewRow:
     )
 
 
-def program_of(document: RecallDocument) -> FoldProgram:
-    wheres: list[str] = []
-    for event_filter in document.filters:
-        if event_filter.where is not None and event_filter.where not in wheres:
-            wheres.append(event_filter.where)
-    return FoldProgram(document.module, document.module_first_line, tuple(wheres), document.view_schema)
-
-
-def item_for(
-    name: str,
-    document: RecallDocument,
-    program: FoldProgram,
-    key: SortKey,
-    record: Record,
-    event: Mapping[str, Any] | None,
-) -> PageItem:
-    """The page item a record is for this view: with its event and `where` indices when a filter may take it."""
-    at = record.metadata.get("at")
-    at_text = at if isinstance(at, str) else iso_utc(record.recorded_at)
-    checkpoint = checkpoint_of(key)
-    if event is None:
-        return PageItem(checkpoint, at_text)
-    if record.type in RUN_FACTS and event.get("subject") == f"recall/{name}":
-        return PageItem(checkpoint, at_text)
-    wheres: list[int] = []
-    for event_filter in document.filters:
-        if not event_filter.literal_holds(event):
-            continue
-        if event_filter.where is None:
-            return PageItem(checkpoint, at_text, event, tuple(wheres), True)
-        index = program.wheres.index(event_filter.where)
-        if index not in wheres:
-            wheres.append(index)
-    return PageItem(checkpoint, at_text, event if wheres else None, tuple(wheres), False)
-
-
 class PlaybookPass:
-    """Passes over playbooks' views (see the module's steps). One pass of a playbook at a time: the keeper
-    never runs two passes of one playbook together."""
+    """Passes over playbooks' views (see the module's steps). One pass of a playbook at a time: each runs in its
+    playbook's actor (`views_actor`)."""
 
-    def __init__(
-        self,
-        ledger: Ledger,
-        pool: SandboxPool,
-        max_rebuilds: int,
-    ) -> None:
+    def __init__(self, ledger: Ledger, max_rebuilds: int) -> None:
         self.ledger = ledger
-        self.pool = pool
         self.max_rebuilds = max_rebuilds
         self._documents: dict[tuple[str, str, str, int], RecallDocument | None] = {}
         self._passed_over: set[str] = set()
@@ -206,7 +147,7 @@ class PlaybookPass:
                 rows[row.name] = moved
         return list(rows.values()), actives
 
-    async def run(self, org: str, playbook: str, holding: Callable[[], LeaseFence | None]) -> None:
+    async def run(self, org: str, playbook: str, holding: Callable[[], LeaseFence | None], views: FoldView) -> None:
         """One pass of the playbook's views, under the lease's fence as `holding()` gives it (none: stand by).
 
         The definitions are read again before each page, so a function saved while a pass folds gets its row
@@ -235,7 +176,7 @@ class PlaybookPass:
             done = True
             for group in _groups(folding.values())[: PAGES_A_PASS - pages]:
                 pages += 1
-                done = await self._fold_group(scope, fence, group, actives, results) and done
+                done = await self._fold_group(scope, fence, group, actives, views, results) and done
             resting.update(name for name, row in results.items() if row is None)
             if done:
                 return
@@ -246,20 +187,39 @@ class PlaybookPass:
         fence: LeaseFence,
         group: list[ViewRow],
         actives: Mapping[str, _Active],
+        views: FoldView,
         results: dict[str, ViewRow | None],
     ) -> bool:
-        """One shared read for the group from its smallest checkpoint, folded into each of its views; whether every
-        view that goes on has caught up with the end of the history."""
+        """One shared read for the group from its smallest checkpoint, handed to each of its views' actors to fold
+        their part; whether every view that goes on has caught up with the end of the history. A view actor that
+        fails is left for the next pass (its registry restarts it from its checkpoint row), the others go on."""
         starts = [key_of(row.checkpoint) for row in group]
         start = None if any(key is None for key in starts) else min(key for key in starts if key is not None)
         records = await self.ledger.read_playbook_after(scope, start, PAGE_RECORDS)
         at_end = len(records) < PAGE_RECORDS
-        events = [(key, record, self._event(record)) for key, record in records]
+        events = tuple((key, record, self._event(record)) for key, record in records)
+        lost: list[bool] = []
+
+        async def fold_one(row: ViewRow, document: RecallDocument) -> None:
+            results[row.name] = None
+            try:
+                answer = await views(row.name, FoldPart(row, document, events, at_end, fence))
+            except Exception:
+                log.exception(
+                    "recall views: a view's actor failed; it resumes from its checkpoint at the next pass",
+                    extra={"org": scope.org, "playbook": scope.playbook, "definition": row.name},
+                )
+                return
+            lost.append(answer.lease_lost)
+            results[row.name] = answer.row
+
         async with trio.open_nursery() as nursery:
             for row in group:
                 document = actives[row.name].document
                 assert document is not None
-                nursery.start_soon(self._fold_one, scope, fence, row, document, events, at_end, results)
+                nursery.start_soon(fold_one, row, document)
+        if any(lost):
+            raise LeaseLost(fence.name, fence.holder, fence.fencing)
         going_on = [results[row.name] for row in group if results.get(row.name) is not None]
         return at_end and all(row is not None and self._caught_up(row, records) for row in going_on)
 
@@ -279,73 +239,3 @@ class PlaybookPass:
                 log.warning("record_passed_over", extra={"record_id": record.id, "record_type": record.type})
             return None
         return found.event
-
-    async def _fold_one(
-        self,
-        scope: PlaybookScope,
-        fence: LeaseFence,
-        row: ViewRow,
-        document: RecallDocument,
-        events: list[tuple[SortKey, Record, Mapping[str, Any] | None]],
-        at_end: bool,
-        results: dict[str, ViewRow | None],
-    ) -> None:
-        """Fold the page's records after the row's checkpoint into its view and write it; `results` gets the row
-        to go on with, or None when the view waits for the next pass (stalled, an event cost it a try, its write
-        was refused, or no worker became free)."""
-        results[row.name] = None
-        after = key_of(row.checkpoint)
-        program = program_of(document)
-        items = [
-            item_for(row.name, document, program, key, record, event)
-            for key, record, event in events
-            if after is None or key > after
-        ]
-        state = ViewState(
-            row.view,
-            row.checkpoint,
-            row.checkpoint_at,
-            json.loads(row.last_event) if row.last_event else None,
-            row.folded,
-            row.tries,
-        )
-        engine = self.pool.engine
-
-        def job(control: RunControl) -> tuple[PageResult, bool]:
-            return fold_page(engine, program, state, items, control), False
-
-        if items:
-            try:
-                result = await self.pool.workers.submit(
-                    job, RunControl(time.monotonic() + JOB_SECONDS), "fold", JobOwner(scope.org, scope.playbook)
-                )
-            except NoWorkerFree:
-                return
-        else:
-            result = PageResult(state, None, 0)
-        moved = _row_after(row, result, caught_up=at_end and result.examined == len(items))
-        if moved != row and not await self.ledger.recall_views.advance(
-            moved, Expected(row.version, row.checkpoint), fence
-        ):
-            return
-        if moved.state == "stalled" or moved.tries > row.tries:
-            return
-        results[row.name] = moved
-
-
-def _row_after(row: ViewRow, result: PageResult, *, caught_up: bool) -> ViewRow:
-    state = result.state
-    moved = replace(
-        row,
-        view=state.view_json,
-        checkpoint=state.checkpoint,
-        checkpoint_at=state.checkpoint_at,
-        last_event=compact_json(dict(state.last_event)) if state.last_event is not None else None,
-        folded=state.folded,
-        tries=state.tries,
-    )
-    if result.stall is not None:
-        return replace(moved, state="stalled", stalled=compact_json(result.stall.as_json()))
-    if caught_up and row.state == "rebuilding":
-        return replace(moved, state="live")
-    return moved

@@ -4,7 +4,9 @@ of its passes and the `recall_views` rows, never a clock."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from tests.ledger.conftest import Target, postgres_database, postgres_url
+from tests.postgres_support import admin
 from tests.sandbox_engine import engine
 
 __all__ = ["engine", "postgres_database", "postgres_url"]
@@ -135,6 +138,14 @@ class Host:
             yield keeper
             nursery.cancel_scope.cancel()
 
+    async def until(self, holds: Callable[[], bool]) -> None:
+        """Return once `holds()` is true (checked again after each short pause; bounded, not timed)."""
+        with trio.fail_after(WAIT_BOUND_SECONDS):
+            while True:
+                if holds():
+                    return
+                await trio.sleep(0.01)
+
     async def row_until(self, scope: PlaybookScope, name: str, holds: Callable[[ViewRow], bool]) -> ViewRow:
         """The view's row once `holds` is true of it (read again after each check point; bounded, not timed)."""
         with trio.fail_after(WAIT_BOUND_SECONDS):
@@ -143,6 +154,59 @@ class Host:
                 if row is not None and holds(row):
                     return row
                 await trio.sleep(0.01)
+
+
+FAULT_SQLITE = (
+    "CREATE TRIGGER recall_view_fault BEFORE UPDATE ON recall_views WHEN NEW.name = '{name}' "
+    "BEGIN SELECT RAISE(ABORT, 'injected fault'); END",
+)
+HEAL_SQLITE = ("DROP TRIGGER recall_view_fault",)
+FAULT_POSTGRES = (
+    "CREATE FUNCTION recall_view_fault() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected fault'; END $$ "
+    "LANGUAGE plpgsql",
+    "CREATE TRIGGER recall_view_fault BEFORE UPDATE ON recall_views FOR EACH ROW WHEN (NEW.name = '{name}') "
+    "EXECUTE FUNCTION recall_view_fault()",
+)
+HEAL_POSTGRES = ("DROP TRIGGER recall_view_fault ON recall_views", "DROP FUNCTION recall_view_fault()")
+
+
+@dataclass
+class Faults:
+    """A fault of the real store, made from outside the server: every write of one view's row fails (a trigger
+    raises), so the actor that writes it crashes, until `heal`."""
+
+    target: Target
+
+    async def fail_writes_of(self, name: str) -> None:
+        statements = FAULT_POSTGRES if self.target.kind == "postgres" else FAULT_SQLITE
+        await self._execute(tuple(statement.format(name=name) for statement in statements))
+
+    async def heal(self) -> None:
+        await self._execute(HEAL_POSTGRES if self.target.kind == "postgres" else HEAL_SQLITE)
+
+    async def _execute(self, statements: tuple[str, ...]) -> None:
+        if self.target.database_url is not None:
+            url = self.target.database_url
+            await trio.to_thread.run_sync(lambda: asyncio.run(admin(url, *statements)))
+            return
+        assert self.target.ledger_file is not None
+        path = self.target.ledger_file
+
+        def execute() -> None:
+            conn = sqlite3.connect(path)
+            try:
+                for statement in statements:
+                    conn.execute(statement)
+                conn.commit()
+            finally:
+                conn.close()
+
+        await trio.to_thread.run_sync(execute)
+
+
+@pytest.fixture
+def faults(target: Target) -> Faults:
+    return Faults(target)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
 from auto_runtime.functions.recall.fold_page import PageItem, PageResult, ViewState, fold_page
-from auto_runtime.recall_host.playbook_pass import program_of
+from auto_runtime.recall_host.page_items import program_of
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.workers import WORKER_STACK_BYTES
