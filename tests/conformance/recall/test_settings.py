@@ -4,6 +4,7 @@ the tests' own, on each ledger."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,3 +95,41 @@ def test_views_past_the_most_rebuilds_wait_their_turn(server: OwnServer) -> None
             assert caught_up(client, playbook, "turn-second", 200)["folded"] == 200
     finally:
         assert live.stop() == 0
+
+
+def test_with_one_playbook_at_once_two_playbooks_passes_never_overlap(server: OwnServer) -> None:
+    """`RECALL_PLAYBOOKS_AT_ONCE` at 1: the server's own log of its passes (`recall_pass_started` and
+    `recall_pass_ended`, at debug) shows two playbooks' passes one after the other, never one inside another."""
+    live = server.start(RECALL_PLAYBOOKS_AT_ONCE="1", LOG_FORMAT="json", LOG_LEVEL="debug")
+    try:
+        with live.client() as client:
+            kind = fresh_id("com.acme.one-at-once")
+            playbooks = [new_playbook(client), new_playbook(client)]
+            for playbook in playbooks:
+                for index in range(30):
+                    publish(client, playbook, kind, {"n": index})
+            for playbook in playbooks:
+                saved(client, playbook, "at-once", counting(kind))
+            for index in range(30, 33):
+                for playbook in playbooks:
+                    publish(client, playbook, kind, {"n": index})
+            for playbook in playbooks:
+                assert caught_up(client, playbook, "at-once", 33)["folded"] == 33
+    finally:
+        assert live.stop() == 0
+    entries = [json.loads(line) for line in live.log().splitlines() if line.startswith("{")]
+    lines = [
+        (entry["message"], entry["playbook"])
+        for entry in entries
+        if entry["message"] in ("recall_pass_started", "recall_pass_ended")
+    ]
+    names = {playbook.rsplit("/", 1)[-1] for playbook in playbooks}
+    assert names <= {name for _message, name in lines}
+    in_flight: str | None = None
+    for message, name in lines:
+        if message == "recall_pass_started":
+            assert in_flight is None, f"{name} was passed while {in_flight} was"
+            in_flight = name
+        else:
+            assert in_flight == name
+            in_flight = None
