@@ -19,10 +19,10 @@ from auto_runtime.functions.computation.run import (
     OUTPUT_HEAP,
     PAST_TIME,
     SCHEMA_REFUSES,
-    _as_schema,
-    _checked,
-    _input_problem,
-    _invalid,
+    as_schema,
+    checked_against,
+    input_problem,
+    invalid_input,
 )
 from auto_runtime.functions.function_type import Rejected, RunEnding, Succeeded
 from auto_runtime.functions.recall.document import RecallDocument
@@ -77,19 +77,21 @@ def _unworkable(detail: str) -> Rejection:
 
 async def checked_input(document: RecallDocument, value: Any) -> tuple[str, int] | Rejection:
     """The input's JSON and size, or its `invalid_input` refusal (as a computation function's)."""
-    problem = _input_problem(value)
+    problem = input_problem(value)
     if problem is not None:
-        return _invalid([problem])
+        return invalid_input([problem])
     text = compact_json(value)
     size = utf8_size(text)
     if size > INPUT_LIMIT:
-        return _invalid([InputIssue("The input is larger than the 262,144 bytes of JSON a run may take.", "/input")])
+        return invalid_input(
+            [InputIssue("The input is larger than the 262,144 bytes of JSON a run may take.", "/input")]
+        )
     if document.input_schema is not None:
-        issues = await _checked(_as_schema(document.input_schema), value, "/input", "The input")
+        issues = await checked_against(as_schema(document.input_schema), value, "/input", "The input")
         if isinstance(issues, Rejection):
             return issues
         if issues:
-            return _invalid(issues)
+            return invalid_input(issues)
     return text, size
 
 
@@ -136,7 +138,7 @@ async def answer_run(
     if output_bytes > OUTPUT_LIMIT:
         return Rejected(_unworkable(TOO_LARGE))
     if document.output_schema is not None:
-        issues = await _checked(_as_schema(document.output_schema), output, "", "The output")
+        issues = await checked_against(as_schema(document.output_schema), output, "", "The output")
         if isinstance(issues, Rejection):
             return Rejected(issues)
         if issues:

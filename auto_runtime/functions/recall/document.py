@@ -23,12 +23,12 @@ from auto_runtime.functions.computation.document import (
     MAX_FRONT_MATTER_DEPTH,
     NESTS_TOO_DEEP,
     NO_PROGRAM,
-    _key_lines,
-    _line_of,
-    _pointer_lines,
-    _schema_problems,
-    _Split,
-    _split,
+    SplitDocument,
+    key_lines,
+    line_of,
+    pointer_lines_of,
+    schema_problems,
+    split_document,
 )
 from auto_runtime.functions.recall import filters as rules
 from auto_runtime.functions.recall.filters import EventFilter
@@ -93,7 +93,7 @@ class _Fields:
     output_schema: Any = None
 
 
-def _front_matter(split: _Split) -> tuple[Any, yaml.Node | None, list[Problem]]:
+def _front_matter(split: SplitDocument) -> tuple[Any, yaml.Node | None, list[Problem]]:
     offset = 2
     try:
         refused = anchor_refusals(split.front_matter, offset, MAX_FRONT_MATTER_DEPTH)
@@ -119,8 +119,8 @@ class _Reader:
     """Reads the front matter's fields into `_Fields`, noting each problem at its line."""
 
     def __init__(self, node: yaml.Node | None) -> None:
-        self.lines = _key_lines(node, 2) if node is not None else {}
-        self.pointers = _pointer_lines(node, 2) if node is not None else {}
+        self.lines = key_lines(node, 2) if node is not None else {}
+        self.pointers = pointer_lines_of(node, 2) if node is not None else {}
         self.problems: list[Problem] = []
         self.fields = _Fields()
         self.wheres: list[tuple[str, int]] = []
@@ -162,7 +162,7 @@ class _Reader:
             if inner != "schema":
                 self.add(inner_line, f"{key}.{inner}{NOT_A_FIELD}")
                 continue
-            refusals = _schema_problems(f"{key}.schema", inner_value, inner_line, self.pointers)
+            refusals = schema_problems(f"{key}.schema", inner_value, inner_line, self.pointers)
             if refusals:
                 self.problems.extend(refusals)
             elif key == "input":
@@ -178,7 +178,7 @@ class _Reader:
         for inner, inner_value in value.items():
             inner_line = self.lines.get(f"view.{inner}", line)
             if inner == "schema":
-                refusals = _schema_problems("view.schema", inner_value, inner_line, self.pointers)
+                refusals = schema_problems("view.schema", inner_value, inner_line, self.pointers)
                 if refusals:
                     self.problems.extend(refusals)
                     schema_usable = False
@@ -227,7 +227,7 @@ class _Reader:
         self.fields.filters = tuple(read)
 
     def _filter(self, item: Any, pointer: str, fallback: int) -> EventFilter | None:
-        line = _line_of(self.pointers, pointer, fallback)
+        line = line_of(self.pointers, pointer, fallback)
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
             self.add(line, rules.NOT_A_FILTER)
             return None
@@ -235,7 +235,7 @@ class _Reader:
         where: str | None = None
         ok = True
         for key, value in item.items():
-            key_line = _line_of(self.pointers, f"{pointer}/{key}", line)
+            key_line = line_of(self.pointers, f"{pointer}/{key}", line)
             if key == "data":
                 if not _writable(value):
                     self.add(key_line, rules.COMPARES_WITH.format(key="data"))
@@ -309,8 +309,8 @@ def _takes_one_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
 
 def parse_document(source: str) -> RecallDocument | list[Problem]:
     """The document, or its problems from passes 1 and 2 sorted by line then column."""
-    split = _split(source)
-    if not isinstance(split, _Split):
+    split = split_document(source)
+    if not isinstance(split, SplitDocument):
         return [split]
     loaded, node, problems = _front_matter(split)
     reader = _Reader(node)
