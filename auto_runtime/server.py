@@ -17,6 +17,8 @@ start is the start's one-line error) and logged once at `info`:
     │              first message and passivated when idle; each playbook actor hosts its runs' actors
     │              (`run-id-actors[org/playbook]`: each run a request is running, `run-actors[org/playbook]`:
     │              each workflow run with inputs to apply; `playbooks.playbook_host`);
+    │              and `recall-views` (each playbook's recall views, passed by the workflow host's keeper;
+    │              each hosts one actor per view, `recall-view-actors[org/playbook]`: `recall_host.views_actor`);
     │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ workflows   the timer loop, the followers and the lease
     ├─ identity-keys  (where sign-in is on) the refresher of the identity service's signing keys, ready at once
@@ -62,6 +64,7 @@ from auto_runtime.auth.issuer_keys import IssuerKeys
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.interaction import InteractionType
 from auto_runtime.functions.reasoning import ReasoningType
+from auto_runtime.functions.recall.recall_type import RecallType
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
 from auto_runtime.guides import Guide, load_guides
@@ -96,6 +99,7 @@ from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PLAYBOOKS_PROJECTION, PlaybookRegistry
 from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
 from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.recall_host.keeper import ViewKeeper
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.settings.variables import Mode
@@ -235,9 +239,10 @@ def compose_services(
         ReasoningType(models, reached, settings.reasoning_max_input_tokens),
         InteractionType(reached),
         WorkflowType(sandbox.engine, sandbox.checkers, settings.workflow_max_duration),
+        RecallType(sandbox.engine, sandbox.pool, sandbox.checkers, ledger),
     )
     limits = actor_limits_of(settings)
-    definitions = DefinitionRegistry(ledger, types, limits)
+    definitions = DefinitionRegistry(ledger, types, limits, recall_max_functions=settings.recall_max_functions)
     runs = RunService(ledger, definitions, types)
     workflows = WorkflowRuntime(
         ledger,
@@ -262,6 +267,15 @@ def compose_services(
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)
+    views = ViewKeeper(
+        ledger,
+        sandbox.pool,
+        max_rebuilds=settings.recall_max_rebuilds,
+        playbooks_at_once=settings.recall_playbooks_at_once,
+        sweep=settings.workflow_sweep_interval,
+        limits=limits,
+    )
+    workflows.add_follower(views.follow)
     return RuntimeServices(
         playbooks=PlaybookRegistry(ledger, limits),
         definitions=definitions,
@@ -274,6 +288,7 @@ def compose_services(
         tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None),
         connections=connections.connections if connections is not None else None,
         interactions=interactions,
+        recall_views=views.actors,
     )
 
 
@@ -340,8 +355,9 @@ def sandbox_child(sandbox: Sandbox) -> ChildSpec:
 
 def playbooks_supervisor(services: RuntimeServices) -> Supervisor:
     """The supervisor of the keyed actors: the org actors (each org's playbook stream) and the playbook actors
-    (each playbook's definitions, each hosting its playbook's run id actors and workflow run actors), one
-    registry each, every actor spawned on its first message. A registry's graceful stop passivates its live
+    (each playbook's definitions, each hosting its playbook's run id actors and workflow run actors), and the
+    recall views actors (each playbook's recall views, each hosting one actor per view: `recall_host.views_actor`),
+    one registry each, every actor spawned on its first message. A registry's graceful stop passivates its live
     actors after the message each has in flight (a playbook actor's run actors first). It starts before the
     workflow host, whose first sweep already applies inputs through the run actors, and stops after it."""
     return Supervisor(
@@ -349,6 +365,7 @@ def playbooks_supervisor(services: RuntimeServices) -> Supervisor:
         [
             services.playbooks.actors.child_spec(),
             services.definitions.actors.child_spec(),
+            *([services.recall_views.child_spec()] if services.recall_views is not None else []),
         ],
     )
 

@@ -22,6 +22,7 @@ BENCHMARKS = (
     "workflows",
     "tools",
     "interaction",
+    "recall",
 )
 
 

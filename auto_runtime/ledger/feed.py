@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import trio
@@ -48,3 +50,32 @@ class AppendSignal:
         """Return once `generation` is behind the signal's (at once when it already is)."""
         while self._generation <= generation:
             await self._event.wait()
+
+
+ScopesListener = Callable[[frozenset[str]], None]
+
+
+class ScopesAppended:
+    """Tells listeners which scopes each append of this process wrote to, once it committed.
+
+    Trio thread only: `tell` runs in the appending task, after the append returned, and each listener must only
+    note the scopes and return (it must not block or await). Appends made by other processes sharing a
+    PostgreSQL ledger are not told here: a follower that needs them reads again at its sweep (`AppendSignal`
+    wakes on them but says nothing of where they landed).
+    """
+
+    def __init__(self) -> None:
+        self._listeners: list[ScopesListener] = []
+
+    @contextmanager
+    def listening(self, listener: ScopesListener) -> Iterator[None]:
+        """Tell `listener` the scope keys of every append committed while the block runs."""
+        self._listeners.append(listener)
+        try:
+            yield
+        finally:
+            self._listeners.remove(listener)
+
+    def tell(self, scope_keys: frozenset[str]) -> None:
+        for listener in tuple(self._listeners):
+            listener(scope_keys)

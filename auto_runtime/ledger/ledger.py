@@ -19,11 +19,12 @@ from . import paging
 from .content import ContentStore, is_digest
 from .due_work import DueEntry, DueRow, DueWork, DueWorkChanges, EncodedChanges, EncodedKey, encode_changes
 from .errors import LedgerClosedError
-from .feed import AppendSignal, FeedPosition
+from .feed import AppendSignal, FeedPosition, ScopesAppended
 from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseState, validate_fence, validate_lease_name
 from .migrations import SchemaReport
 from .paging import Order, Page, ScanRow, SortKey
 from .projections import Projection
+from .recall_views import Expected, RecallViewRows, ViewRow
 from .records import (
     AnyVersion,
     EncodedRecord,
@@ -67,6 +68,8 @@ class Ledger(abc.ABC):
         self.projections: tuple[Projection, ...] = tuple(projections)
         self.content = content
         self.appended = AppendSignal()
+        self.scopes_appended = ScopesAppended()
+        """The scopes each of this process's appends wrote to, told once it committed (see `ScopesAppended`)."""
         self.rebuilt: list[str] = []
         """The names of the projections rebuilt from history when this ledger opened."""
         self.schema: SchemaReport | None = None
@@ -116,8 +119,11 @@ class Ledger(abc.ABC):
                 for write in writes
             ]
             if not changes and fence is None:
-                return await self._append(encoded)
-            return await self._append_guarded(encoded, changes or EncodedChanges(), fence)
+                records = await self._append(encoded)
+            else:
+                records = await self._append_guarded(encoded, changes or EncodedChanges(), fence)
+        self.scopes_appended.tell(frozenset(scope_key_of(write.stream) for write in writes))
+        return records
 
     def lease(self, name: str = WORKFLOW_HOST_LEASE) -> Lease:
         """The lease called `name` (the workflow host's by default): `claim`, `release`, `holder`."""
@@ -213,6 +219,39 @@ class Ledger(abc.ABC):
             return [], after
         last_key = found[-1][0]
         return [record for _, record in found], FeedPosition(last_key[0], last_key[1])
+
+    async def read_playbook_after(
+        self, scope: PlaybookScope, after: SortKey | None, limit: int
+    ) -> list[tuple[SortKey, Record]]:
+        """Up to `limit` of the playbook's records oldest first after the sort key `after` (from the first when
+        None), each with its sort key. On PostgreSQL it reads only behind the oldest write still open, so a
+        record committed late is read late, never passed over."""
+        self._check_open()
+        if limit < 1:
+            raise ValueError("limit counts from 1")
+        rows = await self._scan(scope.key, "asc", after, None, None, None, limit)
+        keys = [row.key for row in rows]
+        records = await self._load(keys) if keys else []
+        return list(zip(keys, records, strict=True))
+
+    @property
+    def recall_views(self) -> RecallViewRows:
+        """The recall views' table (`recall_views`): reads, and writes fenced by the workflow lease."""
+        return RecallViewRows(self)
+
+    async def write_recall_view(self, row: ViewRow, expected: Expected | None, fence: LeaseFence | None) -> bool:
+        """Make or reset the row (`expected` None), or write it only while it holds `expected`; False when
+        that condition failed. `LeaseLost` when `fence` no longer holds."""
+        self._check_open()
+        if fence is not None:
+            validate_fence(fence)
+        return await self._write_recall_view(row, expected, fence)
+
+    async def drop_recall_view(self, org: str, playbook: str, name: str, fence: LeaseFence | None) -> None:
+        self._check_open()
+        if fence is not None:
+            validate_fence(fence)
+        await self._drop_recall_view(org, playbook, name, fence)
 
     async def fetch(self, sql: str, params: Sequence[SqlValue] = ()) -> list[dict[str, Any]]:
         """Run one read-only SELECT (usually over projection tables) and return its rows as dicts.
@@ -324,6 +363,12 @@ class Ledger(abc.ABC):
 
     @abc.abstractmethod
     async def _read_forward(self, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]: ...
+
+    @abc.abstractmethod
+    async def _write_recall_view(self, row: ViewRow, expected: Expected | None, fence: LeaseFence | None) -> bool: ...
+
+    @abc.abstractmethod
+    async def _drop_recall_view(self, org: str, playbook: str, name: str, fence: LeaseFence | None) -> None: ...
 
     @abc.abstractmethod
     async def _fetch(self, sql: str, params: tuple[SqlValue, ...]) -> list[dict[str, Any]]: ...

@@ -32,7 +32,12 @@ from auto_runtime.playbooks.definition_facts import (
 )
 from auto_runtime.playbooks.known_rows import KnownRows
 from auto_runtime.playbooks.overview import used_by_section
-from auto_runtime.playbooks.playbook_actor import PlaybookCommand, RetireDefinition, SaveDefinition
+from auto_runtime.playbooks.playbook_actor import (
+    DEFAULT_RECALL_MAX_FUNCTIONS,
+    PlaybookCommand,
+    RetireDefinition,
+    SaveDefinition,
+)
 from auto_runtime.playbooks.playbook_host import PlaybookActors
 from auto_runtime.problems import InputIssue, Rejection, invalid_input, not_found
 
@@ -79,10 +84,17 @@ class DefinitionRegistry:
     """Commands and reads over the definitions of every type. Run `actors` (the registry of playbook actors, a
     child of the playbooks supervisor) before the first command."""
 
-    def __init__(self, ledger: Ledger, types: Mapping[str, FunctionType], limits: ActorLimits | None = None) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        types: Mapping[str, FunctionType],
+        limits: ActorLimits | None = None,
+        *,
+        recall_max_functions: int = DEFAULT_RECALL_MAX_FUNCTIONS,
+    ) -> None:
         self.ledger = ledger
         self.types = types
-        self.actors = PlaybookActors(ledger, types, limits)
+        self.actors = PlaybookActors(ledger, types, limits, recall_max_functions=recall_max_functions)
         """One actor per (org, playbook): its saves and retirements decide and append one at a time in this
         process, after the document's check (which runs outside the actor, so slow checks overlap); each one
         hosts its playbook's run actors (`playbook_host`)."""

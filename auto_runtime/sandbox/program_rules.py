@@ -343,7 +343,7 @@ def _top_level(tree: ast.Module, offset: int, entry: EntryRule) -> list[Problem]
                     add(default, DEFAULT_CONSTANT)
             if statement.name == entry.name and not entry_found:
                 entry_found = True
-                problems.extend(_entry_problems(statement, offset, entry))
+                problems.extend(entry_problems(statement, offset, entry))
         else:
             add(statement, TOP_LEVEL_ONLY)
     if not entry_found:
@@ -351,7 +351,7 @@ def _top_level(tree: ast.Module, offset: int, entry: EntryRule) -> list[Problem]
     return problems
 
 
-def _own_body_yields(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def own_body_yields(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     pending: list[ast.AST] = list(function.body)
     while pending:
         node = pending.pop()
@@ -363,7 +363,7 @@ def _own_body_yields(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return False
 
 
-def _entry_problems(function: ast.FunctionDef | ast.AsyncFunctionDef, offset: int, entry: EntryRule) -> list[Problem]:
+def entry_problems(function: ast.FunctionDef | ast.AsyncFunctionDef, offset: int, entry: EntryRule) -> list[Problem]:
     problems: list[Problem] = []
     arguments = function.args
     line = function.lineno + offset
@@ -376,7 +376,7 @@ def _entry_problems(function: ast.FunctionDef | ast.AsyncFunctionDef, offset: in
         or arguments.defaults
     ):
         problems.append((line, function.col_offset, entry.wrong_parameters))
-    if _own_body_yields(function):
+    if own_body_yields(function):
         problems.append((line, function.col_offset, entry.yields))
     return problems
 

@@ -39,6 +39,12 @@ TREE = {
                         {"name": "run-actors", "restart": "permanent"},
                     ],
                 },
+                {
+                    "name": "recall-views",
+                    "restart": "permanent",
+                    "strategy": "one_for_all",
+                    "children": [{"name": "recall-view-actors", "restart": "permanent"}],
+                },
             ],
         },
         {"name": "workflows", "restart": "permanent"},
@@ -71,7 +77,8 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
         "sandbox permanent one_for_one [worker-1 transient, "
         "worker-2 transient, worker-3 transient, worker-4 transient], playbooks permanent one_for_one "
         "[org-actors permanent, playbook-actors permanent one_for_all "
-        "[run-id-actors permanent, run-actors permanent]], "
+        "[run-id-actors permanent, run-actors permanent], recall-views permanent one_for_all "
+        "[recall-view-actors permanent]], "
         "workflows permanent, "
         "http transient]"
     )

@@ -49,14 +49,17 @@ class ComputationDocument:
 
 
 @dataclass(frozen=True)
-class _Split:
+class SplitDocument:
+    """A document cut at its front matter's closing dashes (the recall type cuts its documents alike)."""
+
     front_matter: str
     program: str
     program_first_line: int
     last_line: int
 
 
-def _split(source: str) -> _Split | Problem:
+def split_document(source: str) -> SplitDocument | Problem:
+    """The document's front matter and program, or the problem of a document that has no front matter."""
     lines = source.split("\n")
     if not lines or lines[0].rstrip("\r") != "---":
         return (1, 0, FRONT_MATTER_DOES_NOT_PARSE + "a document begins with a line of three dashes, ---")
@@ -64,11 +67,11 @@ def _split(source: str) -> _Split | Problem:
         if lines[index].rstrip("\r") == "---":
             program = "\n".join(lines[index + 1 :])
             last_line = len(lines) - 1 if source.endswith("\n") and len(lines) > 1 else len(lines)
-            return _Split("\n".join(lines[1:index]), program, index + 2, last_line)
+            return SplitDocument("\n".join(lines[1:index]), program, index + 2, last_line)
     return (1, 0, FRONT_MATTER_DOES_NOT_PARSE + "the front matter has no closing line of three dashes, ---")
 
 
-def _key_lines(node: yaml.Node, offset: int) -> dict[str, int]:
+def key_lines(node: yaml.Node, offset: int) -> dict[str, int]:
     """The document line of each key, as dotted paths (`output.schema`)."""
     lines: dict[str, int] = {}
     if isinstance(node, yaml.MappingNode):
@@ -82,7 +85,7 @@ def _key_lines(node: yaml.Node, offset: int) -> dict[str, int]:
     return lines
 
 
-def _pointer_lines(node: yaml.Node, offset: int) -> dict[str, int]:
+def pointer_lines_of(node: yaml.Node, offset: int) -> dict[str, int]:
     """The document line of every JSON pointer of the front matter (a key's line for a mapping entry)."""
     lines: dict[str, int] = {"": node.start_mark.line + offset}
     stack: list[tuple[yaml.Node, str]] = [(node, "")]
@@ -102,20 +105,21 @@ def _pointer_lines(node: yaml.Node, offset: int) -> dict[str, int]:
     return lines
 
 
-def _line_of(lines: dict[str, int], pointer: str, fallback: int) -> int:
+def line_of(lines: dict[str, int], pointer: str, fallback: int) -> int:
+    """The line of `pointer`, or of its nearest parent with one, else `fallback`."""
     while pointer and pointer not in lines:
         pointer = pointer.rsplit("/", 1)[0]
     return lines.get(pointer, fallback)
 
 
-def _schema_problems(name: str, schema: Any, line: int, lines: dict[str, int]) -> list[Problem]:
+def schema_problems(name: str, schema: Any, line: int, lines: dict[str, int]) -> list[Problem]:
     """The refusals of a user schema (`user_schemas`), each at the line of its place inside the schema."""
     if not isinstance(schema, dict | bool):
         return [(line, 0, f"{name}{NOT_A_SCHEMA}a schema is an object or a boolean")]
     base = "/" + name.replace(".", "/")
     return [
         (
-            _line_of(lines, base + pointer, line),
+            line_of(lines, base + pointer, line),
             0,
             f"{name}{NOT_A_SCHEMA}{words}" + (f" (at {pointer})" if pointer else ""),
         )
@@ -125,8 +129,8 @@ def _schema_problems(name: str, schema: Any, line: int, lines: dict[str, int]) -
 
 def parse_document(source: str) -> ComputationDocument | list[Problem]:
     """The document, or its problems from passes 1 and 2 sorted by line then column."""
-    split = _split(source)
-    if not isinstance(split, _Split):
+    split = split_document(source)
+    if not isinstance(split, SplitDocument):
         return [split]
     problems: list[Problem] = []
     fields: dict[str, Any] = {}
@@ -156,8 +160,8 @@ def parse_document(source: str) -> ComputationDocument | list[Problem]:
         problems.append((2, 0, FRONT_MATTER_DOES_NOT_PARSE + "the front matter must be a mapping of fields"))
     elif not problems:
         fields = loaded
-    lines = _key_lines(node, offset) if node is not None else {}
-    pointer_lines = _pointer_lines(node, offset) if node is not None else {}
+    lines = key_lines(node, offset) if node is not None else {}
+    pointer_lines = pointer_lines_of(node, offset) if node is not None else {}
     description: str | None = None
     input_schema: Any = None
     output_schema: Any = None
@@ -185,7 +189,7 @@ def parse_document(source: str) -> ComputationDocument | list[Problem]:
             for inner, inner_value in value.items():
                 inner_line = lines.get(f"{key}.{inner}", line)
                 if inner == "schema":
-                    refusals = _schema_problems(f"{key}.schema", inner_value, inner_line, pointer_lines)
+                    refusals = schema_problems(f"{key}.schema", inner_value, inner_line, pointer_lines)
                     if refusals:
                         problems.extend(refusals)
                     elif key == "input":

@@ -54,7 +54,7 @@ class Succeeded:
     record: dict[str, Any]
 
 
-def _input_problem(value: object) -> Issue | None:
+def input_problem(value: object) -> Issue | None:
     """Depth past 512, a non-finite number, a lone surrogate: the first, with its pointer."""
     stack: list[tuple[object, list[str | int], int]] = [(value, [], 0)]
     while stack:
@@ -82,7 +82,8 @@ def _lone_surrogate(text: str) -> bool:
     return False
 
 
-def _invalid(issues: list[Issue]) -> Rejection:
+def invalid_input(issues: list[Issue]) -> Rejection:
+    """The `invalid_input` rejection of these issues."""
     return Rejection(reason="invalid_input", detail=" ".join(i.detail for i in issues), errors=issues)
 
 
@@ -106,19 +107,19 @@ async def run_computation(
     """One run of `document` with `input_value`; `started_at_ms` is the run's start the clock reads. It waits
     for a worker in `owner`'s place of the pool's fair queue (the org and playbook the run belongs to)."""
     started = started_monotonic if started_monotonic is not None else time.monotonic()
-    problem = _input_problem(input_value)
+    problem = input_problem(input_value)
     if problem is not None:
-        return _invalid([problem])
+        return invalid_input([problem])
     input_json = compact_json(input_value)
     input_bytes = utf8_size(input_json)
     if input_bytes > INPUT_LIMIT:
-        return _invalid([Issue("The input is larger than the 262,144 bytes of JSON a run may take.", "/input")])
+        return invalid_input([Issue("The input is larger than the 262,144 bytes of JSON a run may take.", "/input")])
     if document.input_schema is not None:
-        issues = await _checked(_as_schema(document.input_schema), input_value, "/input", "The input")
+        issues = await checked_against(as_schema(document.input_schema), input_value, "/input", "The input")
         if isinstance(issues, Rejection):
             return issues
         if issues:
-            return _invalid(issues)
+            return invalid_input(issues)
     evaluation = Evaluation(
         source=document.program,
         first_line=document.program_first_line,
@@ -134,7 +135,7 @@ async def run_computation(
         )
     if isinstance(outcome, Returned):
         if document.output_schema is not None:
-            issues = await _checked(_as_schema(document.output_schema), outcome.output, "", "The output")
+            issues = await checked_against(as_schema(document.output_schema), outcome.output, "", "The output")
             if isinstance(issues, Rejection):
                 return issues
             if issues:
@@ -163,7 +164,7 @@ async def run_computation(
     return Rejection(reason="internal", detail=f"The sandbox broke: {outcome.reason}")
 
 
-async def _checked(schema: dict[str, Any], value: JsonValue, base: str, root: str) -> list[Issue] | Rejection:
+async def checked_against(schema: dict[str, Any], value: JsonValue, base: str, root: str) -> list[Issue] | Rejection:
     """The schema check of a value, on a worker thread: it takes at most the budget of `user_schemas`
     (a million keywords, a few seconds), which the event loop must not spend."""
     try:
@@ -172,7 +173,8 @@ async def _checked(schema: dict[str, Any], value: JsonValue, base: str, root: st
         return unusable
 
 
-def _as_schema(schema: dict[str, Any] | bool) -> dict[str, Any]:
+def as_schema(schema: dict[str, Any] | bool) -> dict[str, Any]:
+    """A document's schema as an object (`true` accepts all, `false` refuses all)."""
     if isinstance(schema, bool):
         return {} if schema else {"not": {}}
     return schema

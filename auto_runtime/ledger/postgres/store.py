@@ -32,10 +32,11 @@ from ..lease import LeaseFence, LeaseState
 from ..ledger import EncodedWrite, Ledger, SqlValue
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
+from ..recall_views import Expected, ViewRow
 from ..records import Record
 from ..secret_rows import SecretRow
 from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
-from . import due_work_statements, lease_statements, secret_statements, statements
+from . import due_work_statements, lease_statements, recall_view_statements, secret_statements, statements
 from .batcher import AppendBatcher
 from .faults import full_disk_cause, server_of, start_error
 from .iam_auth import DatabaseCredentials, sign_in_options
@@ -318,6 +319,12 @@ class PostgresLedger(Ledger):
 
     async def _read_forward(self, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]:
         return await self.with_connection(lambda conn: statements.read_forward(conn, after, limit))
+
+    async def _write_recall_view(self, row: ViewRow, expected: Expected | None, fence: LeaseFence | None) -> bool:
+        return await self.with_connection(lambda conn: recall_view_statements.write(conn, row, expected, fence))
+
+    async def _drop_recall_view(self, org: str, playbook: str, name: str, fence: LeaseFence | None) -> None:
+        await self.with_connection(lambda conn: recall_view_statements.drop(conn, org, playbook, name, fence))
 
     async def _fetch(self, sql: str, params: tuple[SqlValue, ...]) -> list[dict[str, Any]]:
         return await self.with_connection(lambda conn: statements.fetch(conn, sql, params))

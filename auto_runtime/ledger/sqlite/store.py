@@ -31,10 +31,11 @@ from ..ledger import EncodedWrite, Ledger, SqlValue
 from ..migrations import SchemaTooNew
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
+from ..recall_views import Expected, ViewRow
 from ..records import Record
 from ..secret_rows import SecretRow
 from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
-from . import due_work_statements, lease_statements, secret_statements, statements
+from . import due_work_statements, lease_statements, recall_view_statements, secret_statements, statements
 from .file_lock import LedgerFileInUse, hold_ledger_file
 from .schema import connect_writer, ensure_projections, migrate
 from .start_errors import in_use, start_error
@@ -259,6 +260,22 @@ class SqliteLedger(Ledger):
 
     async def _read_forward(self, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]:
         return await self.readers.run(lambda conn: statements.read_forward(conn, after, limit))
+
+    async def _write_recall_view(self, row: ViewRow, expected: Expected | None, fence: LeaseFence | None) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            if fence is not None:
+                lease_statements.check_fence(conn, fence)
+            return recall_view_statements.write(conn, row, expected)
+
+        return await self.write(work)
+
+    async def _drop_recall_view(self, org: str, playbook: str, name: str, fence: LeaseFence | None) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            if fence is not None:
+                lease_statements.check_fence(conn, fence)
+            recall_view_statements.drop(conn, org, playbook, name)
+
+        await self.write(work)
 
     async def _fetch(self, sql: str, params: tuple[SqlValue, ...]) -> list[dict[str, Any]]:
         return await self.readers.run(lambda conn: statements.fetch(conn, sql, params))

@@ -1,0 +1,1 @@
+"""The recall type: documents whose module folds the playbook's events into a view, and runs that answer from it."""

@@ -1,0 +1,59 @@
+"""Spec, recall-format.md: "How the view is kept": a server killed (SIGKILL) while a view folds a long history
+resumes, after its restart, from the checkpoint the view had written, and folds no event twice: a fold that
+counts its events and keeps their ids shows each published event exactly once, in the order recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conformance.helpers import fresh_id, new_playbook
+from tests.conformance.recall.documents import caught_up, output_of, publish, recall, run, saved, standing_until
+from tests.conformance.recall.own_server import OwnServer, own_server
+
+EVENTS = 1_500
+COUNTING = (
+    "def fold(view, event):\n"
+    "    for _ in range(20000):\n"
+    "        pass\n"
+    '    view["count"] += 1\n'
+    '    view["ids"].append(event["id"])\n'
+    "    return view\n"
+)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OwnServer]:
+    with own_server(tmp_path / "server", request.param) as own:
+        yield own
+
+
+def test_a_killed_server_resumes_its_views_from_their_checkpoints(server: OwnServer) -> None:
+    first = server.start()
+    kind = fresh_id("com.acme.long")
+    with first.client() as client:
+        playbook = new_playbook(client)
+        ids = [publish(client, playbook, kind, {"n": index}, id=f"e-{index:05d}")["id"] for index in range(EVENTS)]
+        source = recall(f"source:\n  events:\n    - type: {kind}\nview:\n  initial: {{count: 0, ids: []}}\n", COUNTING)
+        saved(client, playbook, "long-count", source)
+        before = standing_until(
+            client,
+            playbook,
+            "long-count",
+            lambda standing: standing["folded"] > 0 and standing["state"] == "rebuilding",
+        )
+    assert before["folded"] < EVENTS
+    server.kill(first)
+    again = server.start()
+    with again.client() as client:
+        resumed = client.get(f"{playbook}/definitions/recall/long-count").json()["standing"]
+        assert resumed["folded"] >= before["folded"]
+        assert resumed["version"] == 1
+        done = caught_up(client, playbook, "long-count", EVENTS)
+        assert done["folded"] == EVENTS
+        view = output_of(run(client, playbook, "long-count"))
+        assert view["count"] == EVENTS
+        assert view["ids"] == ids
+    assert again.stop() == 0

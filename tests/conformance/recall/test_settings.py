@@ -1,0 +1,135 @@
+"""Spec, recall-format.md: "Settings and workers": `RECALL_MAX_FUNCTIONS` (the refusal, and what lowering it
+does) and `RECALL_MAX_REBUILDS` (the views past it wait, in the order their versions were saved), on a server of
+the tests' own, on each ledger."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conformance.helpers import fresh_id, new_playbook, problem
+from tests.conformance.recall.documents import (
+    caught_up,
+    counting,
+    output_of,
+    publish,
+    recall,
+    run,
+    save,
+    saved,
+    standing_until,
+    update,
+)
+from tests.conformance.recall.own_server import OwnServer, own_server
+
+WAITS = 'The view of "{name}" version 1 waits for other views of this playbook to finish building; try again shortly'
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnServer]:
+    folder = Path(tmp_path_factory.mktemp(f"recall-settings-{request.param}"))
+    with own_server(folder, request.param) as own:
+        yield own
+
+
+def test_the_most_recall_functions_and_what_lowering_it_does(server: OwnServer) -> None:
+    kind = fresh_id("com.acme.kept")
+    first = server.start(RECALL_MAX_FUNCTIONS="2")
+    with first.client() as client:
+        playbook = new_playbook(client)
+        saved(client, playbook, "kept-a", counting(kind))
+        saved(client, playbook, "kept-b", counting(kind))
+        refused = problem(save(client, playbook, "kept-c", counting(kind)), 409, "conflict")
+        assert refused["detail"] == (
+            "This playbook keeps 2 active recall functions and may keep at most 2; retire one first"
+        )
+        update(client, playbook, "kept-a", counting(kind).replace("+= 1", "+= 2"))
+        assert client.post(f"{playbook}/definitions/recall/kept-b/retire").status_code == 200
+        saved(client, playbook, "kept-c", counting(kind))
+        other = new_playbook(client)
+        saved(client, other, "kept-a", counting(kind))
+    assert first.stop() == 0
+    lowered = server.start(RECALL_MAX_FUNCTIONS="1")
+    try:
+        with lowered.client() as client:
+            refused = problem(save(client, playbook, "kept-d", counting(kind)), 409, "conflict")
+            assert refused["detail"] == (
+                "This playbook keeps 2 active recall functions and may keep at most 1; retire one first"
+            )
+            update(client, playbook, "kept-c", counting(kind).replace("+= 1", "+= 3"))
+            publish(client, playbook, kind, None)
+            caught_up(client, playbook, "kept-a", 1)
+            caught_up(client, playbook, "kept-c", 1)
+            assert output_of(run(client, playbook, "kept-a"))["count"] == 2
+            assert output_of(run(client, playbook, "kept-c"))["count"] == 3
+            assert client.post(f"{playbook}/definitions/recall/kept-a/retire").status_code == 200
+            problem(save(client, playbook, "kept-e", counting(kind)), 409, "conflict")
+    finally:
+        assert lowered.stop() == 0
+
+
+def test_views_past_the_most_rebuilds_wait_their_turn(server: OwnServer) -> None:
+    live = server.start(RECALL_MAX_REBUILDS="1")
+    try:
+        with live.client() as client:
+            playbook = new_playbook(client)
+            kind = fresh_id("com.acme.turn")
+            for index in range(200):
+                publish(client, playbook, kind, {"n": index})
+            slow = recall(
+                f"source:\n  events:\n    - type: {kind}\nview:\n  initial: 0\n",
+                "def fold(view, event):\n    for _ in range(150000):\n        pass\n    return view + 1\n",
+            )
+            saved(client, playbook, "turn-first", slow)
+            saved(client, playbook, "turn-second", slow)
+            waiting = standing_until(
+                client, playbook, "turn-second", lambda s: s["checkpoint"] is not None or s["state"] == "waiting"
+            )
+            assert waiting["state"] == "waiting"
+            refused = problem(run(client, playbook, "turn-second"), 503, "unavailable", "rebuilding")
+            assert refused["detail"] == WAITS.format(name="turn-second")
+            assert caught_up(client, playbook, "turn-first", 200)["folded"] == 200
+            assert caught_up(client, playbook, "turn-second", 200)["folded"] == 200
+    finally:
+        assert live.stop() == 0
+
+
+def test_with_one_playbook_at_once_two_playbooks_passes_never_overlap(server: OwnServer) -> None:
+    """`RECALL_PLAYBOOKS_AT_ONCE` at 1: the server's own log of its passes (`recall_pass_started` and
+    `recall_pass_ended`, at debug) shows two playbooks' passes one after the other, never one inside another."""
+    live = server.start(RECALL_PLAYBOOKS_AT_ONCE="1", LOG_FORMAT="json", LOG_LEVEL="debug")
+    try:
+        with live.client() as client:
+            kind = fresh_id("com.acme.one-at-once")
+            playbooks = [new_playbook(client), new_playbook(client)]
+            for playbook in playbooks:
+                for index in range(30):
+                    publish(client, playbook, kind, {"n": index})
+            for playbook in playbooks:
+                saved(client, playbook, "at-once", counting(kind))
+            for index in range(30, 33):
+                for playbook in playbooks:
+                    publish(client, playbook, kind, {"n": index})
+            for playbook in playbooks:
+                assert caught_up(client, playbook, "at-once", 33)["folded"] == 33
+    finally:
+        assert live.stop() == 0
+    entries = [json.loads(line) for line in live.log().splitlines() if line.startswith("{")]
+    lines = [
+        (entry["message"], entry["playbook"])
+        for entry in entries
+        if entry["message"] in ("recall_pass_started", "recall_pass_ended")
+    ]
+    names = {playbook.rsplit("/", 1)[-1] for playbook in playbooks}
+    assert names <= {name for _message, name in lines}
+    in_flight: str | None = None
+    for message, name in lines:
+        if message == "recall_pass_started":
+            assert in_flight is None, f"{name} was passed while {in_flight} was"
+            in_flight = name
+        else:
+            assert in_flight == name
+            in_flight = None

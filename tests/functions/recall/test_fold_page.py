@@ -1,0 +1,148 @@
+"""Spec, recall-format.md, "What to verify" 2: the same history folds to the same view, with the same count, the
+same last event and the same checkpoint, however it is cut into pages (here 7 records and 1,000), through
+`fold_page` on the real sandbox; and a stall lands on the same event whatever the page size."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from auto_runtime.functions.recall.document import RecallDocument, parse_document
+from auto_runtime.functions.recall.fold_page import PageItem, PageResult, ViewState, fold_page
+from auto_runtime.recall_host.page_items import program_of
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.interruption import RunControl
+from auto_runtime.sandbox.workers import WORKER_STACK_BYTES
+
+T = TypeVar("T")
+MODULE = """---
+language: python
+source:
+  events:
+    - type: com.acme.thing
+      where: even
+view:
+  initial: {count: 0, total: 0, seen: []}
+---
+import time
+
+def even(data):
+    return data["n"] % 2 == 0
+
+def fold(view, event):
+    if event["data"]["n"] == STOP:
+        raise ValueError("stop")
+    view["count"] += 1
+    view["total"] += event["data"]["n"]
+    view["seen"] = (view["seen"] + [[event["id"], time.time()]])[-5:]
+    return view
+"""
+
+
+def on_big_stack(work: Callable[[], T]) -> T:
+    """Run `work` on a thread with a sandbox worker's stack, as the pool does."""
+    result: list[T] = []
+    previous = threading.stack_size(WORKER_STACK_BYTES)
+    try:
+        thread = threading.Thread(target=lambda: result.append(work()))
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    return result[0]
+
+
+def items(count: int) -> list[PageItem]:
+    found: list[PageItem] = []
+    for index in range(count):
+        event = {
+            "specversion": "1.0",
+            "id": f"e-{index}",
+            "type": "com.acme.thing",
+            "source": "/tests",
+            "time": f"2026-10-02T07:30:{index % 60:02d}.{index % 1000:03d}Z",
+            "data": {"n": index},
+        }
+        found.append(PageItem(f"1.{index}", f"at-{index}", event if index % 3 else None, (0,), False))
+    return found
+
+
+def folded_in_pages(engine: SandboxEngine, stop: int, page: int, count: int) -> PageResult:
+    document = parse_document(
+        MODULE.replace("STOP", str(stop)).replace("import time\n", f"import time\nSTOP = {stop}\n")
+    )
+    assert isinstance(document, RecallDocument), document
+    program = program_of(document)
+    history = items(count)
+
+    def fold_all() -> PageResult:
+        state = ViewState('{"count":0,"seen":[],"total":0}', None, None, None, 0, 0)
+        at = 0
+        while True:
+            result = fold_page(engine, program, state, history[at : at + page], RunControl(10**9))
+            state = result.state
+            at += result.examined
+            if result.stall is not None or at >= count:
+                return result
+
+    return on_big_stack(fold_all)
+
+
+def test_the_same_history_folds_to_the_same_view_in_pages_of_7_and_1000(engine: SandboxEngine) -> None:
+    small = folded_in_pages(engine, -1, 7, 60)
+    large = folded_in_pages(engine, -1, 1000, 60)
+    assert small.state == large.state
+    assert small.state.folded == len([n for n in range(60) if n % 3 and n % 2 == 0])
+    assert small.state.checkpoint == "1.59"
+
+
+def test_a_stall_lands_on_the_same_event_in_any_page_size(engine: SandboxEngine) -> None:
+    small = folded_in_pages(engine, 40, 7, 60)
+    large = folded_in_pages(engine, 40, 1000, 60)
+    assert small.stall is not None and large.stall is not None
+    assert small.stall == large.stall
+    assert small.stall.event["id"] == "e-40"
+    assert small.state == large.state
+    assert small.state.checkpoint == "1.39"
+
+
+SLOW = """---
+language: python
+source:
+  events:
+    - type: com.acme.thing
+view:
+  initial: 0
+---
+import time
+
+def fold(view, event):
+    while True:
+        time.time_ns()
+"""
+
+
+def slow_page(engine: SandboxEngine, tries: int) -> PageResult:
+    document = parse_document(SLOW)
+    assert isinstance(document, RecallDocument), document
+    state = ViewState("0", "1.0", "at-0", None, 0, tries)
+    history = [item for item in items(3) if item.event is not None]
+    page = [PageItem(item.checkpoint, item.at, item.event, (), True) for item in history]
+    return on_big_stack(lambda: fold_page(engine, program_of(document), state, page, RunControl(10**9), 0.2))
+
+
+def test_a_fold_past_its_time_costs_a_try_and_the_twentieth_stalls(engine: SandboxEngine) -> None:
+    """ "When a view stalls": a fold that runs past its time leaves the view as it was, counts a try, and ends the
+    page; the 20th try stalls the view (`time`), with no line. (One event's time is 0.2 s here, not 10.)"""
+    first = slow_page(engine, 0)
+    assert first.stall is None
+    assert first.examined == 0
+    assert first.state.tries == 1
+    assert first.state.checkpoint == "1.0"
+    last = slow_page(engine, 19)
+    assert last.stall is not None
+    assert last.stall.kind == "time"
+    assert last.stall.error == "the fold ran past its 10 seconds on 20 tries"
+    assert last.stall.line is None
+    assert last.stall.event["id"] == "e-1"
