@@ -60,6 +60,8 @@ from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
 from auto_runtime.auth.issuer_keys import IssuerKeys
 from auto_runtime.functions.computation.computation_type import ComputationType
+from auto_runtime.functions.prediction.datasets import Datasets
+from auto_runtime.functions.prediction.prediction_type import PredictionType
 from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
@@ -225,13 +227,15 @@ def compose_services(
     reached: ToolServers | None = tools
     if connections is not None:
         reached = PlaybookServers(tools, connections, connections.secret_set)
+    datasets = Datasets(ledger)
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
         ReasoningType(models, reached, settings.reasoning_max_input_tokens),
         WorkflowType(sandbox.engine, sandbox.checkers, settings.workflow_max_duration),
+        PredictionType(ledger, datasets),
     )
     limits = actor_limits_of(settings)
-    definitions = DefinitionRegistry(ledger, types, limits)
+    definitions = DefinitionRegistry(ledger, types, limits, {"prediction": settings.prediction_max_functions})
     runs = RunService(ledger, definitions, types)
     workflows = WorkflowRuntime(
         ledger,
@@ -261,6 +265,7 @@ def compose_services(
         workflows=workflows,
         tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None),
         connections=connections.connections if connections is not None else None,
+        prediction_datasets=datasets,
     )
 
 

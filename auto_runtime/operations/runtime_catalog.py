@@ -13,6 +13,7 @@ from auto_runtime.operations.event_operations import EVENT_OPERATIONS
 from auto_runtime.operations.guide_operations import guide_operation
 from auto_runtime.operations.model_operations import MODEL_OPERATIONS
 from auto_runtime.operations.playbook_operations import PLAYBOOK_OPERATIONS
+from auto_runtime.operations.prediction_operations import PREDICTION_OPERATIONS
 from auto_runtime.operations.publish_operations import PUBLISH_OPERATIONS
 from auto_runtime.operations.run_operations import RUN_OPERATIONS
 from auto_runtime.operations.tool_operations import TOOL_OPERATIONS
@@ -25,6 +26,7 @@ def build_catalog(guides: Mapping[str, Guide]) -> Catalog:
             *MODEL_OPERATIONS,
             *DEFINITION_OPERATIONS,
             *RUN_OPERATIONS,
+            *PREDICTION_OPERATIONS,
             *EVENT_OPERATIONS,
             *PUBLISH_OPERATIONS,
             *ANALYTICS_OPERATIONS,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.models import ModelDirectory
 from auto_runtime.playbooks.analytics import PlaybookAnalytics
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
@@ -28,6 +29,13 @@ class RuntimeServices:
     workflows: WorkflowRuntime
     tools: PlaybookTools | None = None
     connections: Connections | None = None
+    prediction_datasets: Datasets | None = None
+
+    def datasets(self) -> Datasets:
+        """The playbooks' datasets of prediction functions (composed with the prediction type)."""
+        if self.prediction_datasets is None:
+            raise TypeError("the runtime was composed without prediction functions")
+        return self.prediction_datasets
 
 
 def services_of(services: object) -> RuntimeServices:

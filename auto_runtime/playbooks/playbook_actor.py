@@ -59,6 +59,8 @@ class SaveDefinition:
     by: str
     creating: bool
     document: Mapping[str, Any]
+    max_active: int | None = None
+    """The most active definitions of this type the playbook keeps, when the type has such a bound."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,13 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
                     f"The playbook already has {MAX_TRIGGERED_WORKFLOWS:,} workflows with triggers; "
                     "retire one or save this workflow without a schedule."
                 )
+            if command.creating and command.max_active is not None:
+                active = sum(1 for other in definitions.values() if other.status == "active")
+                if active >= command.max_active:
+                    return conflict(
+                        f"The playbook already has {command.max_active:,} active {definition_type} functions, the "
+                        "most it keeps; retire one before saving another."
+                    )
             version = 1 if current is None else current.version + 1
             data = {"name": name, "version": version, "source": command.source, **command.document}
             kind = DEFINITION_CREATED if command.creating else DEFINITION_UPDATED

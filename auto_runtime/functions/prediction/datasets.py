@@ -1,0 +1,100 @@
+"""The playbook's datasets (prediction-format §4): uploaded by SHA-256, read once, kept as playbook content.
+
+Each dataset is two pieces of content: its bytes under the playbook's scope, and its summary (the upload's
+answer, JSON) under the scope key `<playbook scope>/datasets/<sha256>`, which holds nothing else. A dataset is
+"uploaded to the playbook" when its summary is kept; the summary is written only after the bytes, so a summary
+never names missing bytes. Nothing here is a record: an upload records no event.
+
+An upload is spooled to a temporary file as it arrives (hashed on the way), then read line by line in a worker
+thread (`dataset_csv`), so neither the Trio thread nor the reading holds the whole body; the content store takes
+the accepted bytes at once (its port takes `bytes`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import AsyncIterator
+from typing import IO, Any, Final
+
+import trio
+
+from auto_runtime.functions.prediction.dataset_csv import DatasetReading, read_dataset
+from auto_runtime.ledger import Ledger, PlaybookScope
+from auto_runtime.problems import InputIssue, Rejection, invalid_input
+
+MAX_DATASET_BYTES: Final = 67_108_864
+
+
+def summary_key(scope: PlaybookScope, dataset: str) -> str:
+    return f"{scope.key}/datasets/{dataset}"
+
+
+class Datasets:
+    """Uploads and reads of datasets over one ledger. Every method is called from Trio tasks."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    async def summary(self, scope: PlaybookScope, dataset: str) -> dict[str, Any] | None:
+        """The summary of a dataset uploaded to the playbook, or None."""
+        key = summary_key(scope, dataset)
+        rows = await self.ledger.fetch("SELECT sha256 FROM ledger_content WHERE scope_key = ?", (key,))
+        if not rows:
+            return None
+        data = await self.ledger.content.get(key, str(rows[0]["sha256"]))
+        if data is None:
+            return None
+        summary: dict[str, Any] = json.loads(data)
+        return summary
+
+    async def reading(self, scope: PlaybookScope, dataset: str) -> DatasetReading | None:
+        """The dataset read again with its series' values, or None when the playbook lacks it."""
+        if await self.summary(scope, dataset) is None:
+            return None
+        data = await self.ledger.content.get(scope.key, dataset)
+        if data is None:
+            return None
+        return await trio.to_thread.run_sync(lambda: read_dataset(data.splitlines(keepends=True), keep_values=True))
+
+    async def upload(self, scope: PlaybookScope, dataset: str, body: AsyncIterator[bytes]) -> dict[str, Any]:
+        """Spool, check the digest, read and keep: the summary, or `invalid_input` (see the module)."""
+        with tempfile.TemporaryFile() as spool:
+            stream = trio.wrap_file(spool)
+            digest = hashlib.sha256()
+            size = 0
+            async for chunk in body:
+                size += len(chunk)
+                if size > MAX_DATASET_BYTES:
+                    raise Rejection(
+                        "content_too_large",
+                        f"A dataset is at most {MAX_DATASET_BYTES:,} bytes.",
+                        headers={"Connection": "close"},
+                    )
+                digest.update(chunk)
+                await stream.write(chunk)
+            found = digest.hexdigest()
+            if found != dataset:
+                raise invalid_input(
+                    [InputIssue(f"The body's SHA-256 is {found}, not the {dataset} the path names.", "/body")]
+                )
+            kept = await self.summary(scope, dataset)
+            if kept is not None:
+                return kept
+            await stream.seek(0)
+            reading = await trio.to_thread.run_sync(_read_spooled, spool)
+            if reading.errors:
+                refusal = invalid_input(reading.errors)
+                refusal.because = reading.because
+                raise refusal
+            summary = reading.summary(dataset, size)
+            await stream.seek(0)
+            data = await stream.read()
+        await self.ledger.content.put(scope.key, data)
+        await self.ledger.content.put(summary_key(scope, dataset), json.dumps(summary).encode("utf-8"))
+        return summary
+
+
+def _read_spooled(spool: IO[bytes]) -> DatasetReading:
+    return read_dataset(spool)
