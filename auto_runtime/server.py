@@ -18,6 +18,8 @@ start is the start's one-line error) and logged once at `info`:
     │              (`run-id-actors[org/playbook]`: each run a request is running, `run-actors[org/playbook]`:
     │              each workflow run with inputs to apply; `playbooks.playbook_host`);
     │              before the workflow host, which applies inputs through the run actors from its first sweep
+    ├─ model-processes  (one_for_one) the prediction functions' model processes (`ModelPool`): a keeper that
+    │              ends idle ones, and each process's temporary `ProcessChild`, started when a job finds none idle
     ├─ workflows   the timer loop, the followers and the lease
     ├─ identity-keys  (where sign-in is on) the refresher of the identity service's signing keys, ready at once
     └─ http        Hypercorn, started last, stopped first
@@ -60,7 +62,9 @@ from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
 from auto_runtime.auth.issuer_keys import IssuerKeys
 from auto_runtime.functions.computation.computation_type import ComputationType
+from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.datasets import Datasets
+from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.functions.prediction.prediction_type import PredictionType
 from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.registry import function_types
@@ -228,6 +232,9 @@ def compose_services(
     if connections is not None:
         reached = PlaybookServers(tools, connections, connections.secret_set)
     datasets = Datasets(ledger)
+    model_pool = ModelPool(
+        settings.prediction_processes, settings.prediction_builds_at_once, settings.prediction_process_memory
+    )
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
         ReasoningType(models, reached, settings.reasoning_max_input_tokens),
@@ -266,6 +273,7 @@ def compose_services(
         tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None),
         connections=connections.connections if connections is not None else None,
         prediction_datasets=datasets,
+        model_pool=model_pool,
     )
 
 
@@ -361,6 +369,7 @@ def root_supervisor(
             sandbox_child(sandbox),
             *([services.tools.servers.child_spec()] if services.tools and services.tools.servers else []),
             playbooks_supervisor(services).child_spec(),
+            *([services.model_pool.child_spec()] if services.model_pool is not None else []),
             workflows_child(services.workflows),
             *([issuer_keys.child_spec()] if issuer_keys is not None else []),
             http,
@@ -506,6 +515,7 @@ async def _serve_on(
     catalog: Catalog,
 ) -> None:
     settings = loaded.settings
+    await trio.to_thread.run_sync(CacheFolder(settings.prediction_cache_dir).prepare)
     async with open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox:
         models = ModelDirectory.from_settings(settings, secrets=loaded.secret_values, environ=environ)
         secret_set = SecretSet(loaded.secret_values)

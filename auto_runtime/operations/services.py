@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from auto_runtime.functions.prediction.datasets import Datasets
+from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.models import ModelDirectory
 from auto_runtime.playbooks.analytics import PlaybookAnalytics
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
@@ -30,6 +31,7 @@ class RuntimeServices:
     tools: PlaybookTools | None = None
     connections: Connections | None = None
     prediction_datasets: Datasets | None = None
+    model_pool: ModelPool | None = None
 
     def datasets(self) -> Datasets:
         """The playbooks' datasets of prediction functions (composed with the prediction type)."""

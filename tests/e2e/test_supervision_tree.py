@@ -41,6 +41,12 @@ TREE = {
                 },
             ],
         },
+        {
+            "name": "model-processes",
+            "restart": "permanent",
+            "strategy": "one_for_one",
+            "children": [{"name": "model-process-keeper", "restart": "permanent"}],
+        },
         {"name": "workflows", "restart": "permanent"},
         {"name": "http", "restart": "transient"},
     ],
@@ -72,6 +78,7 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
         "worker-2 transient, worker-3 transient, worker-4 transient], playbooks permanent one_for_one "
         "[org-actors permanent, playbook-actors permanent one_for_all "
         "[run-id-actors permanent, run-actors permanent]], "
+        "model-processes permanent one_for_one [model-process-keeper permanent], "
         "workflows permanent, "
         "http transient]"
     )
