@@ -62,6 +62,8 @@ from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
 from auto_runtime.auth.issuer_keys import IssuerKeys
 from auto_runtime.functions.computation.computation_type import ComputationType
+from auto_runtime.functions.prediction.build_facts import is_build_input
+from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.model_pool import ModelPool
@@ -232,6 +234,7 @@ def compose_services(
     if connections is not None:
         reached = PlaybookServers(tools, connections, connections.secret_set)
     datasets = Datasets(ledger)
+    cache = CacheFolder(settings.prediction_cache_dir)
     model_pool = ModelPool(
         settings.prediction_processes, settings.prediction_builds_at_once, settings.prediction_process_memory
     )
@@ -258,6 +261,8 @@ def compose_services(
         limits=limits,
     )
     runs.serve_waiting("workflow", workflows)
+    builds = Builds(ledger, datasets, settings.prediction_builds_per_day)
+    runs.serve_waiting("prediction", builds, is_build_input)
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)
@@ -274,6 +279,8 @@ def compose_services(
         connections=connections.connections if connections is not None else None,
         prediction_datasets=datasets,
         model_pool=model_pool,
+        prediction_builds=builds,
+        prediction_cache=cache,
     )
 
 
@@ -515,7 +522,6 @@ async def _serve_on(
     catalog: Catalog,
 ) -> None:
     settings = loaded.settings
-    await trio.to_thread.run_sync(CacheFolder(settings.prediction_cache_dir).prepare)
     async with open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox:
         models = ModelDirectory.from_settings(settings, secrets=loaded.secret_values, environ=environ)
         secret_set = SecretSet(loaded.secret_values)
@@ -533,6 +539,8 @@ async def _serve_on(
                 raise
         try:
             services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools, connections)
+            if services.prediction_cache is not None:
+                await trio.to_thread.run_sync(services.prediction_cache.prepare)
             issuer_keys = issuer_keys_of(settings)
             app = compose_app(settings, catalog, guides, services, issuer_keys)
             root = root_supervisor(ledger, sandbox, services, http_child(app, settings), issuer_keys)

@@ -59,6 +59,15 @@ Handler = Callable[[OperationContext, Any], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
+class RawResult:
+    """What an HTTP-only operation answers that is not JSON (a brief in Markdown, rows as CSV): its media type
+    and its bytes, or their chunks to stream."""
+
+    media_type: str
+    body: bytes | AsyncIterator[bytes]
+
+
+@dataclass(frozen=True)
 class Operation:
     """An operation of the catalog.
 

@@ -1,18 +1,25 @@
-"""The operations of prediction functions served over HTTP only (seeds, "Prediction functions"): for now
-`upload_dataset`, `PUT /datasets/{sha256}`."""
+"""The operations of prediction functions served over HTTP only (seeds, "Prediction functions"):
+`upload_dataset`, `read_build_brief` and `read_build_rows`."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Final, Literal
 
+import trio
 from pydantic import BaseModel, ConfigDict, Field
 
 from auto_runtime.auth.caller import Permission
 from auto_runtime.functions.prediction.datasets import MAX_DATASET_BYTES
-from auto_runtime.operations.operation import Hints, Operation, OperationContext
+from auto_runtime.operations.operation import Hints, Operation, OperationContext, RawResult
+from auto_runtime.operations.run_operations import RunId
 from auto_runtime.operations.services import services_of
+from auto_runtime.problems import unavailable
 
 PLAYBOOK_WRITE = frozenset({Permission.PLAYBOOK_WRITE})
+PLAYBOOK_READ = frozenset({Permission.PLAYBOOK_READ})
+ROWS_CHUNK: Final = 64 * 1024
 
 
 class UploadDatasetInput(BaseModel):
@@ -67,3 +74,83 @@ PREDICTION_OPERATIONS: tuple[Operation, ...] = (
         max_body=MAX_DATASET_BYTES,
     ),
 )
+
+
+class BuildRunInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run_id: RunId = Field(description="The run id of the build")
+
+
+async def read_build_brief(context: OperationContext, data: BuildRunInput) -> RawResult:
+    builds = services_of(context.services).builds()
+    await builds.waiting(context.scope, data.run_id)
+    brief = await builds.brief(context.scope, data.run_id)
+    if brief is None:
+        raise unavailable("The build's brief is not readable at the moment; send the same request again.")
+    return RawResult("text/markdown; charset=utf-8", brief)
+
+
+async def _file_chunks(path: Path) -> AsyncIterator[bytes]:
+    async with await trio.open_file(path, "rb") as file:
+        while chunk := await file.read(ROWS_CHUNK):
+            yield chunk
+
+
+async def read_build_rows(context: OperationContext, data: BuildRunInput) -> RawResult:
+    services = services_of(context.services)
+    state = await services.builds().waiting(context.scope, data.run_id)
+    assert state.assembled is not None and services.prediction_cache is not None
+    digest = str(state.assembled["rows_sha256"])
+    scope = context.scope
+    path = await services.prediction_cache.ensure(
+        "rows", digest, lambda: services.definitions.ledger.content.get(scope.key, digest)
+    )
+    if path is None:
+        raise unavailable("The build's rows are not readable at the moment; send the same request again.")
+    return RawResult("text/csv; charset=utf-8", _file_chunks(path))
+
+
+BUILD_READS: tuple[Operation, ...] = (
+    Operation(
+        name="read_build_brief",
+        title="Read a build's brief",
+        description=(
+            "Reads the brief of a prediction function's build that waits for its candidates, as Markdown: the "
+            "forecast, the signature a candidate must have, the rows, the bar to beat and how to hand candidates "
+            "over. Served over HTTP only."
+        ),
+        scope="playbook",
+        permissions=PLAYBOOK_READ,
+        method="GET",
+        route="/runs/{run_id}/build/brief",
+        input_model=BuildRunInput,
+        output_model=None,
+        handler=read_build_brief,
+        hints=Hints(read_only=True, destructive=False, idempotent=True, open_world=False),
+        tag="runs",
+        reasons=frozenset({"not_found", "conflict", "unavailable"}),
+        has_tool=False,
+        output_media_type="text/markdown",
+    ),
+    Operation(
+        name="read_build_rows",
+        title="Read a build's training rows",
+        description=(
+            "Streams the training rows of a prediction function's build that waits for its candidates, as CSV: "
+            "series, origin, the history, the features and a target per horizon. Served over HTTP only."
+        ),
+        scope="playbook",
+        permissions=PLAYBOOK_READ,
+        method="GET",
+        route="/runs/{run_id}/build/rows",
+        input_model=BuildRunInput,
+        output_model=None,
+        handler=read_build_rows,
+        hints=Hints(read_only=True, destructive=False, idempotent=True, open_world=False),
+        tag="runs",
+        reasons=frozenset({"not_found", "conflict", "unavailable"}),
+        has_tool=False,
+        output_media_type="text/csv",
+    ),
+)
+PREDICTION_OPERATIONS = PREDICTION_OPERATIONS + BUILD_READS

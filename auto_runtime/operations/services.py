@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from auto_runtime.functions.prediction.builds import Builds
+from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.models import ModelDirectory
@@ -32,6 +34,14 @@ class RuntimeServices:
     connections: Connections | None = None
     prediction_datasets: Datasets | None = None
     model_pool: ModelPool | None = None
+    prediction_builds: Builds | None = None
+    prediction_cache: CacheFolder | None = None
+
+    def builds(self) -> Builds:
+        """The prediction functions' builds (composed with the prediction type)."""
+        if self.prediction_builds is None:
+            raise TypeError("the runtime was composed without prediction functions")
+        return self.prediction_builds
 
     def datasets(self) -> Datasets:
         """The playbooks' datasets of prediction functions (composed with the prediction type)."""

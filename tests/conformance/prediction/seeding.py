@@ -25,7 +25,7 @@ from auto_runtime.server import RUNTIME_PROJECTIONS
 ORG = "acme"
 TRAINER = """---
 description: Trains forecasts
-to: data-team
+to: '{{ input.function }}-trainers'
 expires: P2D
 output:
   schema:
@@ -85,12 +85,22 @@ output:
 ---
 Look at it.
 """
+UNRENDERABLE = """---
+to: '{{ input.team }}'
+expires: P1D
+output:
+  schema:
+    type: object
+---
+Train it.
+"""
 INTERACTIONS = {
     "train-forecasts": TRAINER,
     "call-tool": CALLS_A_TOOL,
     "read-replies": READS_REPLIES,
     "approve-versions": APPROVER,
     "no-decision": NO_DECISION,
+    "unrenderable": UNRENDERABLE,
 }
 
 
