@@ -65,6 +65,7 @@ from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.prediction.build_facts import is_build_input
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.cache_folder import CacheFolder
+from auto_runtime.functions.prediction.candidates import Candidates
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.functions.prediction.prediction_type import PredictionType
@@ -281,6 +282,7 @@ def compose_services(
         model_pool=model_pool,
         prediction_builds=builds,
         prediction_cache=cache,
+        prediction_candidates=Candidates(builds, model_pool, cache),
     )
 
 

@@ -1,5 +1,5 @@
 """The operations of prediction functions served over HTTP only (seeds, "Prediction functions"):
-`upload_dataset`, `read_build_brief` and `read_build_rows`."""
+`upload_dataset`, `read_build_brief`, `read_build_rows` and `upload_candidate`."""
 
 from __future__ import annotations
 
@@ -154,3 +154,43 @@ BUILD_READS: tuple[Operation, ...] = (
     ),
 )
 PREDICTION_OPERATIONS = PREDICTION_OPERATIONS + BUILD_READS
+
+
+class CandidateOutput(BaseModel):
+    candidate: str
+    bytes: int
+    opset: int
+
+
+async def upload_candidate(context: OperationContext, data: BuildRunInput) -> dict[str, Any]:
+    assert context.body is not None
+    candidates = services_of(context.services).candidates()
+    return await candidates.upload(context.scope, data.run_id, context.body, context.caller.id)
+
+
+PREDICTION_OPERATIONS = (
+    *PREDICTION_OPERATIONS,
+    Operation(
+        name="upload_candidate",
+        title="Upload a candidate model to a build",
+        description=(
+            "Uploads an ONNX model as a candidate of a prediction function's build that waits for its answer: "
+            "application/octet-stream with its Content-Length, at most 64 MiB. It is checked (opset 13 or later, "
+            "the signature the brief gives, a trial run on two rows) and answers { candidate, bytes, opset }, "
+            "candidate being the SHA-256 to name in the answer. Served over HTTP only."
+        ),
+        scope="playbook",
+        permissions=PLAYBOOK_WRITE,
+        method="POST",
+        route="/runs/{run_id}/build/candidates",
+        input_model=BuildRunInput,
+        output_model=CandidateOutput,
+        handler=upload_candidate,
+        hints=Hints(read_only=False, destructive=False, idempotent=True, open_world=False),
+        tag="runs",
+        reasons=frozenset({"not_found", "conflict", "invalid_input", "content_too_large", "unavailable"}),
+        has_tool=False,
+        body_media_types=("application/octet-stream",),
+        max_body=67_108_864,
+    ),
+)

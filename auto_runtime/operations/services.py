@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.cache_folder import CacheFolder
+from auto_runtime.functions.prediction.candidates import Candidates
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.models import ModelDirectory
@@ -36,6 +37,13 @@ class RuntimeServices:
     model_pool: ModelPool | None = None
     prediction_builds: Builds | None = None
     prediction_cache: CacheFolder | None = None
+    prediction_candidates: Candidates | None = None
+
+    def candidates(self) -> Candidates:
+        """The candidate uploads of prediction builds (composed with the prediction type)."""
+        if self.prediction_candidates is None:
+            raise TypeError("the runtime was composed without prediction functions")
+        return self.prediction_candidates
 
     def builds(self) -> Builds:
         """The prediction functions' builds (composed with the prediction type)."""

@@ -52,6 +52,7 @@ class BuildState:
     name: str = ""
     version: int = 0
     started_by: str = ""
+    started_metadata: dict[str, Any] = field(default_factory=dict)
     assembled: dict[str, Any] | None = None
     baseline: dict[str, Any] | None = None
     asked: dict[str, Any] | None = None
@@ -93,6 +94,7 @@ def fold_build(run_id: str, history: Sequence[Record]) -> BuildState | None:
             state.name = str(definition.get("name", ""))
             state.version = int(definition.get("version", 0))
             state.started_by = str(record.metadata.get("by", ""))
+            state.started_metadata = dict(record.metadata)
         elif record.type == DATASET_ASSEMBLED:
             state.assembled = dict(data)
         elif record.type in (BASELINE_SCORED, BASELINE_NOT_WALKED):

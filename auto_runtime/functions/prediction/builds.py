@@ -50,7 +50,7 @@ from auto_runtime.functions.reasoning.front_matter import read_front_matter
 from auto_runtime.functions.workflow.durations import duration_ms
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite
-from auto_runtime.playbooks.definition_registry import DefinitionVersion
+from auto_runtime.playbooks.definition_registry import DefinitionVersion, definitions_stream
 from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_REJECTED, run_stream
 from auto_runtime.playbooks.run_ids import is_run_id
 from auto_runtime.playbooks.run_view import RunState
@@ -305,6 +305,29 @@ class Builds:
         if state.asked is None:
             raise unavailable(f"The build {run_id} has not asked its trainer yet.", retry_after=1)
         return state
+
+    async def document_of(self, scope: PlaybookScope, state: BuildState) -> PredictionDocument:
+        """The document version the build started under."""
+        source: str | None = None
+        rows = await self.ledger.fetch(
+            "SELECT version, source FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
+            (scope.org, scope.playbook, "prediction", state.name),
+        )
+        if rows and int(rows[0]["version"]) == state.version:
+            source = str(rows[0]["source"])
+        else:
+            for record in await self.ledger.read_stream(definitions_stream(scope, "prediction")):
+                if record.data.get("name") == state.name and record.data.get("version") == state.version:
+                    source = record.data.get("source", source)
+        document = parse_document(source or "")
+        if isinstance(document, list):
+            raise conflict("The document this build started under no longer parses.", kind="unworkable")
+        return document
+
+    async def rows_of(self, scope: PlaybookScope, state: BuildState) -> bytes | None:
+        if state.assembled is None:
+            return None
+        return await self.ledger.content.get(scope.key, str(state.assembled["rows_sha256"]))
 
     async def brief(self, scope: PlaybookScope, run_id: str) -> bytes | None:
         key = brief_key(scope, run_id)
