@@ -63,12 +63,16 @@ from auto_runtime.auth.caller import Permission
 from auto_runtime.auth.issuer_keys import IssuerKeys
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.prediction.build_facts import is_build_input
+from auto_runtime.functions.prediction.build_requests import SCORE_KEY
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.candidates import Candidates
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.functions.prediction.prediction_type import PredictionType
+from auto_runtime.functions.prediction.questions import Questions
+from auto_runtime.functions.prediction.scoring import Scoring
+from auto_runtime.functions.prediction.versions import VERSIONS_PROJECTION
 from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
@@ -122,6 +126,7 @@ from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
+SCORE_PREFIX = SCORE_KEY.rsplit("/", 1)[0] + "/"
 S3_DEFAULT_REGION = "us-east-1"
 """The region S3 requests are signed for when `AWS_REGION` is not set."""
 CLOSE_SECONDS = 30.0
@@ -134,6 +139,7 @@ RUNTIME_PROJECTIONS = (
     RUNS_PROJECTION,
     WORKFLOW_RUNS_PROJECTION,
     *REACTION_PROJECTIONS,
+    VERSIONS_PROJECTION,
 )
 
 
@@ -239,11 +245,12 @@ def compose_services(
     model_pool = ModelPool(
         settings.prediction_processes, settings.prediction_builds_at_once, settings.prediction_process_memory
     )
+    builds = Builds(ledger, datasets, settings.prediction_builds_per_day)
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
         ReasoningType(models, reached, settings.reasoning_max_input_tokens),
         WorkflowType(sandbox.engine, sandbox.checkers, settings.workflow_max_duration),
-        PredictionType(ledger, datasets),
+        PredictionType(ledger, datasets, Questions(builds, datasets, model_pool, cache)),
     )
     limits = actor_limits_of(settings)
     definitions = DefinitionRegistry(ledger, types, limits, {"prediction": settings.prediction_max_functions})
@@ -262,8 +269,8 @@ def compose_services(
         limits=limits,
     )
     runs.serve_waiting("workflow", workflows)
-    builds = Builds(ledger, datasets, settings.prediction_builds_per_day)
     runs.serve_waiting("prediction", builds, is_build_input)
+    workflows.add_due_handler(SCORE_PREFIX, Scoring(builds, datasets, model_pool, cache).fire)
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)

@@ -35,8 +35,8 @@ from auto_runtime.functions.prediction.build_facts import (
 )
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.document import PredictionDocument, parse_document
+from auto_runtime.functions.prediction.inputs import question_issues
 from auto_runtime.functions.prediction.playbook_checks import interaction_function, trainer_problem
-from auto_runtime.functions.prediction.prediction_type import question_issues
 from auto_runtime.functions.prediction.walk import (
     RowsTooLarge,
     backtest_points,
@@ -58,6 +58,7 @@ from auto_runtime.problems import Rejection, conflict, invalid_input, not_found,
 
 BUILD_INPUT_DIGEST: Final = canonical_digest({"build": {}})
 DAY_US: Final = 24 * 3600 * 1_000_000
+KEPT_CONTRACTS: Final = 4096
 _TEMPLATES: Final = Environment(undefined=StrictUndefined)
 
 
@@ -112,6 +113,7 @@ class Builds:
         self.ledger = ledger
         self.datasets = datasets
         self.builds_per_day = builds_per_day
+        self._contracts: dict[tuple[str, str, int], dict[str, Any]] = {}
 
     async def state(self, scope: PlaybookScope, run_id: str) -> BuildState | None:
         return fold_build(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
@@ -306,23 +308,38 @@ class Builds:
             raise unavailable(f"The build {run_id} has not asked its trainer yet.", retry_after=1)
         return state
 
-    async def document_of(self, scope: PlaybookScope, state: BuildState) -> PredictionDocument:
-        """The document version the build started under."""
+    async def document_version(self, scope: PlaybookScope, name: str, version: int) -> PredictionDocument:
+        """Document version `version` of the function `name`."""
         source: str | None = None
         rows = await self.ledger.fetch(
             "SELECT version, source FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
-            (scope.org, scope.playbook, "prediction", state.name),
+            (scope.org, scope.playbook, "prediction", name),
         )
-        if rows and int(rows[0]["version"]) == state.version:
+        if rows and int(rows[0]["version"]) == version:
             source = str(rows[0]["source"])
         else:
             for record in await self.ledger.read_stream(definitions_stream(scope, "prediction")):
-                if record.data.get("name") == state.name and record.data.get("version") == state.version:
+                if record.data.get("name") == name and record.data.get("version") == version:
                     source = record.data.get("source", source)
         document = parse_document(source or "")
         if isinstance(document, list):
-            raise conflict("The document this build started under no longer parses.", kind="unworkable")
+            raise conflict(f"Version {version} of the function {name} no longer parses.", kind="unworkable")
         return document
+
+    async def document_of(self, scope: PlaybookScope, state: BuildState) -> PredictionDocument:
+        """The document version the build started under."""
+        return await self.document_version(scope, state.name, state.version)
+
+    async def contract_of(self, scope: PlaybookScope, name: str, version: int) -> dict[str, Any]:
+        """The contract of document version `version` (§6), kept once read: a version never changes."""
+        key = (scope.key, name, version)
+        contract = self._contracts.get(key)
+        if contract is None:
+            contract = (await self.document_version(scope, name, version)).contract
+            self._contracts[key] = contract
+            while len(self._contracts) > KEPT_CONTRACTS:
+                self._contracts.pop(next(iter(self._contracts)))
+        return contract
 
     async def rows_of(self, scope: PlaybookScope, state: BuildState) -> bytes | None:
         if state.assembled is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import IO, Any, Final
 
@@ -25,6 +26,7 @@ from auto_runtime.ledger import Ledger, PlaybookScope
 from auto_runtime.problems import InputIssue, Rejection, invalid_input
 
 MAX_DATASET_BYTES: Final = 67_108_864
+KEPT_READINGS: Final = 4
 
 
 def summary_key(scope: PlaybookScope, dataset: str) -> str:
@@ -36,6 +38,8 @@ class Datasets:
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
+        self._readings: OrderedDict[tuple[str, str], DatasetReading] = OrderedDict()
+        """The last `KEPT_READINGS` datasets read with their values (immutable: a dataset never changes)."""
 
     async def summary(self, scope: PlaybookScope, dataset: str) -> dict[str, Any] | None:
         """The summary of a dataset uploaded to the playbook, or None."""
@@ -51,12 +55,21 @@ class Datasets:
 
     async def reading(self, scope: PlaybookScope, dataset: str) -> DatasetReading | None:
         """The dataset read again with its series' values, or None when the playbook lacks it."""
+        key = (scope.key, dataset)
+        kept = self._readings.get(key)
+        if kept is not None:
+            self._readings.move_to_end(key)
+            return kept
         if await self.summary(scope, dataset) is None:
             return None
         data = await self.ledger.content.get(scope.key, dataset)
         if data is None:
             return None
-        return await trio.to_thread.run_sync(lambda: read_dataset(data.splitlines(keepends=True), keep_values=True))
+        reading = await trio.to_thread.run_sync(lambda: read_dataset(data.splitlines(keepends=True), keep_values=True))
+        self._readings[key] = reading
+        while len(self._readings) > KEPT_READINGS:
+            self._readings.popitem(last=False)
+        return reading
 
     async def upload(self, scope: PlaybookScope, dataset: str, body: AsyncIterator[bytes]) -> dict[str, Any]:
         """Spool, check the digest, read and keep: the summary, or `invalid_input` (see the module)."""

@@ -1,8 +1,8 @@
 """The prediction type as the generic layer sees it (prediction-format §2–§3, §7): documents checked alone and
 then against their playbook, the input schema the runtime writes, and questions.
 
-A version is a model a build made (§8–§9); until a build makes one, a question ends `conflict`, kind
-`no_version`, as §12 says for a function with no active version.
+Builds are the run service's waiting runs (`builds`); questions are answered here by the active version
+(`questions`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from typing import Any, Final
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Use
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.document import PredictionDocument, parse_document, refusal
+from auto_runtime.functions.prediction.inputs import question_issues
 from auto_runtime.functions.prediction.playbook_checks import playbook_problems
+from auto_runtime.functions.prediction.questions import Questions
 from auto_runtime.functions.shapes import SERIES_SCHEMA
 from auto_runtime.ledger import Ledger, PlaybookScope
-from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input
+from auto_runtime.problems import Rejection, conflict, invalid_input
 
 MEDIA_TYPE: Final = "text/markdown"
 TRAINS: Final = "sends it builds to train"
@@ -78,9 +80,10 @@ class PredictionType:
 
     name = "prediction"
 
-    def __init__(self, ledger: Ledger, datasets: Datasets) -> None:
+    def __init__(self, ledger: Ledger, datasets: Datasets, questions: Questions) -> None:
         self.ledger = ledger
         self.datasets = datasets
+        self.questions = questions
 
     def _checked(self, document: PredictionDocument) -> CheckedDocument:
         uses = [Use("interaction", document.trainer, TRAINS)]
@@ -131,45 +134,6 @@ class PredictionType:
             return Rejected(invalid_input(issues))
         if "build" in request.input:
             return Rejected(
-                conflict(
-                    "This server does not build prediction models yet, so a build cannot start.", kind="unworkable"
-                )
+                conflict("A build starts through run_definition, which hands it to the builds.", kind="unworkable")
             )
-        return Rejected(
-            conflict(
-                f"No version of the prediction function {request.name} is active; ask a build with "
-                '{ "build": {} } first.',
-                kind="no_version",
-            )
-        )
-
-
-def question_issues(document: PredictionDocument, value: Any) -> list[InputIssue]:
-    """The input's problems against the schema `input_schema` writes, in its words (§7)."""
-    if not isinstance(value, dict):
-        return [InputIssue("input: expected an object, a question { series, horizon? } or { build: {} }.", "/input")]
-    if "build" in value:
-        issues = [
-            InputIssue(f"input: a build takes only build, not {key}.", f"/input/{key}")
-            for key in value
-            if key != "build"
-        ]
-        if value["build"] != {} or not isinstance(value["build"], dict):
-            issues.append(InputIssue("build: expected an empty object, {}.", "/input/build"))
-        return issues
-    issues = [
-        InputIssue(f"input: a question takes series and horizon, not {key}.", f"/input/{key}")
-        for key in value
-        if key not in ("series", "horizon")
-    ]
-    series = value.get("series")
-    if "series" not in value:
-        issues.append(InputIssue("input: a question names its series, or the input is { build: {} }.", "/input"))
-    elif not isinstance(series, str) or not 1 <= len(series) <= 64:
-        issues.append(InputIssue("series: expected the name of a series, 1 to 64 characters.", "/input/series"))
-    if "horizon" in value:
-        horizon = value["horizon"]
-        if isinstance(horizon, bool) or horizon not in document.horizons:
-            listed = ", ".join(str(h) for h in document.horizons)
-            issues.append(InputIssue(f"horizon: expected one of the function's horizons, {listed}.", "/input/horizon"))
-    return issues
+        return await self.questions.answer(request, document)
