@@ -1,5 +1,5 @@
 """The operations of prediction functions served over HTTP only (seeds, "Prediction functions"):
-`upload_dataset`, `read_build_brief`, `read_build_rows` and `upload_candidate`."""
+`upload_dataset`, `read_build_brief`, `read_build_rows`, `upload_candidate` and `activate_version`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from auto_runtime.auth.caller import Permission
 from auto_runtime.functions.prediction.datasets import MAX_DATASET_BYTES
+from auto_runtime.operations.fields import ID_PATTERN
 from auto_runtime.operations.operation import Hints, Operation, OperationContext, RawResult
 from auto_runtime.operations.run_operations import RunId
 from auto_runtime.operations.services import services_of
@@ -192,5 +193,47 @@ PREDICTION_OPERATIONS = (
         has_tool=False,
         body_media_types=("application/octet-stream",),
         max_body=67_108_864,
+    ),
+)
+
+
+class ActivateVersionInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=ID_PATTERN, description="The name of the prediction function")
+    version: int = Field(ge=1, description="The model version to activate, as the function's builds numbered it")
+
+
+class ActivationOutput(BaseModel):
+    function: str
+    version: int
+    rule: Literal["by_hand"]
+    activated_at: str
+
+
+async def activate_version(context: OperationContext, data: ActivateVersionInput) -> dict[str, Any]:
+    activation = services_of(context.services).activation()
+    return await activation.activate(context.scope, data.name, data.version, context.caller.id)
+
+
+PREDICTION_OPERATIONS = (
+    *PREDICTION_OPERATIONS,
+    Operation(
+        name="activate_version",
+        title="Activate a prediction function's version",
+        description=(
+            "Activates a model version a prediction function built, by hand, in any state, as long as it was built "
+            "for the function's current contract; the version active before is replaced. Served over HTTP only."
+        ),
+        scope="playbook",
+        permissions=PLAYBOOK_WRITE,
+        method="POST",
+        route="/definitions/prediction/{name}/activate",
+        input_model=ActivateVersionInput,
+        output_model=ActivationOutput,
+        handler=activate_version,
+        hints=Hints(read_only=False, destructive=False, idempotent=False, open_world=False),
+        tag="definitions",
+        reasons=frozenset({"not_found", "conflict", "invalid_input"}),
+        has_tool=False,
     ),
 )

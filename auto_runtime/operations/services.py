@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from auto_runtime.functions.prediction.activation import Activation
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.candidates import Candidates
@@ -38,6 +39,10 @@ class RuntimeServices:
     prediction_builds: Builds | None = None
     prediction_cache: CacheFolder | None = None
     prediction_candidates: Candidates | None = None
+
+    def activation(self) -> Activation:
+        """Activating prediction functions' versions by hand."""
+        return Activation(self.builds())
 
     def candidates(self) -> Candidates:
         """The candidate uploads of prediction builds (composed with the prediction type)."""

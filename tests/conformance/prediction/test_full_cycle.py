@@ -128,3 +128,32 @@ def test_upload_build_candidates_answer_scoring_activation_and_a_question(
         digests[1],
     )
     problem(client.post(f"{function}/run", json={"input": {"series": "zz"}}), 422, "invalid_input")
+
+
+def test_a_second_version_shadows_then_is_activated_by_hand_until_its_contract_changes(
+    prediction_server: PredictionServer, client: httpx.Client, playbook: str
+) -> None:
+    if prediction_server.database_url is None:
+        pytest.skip("the answer is written by another process, which a SQLite ledger does not let in")
+    function = _function(client, playbook)
+    scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
+    for expected_state in ("active", "shadowing"):
+        run_id = _build(client, function).json()["run_id"]
+        digest = _upload(client, playbook, run_id, LINEAR).json()["candidate"]
+        _inbox(prediction_server.database_url, scope, run_id, {"candidates": [digest]})
+        run = _ended(client, playbook, run_id)
+        assert run["output"]["state"] == expected_state, run
+    activated = client.post(f"{function}/activate", json={"version": 2})
+    assert activated.status_code == 200, activated.text
+    assert activated.json()["function"] == "units" and activated.json()["rule"] == "by_hand"
+    assert activated.json()["version"] == 2
+    problem(client.post(f"{function}/activate", json={"version": 2}), 409, "conflict", "already_active")
+    problem(client.post(f"{function}/activate", json={"version": 3}), 404, "not_found")
+    question = client.post(f"{function}/run", json={"input": {"series": "a", "horizon": 1}})
+    assert question.status_code == 200, question.text
+    assert client.get(f"{playbook}/runs/{question.json()['run_id']}").json()["record"]["version"] == 2
+    source = client.get(function).json()["source"].replace("lags: 2", "lags: 3")
+    assert client.put(function, json={"source": source}).status_code == 200
+    problem(client.post(f"{function}/activate", json={"version": 1}), 409, "conflict", "contract_changed")
+    refused = problem(client.post(f"{function}/run", json={"input": {"series": "a"}}), 409, "conflict", "no_version")
+    assert refused["because"] == "contract_changed"
