@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from auto_runtime.auth.caller import Permission
 from auto_runtime.functions.function_type import DEFINITION_TYPES
+from auto_runtime.functions.prediction.standing import standing as prediction_standing
 from auto_runtime.operations.fields import ID_PATTERN
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
@@ -39,6 +40,7 @@ class DefinitionOutput(BaseModel):
     retired_at: str | None = None
     source: str | None = None
     overview: str | None = None
+    standing: dict[str, Any] | None = None
 
 
 class DefinitionListOutput(BaseModel):
@@ -83,9 +85,14 @@ async def list_definitions(context: OperationContext, data: ListDefinitionsInput
 
 
 async def get_definition(context: OperationContext, data: DefinitionInPath) -> dict[str, Any]:
-    registry = services_of(context.services).definitions
+    services = services_of(context.services)
+    registry = services.definitions
     scope = context.scope
-    return await registry.shown(scope, await registry.latest(scope, data.type, data.name), with_overview=True)
+    version = await registry.latest(scope, data.type, data.name)
+    shown = await registry.shown(scope, version, with_overview=True)
+    if data.type == "prediction" and services.prediction_builds is not None:
+        shown["standing"] = await prediction_standing(services.prediction_builds, scope, data.name, version.source)
+    return shown
 
 
 async def update_definition(context: OperationContext, data: UpdateDefinitionInput) -> dict[str, Any]:

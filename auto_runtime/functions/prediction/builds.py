@@ -126,16 +126,23 @@ class Builds:
         )
         return [dict(row) for row in rows]
 
-    async def _check_asking(self, scope: PlaybookScope, name: str, now: datetime) -> None:
+    async def started_builds(self, scope: PlaybookScope, name: str) -> list[str]:
+        """The run ids of the function's builds that have not ended."""
+        return [str(row["run_id"]) for row in await self._builds_of(scope, name) if row["status"] == "started"]
+
+    async def builds_of_the_day(self, scope: PlaybookScope, name: str, now: datetime) -> int:
+        """The builds the function asked in the trailing 24 hours that recorded `dataset_assembled`."""
+        since = int(now.timestamp() * 1_000_000) - DAY_US
         builds = await self._builds_of(scope, name)
-        if any(row["status"] == "started" for row in builds):
+        return sum(1 for row in builds if int(row["first_started_us"]) >= since and not _too_large(row["ending"]))
+
+    async def _check_asking(self, scope: PlaybookScope, name: str, now: datetime) -> None:
+        if await self.started_builds(scope, name):
             raise conflict(
                 f"A build of the prediction function {name} has not ended; wait for it or cancel it.",
                 kind="build_in_progress",
             )
-        since = int(now.timestamp() * 1_000_000) - DAY_US
-        counted = [row for row in builds if int(row["first_started_us"]) >= since and not _too_large(row["ending"])]
-        if len(counted) >= self.builds_per_day:
+        if await self.builds_of_the_day(scope, name, now) >= self.builds_per_day:
             raise unavailable(
                 f"The prediction function {name} asked {self.builds_per_day} builds in the last 24 hours, the most "
                 "it may ask (PREDICTION_BUILDS_PER_DAY).",

@@ -178,3 +178,26 @@ def test_build_routes_refuse_runs_that_are_not_waiting_builds(client: httpx.Clie
     problem(question, 409, "conflict", "no_version")
     run_id = client.get(f"{playbook}/runs").json()["runs"][0]["run_id"]
     problem(client.get(f"{playbook}/runs/{run_id}/build/rows"), 409, "conflict", "not_a_build")
+
+
+def test_standing_shows_the_dataset_and_the_build_under_way(client: httpx.Client, playbook: str) -> None:
+    function = _function(client, playbook)
+    before = client.get(function).json()["standing"]
+    assert before["dataset"] == {
+        "dataset": uploaded(client, playbook, SMALL)["dataset"],
+        "rows": 27,
+        "series": 3,
+        "period": "month",
+        "last_period": "2025-12",
+    }
+    assert before["models"] == {
+        "active": None,
+        "builds_in_last_day": 0,
+        "builds_per_day": 4,
+        "build": None,
+        "versions": [],
+    }
+    run_id = _build(client, function).json()["run_id"]
+    models = client.get(function).json()["standing"]["models"]
+    assert models["build"] == {"run_id": run_id, "state": "waiting"}
+    assert models["builds_in_last_day"] == 1

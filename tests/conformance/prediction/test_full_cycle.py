@@ -128,6 +128,17 @@ def test_upload_build_candidates_answer_scoring_activation_and_a_question(
         digests[1],
     )
     problem(client.post(f"{function}/run", json={"input": {"series": "zz"}}), 422, "invalid_input")
+    models = client.get(function).json()["standing"]["models"]
+    assert models["active"] == 1 and models["build"] is None
+    (version,) = models["versions"]
+    assert {key: version[key] for key in ("version", "state", "candidate", "rule", "mase", "baseline_mase")} == {
+        "version": 1,
+        "state": "active",
+        "candidate": digests[1],
+        "rule": "none_active",
+        "mase": 0,
+        "baseline_mase": 1,
+    }
 
 
 def test_a_second_version_shadows_then_is_activated_by_hand_until_its_contract_changes(
