@@ -62,8 +62,7 @@ from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
 from auto_runtime.auth.issuer_keys import IssuerKeys
 from auto_runtime.functions.computation.computation_type import ComputationType
-from auto_runtime.functions.prediction.build_facts import is_build_input
-from auto_runtime.functions.prediction.build_requests import SCORE_KEY
+from auto_runtime.functions.prediction.build_facts import DUE_PREFIX, is_build_input
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.candidates import Candidates
@@ -126,7 +125,6 @@ from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
-SCORE_PREFIX = SCORE_KEY.rsplit("/", 1)[0] + "/"
 S3_DEFAULT_REGION = "us-east-1"
 """The region S3 requests are signed for when `AWS_REGION` is not set."""
 CLOSE_SECONDS = 30.0
@@ -245,7 +243,7 @@ def compose_services(
     model_pool = ModelPool(
         settings.prediction_processes, settings.prediction_builds_at_once, settings.prediction_process_memory
     )
-    builds = Builds(ledger, datasets, settings.prediction_builds_per_day)
+    builds = Builds(ledger, datasets, settings.prediction_builds_per_day, settings.prediction_builds_at_once)
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
         ReasoningType(models, reached, settings.reasoning_max_input_tokens),
@@ -270,7 +268,7 @@ def compose_services(
     )
     runs.serve_waiting("workflow", workflows)
     runs.serve_waiting("prediction", builds, is_build_input)
-    workflows.add_due_handler(SCORE_PREFIX, Scoring(builds, datasets, model_pool, cache).fire)
+    workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache).fire)
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)

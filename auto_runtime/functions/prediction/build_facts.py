@@ -24,6 +24,15 @@ CANDIDATE_REFUSED: Final = "candidate_refused"
 REQUEST_ANSWERED: Final = "request_answered"
 BUILD_ENDED: Final = "build_ended"
 MAX_CANDIDATES: Final = 8
+DUE_PREFIX: Final = "prediction-build/"
+SCORE_KEY: Final = DUE_PREFIX + "score"
+"""Armed by `request_answered`, fired once the build is scored: while armed, the build is queued or scoring."""
+EXPIRE_KEY: Final = DUE_PREFIX + "expire"
+"""Armed by `build_asked` at its `expires_at`: a build still unanswered then ends `unanswered`, `expired`."""
+DEADLINE_KEY: Final = DUE_PREFIX + "deadline"
+"""Armed by `build_asked` at the build's start + the trainer's `expires` + 20 minutes (§14): a build still
+queued or scoring then ends `not_built`, `timed_out`."""
+DEADLINE_GRACE_MS: Final = 20 * 60 * 1000
 ANSWER_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
     "required": ["candidates"],

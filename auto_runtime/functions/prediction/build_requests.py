@@ -18,7 +18,13 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from auto_runtime.functions.prediction.brief import request_message
-from auto_runtime.functions.prediction.build_facts import ANSWER_SCHEMA, MAX_CANDIDATES, REQUEST_ANSWERED, BuildState
+from auto_runtime.functions.prediction.build_facts import (
+    ANSWER_SCHEMA,
+    MAX_CANDIDATES,
+    REQUEST_ANSWERED,
+    SCORE_KEY,
+    BuildState,
+)
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.ledger import NewRecord, PlaybookScope, Record, StreamWrite, VersionConflict
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
@@ -27,7 +33,6 @@ from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.playbooks.run_ids import is_run_id
 from auto_runtime.problems import InputIssue, conflict, invalid_input, not_found
 
-SCORE_KEY: Final = "prediction-build/score"
 MAX_ANSWER_BYTES: Final = 65_536
 DIGEST_CHARACTERS: Final = frozenset("0123456789abcdef")
 

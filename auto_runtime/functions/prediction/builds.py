@@ -30,6 +30,10 @@ from auto_runtime.functions.prediction.build_facts import (
     BUILD_ASKED,
     BUILD_ENDED,
     DATASET_ASSEMBLED,
+    DEADLINE_GRACE_MS,
+    DEADLINE_KEY,
+    EXPIRE_KEY,
+    SCORE_KEY,
     BuildState,
     fold_build,
 )
@@ -50,6 +54,7 @@ from auto_runtime.functions.reasoning.front_matter import read_front_matter
 from auto_runtime.functions.workflow.durations import duration_ms
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite
+from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
 from auto_runtime.playbooks.definition_registry import DefinitionVersion, definitions_stream
 from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_REJECTED, run_stream
 from auto_runtime.playbooks.run_ids import is_run_id
@@ -109,10 +114,13 @@ def rendered_trainer(source: str, function: str, run_id: str) -> tuple[str, int]
 class Builds:
     """Build starts (`start`, `cancel`: the run service's `WaitingRuns`) and reads of builds."""
 
-    def __init__(self, ledger: Ledger, datasets: Datasets, builds_per_day: int) -> None:
+    def __init__(self, ledger: Ledger, datasets: Datasets, builds_per_day: int, builds_at_once: int = 2) -> None:
         self.ledger = ledger
         self.datasets = datasets
         self.builds_per_day = builds_per_day
+        self.builds_at_once = builds_at_once
+        self._assembling = 0
+        """Builds of this process between their checks and their first append."""
         self._contracts: dict[tuple[str, str, int], dict[str, Any]] = {}
 
     async def state(self, scope: PlaybookScope, run_id: str) -> BuildState | None:
@@ -149,6 +157,16 @@ class Builds:
                 kind="builds_full",
                 because="builds_of_the_day",
             )
+        queued = await self.ledger.fetch(
+            "SELECT COUNT(*) AS n FROM ledger_due_work WHERE state = ? AND key = ?", ("armed", SCORE_KEY)
+        )
+        if int(queued[0]["n"]) + self._assembling >= self.builds_at_once:
+            raise unavailable(
+                f"{self.builds_at_once} builds are assembling, queued or scoring, the most at once "
+                "(PREDICTION_BUILDS_AT_ONCE); ask again in a minute.",
+                kind="builds_full",
+                retry_after=60,
+            )
 
     async def _trainer(
         self, scope: PlaybookScope, document: PredictionDocument, name: str, run_id: str
@@ -184,6 +202,26 @@ class Builds:
         now = datetime.now(UTC)
         await self._check_asking(scope, name, now)
         party, expires = await self._trainer(scope, document, name, run_id)
+        self._assembling += 1
+        try:
+            await self._assemble(scope, definition, document, value, run_id, caller_id, metadata, now, party, expires)
+        finally:
+            self._assembling -= 1
+
+    async def _assemble(
+        self,
+        scope: PlaybookScope,
+        definition: DefinitionVersion,
+        document: PredictionDocument,
+        value: Any,
+        run_id: str,
+        caller_id: str,
+        metadata: Mapping[str, Any] | None,
+        now: datetime,
+        party: str,
+        expires: int,
+    ) -> None:
+        name = definition.name
         reading = await self.datasets.reading(scope, document.dataset)
         if reading is None:
             raise conflict(
@@ -275,10 +313,25 @@ class Builds:
             "rows_bytes": len(rows.data),
             "training_rows": rows.count,
         }
-        await self._append(
-            scope,
-            run_id,
-            [started, assembled, fact(BASELINE_SCORED, baseline_data), fact(BUILD_ASKED, asked)],
+        due = [
+            DueEntry(scope, run_id, EXPIRE_KEY, now + timedelta(milliseconds=expires), {"run_id": run_id}),
+            DueEntry(
+                scope,
+                run_id,
+                DEADLINE_KEY,
+                now + timedelta(milliseconds=expires + DEADLINE_GRACE_MS),
+                {"run_id": run_id},
+            ),
+        ]
+        await self.ledger.append(
+            [
+                StreamWrite(
+                    run_stream(scope, run_id),
+                    0,
+                    [started, assembled, fact(BASELINE_SCORED, baseline_data), fact(BUILD_ASKED, asked)],
+                )
+            ],
+            due_work=DueWorkChanges(arm=due),
         )
 
     async def _append(self, scope: PlaybookScope, run_id: str, records: list[NewRecord]) -> None:

@@ -21,7 +21,7 @@ from typing import Any, Final
 import numpy as np
 import trio
 
-from auto_runtime.functions.prediction.build_facts import BUILD_ENDED, BuildState
+from auto_runtime.functions.prediction.build_facts import BUILD_ENDED, DEADLINE_KEY, EXPIRE_KEY, SCORE_KEY, BuildState
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.candidates import candidate_key, tensor
@@ -42,7 +42,7 @@ from auto_runtime.ledger import NewRecord, PlaybookScope, StreamWrite
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
 from auto_runtime.ledger.lease import LeaseFence
 from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_SUCCEEDED, run_stream
-from auto_runtime.problems import conflict
+from auto_runtime.problems import Rejection, conflict
 
 BATCH_ROWS: Final = 4096
 CANDIDATE_SECONDS: Final = 120.0
@@ -72,13 +72,24 @@ class Scoring:
         self.ledger = builds.ledger
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
+        """Scores an answered build (`SCORE_KEY`), or ends one that its trainer left unanswered (`EXPIRE_KEY`) or
+        that passed its deadline while queued or scoring (`DEADLINE_KEY`); a build that moved on since is left
+        as it is. The entry is marked fired in the append that ends the build, or alone."""
         scope = entry.scope
         assert isinstance(scope, PlaybookScope)
         state = await self.builds.state(scope, entry.run_id)
-        if state is None or state.answer is None or state.ended is not None or state.run_ended:
+        ended = state is None or state.ended is not None or state.run_ended
+        records: list[NewRecord] | None = None
+        if state is not None and not ended:
+            if entry.key == SCORE_KEY and state.answer is not None:
+                records = await self._score(scope, state)
+            elif entry.key == EXPIRE_KEY and state.answer is None and not state.cancel_requested:
+                records = self._unanswered(scope, state)
+            elif entry.key == DEADLINE_KEY and state.answer is not None:
+                records = self._past_deadline(scope, state)
+        if state is None or records is None:
             await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
             return
-        records = await self._score(scope, state)
         await self.ledger.append(
             [StreamWrite(run_stream(scope, state.run_id), state.stream_version, records)],
             due_work=DueWorkChanges(fire=[entry.due_key]),
@@ -146,6 +157,19 @@ class Scoring:
         record = {"dataset": built["dataset"], "baseline": baseline.shown(), "candidates": _outcomes(records)}
         records.append(fact(RUN_SUCCEEDED, {"output": output, "record": record}))
         return records
+
+    def _runtime_fact(self, scope: PlaybookScope, state: BuildState) -> Any:
+        metadata = {**state.started_metadata, "by": f"playbook:{scope.playbook}", "causation_id": None}
+        return lambda kind, data: NewRecord(kind, data, metadata)
+
+    def _unanswered(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord]:
+        fact = self._runtime_fact(scope, state)
+        ending = Rejection("unanswered", "The trainer did not answer the build in time.", kind="expired")
+        return [fact(BUILD_ENDED, {"outcome": "expired"}), fact(RUN_REJECTED, ending.as_record())]
+
+    def _past_deadline(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord]:
+        fact = self._runtime_fact(scope, state)
+        return self._not_built(fact, "timed_out", "The build passed its deadline before it was scored.")
 
     def _not_built(self, fact: Any, because: str, words: str) -> list[NewRecord]:
         ending = conflict(f"The build built no version: {words}", kind="not_built", because=because)

@@ -94,6 +94,15 @@ output:
 ---
 Train it.
 """
+QUICK = """---
+to: quick-team
+expires: PT1M
+output:
+  schema:
+    type: object
+---
+Train it within the minute.
+"""
 INTERACTIONS = {
     "train-forecasts": TRAINER,
     "call-tool": CALLS_A_TOOL,
@@ -101,6 +110,7 @@ INTERACTIONS = {
     "approve-versions": APPROVER,
     "no-decision": NO_DECISION,
     "unrenderable": UNRENDERABLE,
+    "quick-trainer": QUICK,
 }
 
 

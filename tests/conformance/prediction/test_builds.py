@@ -3,13 +3,16 @@ build routes' refusals, one build at a time, `PREDICTION_BUILDS_PER_DAY` and can
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.conformance.helpers import problem
 from tests.conformance.prediction.helpers import create, uploaded
 
+EXPIRY_BOUND_SECONDS = 150.0
 SMALL = (
     "period,series,units\n"
     + "".join(f"2025-{month:02d},a,{month}\n" for month in range(1, 13))
@@ -201,3 +204,22 @@ def test_standing_shows_the_dataset_and_the_build_under_way(client: httpx.Client
     models = client.get(function).json()["standing"]["models"]
     assert models["build"] == {"run_id": run_id, "state": "waiting"}
     assert models["builds_in_last_day"] == 1
+
+
+@pytest.mark.slow
+def test_a_build_its_trainer_leaves_unanswered_expires(client: httpx.Client, playbook: str) -> None:
+    """The trainer `quick-trainer` expires after one minute, the shortest `expires` an interaction function has."""
+    function = _function(client, playbook, trainer="quick-trainer")
+    run_id = _build(client, function).json()["run_id"]
+    deadline = time.monotonic() + EXPIRY_BOUND_SECONDS
+    run: dict[str, Any] = {"status": "started"}
+    while run["status"] == "started" and time.monotonic() < deadline:
+        time.sleep(0.5)  # a poll of the run, not a bound: the loop ends on the run's end
+        run = client.get(f"{playbook}/runs/{run_id}").json()
+    assert run["status"] == "rejected", run
+    assert (run["rejection"]["reason"], run["rejection"]["kind"]) == ("unanswered", "expired")
+    ended = [event for event in _history(client, playbook, run_id) if event["type"] == "build_ended"]
+    assert [event["data"] for event in ended] == [{"outcome": "expired"}]
+    assert ended[0]["metadata"]["by"].startswith("playbook:")
+    again = client.post(f"{function}/run", json={"input": {"build": {}}, "run_id": run_id})
+    problem(again, 410, "unanswered", "expired")
