@@ -21,6 +21,7 @@ BENCHMARKS = (
     "reasoning_overhead",
     "workflows",
     "tools",
+    "prediction",
 )
 
 
