@@ -1,5 +1,6 @@
 """Scoring an answered build (prediction-format §8.7–§8.8, §9 activation): the due entry `prediction-build/score`
-that `request_answered` arms, carried out by the workflow lease's holder.
+that `request_answered` arms, carried out by the workflow lease's holder. A build asked to cancel while it is
+scored stops before its next candidate (the cancel itself ends it).
 
 The build holds one model process available to builds (queued until one is), and scores its candidates one at a
 time in answer order, each loaded afresh, on every backtest row in batches of at most `BATCH_ROWS`, within
@@ -50,6 +51,10 @@ CANDIDATE_SCORED: Final = "candidate_scored"
 CANDIDATE_DISQUALIFIED: Final = "candidate_disqualified"
 
 
+class BuildStopped(Exception):
+    """The build was asked to cancel, or ended, while it was scored: its scoring stops between candidates."""
+
+
 class Disqualified(Exception):
     def __init__(self, because: str) -> None:
         super().__init__(because)
@@ -82,7 +87,10 @@ class Scoring:
         records: list[NewRecord] | None = None
         if state is not None and not ended:
             if entry.key == SCORE_KEY and state.answer is not None:
-                records = await self._score(scope, state)
+                try:
+                    records = await self._score(scope, state)
+                except BuildStopped:
+                    records = None
             elif entry.key == EXPIRE_KEY and state.answer is None and not state.cancel_requested:
                 records = self._unanswered(scope, state)
             elif entry.key == DEADLINE_KEY and state.answer is not None:
@@ -115,6 +123,9 @@ class Scoring:
         records: list[NewRecord] = []
         qualified: list[tuple[float, float, int, str, Scores]] = []
         for order, candidate in enumerate(named):
+            now = await self.builds.state(scope, state.run_id)
+            if now is None or now.cancel_requested or now.ended is not None or now.run_ended:
+                raise BuildStopped
             try:
                 forecasts = await self._forecasts(scope, state.run_id, document, walked, points, candidate)
             except Disqualified as disqualified:

@@ -168,3 +168,6 @@ def test_a_second_version_shadows_then_is_activated_by_hand_until_its_contract_c
     problem(client.post(f"{function}/activate", json={"version": 1}), 409, "conflict", "contract_changed")
     refused = problem(client.post(f"{function}/run", json={"input": {"series": "a"}}), 409, "conflict", "no_version")
     assert refused["because"] == "contract_changed"
+    models = client.get(function).json()["standing"]["models"]
+    assert models["active"] is None
+    assert [version["state"] for version in models["versions"]] == ["unfit", "unfit"]
