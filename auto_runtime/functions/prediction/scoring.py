@@ -112,6 +112,9 @@ class Scoring:
             return NewRecord(kind, data, metadata)
 
         assert state.answer is not None and state.assembled is not None
+        if await self._retired(scope, state.name):
+            ending = conflict(f"The prediction function {state.name} was retired during the build.", kind="retired")
+            return [fact(BUILD_ENDED, {"outcome": "retired"}), fact(RUN_REJECTED, ending.as_record())]
         named = list(state.answer["answer"]["candidates"])
         if not named:
             return self._not_built(fact, "no_candidates", "The answer named no candidate.")
@@ -245,6 +248,13 @@ class Scoring:
         if not ordered:
             raise Disqualified("not_in_order")
         return forecasts
+
+    async def _retired(self, scope: PlaybookScope, name: str) -> bool:
+        rows = await self.ledger.fetch(
+            "SELECT status FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
+            (scope.org, scope.playbook, "prediction", name),
+        )
+        return not rows or rows[0]["status"] == "retired"
 
     async def _next_version(self, scope: PlaybookScope, name: str) -> int:
         rows = await self.ledger.fetch(

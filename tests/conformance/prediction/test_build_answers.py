@@ -94,3 +94,18 @@ def test_an_empty_answer_ends_the_build_without_a_version(
     run = _ended(client, playbook, run_id)
     assert run["status"] == "rejected"
     assert (run["rejection"]["kind"], run["rejection"]["because"]) == ("not_built", "no_candidates")
+
+
+def test_a_function_retired_during_its_build_ends_it_retired(
+    prediction_server: PredictionServer, client: httpx.Client, playbook: str
+) -> None:
+    if prediction_server.database_url is None:
+        pytest.skip("the answer is written by another process, which a SQLite ledger does not let in")
+    scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
+    function = _function(client, playbook)
+    run_id = _build(client, function).json()["run_id"]
+    digest = _upload(client, playbook, run_id, LINEAR).json()["candidate"]
+    assert client.post(f"{function}/retire").status_code == 200
+    _answers(prediction_server.database_url, scope, [(run_id, {"candidates": [digest]})])
+    run = _ended(client, playbook, run_id)
+    assert (run["status"], run["rejection"]["reason"], run["rejection"]["kind"]) == ("rejected", "conflict", "retired")
