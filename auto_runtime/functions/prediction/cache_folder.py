@@ -64,6 +64,8 @@ class CacheFolder:
             folder = self.root / kind
             _checked_folder(folder)
             for entry in sorted(folder.iterdir()):
+                if entry.name.startswith("."):
+                    continue  # another process's file being written (a folder shared against the advice)
                 name = entry.name.removesuffix(SUFFIX[kind])
                 if not entry.is_file() or entry.name == name or _digest_of_file(entry) != name:
                     entry.unlink(missing_ok=True)
