@@ -215,7 +215,7 @@ def build_openapi(catalog: Catalog, guide_names: Iterable[str]) -> dict[str, Any
             entry["requestBody"] = {
                 "required": True,
                 "content": {
-                    media_type: {"schema": {"type": "string", "format": "binary", "maxLength": operation.max_body}}
+                    media_type: {"schema": {"type": "string", "format": "binary"}}
                     for media_type in operation.body_media_types
                 },
             }
