@@ -8,9 +8,10 @@ time in answer order, each loaded afresh, on every backtest row in batches of at
 finite or outside its interval is disqualified without scores; the others record `candidate_scored` and must
 pass `not_better`, `coverage_short` and `intervals_worse`, in that order. The lowest MASE wins (then the lower
 MSIS, then the candidate named earlier) and becomes the function's next version: `version_built`, then
-`version_activated` with `none_active` when no fit version is active, or `no_shadow` with `shadow.periods: 0`;
-otherwise the version is left `shadowing`. Then `build_ended` and the run's end, all in one append that also
-marks the due entry fired. What the runtime records here is by `playbook:<id>`.
+`version_activated` with `none_active` when no fit version is active, or `no_shadow` with `shadow.periods: 0`,
+unless `approve` is named (the version then awaits approval); otherwise the version is left `shadowing`. Then
+`build_ended` and the run's end, all in one append that also marks the due entry fired. What the runtime
+records here is by `playbook:<id>`.
 """
 
 from __future__ import annotations
@@ -162,7 +163,9 @@ class Scoring:
         records.append(fact(VERSION_BUILT, built))
         activation = "none_active" if active is None else ("no_shadow" if document.shadow_periods == 0 else None)
         version_state = "shadowing"
-        if activation is not None:
+        if activation is not None and document.approve is not None:
+            version_state = "awaiting_approval"
+        elif activation is not None:
             version_state = "active"
             records.append(fact(VERSION_ACTIVATED, {"version": version, "rule": activation, "previous": active}))
         records.append(fact(BUILD_ENDED, {"outcome": "built", "version": version, "state": version_state}))

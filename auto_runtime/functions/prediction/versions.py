@@ -5,7 +5,8 @@
 A row per (org, playbook, function, version): its state (`shadowing`, `awaiting_approval`, `active`,
 `replaced`, …), the candidate (the model file's SHA-256), the document version it was built under (whose
 contract it answers), its scores, and its activation. `version_activated` makes its version `active` and the
-version it names as `previous` `replaced`, in the append that records it, so at most one version is active.
+version it names as `previous` `replaced`, in the append that records it, so at most one version is active;
+a build's `build_ended` gives its version the state it ended in (`shadowing`, `awaiting_approval`, `active`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from auto_runtime.playbooks.clock import iso_utc
 
 VERSION_BUILT: Final = "version_built"
 VERSION_ACTIVATED: Final = "version_activated"
+BUILD_ENDED: Final = "build_ended"
 
 
 def _function(record: Record) -> tuple[str, str, str] | None:
@@ -28,7 +30,9 @@ def _function(record: Record) -> tuple[str, str, str] | None:
 
 
 def _keys(record: Record) -> list[tuple[Any, ...]]:
-    if record.type not in (VERSION_BUILT, VERSION_ACTIVATED):
+    if record.type not in (VERSION_BUILT, VERSION_ACTIVATED, BUILD_ENDED):
+        return []
+    if record.type == BUILD_ENDED and not isinstance(record.data.get("version"), int):
         return []
     function = _function(record)
     if function is None:
@@ -60,6 +64,8 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
         }
     if row is None:
         return None
+    if record.type == BUILD_ENDED:
+        return {**row, "state": data["state"]}
     if row["version"] == data["version"]:
         return {**row, "state": "active", "rule": data["rule"], "activated_at": at}
     return {**row, "state": "replaced"}
@@ -67,7 +73,7 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
 
 VERSIONS_PROJECTION = Projection(
     name="prediction_versions",
-    version=1,
+    version=2,
     table=TableSpec(
         name="prediction_versions",
         columns={

@@ -171,3 +171,24 @@ def test_a_second_version_shadows_then_is_activated_by_hand_until_its_contract_c
     models = client.get(function).json()["standing"]["models"]
     assert models["active"] is None
     assert [version["state"] for version in models["versions"]] == ["unfit", "unfit"]
+
+
+def test_a_function_that_names_an_approver_leaves_its_version_awaiting_approval(
+    prediction_server: PredictionServer, client: httpx.Client, playbook: str
+) -> None:
+    if prediction_server.database_url is None:
+        pytest.skip("the answer is written by another process, which a SQLite ledger does not let in")
+    function = _function(client, playbook, approve="approve-versions")
+    scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
+    run_id = _build(client, function).json()["run_id"]
+    digest = _upload(client, playbook, run_id, LINEAR).json()["candidate"]
+    _inbox(prediction_server.database_url, scope, run_id, {"candidates": [digest]})
+    run = _ended(client, playbook, run_id)
+    assert run["output"]["state"] == "awaiting_approval", run
+    kinds = [event["type"] for event in _history(client, playbook, run_id)]
+    assert "version_activated" not in kinds
+    models = client.get(function).json()["standing"]["models"]
+    assert models["active"] is None and models["versions"][0]["state"] == "awaiting_approval"
+    problem(client.post(f"{function}/run", json={"input": {"series": "a"}}), 409, "conflict", "no_version")
+    assert client.post(f"{function}/activate", json={"version": 1}).status_code == 200
+    assert client.post(f"{function}/run", json={"input": {"series": "a"}}).status_code == 200
