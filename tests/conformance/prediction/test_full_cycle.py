@@ -3,7 +3,8 @@
 
 The answer goes through `BuildRequests`, the interface `answer_interaction` calls for a build (settled point 16),
 from this test process straight to the server's ledger, as the inbox would record it. That needs a ledger two
-processes may write to, so the cycle runs on PostgreSQL; the SQLite server holds its file alone.
+processes may write to, so the cycle runs on PostgreSQL; the SQLite server holds its file alone
+(`tests/functions/prediction/test_cycle_on_sqlite.py` runs the cycle on SQLite in one process).
 """
 
 from __future__ import annotations
