@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from auto_runtime.ledger import Record
+from auto_runtime.ledger import PlaybookScope, Record
 from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_ENDINGS, RUN_STARTED
 
 DATASET_ASSEMBLED: Final = "dataset_assembled"
@@ -46,6 +46,11 @@ ANSWER_SCHEMA: Final[dict[str, Any]] = {
         }
     },
 }
+
+
+def candidate_key(scope: PlaybookScope, run_id: str) -> str:
+    """The content scope key a build's candidates are staged under until it ends (then discarded)."""
+    return f"{scope.key}/builds/{run_id}/candidates"
 
 
 def is_build_input(value: Any) -> bool:

@@ -35,6 +35,7 @@ from auto_runtime.functions.prediction.build_facts import (
     EXPIRE_KEY,
     SCORE_KEY,
     BuildState,
+    candidate_key,
     fold_build,
 )
 from auto_runtime.functions.prediction.datasets import Datasets
@@ -338,7 +339,8 @@ class Builds:
         await self.ledger.append([StreamWrite(run_stream(scope, run_id), 0, records)])
 
     async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
-        """Ends a build that waits for its trainer at once: `rejected`, `cancelled`, with the kind asked."""
+        """Ends a build that waits for its trainer at once: `rejected`, `cancelled`, with the kind asked; its staged
+        candidates are discarded."""
         build = await self.state(scope, state.run_id)
         if build is None or build.cancel_requested or build.run_ended:
             return
@@ -350,6 +352,7 @@ class Builds:
             NewRecord(RUN_REJECTED, ending.as_record(), metadata),
         ]
         await self.ledger.append([StreamWrite(run_stream(scope, state.run_id), build.stream_version, records)])
+        await self.ledger.content.discard(candidate_key(scope, state.run_id))
 
     async def waiting(self, scope: PlaybookScope, run_id: str) -> BuildState:
         """The build waiting for its answer, as the three build routes need it (§8.6): `not_found` for a run the

@@ -15,12 +15,13 @@ import hashlib
 import os
 import stat
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Final, Literal
 
 import trio
 
+from auto_runtime.ledger.content import SpooledContent
 from auto_runtime.settings import SettingsError
 
 Kind = Literal["models", "rows"]
@@ -86,15 +87,29 @@ class CacheFolder:
         data = await content()
         if data is None:
             return None
-        await trio.to_thread.run_sync(self._write, path, data)
+        await trio.to_thread.run_sync(self._write, path, [data])
         kept[digest] = len(data)
         self._evict(kind)
         return path
 
-    def _write(self, path: Path, data: bytes) -> None:
+    async def ensure_spooled(self, kind: Kind, spooled: SpooledContent) -> Path:
+        """The file of the spooled bytes' digest, copied from the spool a chunk at a time when missing."""
+        path = self.path(kind, spooled.sha256)
+        kept = self._kept[kind]
+        if spooled.sha256 in kept and await trio.to_thread.run_sync(path.exists):
+            kept.move_to_end(spooled.sha256)
+            return path
+        await trio.to_thread.run_sync(self._write, path, spooled.checked_chunks())
+        kept[spooled.sha256] = spooled.size
+        self._evict(kind)
+        return path
+
+    def _write(self, path: Path, chunks: Iterable[bytes]) -> None:
+        """Write under a temporary name and rename (worker thread); nothing is renamed when `chunks` raises."""
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
-            file.write(data)
+            for chunk in chunks:
+                file.write(chunk)
         temporary.replace(path)
 
     def _evict(self, kind: Kind) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import hashlib
 import io
 from collections.abc import AsyncIterator
 from typing import Any, Final
@@ -28,6 +27,7 @@ from auto_runtime.functions.prediction.build_facts import (
     CANDIDATE_UPLOADED,
     MAX_CANDIDATES,
     BuildState,
+    candidate_key,
 )
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.cache_folder import CacheFolder
@@ -35,17 +35,13 @@ from auto_runtime.functions.prediction.document import PredictionDocument
 from auto_runtime.functions.prediction.model_file import NotLoadable, opset_problem, read_model_file, signature_problem
 from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPool, ModelProcessBusy
 from auto_runtime.ledger import NewRecord, PlaybookScope, StreamWrite, VersionConflict
+from auto_runtime.ledger.content import SpooledContent, open_spool
 from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, unavailable
 
 MAX_CANDIDATE_BYTES: Final = 67_108_864
 CHECK_SECONDS: Final = 30.0
 ATTEMPTS: Final = 4
-
-
-def candidate_key(scope: PlaybookScope, run_id: str) -> str:
-    """The content scope key a build's candidates are staged under until it ends."""
-    return f"{scope.key}/builds/{run_id}/candidates"
 
 
 def tensor(rows: list[list[float]], width: int) -> dict[str, Any]:
@@ -93,15 +89,18 @@ class Candidates:
         self, scope: PlaybookScope, run_id: str, body: AsyncIterator[bytes], caller_id: str
     ) -> dict[str, Any]:
         state = await self.builds.waiting(scope, run_id)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in body:
-            size += len(chunk)
-            if size > MAX_CANDIDATE_BYTES:
-                raise Rejection("content_too_large", "A candidate is at most 67,108,864 bytes.")
-            chunks.append(chunk)
-        data = b"".join(chunks)
-        candidate = await trio.to_thread.run_sync(lambda: hashlib.sha256(data).hexdigest())
+        async with open_spool() as spool:
+            async for chunk in body:
+                if spool.size + len(chunk) > MAX_CANDIDATE_BYTES:
+                    raise Rejection("content_too_large", "A candidate is at most 67,108,864 bytes.")
+                await spool.write(chunk)
+            return await self._checked(scope, run_id, state, await spool.content(), caller_id)
+
+    async def _checked(
+        self, scope: PlaybookScope, run_id: str, state: BuildState, spooled: SpooledContent, caller_id: str
+    ) -> dict[str, Any]:
+        """Check the spooled candidate in the order of the spec, then stage it and record it (see the module)."""
+        candidate = spooled.sha256
         shown = state.uploaded.get(candidate)
         if shown is not None:
             return {"candidate": candidate, "bytes": shown["bytes"], "opset": shown["opset"]}
@@ -109,15 +108,15 @@ class Candidates:
         try:
             if len(state.accepted) >= MAX_CANDIDATES:
                 raise Refused("too_many", f"The build already has the {MAX_CANDIDATES} candidates it accepts.")
-            opset = await trio.to_thread.run_sync(_static_check, data, document)
-            await self._trial(scope, run_id, state, document, candidate, data)
+            opset = await trio.to_thread.run_sync(_static_check, spooled, document)
+            await self._trial(scope, run_id, state, document, spooled)
         except Refused as refused:
             await self._record(
                 scope,
                 run_id,
                 state,
                 CANDIDATE_REFUSED,
-                {"candidate": candidate, "bytes": len(data), "because": refused.because},
+                {"candidate": candidate, "bytes": spooled.size, "because": refused.because},
                 caller_id,
             )
             rejection = invalid_input(
@@ -125,17 +124,17 @@ class Candidates:
             )
             rejection.because = refused.because
             raise rejection from None
-        await self.ledger.content.put(candidate_key(scope, run_id), data)
+        await self.ledger.content.put_spooled(candidate_key(scope, run_id), spooled)
         accepted = len(state.accepted) + 1
         await self._record(
             scope,
             run_id,
             state,
             CANDIDATE_UPLOADED,
-            {"candidate": candidate, "bytes": len(data), "opset": opset, "accepted": accepted},
+            {"candidate": candidate, "bytes": spooled.size, "opset": opset, "accepted": accepted},
             caller_id,
         )
-        return {"candidate": candidate, "bytes": len(data), "opset": opset}
+        return {"candidate": candidate, "bytes": spooled.size, "opset": opset}
 
     async def _trial(
         self,
@@ -143,15 +142,11 @@ class Candidates:
         run_id: str,
         state: BuildState,
         document: PredictionDocument,
-        candidate: str,
-        data: bytes,
+        spooled: SpooledContent,
     ) -> None:
-        async def bytes_of_candidate() -> bytes:
-            return data
-
-        path = await self.cache.ensure("models", candidate, bytes_of_candidate)
+        path = await self.cache.ensure_spooled("models", spooled)
         rows = await self.builds.rows_of(scope, state)
-        assert path is not None and rows is not None
+        assert rows is not None
         inputs = first_rows(rows, document)
         try:
             reply = await self.pool.check(
@@ -196,10 +191,11 @@ class Candidates:
         raise conflict("The build changed at the same moment; send the candidate again.")
 
 
-def _static_check(data: bytes, document: PredictionDocument) -> int:
-    """Steps 1–3 of the check; the default domain's opset. Raises `Refused`."""
+def _static_check(spooled: SpooledContent, document: PredictionDocument) -> int:
+    """Steps 1–3 of the check; the default domain's opset. Raises `Refused`. Worker thread: the model is read
+    from the spool and parsed here, and let go of when the check ends."""
     try:
-        model = read_model_file(data)
+        model = read_model_file(b"".join(spooled.checked_chunks()))
     except NotLoadable as error:
         raise Refused("not_loadable", f"it is not an ONNX model this server reads: {error}") from None
     if model.external:

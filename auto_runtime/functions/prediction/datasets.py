@@ -6,15 +6,13 @@ answer, JSON) under the scope key `<playbook scope>/datasets/<sha256>`, which ho
 never names missing bytes. Nothing here is a record: an upload records no event.
 
 An upload is spooled to a temporary file as it arrives (hashed on the way), then read line by line in a worker
-thread (`dataset_csv`), so neither the Trio thread nor the reading holds the whole body; the content store takes
-the accepted bytes at once (its port takes `bytes`).
+thread (`dataset_csv`), and the content store keeps it from the file a chunk at a time (`put_spooled`), so the
+server never holds the whole body. A body whose SHA-256 is not the path's is refused before anything is kept.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import tempfile
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import IO, Any, Final
@@ -23,6 +21,7 @@ import trio
 
 from auto_runtime.functions.prediction.dataset_csv import DatasetReading, read_dataset
 from auto_runtime.ledger import Ledger, PlaybookScope
+from auto_runtime.ledger.content import open_spool
 from auto_runtime.problems import InputIssue, Rejection, invalid_input
 
 MAX_DATASET_BYTES: Final = 67_108_864
@@ -73,38 +72,31 @@ class Datasets:
 
     async def upload(self, scope: PlaybookScope, dataset: str, body: AsyncIterator[bytes]) -> dict[str, Any]:
         """Spool, check the digest, read and keep: the summary, or `invalid_input` (see the module)."""
-        with tempfile.TemporaryFile() as spool:
-            stream = trio.wrap_file(spool)
-            digest = hashlib.sha256()
-            size = 0
+        async with open_spool() as spool:
             async for chunk in body:
-                size += len(chunk)
-                if size > MAX_DATASET_BYTES:
+                if spool.size + len(chunk) > MAX_DATASET_BYTES:
                     raise Rejection(
                         "content_too_large",
                         f"A dataset is at most {MAX_DATASET_BYTES:,} bytes.",
                         headers={"Connection": "close"},
                     )
-                digest.update(chunk)
-                await stream.write(chunk)
-            found = digest.hexdigest()
-            if found != dataset:
+                await spool.write(chunk)
+            spooled = await spool.content()
+            if spooled.sha256 != dataset:
                 raise invalid_input(
-                    [InputIssue(f"The body's SHA-256 is {found}, not the {dataset} the path names.", "/body")]
+                    [InputIssue(f"The body's SHA-256 is {spooled.sha256}, not the {dataset} the path names.", "/body")]
                 )
             kept = await self.summary(scope, dataset)
             if kept is not None:
                 return kept
-            await stream.seek(0)
-            reading = await trio.to_thread.run_sync(_read_spooled, spool)
+            await spool.rewind()
+            reading = await trio.to_thread.run_sync(_read_spooled, spool.file)
             if reading.errors:
                 refusal = invalid_input(reading.errors)
                 refusal.because = reading.because
                 raise refusal
-            summary = reading.summary(dataset, size)
-            await stream.seek(0)
-            data = await stream.read()
-        await self.ledger.content.put(scope.key, data)
+            summary = reading.summary(dataset, spooled.size)
+            await self.ledger.content.put_spooled(scope.key, spooled)
         await self.ledger.content.put(summary_key(scope, dataset), json.dumps(summary).encode("utf-8"))
         return summary
 

@@ -11,7 +11,8 @@ MSIS, then the candidate named earlier) and becomes the function's next version:
 `version_activated` with `none_active` when no fit version is active, or `no_shadow` with `shadow.periods: 0`,
 unless `approve` is named (the version then awaits approval); otherwise the version is left `shadowing`. Then
 `build_ended` and the run's end, all in one append that also marks the due entry fired. What the runtime
-records here is by `playbook:<id>`.
+records here is by `playbook:<id>`. Once the build ended, its staged candidates are discarded (§13: staged until
+it ends); the winner was kept as playbook content before.
 """
 
 from __future__ import annotations
@@ -23,10 +24,17 @@ from typing import Any, Final
 import numpy as np
 import trio
 
-from auto_runtime.functions.prediction.build_facts import BUILD_ENDED, DEADLINE_KEY, EXPIRE_KEY, SCORE_KEY, BuildState
+from auto_runtime.functions.prediction.build_facts import (
+    BUILD_ENDED,
+    DEADLINE_KEY,
+    EXPIRE_KEY,
+    SCORE_KEY,
+    BuildState,
+    candidate_key,
+)
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.cache_folder import CacheFolder
-from auto_runtime.functions.prediction.candidates import candidate_key, tensor
+from auto_runtime.functions.prediction.candidates import tensor
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.document import PredictionDocument
 from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPool
@@ -104,6 +112,7 @@ class Scoring:
             due_work=DueWorkChanges(fire=[entry.due_key]),
             fence=fence,
         )
+        await self.ledger.content.discard(candidate_key(scope, state.run_id))
 
     async def _score(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord]:
         document = await self.builds.document_of(scope, state)
