@@ -20,6 +20,8 @@ start is the start's one-line error) and logged once at `info`:
     │              and `recall-views` (each playbook's recall views, passed by the workflow host's keeper;
     │              each hosts one actor per view, `recall-view-actors[org/playbook]`: `recall_host.views_actor`);
     │              before the workflow host, which applies inputs through the run actors from its first sweep
+    ├─ model-processes  (one_for_one) the prediction functions' model processes (`ModelPool`): a keeper that
+    │              ends idle ones, and each process's temporary `ProcessChild`, started when a job finds none idle
     ├─ workflows   the timer loop, the followers and the lease
     ├─ identity-keys  (where sign-in is on) the refresher of the identity service's signing keys, ready at once
     └─ http        Hypercorn, started last, stopped first
@@ -63,6 +65,17 @@ from auto_runtime.auth.caller import Permission
 from auto_runtime.auth.issuer_keys import IssuerKeys
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.interaction import InteractionType
+from auto_runtime.functions.prediction.build_facts import DUE_PREFIX, is_build_input
+from auto_runtime.functions.prediction.build_requests import BUILD_REQUEST_SOURCE, BuildRequests
+from auto_runtime.functions.prediction.builds import Builds
+from auto_runtime.functions.prediction.cache_folder import CacheFolder
+from auto_runtime.functions.prediction.candidates import Candidates
+from auto_runtime.functions.prediction.datasets import Datasets
+from auto_runtime.functions.prediction.model_pool import ModelPool
+from auto_runtime.functions.prediction.prediction_type import PredictionType
+from auto_runtime.functions.prediction.questions import Questions
+from auto_runtime.functions.prediction.scoring import Scoring
+from auto_runtime.functions.prediction.versions import VERSIONS_PROJECTION
 from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.recall.recall_type import RecallType
 from auto_runtime.functions.registry import function_types
@@ -71,7 +84,7 @@ from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.framing import RequestFraming
 from auto_runtime.http.openapi import build_openapi
-from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_PROJECTION
+from auto_runtime.interaction_host.open_requests import INTERACTION_SOURCE, open_requests_projection
 from auto_runtime.interaction_host.runtime import KEY_PREFIX as INTERACTION_KEY_PREFIX
 from auto_runtime.interaction_host.runtime import InteractionRuntime
 from auto_runtime.ledger import Ledger, LedgerStartError
@@ -132,8 +145,9 @@ RUNTIME_PROJECTIONS = (
     DEFINITIONS_PROJECTION,
     RUNS_PROJECTION,
     WORKFLOW_RUNS_PROJECTION,
-    OPEN_REQUESTS_PROJECTION,
+    open_requests_projection((INTERACTION_SOURCE, BUILD_REQUEST_SOURCE)),
     *REACTION_PROJECTIONS,
+    VERSIONS_PROJECTION,
 )
 
 
@@ -234,15 +248,23 @@ def compose_services(
     reached: ToolServers | None = tools
     if connections is not None:
         reached = PlaybookServers(tools, connections, connections.secret_set)
+    datasets = Datasets(ledger)
+    cache = CacheFolder(settings.prediction_cache_dir)
+    model_pool = ModelPool(
+        settings.prediction_processes, settings.prediction_builds_at_once, settings.prediction_process_memory
+    )
+    builds = Builds(ledger, datasets, settings.prediction_builds_per_day, settings.prediction_builds_at_once)
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
         ReasoningType(models, reached, settings.reasoning_max_input_tokens),
         InteractionType(reached),
         WorkflowType(sandbox.engine, sandbox.checkers, settings.workflow_max_duration),
         RecallType(sandbox.engine, sandbox.pool, sandbox.checkers, ledger),
+        PredictionType(ledger, datasets, Questions(builds, datasets, model_pool, cache)),
     )
     limits = actor_limits_of(settings)
-    definitions = DefinitionRegistry(ledger, types, limits, recall_max_functions=settings.recall_max_functions)
+    most_active = {"recall": settings.recall_max_functions, "prediction": settings.prediction_max_functions}
+    definitions = DefinitionRegistry(ledger, types, limits, most_active)
     runs = RunService(ledger, definitions, types)
     workflows = WorkflowRuntime(
         ledger,
@@ -262,8 +284,11 @@ def compose_services(
         ledger, runs, open_limit=settings.interaction_open_requests, tools=reached, wake=workflows.loop.wake
     )
     runs.serve_waiting("interaction", interactions)
+    interactions.answer_for("prediction", BuildRequests(builds))
     workflows.add_due_handler(INTERACTION_KEY_PREFIX, interactions.fire)
     workflows.add_follower(interactions.deliveries.follow)
+    runs.serve_waiting("prediction", builds, is_build_input)
+    workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache).fire)
     reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)
@@ -289,6 +314,11 @@ def compose_services(
         connections=connections.connections if connections is not None else None,
         interactions=interactions,
         recall_views=views.actors,
+        prediction_datasets=datasets,
+        model_pool=model_pool,
+        prediction_builds=builds,
+        prediction_cache=cache,
+        prediction_candidates=Candidates(builds, model_pool, cache),
     )
 
 
@@ -386,6 +416,7 @@ def root_supervisor(
             sandbox_child(sandbox),
             *([services.tools.servers.child_spec()] if services.tools and services.tools.servers else []),
             playbooks_supervisor(services).child_spec(),
+            *([services.model_pool.child_spec()] if services.model_pool is not None else []),
             workflows_child(services.workflows),
             *([issuer_keys.child_spec()] if issuer_keys is not None else []),
             http,
@@ -548,6 +579,8 @@ async def _serve_on(
                 raise
         try:
             services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools, connections)
+            if services.prediction_cache is not None:
+                await trio.to_thread.run_sync(services.prediction_cache.prepare)
             issuer_keys = issuer_keys_of(settings)
             app = compose_app(settings, catalog, guides, services, issuer_keys)
             root = root_supervisor(ledger, sandbox, services, http_child(app, settings), issuer_keys)

@@ -23,6 +23,7 @@ BENCHMARKS = (
     "tools",
     "interaction",
     "recall",
+    "prediction",
 )
 
 

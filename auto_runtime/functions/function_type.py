@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
+from auto_runtime.ledger import PlaybookScope
 from auto_runtime.problems import InputIssue, Rejection, invalid_input
 
 DefinitionType = Literal["reasoning", "interaction", "computation", "recall", "prediction", "workflow"]
@@ -114,6 +115,14 @@ class FunctionType(Protocol):
     async def parse(self, source: str) -> Any | Rejection: ...
 
     async def run(self, request: RunRequest) -> RunEnding: ...
+
+
+@runtime_checkable
+class ChecksInPlaybook(Protocol):
+    """A type some of whose save-time rules read the playbook (a prediction function's dataset and trainer):
+    the registry calls `check_in` in place of `check` for a save."""
+
+    async def check_in(self, scope: PlaybookScope, source: str) -> CheckedDocument: ...
 
 
 class TypeNotAvailable:

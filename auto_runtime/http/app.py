@@ -18,6 +18,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from auto_runtime.auth.access import AccessGate
 from auto_runtime.guides import Guide
 from auto_runtime.http.api_catalog import LINKSET_MEDIA_TYPE, build_api_catalog, catalog_link_header
+from auto_runtime.http.byte_body import body_chunks, check_byte_body
 from auto_runtime.http.caching import cached_document
 from auto_runtime.http.request_input import operation_input
 from auto_runtime.http.responses import json_bytes, problem_response, success_response
@@ -215,6 +216,14 @@ def _operation_view(
                 return _guide_response(path_values["guide"], documents)
             caller = await gate.authenticate(request.headers.getlist("Authorization"))
             org, playbook, fields = _scope_values(operation, path_values)
+            if operation.takes_bytes:
+                org = org or caller.own_org()
+                await dispatcher.check_access(operation, caller, org, playbook)
+                check_byte_body(request, operation)
+                result = await dispatcher.dispatch(
+                    operation, caller, org, playbook, fields, request_id=request_id, body=body_chunks(request)
+                )
+                return success_response(result, operation.success_status, request_id)
             raw_input = await operation_input(request, operation, fields)
             result = await dispatcher.dispatch(
                 operation, caller, org or caller.own_org(), playbook, raw_input, request_id=request_id

@@ -109,6 +109,8 @@ def problem_reasons_of(operation: Operation) -> list[str]:
         reasons.append("origin_not_allowed")
     if operation.takes_body:
         reasons.extend(BODY_REASONS)
+    if operation.takes_bytes:
+        reasons.append("length_required")
     reasons.append("not_found")
     if operation.scope == "playbook" and operation.is_command:
         reasons.append("conflict")
@@ -223,7 +225,15 @@ def build_openapi(catalog: Catalog, guide_names: Iterable[str]) -> dict[str, Any
             "parameters": _parameters(operation, input_schema),
         }
         tags[operation.tag] = None
-        if operation.takes_body:
+        if operation.takes_bytes:
+            entry["requestBody"] = {
+                "required": True,
+                "content": {
+                    media_type: {"schema": {"type": "string", "format": "binary"}}
+                    for media_type in operation.body_media_types
+                },
+            }
+        elif operation.takes_body:
             body = _body_schema(operation, input_schema)
             name = _component_name(body["$id"])
             schemas[name] = body

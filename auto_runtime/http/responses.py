@@ -7,6 +7,7 @@ from typing import Any
 
 from quart import Response
 
+from auto_runtime.operations.operation import RawResult
 from auto_runtime.problems import Rejection
 
 NO_STORE = "no-store"
@@ -22,6 +23,11 @@ def json_bytes(value: Any) -> bytes:
 
 
 def success_response(value: Any, status: int, request_id: str) -> Response:
+    if isinstance(value, RawResult):
+        response = Response(value.body, status=status, content_type=value.media_type)
+        response.headers["Cache-Control"] = NO_STORE
+        response.headers["x-request-id"] = request_id
+        return response
     response = Response(json_bytes(value), status=status, content_type="application/json")
     response.headers["Cache-Control"] = NO_STORE
     response.headers["x-request-id"] = request_id

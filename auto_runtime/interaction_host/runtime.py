@@ -388,6 +388,7 @@ class InteractionRuntime:
                 raise missing
             answerer = self._answerers.get(state.type)
             if answerer is not None:
+                self._check_bounds(answer)
                 return await answerer.answer(scope, run_id, answer, claimed_for, caller_id)
             facts = request_facts(history)
             if facts.answered is not None:
@@ -430,6 +431,14 @@ class InteractionRuntime:
 
     @staticmethod
     async def _check_answer(schema: Mapping[str, Any], answer: Any) -> None:
+        InteractionRuntime._check_bounds(answer)
+        issues = await check_off_the_loop(dict(schema), answer, "/answer")
+        if issues:
+            raise invalid_input(issues)
+
+    @staticmethod
+    def _check_bounds(answer: Any) -> None:
+        """Any answer's bounds, whoever checks the rest: 512 levels and 64 KiB as JSON."""
         if depth_of(answer) > MAX_ANSWER_DEPTH:
             raise invalid_input(
                 [InputIssue(f"answer: expected at most {MAX_ANSWER_DEPTH} levels of nesting.", "/answer")]
@@ -439,9 +448,6 @@ class InteractionRuntime:
             raise invalid_input(
                 [InputIssue(f"answer: expected at most {MAX_ANSWER_BYTES:,} bytes as JSON, not {size:,}.", "/answer")]
             )
-        issues = await check_off_the_loop(dict(schema), answer, "/answer")
-        if issues:
-            raise invalid_input(issues)
 
     async def list_open(
         self,

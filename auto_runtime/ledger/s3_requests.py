@@ -19,7 +19,7 @@ cause: unreachable, too slow, no credentials, or the error S3 answered (status a
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,6 +38,9 @@ TIMEOUT: Final = httpx.Timeout(30.0, connect=5.0, pool=10.0)
 ERROR_BODY_BYTES: Final = 64 * 1024
 _CODE = re.compile(rb"<Code>([A-Za-z0-9.]{1,64})</Code>")
 _EMPTY_SHA256: Final = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+Body = bytes | AsyncIterable[bytes]
+"""A request's body: bytes, or chunks sent as they come (with a `content-length` header given)."""
 
 
 class S3Failure(Exception):
@@ -95,6 +98,15 @@ class S3Requests:
         async with self._sent("PUT", bucket, key, headers, data, sha256) as response:
             await _check(response)
 
+    async def put_object_streamed(
+        self, bucket: str, key: str, chunks: AsyncIterable[bytes], size: int, sha256: str
+    ) -> None:
+        """Write the object from `chunks` as they come, with `Content-Length: size` (`sha256`: the hex SHA-256 of
+        the whole body, which S3 checks, so a body that is not it is refused and nothing is written)."""
+        headers = {"content-type": "application/octet-stream", "content-length": str(size)}
+        async with self._sent("PUT", bucket, key, headers, chunks, sha256) as response:
+            await _check(response)
+
     async def get_object(self, bucket: str, key: str, limit: int) -> bytes:
         """The object's bytes, read up to `limit` bytes (a longer object comes back cut at `limit`)."""
         async with self._sent("GET", bucket, key, {}, b"", _EMPTY_SHA256) as response:
@@ -123,7 +135,7 @@ class S3Requests:
 
     @asynccontextmanager
     async def _sent(
-        self, method: str, bucket: str, key: str, headers: dict[str, str], body: bytes, sha256: str
+        self, method: str, bucket: str, key: str, headers: dict[str, str], body: Body, sha256: str
     ) -> AsyncIterator[httpx.Response]:
         """One signed request and its streamed response, within the time limit (`REQUEST_SECONDS` unless given):
         transport errors and the time limit become `S3Failure`."""
@@ -143,7 +155,7 @@ class S3Requests:
             raise S3Failure(f"{method} {url} took longer than {self._time_limit:g} s")
 
     async def _signed(
-        self, method: str, url: httpx.URL, headers: dict[str, str], body: bytes, sha256: str
+        self, method: str, url: httpx.URL, headers: dict[str, str], body: Body, sha256: str
     ) -> httpx.Request:
         """The request with its Signature Version 4 headers (`S3Failure` when no credentials are found)."""
         credentials = await self._credentials.credentials()

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from auto_runtime.auth.caller import Permission
 from auto_runtime.functions.function_type import DEFINITION_TYPES
+from auto_runtime.functions.prediction.standing import standing as prediction_standing
 from auto_runtime.functions.recall.standing import view_standing
 from auto_runtime.operations.fields import ID_PATTERN
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
@@ -85,12 +86,15 @@ async def list_definitions(context: OperationContext, data: ListDefinitionsInput
 
 
 async def get_definition(context: OperationContext, data: DefinitionInPath) -> dict[str, Any]:
-    registry = services_of(context.services).definitions
+    services = services_of(context.services)
+    registry = services.definitions
     scope = context.scope
     latest = await registry.latest(scope, data.type, data.name)
     shown = await registry.shown(scope, latest, with_overview=True)
     if latest.type == "recall" and latest.status == "active":
         shown["standing"] = await view_standing(registry.ledger, scope, latest.name, latest.version)
+    if latest.type == "prediction" and services.prediction_builds is not None:
+        shown["standing"] = await prediction_standing(services.prediction_builds, scope, latest.name, latest.source)
     return shown
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Protocol
 
 from auto_runtime.actors import ActorStoppedError, AskTimeoutError, MailboxFull
@@ -110,6 +110,7 @@ class Dispatcher:
         *,
         request_id: str,
         transport: Literal["http", "mcp"] = "http",
+        body: AsyncIterator[bytes] | None = None,
     ) -> Any:
         name_request(operation.name)
         await self.check_access(operation, caller, org, playbook)
@@ -121,6 +122,7 @@ class Dispatcher:
             services=self.services,
             request_id=request_id,
             transport=transport,
+            body=body,
         )
         try:
             return await operation.handler(context, data)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,7 +20,7 @@ SCOPE_PREFIXES: Mapping[Scope, str] = {
     "org": "/v1/orgs/{org}",
     "playbook": "/v1/orgs/{org}/playbooks/{playbook}",
 }
-PATH_PARAMETER = re.compile(r"\{([a-z_]+)\}")
+PATH_PARAMETER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,9 @@ class OperationContext:
     services: Any
     request_id: str
     transport: Literal["http", "mcp"] = "http"
+    body: AsyncIterator[bytes] | None = None
+    """The body of an operation that takes bytes (`Operation.body_media_types`), unread: its chunks as they
+    arrive, after the transport checked its length and media type."""
 
     @property
     def scope(self) -> PlaybookScope:
@@ -53,6 +56,15 @@ class OperationContext:
 
 
 Handler = Callable[[OperationContext, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class RawResult:
+    """What an HTTP-only operation answers that is not JSON (a brief in Markdown, rows as CSV): its media type
+    and its bytes, or their chunks to stream."""
+
+    media_type: str
+    body: bytes | AsyncIterator[bytes]
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,11 @@ class Operation:
     """JSON Schema keywords the OpenAPI document adds to an input field's schema, by field name (merged into it,
     nested objects member by member): rules the handler checks, in its own words, that JSON Schema can state.
     They stay out of the input schema, which the decoder and the MCP tool share, so refusals keep their words."""
+    body_media_types: tuple[str, ...] = ()
+    """For an HTTP-only operation whose body is bytes rather than JSON (a dataset, a model): the media types it
+    takes. The transport refuses a body without `Content-Length` (`411`), one longer than `max_body` (`413`,
+    before reading it) and another media type (`415`); the handler reads `OperationContext.body`."""
+    max_body: int = 0
 
     @property
     def path(self) -> str:
@@ -97,6 +114,10 @@ class Operation:
     def path_fields(self) -> tuple[str, ...]:
         """The input fields taken from the path (the scope's own parameters excluded)."""
         return tuple(p for p in PATH_PARAMETER.findall(self.route))
+
+    @property
+    def takes_bytes(self) -> bool:
+        return bool(self.body_media_types)
 
     @property
     def takes_body(self) -> bool:

@@ -14,6 +14,7 @@ from auto_runtime.operations.guide_operations import guide_operation
 from auto_runtime.operations.interaction_operations import INTERACTION_OPERATIONS
 from auto_runtime.operations.model_operations import MODEL_OPERATIONS
 from auto_runtime.operations.playbook_operations import PLAYBOOK_OPERATIONS
+from auto_runtime.operations.prediction_operations import PREDICTION_OPERATIONS
 from auto_runtime.operations.publish_operations import PUBLISH_OPERATIONS
 from auto_runtime.operations.run_operations import RUN_OPERATIONS
 from auto_runtime.operations.tool_operations import TOOL_OPERATIONS
@@ -27,6 +28,7 @@ def build_catalog(guides: Mapping[str, Guide]) -> Catalog:
             *DEFINITION_OPERATIONS,
             *RUN_OPERATIONS,
             *INTERACTION_OPERATIONS,
+            *PREDICTION_OPERATIONS,
             *EVENT_OPERATIONS,
             *PUBLISH_OPERATIONS,
             *ANALYTICS_OPERATIONS,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from auto_runtime.functions.function_type import CheckedDocument, FunctionType
+from auto_runtime.functions.function_type import CheckedDocument, ChecksInPlaybook, FunctionType
 from auto_runtime.ledger import Ledger, PlaybookScope
 from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.definition_facts import (
@@ -32,12 +32,7 @@ from auto_runtime.playbooks.definition_facts import (
 )
 from auto_runtime.playbooks.known_rows import KnownRows
 from auto_runtime.playbooks.overview import used_by_section
-from auto_runtime.playbooks.playbook_actor import (
-    DEFAULT_RECALL_MAX_FUNCTIONS,
-    PlaybookCommand,
-    RetireDefinition,
-    SaveDefinition,
-)
+from auto_runtime.playbooks.playbook_actor import PlaybookCommand, RetireDefinition, SaveDefinition
 from auto_runtime.playbooks.playbook_host import PlaybookActors
 from auto_runtime.problems import InputIssue, Rejection, invalid_input, not_found
 
@@ -89,12 +84,14 @@ class DefinitionRegistry:
         ledger: Ledger,
         types: Mapping[str, FunctionType],
         limits: ActorLimits | None = None,
-        *,
-        recall_max_functions: int = DEFAULT_RECALL_MAX_FUNCTIONS,
+        max_active: Mapping[str, int] | None = None,
     ) -> None:
         self.ledger = ledger
         self.types = types
-        self.actors = PlaybookActors(ledger, types, limits, recall_max_functions=recall_max_functions)
+        self.max_active = dict(max_active or {})
+        """The most active definitions of a type one playbook keeps, for the types that have such a bound
+        (`PREDICTION_MAX_FUNCTIONS`); the playbook's actor refuses a save past it as `conflict`."""
+        self.actors = PlaybookActors(ledger, types, limits)
         """One actor per (org, playbook): its saves and retirements decide and append one at a time in this
         process, after the document's check (which runs outside the actor, so slow checks overlap); each one
         hosts its playbook's run actors (`playbook_host`)."""
@@ -142,9 +139,16 @@ class DefinitionRegistry:
         self, scope: PlaybookScope, definition_type: str, name: str, source: str, by: str, *, creating: bool
     ) -> DefinitionVersion:
         check_source_size(source)
-        checked = await self.types[definition_type].check(source)
+        function_type = self.types[definition_type]
+        if isinstance(function_type, ChecksInPlaybook):
+            checked = await function_type.check_in(scope, source)
+        else:
+            checked = await function_type.check(source)
         document = _document_of(checked, name, definition_type)
-        return await self._command(scope, SaveDefinition(definition_type, name, source, by, creating, document))
+        max_active = self.max_active.get(definition_type)
+        return await self._command(
+            scope, SaveDefinition(definition_type, name, source, by, creating, document, max_active)
+        )
 
     async def create(
         self, scope: PlaybookScope, definition_type: str, name: str, source: str, by: str

@@ -46,7 +46,6 @@ from auto_runtime.playbooks.definition_facts import (
 from auto_runtime.problems import Rejection, conflict, not_found
 
 PlaybookKey = tuple[str, str]
-DEFAULT_RECALL_MAX_FUNCTIONS = 32
 """(org, playbook)."""
 
 
@@ -60,6 +59,8 @@ class SaveDefinition:
     by: str
     creating: bool
     document: Mapping[str, Any]
+    max_active: int | None = None
+    """The most active definitions of this type the playbook keeps, when the type has such a bound."""
 
 
 @dataclass(frozen=True)
@@ -77,17 +78,9 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
     """One life of a playbook's actor (see the module's rules)."""
 
     def __init__(
-        self,
-        ledger: Ledger,
-        types: Iterable[str],
-        key: PlaybookKey,
-        documents: DefinitionDocuments | None = None,
-        recall_max_functions: int = DEFAULT_RECALL_MAX_FUNCTIONS,
+        self, ledger: Ledger, types: Iterable[str], key: PlaybookKey, documents: DefinitionDocuments | None = None
     ) -> None:
         self.ledger = ledger
-        self.recall_max_functions = recall_max_functions
-        """`RECALL_MAX_FUNCTIONS`: creating one more active recall function than this is refused; updating or
-        retiring one never is."""
         self.key = key
         self.documents = documents
         self.scope = PlaybookScope(*key)
@@ -180,12 +173,12 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
                     f"The playbook already has {MAX_TRIGGERED_WORKFLOWS:,} workflows with triggers; "
                     "retire one or save this workflow without a schedule."
                 )
-            if command.creating and definition_type == "recall":
-                keeps = sum(1 for other in definitions.values() if other.status == "active")
-                if keeps >= self.recall_max_functions:
+            if command.creating and command.max_active is not None:
+                active = sum(1 for other in definitions.values() if other.status == "active")
+                if active >= command.max_active:
                     return conflict(
-                        f"This playbook keeps {keeps} active recall functions and may keep at most "
-                        f"{self.recall_max_functions}; retire one first"
+                        f"This playbook keeps {active} active {definition_type} functions and may keep at most "
+                        f"{command.max_active}; retire one first"
                     )
             version = 1 if current is None else current.version + 1
             data = {"name": name, "version": version, "source": command.source, **command.document}

@@ -49,13 +49,7 @@ from auto_runtime.functions.function_type import FunctionType
 from auto_runtime.ledger import Ledger
 from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.definition_documents import DefinitionDocuments
-from auto_runtime.playbooks.playbook_actor import (
-    DEFAULT_RECALL_MAX_FUNCTIONS,
-    PlaybookActor,
-    PlaybookAnswer,
-    PlaybookCommand,
-    PlaybookKey,
-)
+from auto_runtime.playbooks.playbook_actor import PlaybookActor, PlaybookAnswer, PlaybookCommand, PlaybookKey
 from auto_runtime.playbooks.run_actor import KeptStateActor, RunIdActor, RunIdKey, RunRefused, RunStep, RunUnderId
 from auto_runtime.supervision import RestartIntensity
 
@@ -102,7 +96,6 @@ class PlaybookActors(HostingRegistry[PlaybookKey, PlaybookCommand, PlaybookAnswe
         run_id_intensity: RestartIntensity = RUN_ID_ACTORS_INTENSITY,
         run_intensity: RestartIntensity = RUN_ACTORS_INTENSITY,
         escalations: RestartIntensity = PLAYBOOK_ESCALATIONS,
-        recall_max_functions: int = DEFAULT_RECALL_MAX_FUNCTIONS,
     ) -> None:
         limits = limits or ActorLimits()
         kinds = tuple(types)
@@ -114,7 +107,7 @@ class PlaybookActors(HostingRegistry[PlaybookKey, PlaybookCommand, PlaybookAnswe
         self.run_stats = RunActorStats()
         super().__init__(
             "playbook-actors",
-            lambda key: PlaybookActor(ledger, kinds, key, self.documents, recall_max_functions),
+            lambda key: PlaybookActor(ledger, kinds, key, self.documents),
             self._runs_of,
             escalations=escalations,
             children_names=("run-id-actors", "run-actors"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from auto_runtime.functions.function_type import FunctionType, Rejected, RunRequest, Succeeded
@@ -83,18 +83,31 @@ class RunService:
         self.definitions = definitions
         self.types = types
         self._waiting: dict[str, WaitingRuns] = dict(waiting or {})
+        self._waits_when: dict[str, Callable[[Any], bool]] = {}
         self.actors = definitions.actors.run_ids
         """One actor per run id a request is running, hosted by its playbook's actor (`playbook_host`): run the
         playbook actors (`definitions.actors`, a child of the playbooks supervisor) before the first run."""
 
-    def serve_waiting(self, definition_type: str, runtime: WaitingRuns) -> None:
-        """Hand the runs of `definition_type` to `runtime` (a type whose runs wait: starts and cancels go to it).
+    def serve_waiting(
+        self, definition_type: str, runtime: WaitingRuns, when: Callable[[Any], bool] | None = None
+    ) -> None:
+        """Hand the runs of `definition_type` to `runtime` (a type whose runs wait: starts and cancels go to it);
+        with `when`, only the runs whose input it accepts (a prediction function's builds wait, its questions
+        finish within their request and go to the type's `run`).
 
         The one way to add a runtime after construction, for a runtime that itself needs this service (the
         workflow runtime starts its callees here); each type is served once."""
         if definition_type in self._waiting:
             raise ValueError(f"the {definition_type} runs are served already")
         self._waiting[definition_type] = runtime
+        if when is not None:
+            self._waits_when[definition_type] = when
+
+    def _waiting_runtime(self, definition_type: str, value: Any) -> WaitingRuns | None:
+        """The runtime that serves a run of this type with this input, when its runs wait."""
+        runtime = self._waiting.get(definition_type)
+        when = self._waits_when.get(definition_type)
+        return runtime if runtime is not None and (when is None or when(value)) else None
 
     async def read_run(self, scope: PlaybookScope, run_id: str) -> RunState | None:
         return fold_run(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
@@ -175,7 +188,7 @@ class RunService:
                     answered = self._answer_again(state)
                     if answered is not None:
                         return answered
-                runtime = self._waiting.get(definition_type)
+                runtime = self._waiting_runtime(definition_type, value)
                 if runtime is not None and definition.document.get("finishes_in_request") is not True:
                     await runtime.start(scope, definition, value, run_id, caller_id, metadata)
                     started = await self.read_run(scope, run_id)
@@ -199,7 +212,7 @@ class RunService:
             raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
         if state.status != "started":
             raise conflict(f"The run {run_id} has ended ({state.status}), so there is nothing to cancel.")
-        runtime = self._waiting.get(state.type)
+        runtime = self._waiting_runtime(state.type, state.input)
         if runtime is None or not state.waits:
             raise conflict(
                 f"The run {run_id} ends within the request that started it, so it cannot be cancelled from outside."
@@ -217,7 +230,7 @@ class RunService:
             raise state.final_rejection()
         if state.status == "started" and state.waits:
             return state.shown(with_record=False)
-        runtime = self._waiting.get(state.type)
+        runtime = self._waiting_runtime(state.type, state.input)
         if runtime is not None and runtime.runs_once:
             raise conflict(
                 f"The run {state.run_id} ended without a final result, and a {state.type} runs once for its id; "

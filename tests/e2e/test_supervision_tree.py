@@ -47,6 +47,12 @@ TREE = {
                 },
             ],
         },
+        {
+            "name": "model-processes",
+            "restart": "permanent",
+            "strategy": "one_for_one",
+            "children": [{"name": "model-process-keeper", "restart": "permanent"}],
+        },
         {"name": "workflows", "restart": "permanent"},
         {"name": "http", "restart": "transient"},
     ],
@@ -79,6 +85,7 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
         "[org-actors permanent, playbook-actors permanent one_for_all "
         "[run-id-actors permanent, run-actors permanent], recall-views permanent one_for_all "
         "[recall-view-actors permanent]], "
+        "model-processes permanent one_for_one [model-process-keeper permanent], "
         "workflows permanent, "
         "http transient]"
     )

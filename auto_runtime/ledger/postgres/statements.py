@@ -13,6 +13,7 @@ need no horizon: a late commit sorts before the cursor and is read by a later pa
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Any
 import asyncpg
 
 from .. import json_text
-from ..content import LOCATION_LEDGER, KeptContent
+from ..content import LOCATION_LEDGER, ChunkCheck, KeptContent, SpooledContent
 from ..due_work import EncodedChanges, EncodedEntry, EncodedKey
 from ..errors import DuplicateRecordIdError, VersionConflict
 from ..lease import LeaseFence, LeaseLost
@@ -636,6 +637,41 @@ async def put_content(conn: Any, scope_key: str, digest: str, chunks: Sequence[b
             "INSERT INTO ledger_content_chunks (scope_key, sha256, chunk, bytes) VALUES ($1, $2, $3, $4)",
             [(scope_key, digest, number, chunk) for number, chunk in enumerate(chunks)],
         )
+
+
+async def put_spooled_content(conn: Any, scope_key: str, spooled: SpooledContent) -> None:
+    """`put_content` of spooled bytes, each chunk read in a worker thread of the loop and inserted in turn; a
+    `ContentMismatch` after the last chunk rolls the row and its chunks back."""
+    loop = asyncio.get_running_loop()
+    check = ChunkCheck(spooled)
+    async with conn.transaction():
+        claimed = await conn.fetchval(
+            "INSERT INTO ledger_content (scope_key, sha256, size, location) VALUES ($1, $2, $3, 'ledger') "
+            "ON CONFLICT DO NOTHING RETURNING 1",
+            scope_key,
+            spooled.sha256,
+            spooled.size,
+        )
+        if claimed is None:
+            return
+        for number in range(spooled.chunk_count):
+            chunk = check.add(await loop.run_in_executor(None, spooled.chunk, number))
+            await conn.execute(
+                "INSERT INTO ledger_content_chunks (scope_key, sha256, chunk, bytes) VALUES ($1, $2, $3, $4)",
+                scope_key,
+                spooled.sha256,
+                number,
+                chunk,
+            )
+        check.finish()
+
+
+async def drop_content(conn: Any, scope_key: str) -> list[str]:
+    """Delete the scope's content rows and chunks; the locations of rows kept elsewhere."""
+    async with conn.transaction():
+        await conn.execute("DELETE FROM ledger_content_chunks WHERE scope_key = $1", scope_key)
+        rows = await conn.fetch("DELETE FROM ledger_content WHERE scope_key = $1 RETURNING location", scope_key)
+    return [str(row["location"]) for row in rows if row["location"] != LOCATION_LEDGER]
 
 
 async def put_content_reference(conn: Any, scope_key: str, digest: str, size: int, location: str) -> None:

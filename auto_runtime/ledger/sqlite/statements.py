@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..content import LOCATION_LEDGER, KeptContent
+from ..content import LOCATION_LEDGER, KeptContent, SpooledContent
 from ..due_work import EncodedChanges
 from ..errors import DuplicateRecordIdError, VersionConflict
 from ..lease import LeaseFence, LeaseLost
@@ -289,6 +289,36 @@ def put_content(conn: sqlite3.Connection, scope_key: str, digest: str, chunks: S
         "INSERT INTO ledger_content_chunks (scope_key, sha256, chunk, bytes) VALUES (?, ?, ?, ?)",
         [(scope_key, digest, number, chunk) for number, chunk in enumerate(chunks)],
     )
+
+
+def put_spooled_content(conn: sqlite3.Connection, scope_key: str, spooled: SpooledContent) -> None:
+    """`put_content` of spooled bytes, read a chunk at a time (writer thread, inside its transaction: a
+    `ContentMismatch` after the last chunk rolls the row and its chunks back)."""
+    digest = spooled.sha256
+    if conn.execute("SELECT 1 FROM ledger_content WHERE scope_key = ? AND sha256 = ?", (scope_key, digest)).fetchone():
+        return
+    conn.execute(
+        "INSERT INTO ledger_content (scope_key, sha256, size, location) VALUES (?, ?, ?, 'ledger')",
+        (scope_key, digest, spooled.size),
+    )
+    for number, chunk in enumerate(spooled.checked_chunks()):
+        conn.execute(
+            "INSERT INTO ledger_content_chunks (scope_key, sha256, chunk, bytes) VALUES (?, ?, ?, ?)",
+            (scope_key, digest, number, chunk),
+        )
+
+
+def drop_content(conn: sqlite3.Connection, scope_key: str) -> list[str]:
+    """Delete the scope's content rows and chunks (writer thread); the locations of rows kept elsewhere."""
+    locations = [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT location FROM ledger_content WHERE scope_key = ? AND location <> 'ledger'", (scope_key,)
+        )
+    ]
+    conn.execute("DELETE FROM ledger_content_chunks WHERE scope_key = ?", (scope_key,))
+    conn.execute("DELETE FROM ledger_content WHERE scope_key = ?", (scope_key,))
+    return locations
 
 
 def put_content_reference(conn: sqlite3.Connection, scope_key: str, digest: str, size: int, location: str) -> None:

@@ -22,7 +22,7 @@ from auto_runtime.actors.thread_actor import ThreadActorRef
 from auto_runtime.actors.thread_bridge import TrioPort
 from auto_runtime.supervision.child_spec import ChildSpec
 
-from ..content import ContentObjects, KeptContent, LedgerContent, chunks_of
+from ..content import ContentObjects, KeptContent, LedgerContent, SpooledContent, chunks_of
 from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey
 from ..faults import FaultLog
 from ..files import private_sqlite_file
@@ -92,6 +92,12 @@ class SqliteContentRows:
     async def keep_in_ledger(self, scope_key: str, sha256: str, data: bytes) -> None:
         chunks = chunks_of(data)
         await self._ledger.write(lambda conn: statements.put_content(conn, scope_key, sha256, chunks))
+
+    async def keep_spooled_in_ledger(self, scope_key: str, spooled: SpooledContent) -> None:
+        await self._ledger.write(lambda conn: statements.put_spooled_content(conn, scope_key, spooled))
+
+    async def drop_scope(self, scope_key: str) -> list[str]:
+        return await self._ledger.write(lambda conn: statements.drop_content(conn, scope_key))
 
     async def keep_elsewhere(self, scope_key: str, sha256: str, size: int, location: str) -> None:
         await self._ledger.write(lambda conn: statements.put_content_reference(conn, scope_key, sha256, size, location))

@@ -1,0 +1,427 @@
+"""Starting a build and reading it (prediction-format §8.1–§8.5): the run service hands the runs whose input is
+`{ "build": {} }` here (`RunService.serve_waiting` with `is_build_input`).
+
+A start checks, in order, `build_in_progress`, `builds_of_the_day` and the trainer (`unworkable`), then
+assembles the rows, walks the baseline and asks the trainer, all within the request: the rows and the brief are
+kept as playbook content first, then the run's first facts are appended together (`run_started` with `waits`,
+`dataset_assembled`, `baseline_scored`, `build_asked`), so a crash leaves either no build or a waiting one. A
+build no series of which is walked records `baseline_not_walked`, `build_ended` and its end instead, and its
+request answers that ending.
+
+Concurrency: one build at a time per function rests on the runs projection (a started, waiting build of the
+function refuses the next); two starts at the same moment on two servers may both pass it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import trio
+from liquid import Environment, StrictUndefined
+from liquid.exceptions import LiquidError
+
+from auto_runtime.functions.prediction.brief import brief_text
+from auto_runtime.functions.prediction.build_facts import (
+    BASELINE_NOT_WALKED,
+    BASELINE_SCORED,
+    BUILD_ASKED,
+    BUILD_ENDED,
+    DATASET_ASSEMBLED,
+    DEADLINE_GRACE_MS,
+    DEADLINE_KEY,
+    EXPIRE_KEY,
+    SCORE_KEY,
+    BuildState,
+    candidate_key,
+    fold_build,
+)
+from auto_runtime.functions.prediction.datasets import Datasets
+from auto_runtime.functions.prediction.document import PredictionDocument, parse_document
+from auto_runtime.functions.prediction.inputs import question_issues
+from auto_runtime.functions.prediction.playbook_checks import interaction_function, trainer_problem
+from auto_runtime.functions.prediction.walk import (
+    RowsTooLarge,
+    backtest_points,
+    baseline_forecasts,
+    periods_needed,
+    scores,
+    training_rows,
+    walk,
+)
+from auto_runtime.functions.reasoning.front_matter import read_front_matter
+from auto_runtime.functions.workflow.durations import duration_ms
+from auto_runtime.json_limits import canonical_digest
+from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite
+from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
+from auto_runtime.playbooks.definition_registry import DefinitionVersion, definitions_stream
+from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_REJECTED, run_stream
+from auto_runtime.playbooks.run_ids import is_run_id
+from auto_runtime.playbooks.run_view import RunState
+from auto_runtime.problems import Rejection, conflict, invalid_input, not_found, unavailable
+
+BUILD_INPUT_DIGEST: Final = canonical_digest({"build": {}})
+DAY_US: Final = 24 * 3600 * 1_000_000
+KEPT_CONTRACTS: Final = 4096
+_TEMPLATES: Final = Environment(undefined=StrictUndefined)
+
+
+def brief_key(scope: PlaybookScope, run_id: str) -> str:
+    """The content scope key that holds a build's brief, and nothing else."""
+    return f"{scope.key}/builds/{run_id}/brief"
+
+
+def _utc(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class TrainerUnworkable(Exception):
+    def __init__(self, words: str) -> None:
+        super().__init__(words)
+        self.words = words
+
+
+def _front_matter(source: str) -> dict[str, Any]:
+    lines = source.split("\n")
+    for index in range(1, len(lines)):
+        if lines[index].rstrip("\r") == "---":
+            value = read_front_matter("\n".join(lines[1:index]), 2).value
+            return value if isinstance(value, dict) else {}
+    return {}
+
+
+def rendered_trainer(source: str, function: str, run_id: str) -> tuple[str, int]:
+    """The trainer's party (`to` rendered with `input = { function, run_id }`) and its `expires` in ms."""
+    fields = _front_matter(source)
+    template = fields.get("to")
+    if not isinstance(template, str):
+        raise TrainerUnworkable("its to is not a template")
+    if "deliver" in fields:
+        raise TrainerUnworkable("it delivers through a tool, which builds do not use on this server yet")
+    try:
+        party = _TEMPLATES.from_string(template).render(input={"function": function, "run_id": run_id})
+    except LiquidError as error:
+        raise TrainerUnworkable(f"its to cannot be rendered: {str(error).splitlines()[0]}") from None
+    expires = duration_ms(fields.get("expires"))
+    if not isinstance(expires, int) or expires <= 0:
+        raise TrainerUnworkable("its expires is not a duration")
+    if not party.strip():
+        raise TrainerUnworkable("its to renders to nothing")
+    return party, expires
+
+
+class Builds:
+    """Build starts (`start`, `cancel`: the run service's `WaitingRuns`) and reads of builds."""
+
+    runs_once = True
+    """A build that ended without a final result is not asked again under its run id: its request reached the
+    trainer once already."""
+
+    def __init__(self, ledger: Ledger, datasets: Datasets, builds_per_day: int, builds_at_once: int = 2) -> None:
+        self.ledger = ledger
+        self.datasets = datasets
+        self.builds_per_day = builds_per_day
+        self.builds_at_once = builds_at_once
+        self._assembling = 0
+        """Builds of this process between their checks and their first append."""
+        self._contracts: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+    async def state(self, scope: PlaybookScope, run_id: str) -> BuildState | None:
+        return fold_build(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
+
+    async def _builds_of(self, scope: PlaybookScope, name: str) -> list[dict[str, Any]]:
+        rows = await self.ledger.fetch(
+            "SELECT run_id, status, waits, first_started_us, ending FROM runs WHERE org = ? AND playbook = ? "
+            "AND type = ? AND name = ? AND input_digest = ?",
+            (scope.org, scope.playbook, "prediction", name, BUILD_INPUT_DIGEST),
+        )
+        return [dict(row) for row in rows]
+
+    async def started_builds(self, scope: PlaybookScope, name: str) -> list[str]:
+        """The run ids of the function's builds that have not ended."""
+        return [str(row["run_id"]) for row in await self._builds_of(scope, name) if row["status"] == "started"]
+
+    async def builds_of_the_day(self, scope: PlaybookScope, name: str, now: datetime) -> int:
+        """The builds the function asked in the trailing 24 hours that recorded `dataset_assembled`."""
+        since = int(now.timestamp() * 1_000_000) - DAY_US
+        builds = await self._builds_of(scope, name)
+        return sum(1 for row in builds if int(row["first_started_us"]) >= since and not _too_large(row["ending"]))
+
+    async def _check_asking(self, scope: PlaybookScope, name: str, now: datetime) -> None:
+        if await self.started_builds(scope, name):
+            raise conflict(
+                f"A build of the prediction function {name} has not ended; wait for it or cancel it.",
+                kind="build_in_progress",
+            )
+        if await self.builds_of_the_day(scope, name, now) >= self.builds_per_day:
+            raise unavailable(
+                f"The prediction function {name} asked {self.builds_per_day} builds in the last 24 hours, the most "
+                "it may ask (PREDICTION_BUILDS_PER_DAY).",
+                kind="builds_full",
+                because="builds_of_the_day",
+            )
+        queued = await self.ledger.fetch(
+            "SELECT COUNT(*) AS n FROM ledger_due_work WHERE state = ? AND key = ?", ("armed", SCORE_KEY)
+        )
+        if int(queued[0]["n"]) + self._assembling >= self.builds_at_once:
+            raise unavailable(
+                f"{self.builds_at_once} builds are assembling, queued or scoring, the most at once "
+                "(PREDICTION_BUILDS_AT_ONCE); ask again in a minute.",
+                kind="builds_full",
+                retry_after=60,
+            )
+
+    async def _trainer(
+        self, scope: PlaybookScope, document: PredictionDocument, name: str, run_id: str
+    ) -> tuple[str, int]:
+        function = await interaction_function(self.ledger, scope, document.trainer)
+        problem = trainer_problem(function, document.trainer)
+        try:
+            if problem is not None:
+                raise TrainerUnworkable(problem)
+            assert function is not None
+            return rendered_trainer(str(function["source"]), name, run_id)
+        except TrainerUnworkable as unworkable:
+            raise conflict(
+                f"The build cannot ask its trainer {document.trainer}: {unworkable.words}.", kind="unworkable"
+            ) from None
+
+    async def start(
+        self,
+        scope: PlaybookScope,
+        definition: DefinitionVersion,
+        value: Any,
+        run_id: str,
+        caller_id: str,
+        metadata: Mapping[str, Any] | None,
+    ) -> None:
+        document = parse_document(definition.source)
+        if isinstance(document, list):
+            raise conflict("The saved document of this function no longer parses on this server.", kind="unworkable")
+        issues = question_issues(document, value)
+        if issues:
+            raise invalid_input(issues)
+        name = definition.name
+        now = datetime.now(UTC)
+        await self._check_asking(scope, name, now)
+        party, expires = await self._trainer(scope, document, name, run_id)
+        self._assembling += 1
+        try:
+            await self._assemble(scope, definition, document, value, run_id, caller_id, metadata, now, party, expires)
+        finally:
+            self._assembling -= 1
+
+    async def _assemble(
+        self,
+        scope: PlaybookScope,
+        definition: DefinitionVersion,
+        document: PredictionDocument,
+        value: Any,
+        run_id: str,
+        caller_id: str,
+        metadata: Mapping[str, Any] | None,
+        now: datetime,
+        party: str,
+        expires: int,
+    ) -> None:
+        name = definition.name
+        reading = await self.datasets.reading(scope, document.dataset)
+        if reading is None:
+            raise conflict(
+                f"The dataset {document.dataset} of the function is not kept by the playbook.", kind="unworkable"
+            )
+        walked = await trio.to_thread.run_sync(walk, document, reading)
+        base_metadata = {
+            "correlation_id": run_id,
+            "causation_id": None,
+            **(metadata or {}),
+            "by": caller_id,
+            "run_id": run_id,
+            "definition": {"type": "prediction", "name": name, "version": definition.version},
+        }
+
+        def fact(kind: str, data: Mapping[str, Any]) -> NewRecord:
+            return NewRecord(kind, dict(data), base_metadata)
+
+        started = fact("run_started", {"input": value, "input_digest": BUILD_INPUT_DIGEST, "waits": True})
+        try:
+            rows = await trio.to_thread.run_sync(training_rows, document, walked.walked)
+        except RowsTooLarge:
+            ending = conflict(
+                "The build's training rows pass 1,000,000 rows or 256 MiB, the most a build assembles.",
+                kind="too_large",
+            )
+            await self._append(scope, run_id, [started, fact(RUN_REJECTED, ending.as_record())])
+            raise ending from None
+        points = backtest_points(document, walked.walked)
+        assembled = fact(
+            DATASET_ASSEMBLED,
+            {
+                "dataset": document.dataset,
+                "rows": reading.rows,
+                "series": reading.series_count,
+                "series_walked": len(walked.walked),
+                "series_too_short": walked.too_short,
+                "series_flat": walked.flat,
+                "training_rows": rows.count,
+                "points": len(points),
+                "rows_bytes": len(rows.data),
+                "rows_sha256": rows.sha256,
+            },
+        )
+        if not walked.walked:
+            because = walked.because_not_walked()
+            ending = conflict(
+                f"No series of the dataset can be walked ({because}): each needs {periods_needed(document)} periods "
+                "that do not all hold one value.",
+                kind="not_walked",
+                because=because,
+            )
+            not_walked = {
+                "because": because,
+                "series": reading.series_count,
+                "periods_needed": periods_needed(document),
+            }
+            await self._append(
+                scope,
+                run_id,
+                [
+                    started,
+                    assembled,
+                    fact(BASELINE_NOT_WALKED, not_walked),
+                    fact(BUILD_ENDED, {"outcome": "not_walked", "because": because}),
+                    fact(RUN_REJECTED, ending.as_record()),
+                ],
+            )
+            raise ending
+        baseline = scores(document, walked.walked, points, baseline_forecasts(document, walked.walked, points))
+        baseline_data = {"method": "seasonal_naive", "season": document.season, **baseline.shown()}
+        brief = brief_text(
+            org=scope.org,
+            playbook=scope.playbook,
+            run_id=run_id,
+            name=name,
+            document=document,
+            walked=walked.walked,
+            training_rows=rows.count,
+            baseline=baseline_data,
+        ).encode("utf-8")
+        await self.ledger.content.put(scope.key, rows.data)
+        await self.ledger.content.put(brief_key(scope, run_id), brief)
+        asked = {
+            "to": party,
+            "delivery": None,
+            "expires_at": _utc(now + timedelta(milliseconds=expires)),
+            "brief_bytes": len(brief),
+            "rows_bytes": len(rows.data),
+            "training_rows": rows.count,
+        }
+        due = [
+            DueEntry(scope, run_id, EXPIRE_KEY, now + timedelta(milliseconds=expires), {"run_id": run_id}),
+            DueEntry(
+                scope,
+                run_id,
+                DEADLINE_KEY,
+                now + timedelta(milliseconds=expires + DEADLINE_GRACE_MS),
+                {"run_id": run_id},
+            ),
+        ]
+        await self.ledger.append(
+            [
+                StreamWrite(
+                    run_stream(scope, run_id),
+                    0,
+                    [started, assembled, fact(BASELINE_SCORED, baseline_data), fact(BUILD_ASKED, asked)],
+                )
+            ],
+            due_work=DueWorkChanges(arm=due),
+        )
+
+    async def _append(self, scope: PlaybookScope, run_id: str, records: list[NewRecord]) -> None:
+        await self.ledger.append([StreamWrite(run_stream(scope, run_id), 0, records)])
+
+    async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
+        """Ends a build that waits for its trainer at once: `rejected`, `cancelled`, with the kind asked; its staged
+        candidates are discarded."""
+        build = await self.state(scope, state.run_id)
+        if build is None or build.cancel_requested or build.run_ended:
+            return
+        metadata = {**state.started_metadata, "by": caller_id}
+        ending = Rejection("cancelled", reason or "The build was cancelled before it was scored.", kind="requested")
+        records = [
+            NewRecord(RUN_CANCEL_REQUESTED, {"reason": reason} if reason else {}, metadata),
+            NewRecord(BUILD_ENDED, {"outcome": "cancelled", "because": "requested"}, metadata),
+            NewRecord(RUN_REJECTED, ending.as_record(), metadata),
+        ]
+        await self.ledger.append([StreamWrite(run_stream(scope, state.run_id), build.stream_version, records)])
+        await self.ledger.content.discard(candidate_key(scope, state.run_id))
+
+    async def waiting(self, scope: PlaybookScope, run_id: str) -> BuildState:
+        """The build waiting for its answer, as the three build routes need it (§8.6): `not_found` for a run the
+        playbook lacks, `not_a_build`, `build_ended` once it took its answer, was asked to cancel or ended, and
+        `unavailable` (`Retry-After: 1`) before it asked its trainer."""
+        state = await self.state(scope, run_id) if is_run_id(run_id) else None
+        if state is None:
+            raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
+        if not state.is_build:
+            raise conflict(f"The run {run_id} is not a build of a prediction function.", kind="not_a_build")
+        if state.took_answer_or_ended:
+            raise conflict(
+                f"The build {run_id} took its answer or ended, so it takes no more candidates.", kind="build_ended"
+            )
+        if state.asked is None:
+            raise unavailable(f"The build {run_id} has not asked its trainer yet.", retry_after=1)
+        return state
+
+    async def document_version(self, scope: PlaybookScope, name: str, version: int) -> PredictionDocument:
+        """Document version `version` of the function `name`."""
+        source: str | None = None
+        rows = await self.ledger.fetch(
+            "SELECT version, source FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
+            (scope.org, scope.playbook, "prediction", name),
+        )
+        if rows and int(rows[0]["version"]) == version:
+            source = str(rows[0]["source"])
+        else:
+            for record in await self.ledger.read_stream(definitions_stream(scope, "prediction")):
+                if record.data.get("name") == name and record.data.get("version") == version:
+                    source = record.data.get("source", source)
+        document = parse_document(source or "")
+        if isinstance(document, list):
+            raise conflict(f"Version {version} of the function {name} no longer parses.", kind="unworkable")
+        return document
+
+    async def document_of(self, scope: PlaybookScope, state: BuildState) -> PredictionDocument:
+        """The document version the build started under."""
+        return await self.document_version(scope, state.name, state.version)
+
+    async def contract_of(self, scope: PlaybookScope, name: str, version: int) -> dict[str, Any]:
+        """The contract of document version `version` (§6), kept once read: a version never changes."""
+        key = (scope.key, name, version)
+        contract = self._contracts.get(key)
+        if contract is None:
+            contract = (await self.document_version(scope, name, version)).contract
+            self._contracts[key] = contract
+            while len(self._contracts) > KEPT_CONTRACTS:
+                self._contracts.pop(next(iter(self._contracts)))
+        return contract
+
+    async def rows_of(self, scope: PlaybookScope, state: BuildState) -> bytes | None:
+        if state.assembled is None:
+            return None
+        return await self.ledger.content.get(scope.key, str(state.assembled["rows_sha256"]))
+
+    async def brief(self, scope: PlaybookScope, run_id: str) -> bytes | None:
+        key = brief_key(scope, run_id)
+        rows = await self.ledger.fetch("SELECT sha256 FROM ledger_content WHERE scope_key = ?", (key,))
+        if not rows:
+            return None
+        return await self.ledger.content.get(key, str(rows[0]["sha256"]))
+
+
+def _too_large(ending: Any) -> bool:
+    if isinstance(ending, str):
+        ending = json.loads(ending)
+    return isinstance(ending, dict) and ending.get("kind") == "too_large"

@@ -1,0 +1,314 @@
+"""Scoring an answered build (prediction-format §8.7–§8.8, §9 activation): the due entry `prediction-build/score`
+that `request_answered` arms, carried out by the workflow lease's holder. A build asked to cancel while it is
+scored stops before its next candidate (the cancel itself ends it).
+
+The build holds one model process available to builds (queued until one is), and scores its candidates one at a
+time in answer order, each loaded afresh, on every backtest row in batches of at most `BATCH_ROWS`, within
+`CANDIDATE_SECONDS` each. A candidate that raised, ran out of time or memory, or answered a value that is not
+finite or outside its interval is disqualified without scores; the others record `candidate_scored` and must
+pass `not_better`, `coverage_short` and `intervals_worse`, in that order. The lowest MASE wins (then the lower
+MSIS, then the candidate named earlier) and becomes the function's next version: `version_built`, then
+`version_activated` with `none_active` when no fit version is active, or `no_shadow` with `shadow.periods: 0`,
+unless `approve` is named (the version then awaits approval); otherwise the version is left `shadowing`. Then
+`build_ended` and the run's end, all in one append that also marks the due entry fired. What the runtime
+records here is by `playbook:<id>`. Once the build ended, its staged candidates are discarded (§13: staged until
+it ends); the winner was kept as playbook content before.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from typing import Any, Final
+
+import numpy as np
+import trio
+
+from auto_runtime.functions.prediction.build_facts import (
+    BUILD_ENDED,
+    DEADLINE_KEY,
+    EXPIRE_KEY,
+    SCORE_KEY,
+    BuildState,
+    candidate_key,
+)
+from auto_runtime.functions.prediction.builds import Builds
+from auto_runtime.functions.prediction.cache_folder import CacheFolder
+from auto_runtime.functions.prediction.candidates import tensor
+from auto_runtime.functions.prediction.datasets import Datasets
+from auto_runtime.functions.prediction.document import PredictionDocument
+from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPool
+from auto_runtime.functions.prediction.versions import VERSION_ACTIVATED, VERSION_BUILT
+from auto_runtime.functions.prediction.walk import (
+    Point,
+    Scores,
+    WalkedSeries,
+    backtest_points,
+    baseline_forecasts,
+    scores,
+    walk,
+)
+from auto_runtime.ledger import NewRecord, PlaybookScope, StreamWrite
+from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
+from auto_runtime.ledger.lease import LeaseFence
+from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_SUCCEEDED, run_stream
+from auto_runtime.problems import Rejection, conflict
+
+BATCH_ROWS: Final = 4096
+CANDIDATE_SECONDS: Final = 120.0
+CANDIDATE_SCORED: Final = "candidate_scored"
+CANDIDATE_DISQUALIFIED: Final = "candidate_disqualified"
+
+
+class BuildStopped(Exception):
+    """The build was asked to cancel, or ended, while it was scored: its scoring stops between candidates."""
+
+
+class Disqualified(Exception):
+    def __init__(self, because: str) -> None:
+        super().__init__(because)
+        self.because = because
+
+
+def _floats(reply: dict[str, Any], name: str) -> np.ndarray[Any, Any]:
+    output = reply["outputs"][name]
+    return np.frombuffer(base64.b64decode(output["data"]), dtype="<f4").reshape(output["shape"])
+
+
+class Scoring:
+    """See the module. `fire` is the due handler of `prediction-build/`."""
+
+    def __init__(self, builds: Builds, datasets: Datasets, pool: ModelPool, cache: CacheFolder) -> None:
+        self.builds = builds
+        self.datasets = datasets
+        self.pool = pool
+        self.cache = cache
+        self.ledger = builds.ledger
+
+    async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
+        """Scores an answered build (`SCORE_KEY`), or ends one that its trainer left unanswered (`EXPIRE_KEY`) or
+        that passed its deadline while queued or scoring (`DEADLINE_KEY`); a build that moved on since is left
+        as it is. The entry is marked fired in the append that ends the build, or alone."""
+        scope = entry.scope
+        assert isinstance(scope, PlaybookScope)
+        state = await self.builds.state(scope, entry.run_id)
+        ended = state is None or state.ended is not None or state.run_ended
+        records: list[NewRecord] | None = None
+        if state is not None and not ended:
+            if entry.key == SCORE_KEY and state.answer is not None:
+                try:
+                    records = await self._score(scope, state)
+                except BuildStopped:
+                    records = None
+            elif entry.key == EXPIRE_KEY and state.answer is None and not state.cancel_requested:
+                records = self._unanswered(scope, state)
+            elif entry.key == DEADLINE_KEY and state.answer is not None:
+                records = self._past_deadline(scope, state)
+        if state is None or records is None:
+            await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+            return
+        await self.ledger.append(
+            [StreamWrite(run_stream(scope, state.run_id), state.stream_version, records)],
+            due_work=DueWorkChanges(fire=[entry.due_key]),
+            fence=fence,
+        )
+        await self.ledger.content.discard(candidate_key(scope, state.run_id))
+
+    async def _score(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord]:
+        document = await self.builds.document_of(scope, state)
+        metadata = {**state.started_metadata, "by": f"playbook:{scope.playbook}", "causation_id": None}
+
+        def fact(kind: str, data: dict[str, Any]) -> NewRecord:
+            return NewRecord(kind, data, metadata)
+
+        assert state.answer is not None and state.assembled is not None
+        if await self._retired(scope, state.name):
+            ending = conflict(f"The prediction function {state.name} was retired during the build.", kind="retired")
+            return [fact(BUILD_ENDED, {"outcome": "retired"}), fact(RUN_REJECTED, ending.as_record())]
+        named = list(state.answer["answer"]["candidates"])
+        if not named:
+            return self._not_built(fact, "no_candidates", "The answer named no candidate.")
+        reading = await self.datasets.reading(scope, str(state.assembled["dataset"]))
+        assert reading is not None
+        walked = (await trio.to_thread.run_sync(walk, document, reading)).walked
+        points = backtest_points(document, walked)
+        baseline = scores(document, walked, points, baseline_forecasts(document, walked, points))
+        records: list[NewRecord] = []
+        qualified: list[tuple[float, float, int, str, Scores]] = []
+        for order, candidate in enumerate(named):
+            now = await self.builds.state(scope, state.run_id)
+            if now is None or now.cancel_requested or now.ended is not None or now.run_ended:
+                raise BuildStopped
+            try:
+                forecasts = await self._forecasts(scope, state.run_id, document, walked, points, candidate)
+            except Disqualified as disqualified:
+                records.append(fact(CANDIDATE_DISQUALIFIED, {"candidate": candidate, "because": disqualified.because}))
+                continue
+            scored = scores(document, walked, points, forecasts)
+            records.append(fact(CANDIDATE_SCORED, {"candidate": candidate, **scored.shown()}))
+            rule = _failed_rule(document, scored, baseline)
+            if rule is not None:
+                records.append(fact(CANDIDATE_DISQUALIFIED, {"candidate": candidate, **rule}))
+                continue
+            qualified.append((scored.mase, scored.msis, order, candidate, scored))
+        if not qualified:
+            return records + self._not_built(
+                fact, "none_qualified", "Every candidate the answer named was disqualified."
+            )
+        _, _, _, winner, won = min(qualified)
+        version = await self._next_version(scope, state.name)
+        active = await self._active(scope, state.name, document)
+        built = {
+            "version": version,
+            "candidate": winner,
+            "dataset": state.assembled["dataset"],
+            "mase": round(won.mase, 6),
+            "msis": round(won.msis, 6),
+            "coverage": round(won.coverage, 6),
+            "baseline_mase": round(baseline.mase, 6),
+            "baseline_msis": round(baseline.msis, 6),
+        }
+        await self.ledger.content.put(scope.key, await self._candidate_bytes(scope, state.run_id, winner))
+        records.append(fact(VERSION_BUILT, built))
+        activation = "none_active" if active is None else ("no_shadow" if document.shadow_periods == 0 else None)
+        version_state = "shadowing"
+        if activation is not None and document.approve is not None:
+            version_state = "awaiting_approval"
+        elif activation is not None:
+            version_state = "active"
+            records.append(fact(VERSION_ACTIVATED, {"version": version, "rule": activation, "previous": active}))
+        records.append(fact(BUILD_ENDED, {"outcome": "built", "version": version, "state": version_state}))
+        output = {**built, "state": version_state}
+        output.pop("dataset")
+        record = {"dataset": built["dataset"], "baseline": baseline.shown(), "candidates": _outcomes(records)}
+        records.append(fact(RUN_SUCCEEDED, {"output": output, "record": record}))
+        return records
+
+    def _runtime_fact(self, scope: PlaybookScope, state: BuildState) -> Any:
+        metadata = {**state.started_metadata, "by": f"playbook:{scope.playbook}", "causation_id": None}
+        return lambda kind, data: NewRecord(kind, data, metadata)
+
+    def _unanswered(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord]:
+        fact = self._runtime_fact(scope, state)
+        ending = Rejection("unanswered", "The trainer did not answer the build in time.", kind="expired")
+        return [fact(BUILD_ENDED, {"outcome": "expired"}), fact(RUN_REJECTED, ending.as_record())]
+
+    def _past_deadline(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord]:
+        fact = self._runtime_fact(scope, state)
+        return self._not_built(fact, "timed_out", "The build passed its deadline before it was scored.")
+
+    def _not_built(self, fact: Any, because: str, words: str) -> list[NewRecord]:
+        ending = conflict(f"The build built no version: {words}", kind="not_built", because=because)
+        return [fact(BUILD_ENDED, {"outcome": "not_built", "because": because}), fact(RUN_REJECTED, ending.as_record())]
+
+    async def _candidate_bytes(self, scope: PlaybookScope, run_id: str, candidate: str) -> bytes:
+        data = await self.ledger.content.get(candidate_key(scope, run_id), candidate)
+        if data is None:
+            raise RuntimeError(f"the staged candidate {candidate} of the build {run_id} is missing")
+        return data
+
+    async def _forecasts(
+        self,
+        scope: PlaybookScope,
+        run_id: str,
+        document: PredictionDocument,
+        walked: list[WalkedSeries],
+        points: list[Point],
+        candidate: str,
+    ) -> list[tuple[float, float, float]]:
+        async def staged() -> bytes:
+            return await self._candidate_bytes(scope, run_id, candidate)
+
+        path = await self.cache.ensure("models", candidate, staged)
+        assert path is not None
+        origins = sorted({(point.series, point.origin) for point in points})
+        width = len(document.horizons)
+        outputs: dict[tuple[int, int], tuple[list[float], list[float], list[float]]] = {}
+        deadline = trio.current_time() + CANDIDATE_SECONDS
+        for start in range(0, len(origins), BATCH_ROWS):
+            batch = origins[start : start + BATCH_ROWS]
+            history = [list(walked[s].values[o - document.lags + 1 : o + 1]) for s, o in batch]
+            inputs = {"history": tensor(history, document.lags)}
+            if document.features:
+                covariates = [[walked[s].features[f][o] for f in document.features] for s, o in batch]
+                inputs["covariates"] = tensor(covariates, len(document.features))
+            left = deadline - trio.current_time()
+            if left <= 0:
+                raise Disqualified("timed_out")
+            try:
+                reply = await self.pool.build_work(
+                    {"op": "run", "model": str(path), "fresh": start == 0, "inputs": inputs}, left
+                )
+            except ModelJobFailed as failed:
+                raise Disqualified(failed.because if failed.because != "not_loadable" else "failed_to_run") from None
+            value, low, high = (_floats(reply, name) for name in ("value", "low", "high"))
+            if any(array.shape != (len(batch), width) for array in (value, low, high)):
+                raise Disqualified("failed_to_run")
+            for row, key in enumerate(batch):
+                outputs[key] = (value[row].tolist(), low[row].tolist(), high[row].tolist())
+        forecasts = []
+        finite = True
+        ordered = True
+        for point in points:
+            value_row, low_row, high_row = outputs[(point.series, point.origin)]
+            triple = (value_row[point.horizon], low_row[point.horizon], high_row[point.horizon])
+            finite = finite and all(math.isfinite(number) for number in triple)
+            ordered = ordered and triple[1] <= triple[0] <= triple[2]
+            forecasts.append(triple)
+        if not finite:
+            raise Disqualified("not_finite")
+        if not ordered:
+            raise Disqualified("not_in_order")
+        return forecasts
+
+    async def _retired(self, scope: PlaybookScope, name: str) -> bool:
+        rows = await self.ledger.fetch(
+            "SELECT status FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
+            (scope.org, scope.playbook, "prediction", name),
+        )
+        return not rows or rows[0]["status"] == "retired"
+
+    async def _next_version(self, scope: PlaybookScope, name: str) -> int:
+        rows = await self.ledger.fetch(
+            "SELECT MAX(version) AS latest FROM prediction_versions WHERE org = ? AND playbook = ? AND function = ?",
+            (scope.org, scope.playbook, name),
+        )
+        latest = rows[0]["latest"] if rows else None
+        return int(latest or 0) + 1
+
+    async def _active(self, scope: PlaybookScope, name: str, document: PredictionDocument) -> int | None:
+        """The active version when it still fits the document's contract, else None."""
+        rows = await self.ledger.fetch(
+            "SELECT version, document_version FROM prediction_versions WHERE org = ? AND playbook = ? "
+            "AND function = ? AND state = ?",
+            (scope.org, scope.playbook, name, "active"),
+        )
+        if not rows:
+            return None
+        contract = await self.builds.contract_of(scope, name, int(rows[0]["document_version"]))
+        return int(rows[0]["version"]) if contract == document.contract else None
+
+
+def _failed_rule(document: PredictionDocument, scored: Scores, baseline: Scores) -> dict[str, Any] | None:
+    if scored.mase >= baseline.mase * (1 - document.beat_by):
+        return {"because": "not_better", "mase": round(scored.mase, 6), "baseline_mase": round(baseline.mase, 6)}
+    coverage, slack = round(document.coverage * 100), round(document.coverage_slack * 100)
+    if scored.covered * 100 < (coverage - slack) * scored.points:
+        return {"because": "coverage_short", "coverage": round(scored.coverage, 6), "points": scored.points}
+    if scored.msis > baseline.msis:
+        return {"because": "intervals_worse", "msis": round(scored.msis, 6), "baseline_msis": round(baseline.msis, 6)}
+    return None
+
+
+def _outcomes(records: list[NewRecord]) -> list[dict[str, Any]]:
+    outcomes: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if record.type == CANDIDATE_SCORED:
+            outcomes.setdefault(record.data["candidate"], {"candidate": record.data["candidate"]})["scored"] = {
+                key: value for key, value in record.data.items() if key != "candidate"
+            }
+        elif record.type == CANDIDATE_DISQUALIFIED:
+            outcomes.setdefault(record.data["candidate"], {"candidate": record.data["candidate"]})["disqualified"] = (
+                record.data["because"]
+            )
+    return list(outcomes.values())

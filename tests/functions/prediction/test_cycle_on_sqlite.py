@@ -1,0 +1,94 @@
+"""The full cycle of a prediction function on a SQLite ledger, in this process (issue 20's acceptance): the
+server's parts composed as `server.compose_services` composes them, the model processes real, the build's answer
+through `BuildRequests` and its scoring through the due handler with the workflow lease's fence, as the lease
+holder carries it out. The conformance cycle runs the same through the real server on PostgreSQL."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import trio
+
+from auto_runtime.functions.prediction.build_facts import SCORE_KEY, is_build_input
+from auto_runtime.functions.prediction.build_requests import BuildRequests
+from auto_runtime.functions.prediction.builds import Builds
+from auto_runtime.functions.prediction.cache_folder import CacheFolder
+from auto_runtime.functions.prediction.candidates import Candidates
+from auto_runtime.functions.prediction.datasets import Datasets
+from auto_runtime.functions.prediction.model_pool import ModelPool
+from auto_runtime.functions.prediction.prediction_type import PredictionType
+from auto_runtime.functions.prediction.questions import Questions
+from auto_runtime.functions.prediction.scoring import Scoring
+from auto_runtime.ledger import PlaybookScope, open_ledger
+from auto_runtime.ledger.lease import WORKFLOW_HOST_LEASE
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
+from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.server import RUNTIME_PROJECTIONS
+from auto_runtime.supervision import Supervisor
+from tests.conformance.prediction.seeding import TRAINER, InteractionDocuments
+from tests.functions.prediction.onnx_models import candidate
+
+DATA = ("period,series,units\n" + "".join(f"2025-{month:02d},a,{month}\n" for month in range(1, 13))).encode()
+SOURCE = (
+    "---\ndataset: {digest}\nperiod: month\ntarget: units\nlags: 2\nhorizons: [1]\nseason: 1\nbacktest: 2\n"
+    "trainer: train-forecasts\n---\n"
+)
+LINEAR = candidate([[-1], [2]], [0.5])
+
+
+async def _chunks(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+async def test_upload_build_candidate_answer_scoring_activation_and_a_question(tmp_path: Path) -> None:
+    scope = PlaybookScope("acme", "forecasts")
+    async with open_ledger(tmp_path / "ledger.db", None, RUNTIME_PROJECTIONS) as ledger:
+        datasets = Datasets(ledger)
+        cache = CacheFolder(tmp_path / "cache")
+        cache.prepare()
+        pool = ModelPool(processes=2, builds_at_once=1, memory_mib=1280)
+        builds = Builds(ledger, datasets, 4, 1)
+        types = {
+            "prediction": PredictionType(ledger, datasets, Questions(builds, datasets, pool, cache)),
+            "interaction": InteractionDocuments(),
+        }
+        definitions = DefinitionRegistry(ledger, types)  # type: ignore[arg-type]
+        runs = RunService(ledger, definitions, types)  # type: ignore[arg-type]
+        runs.serve_waiting("prediction", builds, is_build_input)
+        playbooks = PlaybookRegistry(ledger)
+        root = Supervisor("test-root", [pool.child_spec()])
+        async with trio.open_nursery() as nursery:
+            await nursery.start(root.run)
+            async with playbooks.actors.serving(), definitions.actors.serving():
+                await playbooks.create(scope.org, scope.playbook, "Forecasts", "", "local")
+                await definitions.create(scope, "interaction", "train-forecasts", TRAINER, "local")
+                digest = hashlib.sha256(DATA).hexdigest()
+                assert (await datasets.upload(scope, digest, _chunks(DATA)))["rows"] == 12
+                await definitions.create(scope, "prediction", "units", SOURCE.format(digest=digest), "local")
+                build = await runs.run_definition(scope, "prediction", "units", {"build": {}}, None, "local")
+                assert build["status"] == "started"
+                run_id = build["run_id"]
+                uploaded = await Candidates(builds, pool, cache).upload(scope, run_id, _chunks(LINEAR), "local")
+                requests = BuildRequests(builds)
+                assert [request["run_id"] for request in await requests.open_requests(scope)] == [run_id]
+                await requests.answer(scope, run_id, {"candidates": [uploaded["candidate"]]}, None, "key:trainer")
+                assert await requests.open_requests(scope) == []
+                lease = await ledger.lease(WORKFLOW_HOST_LEASE).claim("test", timedelta(seconds=30))
+                (due,) = [
+                    entry
+                    for entry in await ledger.due_work.due(datetime.now(UTC) + timedelta(seconds=1), 100)
+                    if entry.key == SCORE_KEY
+                ]
+                await Scoring(builds, datasets, pool, cache).fire(due, lease.fence())
+                scored = await runs.get_run(scope, run_id)
+                assert scored["status"] == "succeeded", scored
+                assert (scored["output"]["version"], scored["output"]["state"]) == (1, "active")
+                asked = await runs.run_definition(scope, "prediction", "units", {"series": "a"}, None, "local")
+                shown = await runs.get_run(scope, asked["run_id"])
+                predicted = shown["output"]["lines"][1]["points"]
+                assert predicted == [{"period": "2026-01", "horizon": 1, "value": 13, "low": 12.5, "high": 13.5}]
+            await root.stop()
