@@ -26,8 +26,9 @@ lint: install
 types: install
 	$(BIN)/mypy auto_runtime
 
+# One worker per core, each test module on one worker, so a module's servers start once.
 pytest: install
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadfile
 
 test: lint types pytest
 
