@@ -164,3 +164,49 @@ def test_a_contract_change_fails_the_shadow(
     (failed,) = [fact for kind, fact in events if kind == "shadow_failed"]
     assert failed["because"] == "contract_changed" and failed["graded_total"] == 0
     assert _states(client, function)[2] == "unfit"
+
+
+def test_a_pass_behind_a_newer_active_version_is_refused_superseded(
+    url: str, prediction_server: PredictionServer, client: httpx.Client, playbook: str
+) -> None:
+    function = _function(client, playbook)
+    scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
+    _built(prediction_server, client, playbook, function, LINEAR)
+    assert _built(prediction_server, client, playbook, function, LINEAR)["state"] == "shadowing"
+    assert _built(prediction_server, client, playbook, function, LINEAR)["state"] == "shadowing"
+    waited_for(url, scope, "shadow_predicted", count=2)
+    assert client.post(f"{function}/activate", json={"version": 3}).status_code == 200
+    _newer_dataset(client, playbook, function)
+    events = waited_for(url, scope, "activation_refused")
+    kinds = [kind for kind, _ in events]
+    assert kinds[-2:] == ["shadow_passed", "activation_refused"]
+    assert events[-1][1] == {"version": 2, "because": "superseded"}
+    assert events[-2][1]["against"] == 3
+    assert _states(client, function) == {1: "replaced", 2: "refused", 3: "active"}
+
+
+def test_a_decision_with_no_point_graded_fails_nothing_graded(
+    url: str, prediction_server: PredictionServer, client: httpx.Client, playbook: str
+) -> None:
+    function = _function(client, playbook)
+    scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
+    _built(prediction_server, client, playbook, function, LINEAR)
+    _built(prediction_server, client, playbook, function, LINEAR)
+    waited_for(url, scope, "shadow_predicted")
+    only_b_later = SMALL + b"2026-01,b,5\n"  # series a, the one predicted, does not reach 2026-01
+    dataset = uploaded(client, playbook, only_b_later)["dataset"]
+    source = client.get(function).json()["source"].replace(uploaded(client, playbook, SMALL)["dataset"], dataset)
+    assert client.put(function, json={"source": source}).status_code == 200
+    events = waited_for(url, scope, "shadow_failed")
+    assert [kind for kind, _ in events][-2:] == ["shadow_graded", "shadow_failed"]
+    assert events[-2][1]["graded"] == 0 and events[-2][1]["graded_total"] == 0
+    assert events[-1][1] == {
+        "version": 2,
+        "against": 1,
+        "graded_total": 0,
+        "mase": None,
+        "against_mase": None,
+        "coverage": None,
+        "because": "nothing_graded",
+    }
+    assert _states(client, function) == {1: "active", 2: "failed"}
