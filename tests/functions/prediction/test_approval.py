@@ -69,6 +69,10 @@ class Approver(InteractionDocuments):
 @dataclass
 class Parts:
     ledger: Ledger
+    definitions: DefinitionRegistry
+    datasets: Datasets
+    pool: ModelPool
+    cache: CacheFolder
     builds: Builds
     runs: RunService
     candidates: Candidates
@@ -78,7 +82,8 @@ class Parts:
 
 
 @asynccontextmanager
-async def composed(tmp_path: Path, database_url: str | None) -> AsyncIterator[Parts]:
+async def composed(tmp_path: Path, database_url: str | None, *, approve: bool = True) -> AsyncIterator[Parts]:
+    """A playbook with a trainer, an approver and the function `units` (naming the approver when `approve`)."""
     file = None if database_url is not None else tmp_path / "ledger.db"
     async with open_ledger(file, database_url, RUNTIME_PROJECTIONS) as ledger:
         datasets = Datasets(ledger)
@@ -104,10 +109,16 @@ async def composed(tmp_path: Path, database_url: str | None) -> AsyncIterator[Pa
                 await definitions.create(SCOPE, "interaction", "approve-versions", APPROVER, "local")
                 digest = hashlib.sha256(DATA).hexdigest()
                 await datasets.upload(SCOPE, digest, _chunks(DATA))
-                source = SOURCE.format(digest=digest).replace("trainer:", "approve: approve-versions\ntrainer:")
+                source = SOURCE.format(digest=digest)
+                if approve:
+                    source = source.replace("trainer:", "approve: approve-versions\ntrainer:")
                 await definitions.create(SCOPE, "prediction", "units", source, "local")
                 yield Parts(
                     ledger,
+                    definitions,
+                    datasets,
+                    pool,
+                    cache,
                     builds,
                     runs,
                     Candidates(builds, pool, cache),
