@@ -65,6 +65,7 @@ from auto_runtime.auth.caller import Permission
 from auto_runtime.auth.issuer_keys import IssuerKeys
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.interaction import InteractionType
+from auto_runtime.functions.prediction.approval import APPROVAL_PREFIX, Approval
 from auto_runtime.functions.prediction.build_facts import DUE_PREFIX, is_build_input
 from auto_runtime.functions.prediction.build_requests import BUILD_REQUEST_SOURCE, BuildRequests
 from auto_runtime.functions.prediction.builds import Builds
@@ -75,6 +76,7 @@ from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.functions.prediction.prediction_type import PredictionType
 from auto_runtime.functions.prediction.questions import Questions
 from auto_runtime.functions.prediction.scoring import Scoring
+from auto_runtime.functions.prediction.shadow import SHADOW_PREFIX, Shadow, arm_after_save
 from auto_runtime.functions.prediction.versions import VERSIONS_PROJECTION
 from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.recall.recall_type import RecallType
@@ -289,7 +291,16 @@ def compose_services(
     workflows.add_follower(interactions.deliveries.follow)
     runs.serve_waiting("prediction", builds, is_build_input)
     workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache).fire)
-    reactions = Reactions(workflows.store, definitions, sandbox.engine, on_applied=workflows.after_applied)
+    workflows.add_due_handler(SHADOW_PREFIX, Shadow(builds, datasets, model_pool, cache).fire)
+    approval = Approval(builds, runs)
+    workflows.add_due_handler(APPROVAL_PREFIX, approval.fire)
+    reactions = Reactions(
+        workflows.store,
+        definitions,
+        sandbox.engine,
+        on_applied=workflows.after_applied,
+        record_hooks=[partial(arm_after_save, ledger), approval.decided_after_run],
+    )
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower(reactions.follow)
     views = ViewKeeper(

@@ -142,6 +142,9 @@ def _definition_name(record: Record) -> str | None:
     return name if isinstance(name, str) else None
 
 
+RecordHook = Callable[[Record, LeaseFence | None], Awaitable[None]]
+
+
 class Reactions:
     """Offers playbook events to listening runs, starts triggered runs and fires schedules (module rules)."""
 
@@ -154,8 +157,12 @@ class Reactions:
         poll_seconds: float = 1.0,
         clock: Callable[[], int] = now_ms,
         on_applied: AppliedHook | None = None,
+        record_hooks: Sequence[RecordHook] = (),
     ) -> None:
         self.store = store
+        self.record_hooks = tuple(record_hooks)
+        """Called with each record of a playbook the follower reads, fenced (a function type's own reactions,
+        such as prediction shadow work after a document is saved)."""
         self.ledger = store.ledger
         self.definitions = definitions
         self.engine = engine
@@ -238,6 +245,8 @@ class Reactions:
         scope = scope_of(record)
         if scope is None:
             return
+        for hook in self.record_hooks:
+            await self._guarded(hook(record, fence), "hooks", record)
         name = _definition_name(record)
         if name is not None:
             await self._guarded(self._sync_schedules(scope, name, fence), "schedules", record)

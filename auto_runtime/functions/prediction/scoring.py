@@ -9,7 +9,8 @@ finite or outside its interval is disqualified without scores; the others record
 pass `not_better`, `coverage_short` and `intervals_worse`, in that order. The lowest MASE wins (then the lower
 MSIS, then the candidate named earlier) and becomes the function's next version: `version_built`, then
 `version_activated` with `none_active` when no fit version is active, or `no_shadow` with `shadow.periods: 0`,
-unless `approve` is named (the version then awaits approval); otherwise the version is left `shadowing`. Then
+unless `approve` is named (the version then awaits approval); otherwise the version is left `shadowing`, and
+the same append arms its shadow work (`shadow`), or, awaiting approval, the approving run (`approval`). Then
 `build_ended` and the run's end, all in one append that also marks the due entry fired. What the runtime
 records here is by `playbook:<id>`. Once the build ended, its staged candidates are discarded (§13: staged until
 it ends); the winner was kept as playbook content before.
@@ -24,6 +25,7 @@ from typing import Any, Final
 import numpy as np
 import trio
 
+from auto_runtime.functions.prediction.approval import approval_entry
 from auto_runtime.functions.prediction.build_facts import (
     BUILD_ENDED,
     DEADLINE_KEY,
@@ -38,6 +40,7 @@ from auto_runtime.functions.prediction.candidates import tensor
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.document import PredictionDocument
 from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPool
+from auto_runtime.functions.prediction.shadow import shadow_entry
 from auto_runtime.functions.prediction.versions import VERSION_ACTIVATED, VERSION_BUILT
 from auto_runtime.functions.prediction.walk import (
     Point,
@@ -107,9 +110,15 @@ class Scoring:
         if state is None or records is None:
             await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
             return
+        arm = []
+        for record in records:
+            if record.type == BUILD_ENDED and record.data.get("state") == "shadowing":
+                arm.append(shadow_entry(scope, state.name, state.run_id))
+            elif record.type == BUILD_ENDED and record.data.get("state") == "awaiting_approval":
+                arm.append(approval_entry(scope, state.name, int(record.data["version"])))
         await self.ledger.append(
             [StreamWrite(run_stream(scope, state.run_id), state.stream_version, records)],
-            due_work=DueWorkChanges(fire=[entry.due_key]),
+            due_work=DueWorkChanges(fire=[entry.due_key], arm=arm),
             fence=fence,
         )
         await self.ledger.content.discard(candidate_key(scope, state.run_id))

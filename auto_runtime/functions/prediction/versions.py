@@ -6,7 +6,10 @@ A row per (org, playbook, function, version): its state (`shadowing`, `awaiting_
 `replaced`, …), the candidate (the model file's SHA-256), the document version it was built under (whose
 contract it answers), its scores, and its activation. `version_activated` makes its version `active` and the
 version it names as `previous` `replaced`, in the append that records it, so at most one version is active;
-a build's `build_ended` gives its version the state it ended in (`shadowing`, `awaiting_approval`, `active`).
+a build's `build_ended` gives its version the state it ended in (`shadowing`, `awaiting_approval`, `active`);
+shadow verdicts (`shadow`) move a `shadowing` version on: `shadow_passed` to `awaiting_approval` (then
+`active` when `version_activated` follows in the same append), `shadow_failed` to `failed`,
+`activation_refused` to `refused`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,13 @@ from auto_runtime.playbooks.clock import iso_utc
 VERSION_BUILT: Final = "version_built"
 VERSION_ACTIVATED: Final = "version_activated"
 BUILD_ENDED: Final = "build_ended"
+SHADOW_PREDICTED: Final = "shadow_predicted"
+SHADOW_GRADED: Final = "shadow_graded"
+SHADOW_PASSED: Final = "shadow_passed"
+SHADOW_FAILED: Final = "shadow_failed"
+ACTIVATION_REFUSED: Final = "activation_refused"
+_STATE_AFTER: Final = {SHADOW_PASSED: "awaiting_approval", SHADOW_FAILED: "failed", ACTIVATION_REFUSED: "refused"}
+"""The state a shadow verdict leaves its version in; a pass activated in the same append ends `active`."""
 
 
 def _function(record: Record) -> tuple[str, str, str] | None:
@@ -30,7 +40,7 @@ def _function(record: Record) -> tuple[str, str, str] | None:
 
 
 def _keys(record: Record) -> list[tuple[Any, ...]]:
-    if record.type not in (VERSION_BUILT, VERSION_ACTIVATED, BUILD_ENDED):
+    if record.type not in (VERSION_BUILT, VERSION_ACTIVATED, BUILD_ENDED, *_STATE_AFTER):
         return []
     if record.type == BUILD_ENDED and not isinstance(record.data.get("version"), int):
         return []
@@ -66,6 +76,9 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
         return None
     if record.type == BUILD_ENDED:
         return {**row, "state": data["state"]}
+    if record.type in _STATE_AFTER:
+        movable = ("shadowing", "awaiting_approval") if record.type == ACTIVATION_REFUSED else ("shadowing",)
+        return {**row, "state": _STATE_AFTER[record.type]} if row["state"] in movable else row
     if row["version"] == data["version"]:
         return {**row, "state": "active", "rule": data["rule"], "activated_at": at}
     return {**row, "state": "replaced"}
@@ -73,7 +86,7 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
 
 VERSIONS_PROJECTION = Projection(
     name="prediction_versions",
-    version=2,
+    version=3,
     table=TableSpec(
         name="prediction_versions",
         columns={

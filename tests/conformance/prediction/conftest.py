@@ -17,7 +17,7 @@ from tests.conformance.prediction.seeding import ORG, seed
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.postgres_support import fresh_database
 
-SEEDED_PLAYBOOKS = 60
+SEEDED_PLAYBOOKS = 100
 
 
 @dataclass

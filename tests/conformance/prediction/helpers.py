@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from typing import Any
 
 import httpx
+import trio
+
+from auto_runtime.ledger import PlaybookScope, open_ledger
+from auto_runtime.server import RUNTIME_PROJECTIONS
+
+WAIT_BOUND_SECONDS = 60.0
 
 SALES = (
     "period,series,units,price\n"
@@ -64,3 +71,23 @@ def document(digest_of_dataset: str, **fields: Any) -> str:
 
 def create(client: httpx.Client, playbook: str, name: str, source: str) -> httpx.Response:
     return client.post(f"{playbook}/definitions/prediction", json={"name": name, "source": source})
+
+
+def models_events(url: str, scope: PlaybookScope) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    async def read() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+        async with open_ledger(None, url, RUNTIME_PROJECTIONS) as ledger:
+            records = await ledger.read_stream(scope.stream("models", "units"))
+            return [(record.type, dict(record.data), dict(record.metadata)) for record in records]
+
+    return trio.run(read)
+
+
+def waited_for(url: str, scope: PlaybookScope, kind: str, count: int = 1) -> list[tuple[str, dict[str, Any]]]:
+    """The models stream once it holds `count` records of `kind` (polled within a bound, not timed)."""
+    deadline = time.monotonic() + WAIT_BOUND_SECONDS
+    while time.monotonic() < deadline:
+        events = models_events(url, scope)
+        if sum(1 for event in events if event[0] == kind) >= count:
+            return [(kind_, data) for kind_, data, _ in events]
+        time.sleep(0.1)
+    raise AssertionError(f"no {kind} within {WAIT_BOUND_SECONDS} s: {models_events(url, scope)}")

@@ -23,6 +23,7 @@ from auto_runtime.ledger import PlaybookScope, open_ledger
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from tests.conformance.helpers import problem
 from tests.conformance.prediction.conftest import PredictionServer
+from tests.conformance.prediction.helpers import waited_for
 from tests.conformance.prediction.test_builds import _build, _function, _history
 from tests.conformance.prediction.test_candidates import _upload
 from tests.functions.prediction.onnx_models import candidate
@@ -174,7 +175,7 @@ def test_a_second_version_shadows_then_is_activated_by_hand_until_its_contract_c
     assert [version["state"] for version in models["versions"]] == ["unfit", "unfit"]
 
 
-def test_a_function_that_names_an_approver_leaves_its_version_awaiting_approval(
+def test_a_function_that_names_an_approver_waits_for_its_approving_run(
     prediction_server: PredictionServer, client: httpx.Client, playbook: str
 ) -> None:
     if prediction_server.database_url is None:
@@ -188,8 +189,11 @@ def test_a_function_that_names_an_approver_leaves_its_version_awaiting_approval(
     assert run["output"]["state"] == "awaiting_approval", run
     kinds = [event["type"] for event in _history(client, playbook, run_id)]
     assert "version_activated" not in kinds
-    models = client.get(function).json()["standing"]["models"]
-    assert models["active"] is None and models["versions"][0]["state"] == "awaiting_approval"
     problem(client.post(f"{function}/run", json={"input": {"series": "a"}}), 409, "conflict", "no_version")
+    # The approving run cannot run on this server (no interaction type here), so it ends without an answer.
+    events = waited_for(prediction_server.database_url, scope, "activation_refused")
+    assert events == [("activation_refused", {"version": 1, "because": "approval_failed"})]
+    models = client.get(function).json()["standing"]["models"]
+    assert models["active"] is None and models["versions"][0]["state"] == "refused"
     assert client.post(f"{function}/activate", json={"version": 1}).status_code == 200
     assert client.post(f"{function}/run", json={"input": {"series": "a"}}).status_code == 200

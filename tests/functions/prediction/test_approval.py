@@ -1,0 +1,198 @@
+"""prediction-format §9 (`approve`), in this process on both ledgers with the real model processes: a version
+built while the function names `approve` waits `awaiting_approval`; the runtime runs the approving function with
+`{ function, version, summary }`, and its ending decides: `decision: approve` activates the version (rule
+`approved`), another answer refuses it (`not_approved`), a run that ends without an answer refuses it
+(`approval_failed`).
+
+The interaction type is another part's; `Approver` stands in for it, a function type whose runs answer at once
+what the test sets. No timer loop or follower runs here: the test fires the due entries with the workflow
+lease's fence and hands the approving run's ending to the follower's hook, as the lease holder would."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from auto_runtime.functions.function_type import Rejected, RunEnding, RunRequest, Succeeded
+from auto_runtime.functions.prediction.approval import APPROVAL_PREFIX, Approval, approval_run_id
+from auto_runtime.functions.prediction.build_facts import SCORE_KEY, is_build_input
+from auto_runtime.functions.prediction.build_requests import BuildRequests
+from auto_runtime.functions.prediction.builds import Builds
+from auto_runtime.functions.prediction.cache_folder import CacheFolder
+from auto_runtime.functions.prediction.candidates import Candidates
+from auto_runtime.functions.prediction.datasets import Datasets
+from auto_runtime.functions.prediction.model_pool import ModelPool
+from auto_runtime.functions.prediction.prediction_type import PredictionType
+from auto_runtime.functions.prediction.questions import Questions
+from auto_runtime.functions.prediction.scoring import Scoring
+from auto_runtime.ledger import DueEntry, Ledger, PlaybookScope, open_ledger
+from auto_runtime.ledger.lease import WORKFLOW_HOST_LEASE
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
+from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
+from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.problems import Rejection
+from auto_runtime.server import RUNTIME_PROJECTIONS
+from auto_runtime.supervision import Supervisor
+from tests.conformance.prediction.seeding import APPROVER, TRAINER, InteractionDocuments
+from tests.functions.prediction.test_build_shares import database_url
+from tests.functions.prediction.test_cycle_on_sqlite import DATA, LINEAR, SOURCE, _chunks
+
+__all__ = ["database_url"]
+
+SCOPE = PlaybookScope("acme", "forecasts")
+
+
+class Approver(InteractionDocuments):
+    """Stands in for the interaction type: its runs end at once with `answer` (a Rejection ends them without
+    one), and it keeps the inputs it was run with."""
+
+    def __init__(self) -> None:
+        self.answer: dict[str, Any] | Rejection = {"decision": "approve"}
+        self.inputs: list[Any] = []
+
+    async def run(self, request: RunRequest) -> RunEnding:
+        self.inputs.append(request.input)
+        if isinstance(self.answer, Rejection):
+            return Rejected(self.answer)
+        return Succeeded(output=self.answer, record={})
+
+
+@dataclass
+class Parts:
+    ledger: Ledger
+    definitions: DefinitionRegistry
+    datasets: Datasets
+    pool: ModelPool
+    cache: CacheFolder
+    builds: Builds
+    runs: RunService
+    candidates: Candidates
+    scoring: Scoring
+    approval: Approval
+    approver: Approver
+
+
+@asynccontextmanager
+async def composed(tmp_path: Path, database_url: str | None, *, approve: bool = True) -> AsyncIterator[Parts]:
+    """A playbook with a trainer, an approver and the function `units` (naming the approver when `approve`)."""
+    file = None if database_url is not None else tmp_path / "ledger.db"
+    async with open_ledger(file, database_url, RUNTIME_PROJECTIONS) as ledger:
+        datasets = Datasets(ledger)
+        cache = CacheFolder(tmp_path / "cache")
+        cache.prepare()
+        pool = ModelPool(processes=2, builds_at_once=1, memory_mib=1280)
+        builds = Builds(ledger, datasets, 4, 1)
+        approver = Approver()
+        types = {
+            "prediction": PredictionType(ledger, datasets, Questions(builds, datasets, pool, cache)),
+            "interaction": approver,
+        }
+        definitions = DefinitionRegistry(ledger, types)  # type: ignore[arg-type]
+        runs = RunService(ledger, definitions, types)  # type: ignore[arg-type]
+        runs.serve_waiting("prediction", builds, is_build_input)
+        playbooks = PlaybookRegistry(ledger)
+        root = Supervisor("test-root", [pool.child_spec()])
+        async with trio.open_nursery() as nursery:
+            await nursery.start(root.run)
+            async with playbooks.actors.serving(), definitions.actors.serving():
+                await playbooks.create(SCOPE.org, SCOPE.playbook, "Forecasts", "", "local")
+                await definitions.create(SCOPE, "interaction", "train-forecasts", TRAINER, "local")
+                await definitions.create(SCOPE, "interaction", "approve-versions", APPROVER, "local")
+                digest = hashlib.sha256(DATA).hexdigest()
+                await datasets.upload(SCOPE, digest, _chunks(DATA))
+                source = SOURCE.format(digest=digest)
+                if approve:
+                    source = source.replace("trainer:", "approve: approve-versions\ntrainer:")
+                await definitions.create(SCOPE, "prediction", "units", source, "local")
+                yield Parts(
+                    ledger,
+                    definitions,
+                    datasets,
+                    pool,
+                    cache,
+                    builds,
+                    runs,
+                    Candidates(builds, pool, cache),
+                    Scoring(builds, datasets, pool, cache),
+                    Approval(builds, runs),
+                    approver,
+                )
+            await root.stop()
+
+
+async def _due(parts: Parts, prefix: str) -> DueEntry:
+    (entry,) = [
+        entry
+        for entry in await parts.ledger.due_work.due(datetime.now(UTC) + timedelta(seconds=1), 100)
+        if entry.key.startswith(prefix)
+    ]
+    return entry
+
+
+async def _built_awaiting_approval(parts: Parts) -> None:
+    build = await parts.runs.run_definition(SCOPE, "prediction", "units", {"build": {}}, None, "local")
+    run_id = build["run_id"]
+    uploaded = await parts.candidates.upload(SCOPE, run_id, _chunks(LINEAR), "local")
+    await BuildRequests(parts.builds).answer(SCOPE, run_id, {"candidates": [uploaded["candidate"]]}, None, "key:t")
+    lease = await parts.ledger.lease(WORKFLOW_HOST_LEASE).claim("test", timedelta(seconds=30))
+    await parts.scoring.fire(await _due(parts, SCORE_KEY), lease.fence())
+    scored = await parts.runs.get_run(SCOPE, run_id)
+    assert scored["output"]["state"] == "awaiting_approval", scored
+    await parts.approval.fire(await _due(parts, APPROVAL_PREFIX), lease.fence())
+    ending = (await parts.ledger.read_stream(run_stream(SCOPE, approval_run_id(SCOPE, "units", 1))))[-1]
+    await parts.approval.decided_after_run(ending, lease.fence())
+
+
+async def _decisions(parts: Parts) -> list[tuple[str, dict[str, Any]]]:
+    records = await parts.ledger.read_stream(SCOPE.stream("models", "units"))
+    return [(record.type, dict(record.data)) for record in records]
+
+
+async def _state(parts: Parts) -> str:
+    rows = await parts.ledger.fetch(
+        "SELECT state FROM prediction_versions WHERE function = ? AND version = ?", ("units", 1)
+    )
+    return str(rows[0]["state"])
+
+
+async def test_an_approving_answer_activates_the_version(tmp_path: Path, database_url: str | None) -> None:
+    async with composed(tmp_path, database_url) as parts:
+        await _built_awaiting_approval(parts)
+        ((asked),) = parts.approver.inputs
+        assert (asked["function"], asked["version"]) == ("units", 1)
+        assert asked["summary"].startswith("## Version 1 of the prediction function units")
+        assert "| Version 1 | 0 |" in asked["summary"] and "Seasonal-naive baseline" in asked["summary"]
+        assert await _decisions(parts) == [("version_activated", {"version": 1, "rule": "approved", "previous": None})]
+        assert await _state(parts) == "active"
+        records = await parts.ledger.read_stream(SCOPE.stream("models", "units"))
+        assert records[0].metadata["by"] == "playbook:forecasts"
+        ending = (await parts.ledger.read_stream(run_stream(SCOPE, approval_run_id(SCOPE, "units", 1))))[-1]
+        lease = await parts.ledger.lease(WORKFLOW_HOST_LEASE).claim("test", timedelta(seconds=30))
+        await parts.approval.decided_after_run(ending, lease.fence())  # the follower again: nothing more
+        assert len(await _decisions(parts)) == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "because"),
+    [
+        ({"decision": "reject"}, "not_approved"),
+        (Rejection("unavailable", "nobody answered"), "approval_failed"),
+    ],
+)
+async def test_another_answer_or_none_refuses_the_activation(
+    tmp_path: Path, database_url: str | None, answer: dict[str, Any] | Rejection, because: str
+) -> None:
+    async with composed(tmp_path, database_url) as parts:
+        parts.approver.answer = answer
+        await _built_awaiting_approval(parts)
+        assert await _decisions(parts) == [("activation_refused", {"version": 1, "because": because})]
+        assert await _state(parts) == "refused"
