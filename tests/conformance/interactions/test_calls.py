@@ -112,6 +112,58 @@ def test_a_call_answers_the_value_at_read_and_records_its_call(
     assert run(client, playbook, "invoices", {"customer": "c-7", "count": 2}, run_id).json()["output"] == body["output"]
 
 
+SPEC_EXAMPLE = """---
+description: Read the unpaid invoices of one customer from the billing API
+call:
+  server: billing
+  tool: list_invoices
+  with: { customer: '{{ input.customer }}', status: unpaid, limit: '{{ input.limit }}' }
+  read: /invoices
+input:
+  schema:
+    type: object
+    required: [customer, limit]
+    properties: { customer: { type: string }, limit: { type: integer } }
+output:
+  schema:
+    type: array
+    items: { type: object, required: [id, total], properties: { id: { type: string }, total: { type: number } } }
+---
+"""
+
+KEYWORD_QUESTION = """---
+to: '{{ input.for }}'
+expires: PT1H
+input:
+  schema:
+    type: object
+    required: [for, with, offset]
+    properties: { for: { type: string }, with: { type: string }, offset: { type: integer }, in: { type: string } }
+output:
+  schema: { type: object, required: [ok], properties: { ok: { type: boolean } } }
+---
+Ship {{ input.with }} at {{ input.offset }}{% if input.in %} in {{ input.in }}{% endif %}?
+"""
+
+
+def test_the_specs_example_reads_a_property_named_like_a_keyword(
+    client: httpx.Client, billing: McpToolServerProcess
+) -> None:
+    playbook = new_playbook(client)
+    defined(client, playbook, "invoices", SPEC_EXAMPLE)
+    response = run(client, playbook, "invoices", {"customer": "c-9", "limit": 3})
+    assert response.status_code == 200, response.text
+    assert response.json()["output"] == [{"id": f"c-9-{n}", "total": n} for n in (1, 2, 3)]
+    call = [c for c in billing.calls() if c["name"] == "list_invoices" and c["arguments"]["customer"] == "c-9"][-1]
+    assert call["arguments"]["limit"] == 3
+    defined(client, playbook, "ship", KEYWORD_QUESTION)
+    run_id = str(uuid.uuid4())
+    asked = ask(client, playbook, "ship", {"for": "ana", "with": "v2", "offset": 4, "in": "eu"}, run_id)
+    assert asked.status_code == 200, asked.text
+    [item] = open_requests(client, playbook)["interactions"]
+    assert (item["to"], item["message"]) == ("ana", "Ship v2 at 4 in eu?\n")
+
+
 def test_a_call_that_cannot_run_sends_nothing(client: httpx.Client, billing: McpToolServerProcess) -> None:
     playbook = new_playbook(client)
     defined(client, playbook, "invoices", INVOICES)
