@@ -29,7 +29,8 @@ Rules:
   outside the claim's time (a call may outlast it): one task per entry at a time, the entry marked fired
   once the caller took the answer. An entry in flight is no reason to sweep: the loop sleeps until the next
   entry it is not carrying out, a wake (a dispatch that ends wakes it) or the sweep. A call's answer needs no
-  fence: the caller's stream version guards it, and a second dispatch runs nothing twice. A loop without a dispatcher leaves calls for one that has one.
+  fence: the caller's stream version guards it, and a second dispatch runs nothing twice. A loop without a
+  dispatcher leaves calls for one that has one.
 - An input that breaks down inside the runtime (the engine raises, a state this server cannot read, an
   input too large to record) ends its run `failed` with an incident (`RunStore.fail_run`, the entry marked
   fired in that append), logged with the traceback, so one broken run never stops the others. A store that
