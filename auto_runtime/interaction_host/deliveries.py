@@ -16,7 +16,6 @@ after that records nothing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Mapping
@@ -35,6 +34,7 @@ from auto_runtime.functions.interaction.arguments import (
 )
 from auto_runtime.functions.interaction.document import resolve_pointer
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
+from auto_runtime.interaction_host.call_measures import named_server, scrubbed, sha256
 from auto_runtime.interaction_host.replies import ReplyReads, woken_read
 from auto_runtime.interaction_host.request_facts import request_facts
 from auto_runtime.json_limits import compact_json, json_size
@@ -66,7 +66,6 @@ from auto_runtime.tools import (
 )
 from auto_runtime.tools.hand_calls import answer_of
 from auto_runtime.tools.result_text import result_text
-from auto_runtime.tools.scrubbing import SCRUBBED_LEAST
 from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller_call_key
 
 log = logging.getLogger("auto_runtime.interactions")
@@ -105,10 +104,6 @@ def _number(key: str, prefix: str) -> int:
     return int(key.removeprefix(prefix))
 
 
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def _sent_text(value: Any) -> str | None:
     """A `sent` value as text (a whole number written as text), or None when it cannot be one (§4.2)."""
     if isinstance(value, bool):
@@ -143,10 +138,7 @@ class Deliveries:
 
     def scrub(self, text: str) -> str:
         """`text` without the secrets of the tool servers (those of 8 characters or more), as a call keeps it."""
-        for secret in self.tools.secrets() if self.tools is not None else ():
-            if len(secret) >= SCRUBBED_LEAST:
-                text = text.replace(secret, "[redacted]")
-        return text
+        return scrubbed(self.tools, text)
 
     @staticmethod
     def handles(key: str) -> bool:
@@ -228,7 +220,7 @@ class Deliveries:
             started_data["connection_id"] = named.connection_id
         started_data.update(tool=tool, arguments_bytes=len(kept.encode("utf-8")))
         if content_kept:
-            started_data.update(arguments_sha256=_sha256(kept), arguments=json.loads(kept))
+            started_data.update(arguments_sha256=sha256(kept), arguments=json.loads(kept))
         started_data["content_kept"] = content_kept
         begun = NewRecord(DELIVERY_STARTED, started_data, {**metadata, "causation_id": cause, "by": "runtime"})
         lost = DueEntry(scope, entry.run_id, f"{LOST_PREFIX}{number}", now_utc() + LOST_AFTER, {})
@@ -241,13 +233,7 @@ class Deliveries:
     async def _named(self, scope: PlaybookScope, server: str, tool: str) -> NamedServer | None:
         """What the configuration says of the delivering server (no server contacted); None when it no longer
         serves the playbook (the attempt then fails `tool_not_offered` at its call)."""
-        if self.tools is None:
-            return None
-        try:
-            found = await self.tools.named(scope.org, scope.playbook, [WantedTool(server, tool)])
-        except ToolNotOffered:
-            return None
-        return found[0] if found else None
+        return await named_server(self.tools, scope, server, tool)
 
     async def _append(
         self,
@@ -356,7 +342,7 @@ class Deliveries:
             kept = next((r.data.get("content_kept", True) for r in history if r.id == started_id), True)
             data["result_bytes"] = len(text.encode("utf-8"))
             if kept:
-                data["result_sha256"] = _sha256(text)
+                data["result_sha256"] = sha256(text)
             data["content_kept"] = bool(kept)
         data["duration_ms"] = duration_ms
         if "because" in outcome:

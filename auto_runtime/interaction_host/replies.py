@@ -24,6 +24,7 @@ import hashlib
 import logging
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -40,6 +41,7 @@ from auto_runtime.functions.interaction.document import resolve_pointer
 from auto_runtime.functions.interaction.durations import duration_ms
 from auto_runtime.functions.interaction.reply_rule import answer_of_reply, rule_words
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText
+from auto_runtime.interaction_host.call_measures import arguments_measures, named_server, result_measures
 from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE, REQUEST_ANSWERED
 from auto_runtime.interaction_host.request_facts import request_facts
 from auto_runtime.json_limits import json_size
@@ -111,6 +113,21 @@ def wait_floor(replies: Mapping[str, Any] | None) -> timedelta:
     return timedelta(milliseconds=found or 5000)
 
 
+@dataclass(frozen=True)
+class ReadCall:
+    """One read's call: the failure's `because` and `detail` (None when it read a list), the items read, a
+    429's wait in ms, and the call's sizes, digests and duration (`call_measures`) when it answered."""
+
+    failure: dict[str, Any] | None
+    items: list[dict[str, Any]]
+    retry_after_ms: int | None
+    measures: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def failed(because: str, detail: str, retry_after_ms: int | None = None) -> ReadCall:
+        return ReadCall({"because": because, "detail": detail}, [], retry_after_ms)
+
+
 class ReplyReads:
     """The reads of one server while it holds the lease; `nursery` is the task group of the deliveries."""
 
@@ -173,11 +190,14 @@ class ReplyReads:
         floor = wait_floor(oldest.get("replies"))
         history = await self.ledger.read_stream(stream)
         cursor = next((r.data.get("since") for r in reversed(history) if r.type == REPLIES_READ), None)
-        outcome, items, retry_after_ms = await self._call(scope, kept[0], requests[kept[0]], key, cursor, tool, server)
+        read = await self._call(scope, kept[0], requests[kept[0]], key, cursor, tool, server)
+        outcome, items, retry_after_ms = read.failure, read.items, read.retry_after_ms
         conversation_metadata = {"by": f"playbook:{scope.playbook}", "correlation_id": None, "causation_id": None}
         next_reads = reads + 1
         if outcome is not None:
             data: dict[str, Any] = {"conversation": key, "server": server, "tool": tool, **outcome}
+            if retry_after_ms is not None:
+                data["retry_after_ms"] = retry_after_ms
             record = NewRecord(READING_FAILED, data, conversation_metadata)
             wait = max(cadence(next_reads), floor)
             if retry_after_ms is not None:
@@ -209,6 +229,7 @@ class ReplyReads:
             "replies": len(items),
             "taken": taken,
             "refused": refused,
+            **read.measures,
         }
         record = NewRecord(REPLIES_READ, data, conversation_metadata)
         following = read_entry(scope, server, tool, key, 0 if found_answerer else next_reads, floor)
@@ -239,8 +260,8 @@ class ReplyReads:
         cursor: Any,
         tool: str,
         server: str,
-    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]], int | None]:
-        """(a failure's `because` and `detail`, or None; the items read; a 429's wait in ms)."""
+    ) -> ReadCall:
+        """The read's call: its failure or the items it read, and what the history keeps of the call."""
         request = request_facts(history).request
         replies = request.get("replies") if isinstance(request.get("replies"), dict) else {}
         assert isinstance(replies, dict)
@@ -251,35 +272,50 @@ class ReplyReads:
                 recorded_arguments, replies.get("with", {}), REPLIES_NAMES, values
             )
         except (ArgumentsUnreadable, RenderProblem, StructureAmongText) as problem:
-            return {"because": "unworkable", "detail": str(problem)[:1024]}, [], None
+            return ReadCall.failed("unworkable", str(problem)[:1024])
         if self.tools is None:
-            return {"because": "tool_not_offered", "detail": "This server has no tool servers."}, [], None
+            return ReadCall.failed("tool_not_offered", "This server has no tool servers.")
+        named = await named_server(self.tools, scope, server, tool)
+        content_kept = named.record_content if named is not None else True
+        began = trio.current_time()
         try:
             with trio.fail_after(CONNECT_SECONDS):
                 offered = await self.tools.offered(scope.org, scope.playbook, [WantedTool(server, tool)])
-            with trio.fail_after(CALL_SECONDS):
-                result = await self.tools.call(scope.org, scope.playbook, offered[0], arguments, run_id)
         except ToolNotOffered as refusal:
-            return {"because": "tool_not_offered", "detail": refusal.detail}, [], None
+            return ReadCall.failed("tool_not_offered", refusal.detail)
         except ToolServerFailed as failure:
             wait = failure.retry_after * 1000 if failure.retry_after is not None else None
-            return {"because": "server_failure", "detail": failure.detail}, [], wait
+            return ReadCall.failed("server_failure", failure.detail, wait)
+        except trio.TooSlowError:
+            return ReadCall.failed("timed_out", f"No connection within {CONNECT_SECONDS} seconds.")
+        try:
+            with trio.fail_after(CALL_SECONDS):
+                result = await self.tools.call(scope.org, scope.playbook, offered[0], arguments, run_id)
+        except ToolServerFailed as failure:
+            wait = failure.retry_after * 1000 if failure.retry_after is not None else None
+            return ReadCall.failed("server_failure", failure.detail, wait)
         except ToolCallFailed as failure:
             because = "server_failure" if failure.because == "cancelled" else failure.because
             retry = failure.extra.get("retry_after_ms")
-            return {"because": because, "detail": failure.detail}, [], retry if isinstance(retry, int) else None
+            return ReadCall.failed(because, failure.detail, retry if isinstance(retry, int) else None)
         except trio.TooSlowError:
-            return {"because": "timed_out", "detail": "No answer in time."}, [], None
+            return ReadCall.failed("timed_out", f"No answer within {CALL_SECONDS} seconds.")
+        measures = {
+            **arguments_measures(self.tools, arguments, content_kept),
+            **result_measures(self.tools, result, content_kept),
+            "content_kept": content_kept,
+            "duration_ms": int((trio.current_time() - began) * 1000),
+        }
         if result.is_error:
-            return {"because": "tool_error", "detail": "The reading tool answered an error."}, [], None
+            return ReadCall.failed("tool_error", "The reading tool answered an error.")
         has_document, document = answer_of(result)
         if has_document and json_size(document) > MAX_DOCUMENT_BYTES:
-            return {"because": "too_large", "detail": "The read's document exceeds 64 KiB as JSON."}, [], None
+            return ReadCall.failed("too_large", "The read's document exceeds 64 KiB as JSON.")
         read = replies.get("read") if isinstance(replies.get("read"), dict) else {}
         assert isinstance(read, dict)
         there, listed = resolve_pointer(document, str(read.get("list", ""))) if has_document else (False, None)
         if not there or not isinstance(listed, list):
-            return {"because": "unreadable", "detail": f"No array at {read.get('list')}."}, [], None
+            return ReadCall.failed("unreadable", f"No array at {read.get('list')}.")
         each = read.get("each") if isinstance(read.get("each"), dict) else {}
         assert isinstance(each, dict)
         items: list[dict[str, Any]] = []
@@ -292,7 +328,7 @@ class ReplyReads:
                     item[name] = str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
             if isinstance(item.get("id"), str) and isinstance(item.get("sender"), str):
                 items.append(item)
-        return None, items, None
+        return ReadCall(None, items, None, measures)
 
     async def _judge(
         self,

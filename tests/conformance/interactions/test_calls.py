@@ -3,6 +3,7 @@ real server and a real MCP tool server."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -409,7 +410,7 @@ def playbook_events(client: httpx.Client, playbook: str) -> list[dict[str, Any]]
     return events
 
 
-def test_a_reply_from_the_answerer_answers_the_question(client: httpx.Client) -> None:
+def test_a_reply_from_the_answerer_answers_the_question(client: httpx.Client, billing: McpToolServerProcess) -> None:
     playbook = new_playbook(client)
     defined(client, playbook, "deploy", REPLIED.replace("WORDS", "Ship! after the freeze"))
     run_id = str(uuid.uuid4())
@@ -424,6 +425,25 @@ def test_a_reply_from_the_answerer_answers_the_question(client: httpx.Client) ->
     [read] = [event for event in playbook_events(client, playbook) if event["type"] == "replies_read"]
     assert read["data"]["conversation"] == "r-1" and read["data"]["since"] == "m-0-reply"
     assert read["data"]["taken"] == 1 and read["data"]["refused"] == 0
+    call = [c for c in billing.calls() if c["name"] == "replies" and c["arguments"].get("parent") == "m-0"][-1]
+    arguments = json.dumps(call["arguments"], ensure_ascii=False, separators=(",", ":"))
+    assert read["data"]["arguments_bytes"] == len(arguments.encode("utf-8"))
+    assert read["data"]["arguments_sha256"] == hashlib.sha256(arguments.encode("utf-8")).hexdigest()
+    assert read["data"]["result_bytes"] > 0 and len(read["data"]["result_sha256"]) == 64
+    assert read["data"]["content_kept"] is True and isinstance(read["data"]["duration_ms"], int)
+
+
+def test_a_read_through_a_server_that_keeps_no_content_keeps_only_sizes(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    source = REPLIED.replace("WORDS", "Ship!").replace("server: billing", "server: private")
+    defined(client, playbook, "deploy", source)
+    run_id = str(uuid.uuid4())
+    assert ask(client, playbook, "deploy", {"lead": "ana"}, run_id).status_code == 200
+    assert ended(client, playbook, run_id)["output"] == {"decision": "go"}
+    [read] = [event for event in playbook_events(client, playbook) if event["type"] == "replies_read"]
+    assert read["data"]["content_kept"] is False and read["data"]["server"] == "private"
+    assert read["data"]["arguments_bytes"] > 0 and read["data"]["result_bytes"] > 0
+    assert "arguments_sha256" not in read["data"] and "result_sha256" not in read["data"]
 
 
 def test_a_reply_that_gives_no_answer_is_refused_and_the_question_stays_open(client: httpx.Client) -> None:
