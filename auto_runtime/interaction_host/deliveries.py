@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
-from datetime import timedelta
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 import trio
@@ -122,10 +122,12 @@ class Deliveries:
     in (a follower of the workflow runtime); `fire` takes the due entries under `interaction:attempt:` and
     `interaction:lost:`."""
 
-    def __init__(self, ledger: Ledger, tools: ToolServers | None) -> None:
+    def __init__(self, ledger: Ledger, tools: ToolServers | None, clock: Callable[[], datetime] = now_utc) -> None:
         self.ledger = ledger
         self.tools = tools
-        self.reads = ReplyReads(ledger, tools)
+        self.clock = clock
+        """The time due work is armed at (a test's own clock)."""
+        self.reads = ReplyReads(ledger, tools, clock)
         self._nursery: trio.Nursery | None = None
 
     async def follow(self, fence: Any) -> None:
@@ -223,7 +225,7 @@ class Deliveries:
             started_data.update(arguments_sha256=sha256(kept), arguments=json.loads(kept))
         started_data["content_kept"] = content_kept
         begun = NewRecord(DELIVERY_STARTED, started_data, {**metadata, "causation_id": cause, "by": "runtime"})
-        lost = DueEntry(scope, entry.run_id, f"{LOST_PREFIX}{number}", now_utc() + LOST_AFTER, {})
+        lost = DueEntry(scope, entry.run_id, f"{LOST_PREFIX}{number}", self.clock() + LOST_AFTER, {})
         due = DueWorkChanges(arm=[lost], fire=[entry.due_key])
         if not await self._append(scope, entry.run_id, state, [begun], due, fence):
             return
@@ -363,7 +365,7 @@ class Deliveries:
         succeeded = NewRecord(DELIVERY_SUCCEEDED, data, metadata)
         if request.get("takes_answer"):
             return [succeeded]
-        record: dict[str, Any] = {"delivered_at": iso_utc(now_utc())}
+        record: dict[str, Any] = {"delivered_at": iso_utc(self.clock())}
         if delivered_as is not None:
             record["delivered_as"] = delivered_as
         output = document if has_answer else {}
@@ -437,15 +439,14 @@ class Deliveries:
         replies_in = records[-1].data.get("replies_in") if records[-1].type == DELIVERY_SUCCEEDED else None
         if isinstance(replies_in, dict):
             replies = request_facts(history).request.get("replies")
-            arm.append(woken_read(scope, replies_in, replies if isinstance(replies, dict) else None))
+            arm.append(woken_read(scope, replies_in, replies if isinstance(replies, dict) else None, self.clock()))
         if records[-1].type == DELIVERY_FAILED and number < MAX_ATTEMPTS:
             retry = outcome.get("retry_after_ms")
             wait = next_attempt_wait(number, retry if isinstance(retry, int) else None)
-            arm.append(DueEntry(scope, run_id, attempt_key(number + 1), now_utc() + wait, {}))
+            arm.append(DueEntry(scope, run_id, attempt_key(number + 1), self.clock() + wait, {}))
         return DueWorkChanges(arm=arm, cancel=cancel)
 
-    @staticmethod
-    def _answers(scope: PlaybookScope, run_id: str, state: RunState, records: list[NewRecord]) -> list[DueEntry]:
+    def _answers(self, scope: PlaybookScope, run_id: str, state: RunState, records: list[NewRecord]) -> list[DueEntry]:
         """The caller's `answer:` entry when the records end the run of a workflow's callee."""
         ending = records[-1]
         called_by = state.started_metadata.get("called_by")
@@ -454,7 +455,7 @@ class Deliveries:
         status = "succeeded" if ending.type == RUN_SUCCEEDED else "rejected"
         rejection = None if status == "succeeded" else {k: v for k, v in ending.data.items() if k != "record"}
         payload = answer_payload(caller_call_key(called_by), status, ending.data.get("output"), rejection)
-        return [DueEntry(scope, str(called_by["run_id"]), answer_key(run_id), now_utc(), payload)]
+        return [DueEntry(scope, str(called_by["run_id"]), answer_key(run_id), self.clock(), payload)]
 
     async def _lost(self, entry: DueEntry, fence: LeaseFence) -> None:
         """An attempt still unfinished a minute after it started: `delivery_failed`, `lost`, and the next one."""
@@ -471,7 +472,7 @@ class Deliveries:
             "because": "lost",
             "detail": "The attempt did not finish within a minute; the server may have stopped.",
         }
-        duration_ms = int((now_utc() - started.recorded_at).total_seconds() * 1000)
+        duration_ms = int((self.clock() - started.recorded_at).total_seconds() * 1000)
         records = self._ended(scope, state, history, number, outcome, None, duration_ms, started.id)
         due = self._after(scope, entry.run_id, state, history, number, records, outcome)
         due = DueWorkChanges(arm=due.arm, cancel=[], fire=[entry.due_key])

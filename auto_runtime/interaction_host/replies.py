@@ -23,9 +23,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import trio
@@ -100,12 +100,12 @@ def cadence(reads: int) -> timedelta:
     return timedelta(seconds=300)
 
 
-def read_entry(scope: PlaybookScope, server: str, tool: str, key: str, reads: int, floor: timedelta) -> DueEntry:
+def read_entry(
+    scope: PlaybookScope, server: str, tool: str, key: str, reads: int, floor: timedelta, now: datetime
+) -> DueEntry:
     wait = max(cadence(reads), floor)
     payload = {"server": server, "tool": tool, "key": key, "reads": reads}
-    return DueEntry(
-        scope, conversation_id(server, tool, key), f"{READ_PREFIX}{uuid.uuid4()}", now_utc() + wait, payload
-    )
+    return DueEntry(scope, conversation_id(server, tool, key), f"{READ_PREFIX}{uuid.uuid4()}", now + wait, payload)
 
 
 def wait_floor(replies: Mapping[str, Any] | None) -> timedelta:
@@ -131,9 +131,11 @@ class ReadCall:
 class ReplyReads:
     """The reads of one server while it holds the lease; `nursery` is the task group of the deliveries."""
 
-    def __init__(self, ledger: Ledger, tools: ToolServers | None) -> None:
+    def __init__(self, ledger: Ledger, tools: ToolServers | None, clock: Callable[[], datetime] = now_utc) -> None:
         self.ledger = ledger
         self.tools = tools
+        self.clock = clock
+        """The time due work is armed at (a test's own clock)."""
         self._in_flight: set[tuple[str, str]] = set()
         self._locks: dict[str, trio.Lock] = {}
 
@@ -182,7 +184,7 @@ class ReplyReads:
             await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
             return
         # In flight: the entry is taken, and the same read is made again a minute later unless this one ends first.
-        again = DueEntry(scope, entry.run_id, f"{READ_PREFIX}{uuid.uuid4()}", now_utc() + LOST_AFTER, payload)
+        again = DueEntry(scope, entry.run_id, f"{READ_PREFIX}{uuid.uuid4()}", self.clock() + LOST_AFTER, payload)
         await self.ledger.due_work.change(DueWorkChanges(arm=[again], fire=[entry.due_key]), fence=fence)
         entry = again
         requests = {run_id: await self.ledger.read_stream(run_stream(scope, run_id)) for run_id in kept}
@@ -202,12 +204,14 @@ class ReplyReads:
             wait = max(cadence(next_reads), floor)
             if retry_after_ms is not None:
                 wait = min(timedelta(milliseconds=retry_after_ms), MAX_RETRY_AFTER)
-            following = read_entry(scope, server, tool, key, next_reads, timedelta(0))
-            following = DueEntry(following.scope, following.run_id, following.key, now_utc() + wait, following.payload)
+            following = read_entry(scope, server, tool, key, next_reads, timedelta(0), self.clock())
+            following = DueEntry(
+                following.scope, following.run_id, following.key, self.clock() + wait, following.payload
+            )
             await self._append_read(stream, history, [record], entry, following, fence)
             return
         if not items:
-            following = read_entry(scope, server, tool, key, next_reads, floor)
+            following = read_entry(scope, server, tool, key, next_reads, floor, self.clock())
             await self.ledger.due_work.change(DueWorkChanges(arm=[following], cancel=[entry.due_key]), fence=fence)
             return
         taken = refused = 0
@@ -232,7 +236,7 @@ class ReplyReads:
             **read.measures,
         }
         record = NewRecord(REPLIES_READ, data, conversation_metadata)
-        following = read_entry(scope, server, tool, key, 0 if found_answerer else next_reads, floor)
+        following = read_entry(scope, server, tool, key, 0 if found_answerer else next_reads, floor, self.clock())
         await self._append_read(stream, history, [record], entry, following, fence)
 
     async def _append_read(
@@ -398,7 +402,7 @@ class ReplyReads:
         if because is None:
             data: dict[str, Any] = {"answer": answer, "answered_by": f"playbook:{scope.playbook}", "reply": reply}
             data.update({"server": server, "tool": tool})
-            settle = DueEntry(scope, target, SETTLE_KEY, now_utc(), {})
+            settle = DueEntry(scope, target, SETTLE_KEY, self.clock(), {})
             records = [NewRecord(REQUEST_ANSWERED, data, metadata)]
             due = DueWorkChanges(arm=[settle])
             result = "taken"
@@ -506,8 +510,10 @@ def telling_words(
     return how
 
 
-def woken_read(scope: PlaybookScope, replies_in: Mapping[str, Any], replies: Mapping[str, Any] | None) -> DueEntry:
+def woken_read(
+    scope: PlaybookScope, replies_in: Mapping[str, Any], replies: Mapping[str, Any] | None, now: datetime
+) -> DueEntry:
     """The read a delivery's `replies_in` wakes its conversation with: 5 s after (or the request's `wait`)."""
     return read_entry(
-        scope, str(replies_in["server"]), str(replies_in["tool"]), str(replies_in["key"]), 0, wait_floor(replies)
+        scope, str(replies_in["server"]), str(replies_in["tool"]), str(replies_in["key"]), 0, wait_floor(replies), now
     )

@@ -64,6 +64,7 @@ from auto_runtime.ledger import (
     workflow_lease_renewal,
 )
 from auto_runtime.ledger.due_work import MAX_DUE_LIMIT
+from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import answer_of, call_of, cancel_of, is_answer_key, is_call_key, is_cancel_key
 from auto_runtime.workflow_host.run_store import Applied, RunStore, RunStoreConflict, UnknownRun, now_ms
@@ -99,6 +100,7 @@ class TimerLoop:
         *,
         nested_runs: int = 32,
         handlers: Mapping[str, DueHandler] | None = None,
+        clock: Callable[[], datetime] = now_utc,
     ) -> None:
         self.store = store
         self.ledger = store.ledger
@@ -106,6 +108,8 @@ class TimerLoop:
         self.sweep = sweep
         self.dispatcher = dispatcher
         self.handlers = dict(handlers or {})
+        self.clock = clock
+        """The time entries are due against (a test's own clock; the claim's times stay Trio's)."""
         self.lapse = workflow_lease_lapse(sweep)
         self.calls = trio.CapacityLimiter(nested_runs)
         self.firing = trio.CapacityLimiter(FIRING_AT_ONCE)
@@ -197,7 +201,7 @@ class TimerLoop:
         more = True
         with trio.move_on_at(self._firing_until):
             limit = DUE_BATCH + len(self._in_flight)
-            entries = await self.ledger.due_work.due(datetime.now(UTC), limit=limit)
+            entries = await self.ledger.due_work.due(self.clock(), limit=limit)
             for entry in entries:
                 if is_call_key(entry.key):
                     if self.dispatcher is not None and entry.due_key not in self._in_flight:
@@ -225,7 +229,7 @@ class TimerLoop:
         next_due = await self._next_due()
         if next_due is None:
             return min(self.sweep, renewal)
-        return max(min(self.sweep, renewal, next_due - datetime.now(UTC)), timedelta(0))
+        return max(min(self.sweep, renewal, next_due - self.clock()), timedelta(0))
 
     async def _next_due(self) -> datetime | None:
         """The earliest due time of an armed entry this loop is not carrying out already. A call in flight stays
