@@ -138,6 +138,7 @@ class ReplyReads:
         """The time due work is armed at (a test's own clock)."""
         self._in_flight: set[tuple[str, str]] = set()
         self._locks: dict[str, trio.Lock] = {}
+        self._ended = trio.lowlevel.ParkingLot()
 
     @staticmethod
     def handles(key: str) -> bool:
@@ -163,6 +164,13 @@ class ReplyReads:
             self._in_flight.discard((entry.run_id, entry.key))
             if not lock.locked() and not any(run == entry.run_id for run, _ in self._in_flight):
                 self._locks.pop(entry.run_id, None)
+            if not self._in_flight:
+                self._ended.unpark_all()
+
+    async def wait_idle(self) -> None:
+        """Until no read is in flight, its tellings included (for a test that moved its clock and swept)."""
+        while self._in_flight:
+            await self._ended.park()
 
     async def _kept(self, scope: PlaybookScope, key: str) -> list[str]:
         rows = await self.ledger.fetch(
