@@ -19,6 +19,7 @@ With ``--interaction-tools`` it also lists the tools the interaction tests call:
 * ``list_invoices`` (``readOnlyHint: true``): answers ``structuredContent`` ``{"invoices": [...]}``, ``limit``
   invoices of the ``customer`` it is given, each ``{"id": "<customer>-<n>", "total": <n>}``;
 * ``say``: answers its ``text`` argument as one text block (JSON when the text is JSON); not read-only;
+* ``hang``: never answers (the caller's own timeout ends the call);
 * ``replies`` (``readOnlyHint: true``): answers ``structuredContent`` ``{"items": [...]}``: one reply
   ``{"key": "<parent>-reply", "author": <who>, "body": <words>, "parent": <parent>}`` while ``since`` is empty,
   none after (a reader that keeps its cursor reads it once); with ``count`` N, N such replies, the n-th from
@@ -98,6 +99,7 @@ INTERACTION_TOOLS = [
         annotations=types.ToolAnnotations(read_only_hint=True),
     ),
     types.Tool(name="say", description="Says its text back.", input_schema={"type": "object"}),
+    types.Tool(name="hang", description="Never answers.", input_schema={"type": "object"}),
     types.Tool(
         name="replies",
         description="Lists the replies to a message.",
@@ -153,6 +155,8 @@ def build(log: Path | None, extra: int = 0, interaction: bool = False) -> Server
             return types.CallToolResult(
                 content=[types.TextContent(text=json.dumps({"items": items}))], structured_content={"items": items}
             )
+        if params.name == "hang" and interaction:
+            await trio.sleep_forever()
         if params.name == "say" and interaction:
             return types.CallToolResult(content=[types.TextContent(text=str(arguments.get("text")))])
         if params.name.startswith("extra_"):

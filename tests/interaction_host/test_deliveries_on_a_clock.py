@@ -7,7 +7,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from auto_runtime.interaction_host.deliveries import MAX_ATTEMPTS, next_attempt_wait
+from auto_runtime.interaction_host.deliveries import LOST_AFTER, MAX_ATTEMPTS, next_attempt_wait
 from auto_runtime.ledger import Ledger, Record
 from auto_runtime.workflow_host.run_store import RunStore
 from tests.fakes.gateway_process import McpToolServerProcess
@@ -86,3 +86,27 @@ async def test_a_retry_after_longer_than_the_schedule_sets_the_next_attempt(
         await host.sweep_at(failed_at + wait)
         history = await host.until(run_id, "delivery_failed", 2)
         assert numbers(history, "delivery_started") == [1, 2]
+
+
+async def test_an_attempt_unfinished_a_minute_after_it_started_is_lost_and_the_next_is_armed(
+    ledger: Ledger, store: RunStore, desk: McpToolServerProcess
+) -> None:
+    """The fake's `hang` never answers: the attempt is still in flight when the clock passes its minute."""
+    async with hosted(ledger, store, desk) as host:
+        run_id = await notify(host, "hang")
+        started_at = host.clock()
+        await host.sweep_at(started_at)
+        assert numbers(await host.history(run_id), "delivery_started") == [1]
+        await host.sweep_at(started_at + LOST_AFTER - timedelta(milliseconds=1))
+        assert numbers(await host.history(run_id), "delivery_failed") == []
+        await host.sweep_at(started_at + LOST_AFTER)
+        history = await host.until(run_id, "delivery_failed")
+        (lost,) = [record for record in history if record.type == "delivery_failed"]
+        assert lost.data["because"] == "lost" and lost.data["number"] == 1
+        started = next(record for record in history if record.type == "delivery_started")
+        assert lost.metadata["causation_id"] == started.id
+        lost_at = host.clock()
+        await host.sweep_at(lost_at + next_attempt_wait(1, None) - timedelta(milliseconds=1))
+        assert numbers(await host.history(run_id), "delivery_started") == [1]
+        await host.sweep_at(lost_at + next_attempt_wait(1, None))
+        assert numbers(await host.history(run_id), "delivery_started") == [1, 2]

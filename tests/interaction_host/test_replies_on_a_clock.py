@@ -172,3 +172,22 @@ async def test_reads_after_the_first_follow_the_cadence(
             reads_before += 1
             assert len([c for c in desk.calls() if c["name"] == "replies"]) == reads_before, reads
         assert [record.type for record in await host.history(run_id)][-1] == "delivery_succeeded"
+
+
+async def test_a_read_answered_429_waits_its_retry_after_before_the_next(
+    ledger: Ledger, store: RunStore, desk: McpToolServerProcess
+) -> None:
+    """The fake's `swamped` answers 429 with the `retry_after` it is given: 150 s, past the cadence's 10 s."""
+    async with hosted(ledger, store, desk) as host:
+        source = question("ship").replace("  tool: replies\n", "  tool: swamped\n")
+        run_id = await ask(host, "deploy", source.replace("count: 1 }", "count: 1, retry_after: 150 }"))
+        await delivered(host, run_id)
+        read_at = host.clock() + FIRST_READ
+        await host.sweep_at(read_at)
+        (failed,) = await host.until_playbook("reading_failed")
+        assert failed.data["because"] == "server_failure" and failed.data["retry_after_ms"] == 150_000
+        await host.sweep_at(read_at + timedelta(seconds=150) - timedelta(milliseconds=1))
+        await host.settle_reads()
+        assert len(await host.playbook_events("reading_failed")) == 1
+        await host.sweep_at(read_at + timedelta(seconds=150))
+        await host.until_playbook("reading_failed", 2)
