@@ -16,11 +16,10 @@ after that records nothing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-from collections.abc import Mapping
-from datetime import timedelta
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 import trio
@@ -35,6 +34,7 @@ from auto_runtime.functions.interaction.arguments import (
 )
 from auto_runtime.functions.interaction.document import resolve_pointer
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
+from auto_runtime.interaction_host.call_measures import named_server, scrubbed, sha256
 from auto_runtime.interaction_host.replies import ReplyReads, woken_read
 from auto_runtime.interaction_host.request_facts import request_facts
 from auto_runtime.json_limits import compact_json, json_size
@@ -66,7 +66,6 @@ from auto_runtime.tools import (
 )
 from auto_runtime.tools.hand_calls import answer_of
 from auto_runtime.tools.result_text import result_text
-from auto_runtime.tools.scrubbing import SCRUBBED_LEAST
 from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller_call_key
 
 log = logging.getLogger("auto_runtime.interactions")
@@ -105,10 +104,6 @@ def _number(key: str, prefix: str) -> int:
     return int(key.removeprefix(prefix))
 
 
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def _sent_text(value: Any) -> str | None:
     """A `sent` value as text (a whole number written as text), or None when it cannot be one (§4.2)."""
     if isinstance(value, bool):
@@ -127,10 +122,12 @@ class Deliveries:
     in (a follower of the workflow runtime); `fire` takes the due entries under `interaction:attempt:` and
     `interaction:lost:`."""
 
-    def __init__(self, ledger: Ledger, tools: ToolServers | None) -> None:
+    def __init__(self, ledger: Ledger, tools: ToolServers | None, clock: Callable[[], datetime] = now_utc) -> None:
         self.ledger = ledger
         self.tools = tools
-        self.reads = ReplyReads(ledger, tools)
+        self.clock = clock
+        """The time due work is armed at (a test's own clock)."""
+        self.reads = ReplyReads(ledger, tools, clock)
         self._nursery: trio.Nursery | None = None
 
     async def follow(self, fence: Any) -> None:
@@ -143,10 +140,7 @@ class Deliveries:
 
     def scrub(self, text: str) -> str:
         """`text` without the secrets of the tool servers (those of 8 characters or more), as a call keeps it."""
-        for secret in self.tools.secrets() if self.tools is not None else ():
-            if len(secret) >= SCRUBBED_LEAST:
-                text = text.replace(secret, "[redacted]")
-        return text
+        return scrubbed(self.tools, text)
 
     @staticmethod
     def handles(key: str) -> bool:
@@ -228,10 +222,10 @@ class Deliveries:
             started_data["connection_id"] = named.connection_id
         started_data.update(tool=tool, arguments_bytes=len(kept.encode("utf-8")))
         if content_kept:
-            started_data.update(arguments_sha256=_sha256(kept), arguments=json.loads(kept))
+            started_data.update(arguments_sha256=sha256(kept), arguments=json.loads(kept))
         started_data["content_kept"] = content_kept
         begun = NewRecord(DELIVERY_STARTED, started_data, {**metadata, "causation_id": cause, "by": "runtime"})
-        lost = DueEntry(scope, entry.run_id, f"{LOST_PREFIX}{number}", now_utc() + LOST_AFTER, {})
+        lost = DueEntry(scope, entry.run_id, f"{LOST_PREFIX}{number}", self.clock() + LOST_AFTER, {})
         due = DueWorkChanges(arm=[lost], fire=[entry.due_key])
         if not await self._append(scope, entry.run_id, state, [begun], due, fence):
             return
@@ -241,13 +235,7 @@ class Deliveries:
     async def _named(self, scope: PlaybookScope, server: str, tool: str) -> NamedServer | None:
         """What the configuration says of the delivering server (no server contacted); None when it no longer
         serves the playbook (the attempt then fails `tool_not_offered` at its call)."""
-        if self.tools is None:
-            return None
-        try:
-            found = await self.tools.named(scope.org, scope.playbook, [WantedTool(server, tool)])
-        except ToolNotOffered:
-            return None
-        return found[0] if found else None
+        return await named_server(self.tools, scope, server, tool)
 
     async def _append(
         self,
@@ -356,7 +344,7 @@ class Deliveries:
             kept = next((r.data.get("content_kept", True) for r in history if r.id == started_id), True)
             data["result_bytes"] = len(text.encode("utf-8"))
             if kept:
-                data["result_sha256"] = _sha256(text)
+                data["result_sha256"] = sha256(text)
             data["content_kept"] = bool(kept)
         data["duration_ms"] = duration_ms
         if "because" in outcome:
@@ -377,7 +365,7 @@ class Deliveries:
         succeeded = NewRecord(DELIVERY_SUCCEEDED, data, metadata)
         if request.get("takes_answer"):
             return [succeeded]
-        record: dict[str, Any] = {"delivered_at": iso_utc(now_utc())}
+        record: dict[str, Any] = {"delivered_at": iso_utc(self.clock())}
         if delivered_as is not None:
             record["delivered_as"] = delivered_as
         output = document if has_answer else {}
@@ -451,15 +439,14 @@ class Deliveries:
         replies_in = records[-1].data.get("replies_in") if records[-1].type == DELIVERY_SUCCEEDED else None
         if isinstance(replies_in, dict):
             replies = request_facts(history).request.get("replies")
-            arm.append(woken_read(scope, replies_in, replies if isinstance(replies, dict) else None))
+            arm.append(woken_read(scope, replies_in, replies if isinstance(replies, dict) else None, self.clock()))
         if records[-1].type == DELIVERY_FAILED and number < MAX_ATTEMPTS:
             retry = outcome.get("retry_after_ms")
             wait = next_attempt_wait(number, retry if isinstance(retry, int) else None)
-            arm.append(DueEntry(scope, run_id, attempt_key(number + 1), now_utc() + wait, {}))
+            arm.append(DueEntry(scope, run_id, attempt_key(number + 1), self.clock() + wait, {}))
         return DueWorkChanges(arm=arm, cancel=cancel)
 
-    @staticmethod
-    def _answers(scope: PlaybookScope, run_id: str, state: RunState, records: list[NewRecord]) -> list[DueEntry]:
+    def _answers(self, scope: PlaybookScope, run_id: str, state: RunState, records: list[NewRecord]) -> list[DueEntry]:
         """The caller's `answer:` entry when the records end the run of a workflow's callee."""
         ending = records[-1]
         called_by = state.started_metadata.get("called_by")
@@ -468,7 +455,7 @@ class Deliveries:
         status = "succeeded" if ending.type == RUN_SUCCEEDED else "rejected"
         rejection = None if status == "succeeded" else {k: v for k, v in ending.data.items() if k != "record"}
         payload = answer_payload(caller_call_key(called_by), status, ending.data.get("output"), rejection)
-        return [DueEntry(scope, str(called_by["run_id"]), answer_key(run_id), now_utc(), payload)]
+        return [DueEntry(scope, str(called_by["run_id"]), answer_key(run_id), self.clock(), payload)]
 
     async def _lost(self, entry: DueEntry, fence: LeaseFence) -> None:
         """An attempt still unfinished a minute after it started: `delivery_failed`, `lost`, and the next one."""
@@ -485,7 +472,7 @@ class Deliveries:
             "because": "lost",
             "detail": "The attempt did not finish within a minute; the server may have stopped.",
         }
-        duration_ms = int((now_utc() - started.recorded_at).total_seconds() * 1000)
+        duration_ms = int((self.clock() - started.recorded_at).total_seconds() * 1000)
         records = self._ended(scope, state, history, number, outcome, None, duration_ms, started.id)
         due = self._after(scope, entry.run_id, state, history, number, records, outcome)
         due = DueWorkChanges(arm=due.arm, cancel=[], fire=[entry.due_key])

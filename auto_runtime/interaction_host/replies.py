@@ -23,8 +23,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Mapping
-from datetime import timedelta
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 import trio
@@ -40,6 +41,7 @@ from auto_runtime.functions.interaction.document import resolve_pointer
 from auto_runtime.functions.interaction.durations import duration_ms
 from auto_runtime.functions.interaction.reply_rule import answer_of_reply, rule_words
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText
+from auto_runtime.interaction_host.call_measures import arguments_measures, named_server, result_measures
 from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE, REQUEST_ANSWERED
 from auto_runtime.interaction_host.request_facts import request_facts
 from auto_runtime.json_limits import json_size
@@ -98,12 +100,12 @@ def cadence(reads: int) -> timedelta:
     return timedelta(seconds=300)
 
 
-def read_entry(scope: PlaybookScope, server: str, tool: str, key: str, reads: int, floor: timedelta) -> DueEntry:
+def read_entry(
+    scope: PlaybookScope, server: str, tool: str, key: str, reads: int, floor: timedelta, now: datetime
+) -> DueEntry:
     wait = max(cadence(reads), floor)
     payload = {"server": server, "tool": tool, "key": key, "reads": reads}
-    return DueEntry(
-        scope, conversation_id(server, tool, key), f"{READ_PREFIX}{uuid.uuid4()}", now_utc() + wait, payload
-    )
+    return DueEntry(scope, conversation_id(server, tool, key), f"{READ_PREFIX}{uuid.uuid4()}", now + wait, payload)
 
 
 def wait_floor(replies: Mapping[str, Any] | None) -> timedelta:
@@ -111,14 +113,32 @@ def wait_floor(replies: Mapping[str, Any] | None) -> timedelta:
     return timedelta(milliseconds=found or 5000)
 
 
+@dataclass(frozen=True)
+class ReadCall:
+    """One read's call: the failure's `because` and `detail` (None when it read a list), the items read, a
+    429's wait in ms, and the call's sizes, digests and duration (`call_measures`) when it answered."""
+
+    failure: dict[str, Any] | None
+    items: list[dict[str, Any]]
+    retry_after_ms: int | None
+    measures: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def failed(because: str, detail: str, retry_after_ms: int | None = None) -> ReadCall:
+        return ReadCall({"because": because, "detail": detail}, [], retry_after_ms)
+
+
 class ReplyReads:
     """The reads of one server while it holds the lease; `nursery` is the task group of the deliveries."""
 
-    def __init__(self, ledger: Ledger, tools: ToolServers | None) -> None:
+    def __init__(self, ledger: Ledger, tools: ToolServers | None, clock: Callable[[], datetime] = now_utc) -> None:
         self.ledger = ledger
         self.tools = tools
+        self.clock = clock
+        """The time due work is armed at (a test's own clock)."""
         self._in_flight: set[tuple[str, str]] = set()
         self._locks: dict[str, trio.Lock] = {}
+        self._ended = trio.lowlevel.ParkingLot()
 
     @staticmethod
     def handles(key: str) -> bool:
@@ -144,6 +164,13 @@ class ReplyReads:
             self._in_flight.discard((entry.run_id, entry.key))
             if not lock.locked() and not any(run == entry.run_id for run, _ in self._in_flight):
                 self._locks.pop(entry.run_id, None)
+            if not self._in_flight:
+                self._ended.unpark_all()
+
+    async def wait_idle(self) -> None:
+        """Until no read is in flight, its tellings included (for a test that moved its clock and swept)."""
+        while self._in_flight:
+            await self._ended.park()
 
     async def _kept(self, scope: PlaybookScope, key: str) -> list[str]:
         rows = await self.ledger.fetch(
@@ -165,7 +192,7 @@ class ReplyReads:
             await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
             return
         # In flight: the entry is taken, and the same read is made again a minute later unless this one ends first.
-        again = DueEntry(scope, entry.run_id, f"{READ_PREFIX}{uuid.uuid4()}", now_utc() + LOST_AFTER, payload)
+        again = DueEntry(scope, entry.run_id, f"{READ_PREFIX}{uuid.uuid4()}", self.clock() + LOST_AFTER, payload)
         await self.ledger.due_work.change(DueWorkChanges(arm=[again], fire=[entry.due_key]), fence=fence)
         entry = again
         requests = {run_id: await self.ledger.read_stream(run_stream(scope, run_id)) for run_id in kept}
@@ -173,21 +200,26 @@ class ReplyReads:
         floor = wait_floor(oldest.get("replies"))
         history = await self.ledger.read_stream(stream)
         cursor = next((r.data.get("since") for r in reversed(history) if r.type == REPLIES_READ), None)
-        outcome, items, retry_after_ms = await self._call(scope, kept[0], requests[kept[0]], key, cursor, tool, server)
+        read = await self._call(scope, kept[0], requests[kept[0]], key, cursor, tool, server)
+        outcome, items, retry_after_ms = read.failure, read.items, read.retry_after_ms
         conversation_metadata = {"by": f"playbook:{scope.playbook}", "correlation_id": None, "causation_id": None}
         next_reads = reads + 1
         if outcome is not None:
             data: dict[str, Any] = {"conversation": key, "server": server, "tool": tool, **outcome}
+            if retry_after_ms is not None:
+                data["retry_after_ms"] = retry_after_ms
             record = NewRecord(READING_FAILED, data, conversation_metadata)
             wait = max(cadence(next_reads), floor)
             if retry_after_ms is not None:
                 wait = min(timedelta(milliseconds=retry_after_ms), MAX_RETRY_AFTER)
-            following = read_entry(scope, server, tool, key, next_reads, timedelta(0))
-            following = DueEntry(following.scope, following.run_id, following.key, now_utc() + wait, following.payload)
+            following = read_entry(scope, server, tool, key, next_reads, timedelta(0), self.clock())
+            following = DueEntry(
+                following.scope, following.run_id, following.key, self.clock() + wait, following.payload
+            )
             await self._append_read(stream, history, [record], entry, following, fence)
             return
         if not items:
-            following = read_entry(scope, server, tool, key, next_reads, floor)
+            following = read_entry(scope, server, tool, key, next_reads, floor, self.clock())
             await self.ledger.due_work.change(DueWorkChanges(arm=[following], cancel=[entry.due_key]), fence=fence)
             return
         taken = refused = 0
@@ -209,9 +241,10 @@ class ReplyReads:
             "replies": len(items),
             "taken": taken,
             "refused": refused,
+            **read.measures,
         }
         record = NewRecord(REPLIES_READ, data, conversation_metadata)
-        following = read_entry(scope, server, tool, key, 0 if found_answerer else next_reads, floor)
+        following = read_entry(scope, server, tool, key, 0 if found_answerer else next_reads, floor, self.clock())
         await self._append_read(stream, history, [record], entry, following, fence)
 
     async def _append_read(
@@ -239,8 +272,8 @@ class ReplyReads:
         cursor: Any,
         tool: str,
         server: str,
-    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]], int | None]:
-        """(a failure's `because` and `detail`, or None; the items read; a 429's wait in ms)."""
+    ) -> ReadCall:
+        """The read's call: its failure or the items it read, and what the history keeps of the call."""
         request = request_facts(history).request
         replies = request.get("replies") if isinstance(request.get("replies"), dict) else {}
         assert isinstance(replies, dict)
@@ -251,35 +284,50 @@ class ReplyReads:
                 recorded_arguments, replies.get("with", {}), REPLIES_NAMES, values
             )
         except (ArgumentsUnreadable, RenderProblem, StructureAmongText) as problem:
-            return {"because": "unworkable", "detail": str(problem)[:1024]}, [], None
+            return ReadCall.failed("unworkable", str(problem)[:1024])
         if self.tools is None:
-            return {"because": "tool_not_offered", "detail": "This server has no tool servers."}, [], None
+            return ReadCall.failed("tool_not_offered", "This server has no tool servers.")
+        named = await named_server(self.tools, scope, server, tool)
+        content_kept = named.record_content if named is not None else True
+        began = trio.current_time()
         try:
             with trio.fail_after(CONNECT_SECONDS):
                 offered = await self.tools.offered(scope.org, scope.playbook, [WantedTool(server, tool)])
-            with trio.fail_after(CALL_SECONDS):
-                result = await self.tools.call(scope.org, scope.playbook, offered[0], arguments, run_id)
         except ToolNotOffered as refusal:
-            return {"because": "tool_not_offered", "detail": refusal.detail}, [], None
+            return ReadCall.failed("tool_not_offered", refusal.detail)
         except ToolServerFailed as failure:
             wait = failure.retry_after * 1000 if failure.retry_after is not None else None
-            return {"because": "server_failure", "detail": failure.detail}, [], wait
+            return ReadCall.failed("server_failure", failure.detail, wait)
+        except trio.TooSlowError:
+            return ReadCall.failed("timed_out", f"No connection within {CONNECT_SECONDS} seconds.")
+        try:
+            with trio.fail_after(CALL_SECONDS):
+                result = await self.tools.call(scope.org, scope.playbook, offered[0], arguments, run_id)
+        except ToolServerFailed as failure:
+            wait = failure.retry_after * 1000 if failure.retry_after is not None else None
+            return ReadCall.failed("server_failure", failure.detail, wait)
         except ToolCallFailed as failure:
             because = "server_failure" if failure.because == "cancelled" else failure.because
             retry = failure.extra.get("retry_after_ms")
-            return {"because": because, "detail": failure.detail}, [], retry if isinstance(retry, int) else None
+            return ReadCall.failed(because, failure.detail, retry if isinstance(retry, int) else None)
         except trio.TooSlowError:
-            return {"because": "timed_out", "detail": "No answer in time."}, [], None
+            return ReadCall.failed("timed_out", f"No answer within {CALL_SECONDS} seconds.")
+        measures = {
+            **arguments_measures(self.tools, arguments, content_kept),
+            **result_measures(self.tools, result, content_kept),
+            "content_kept": content_kept,
+            "duration_ms": int((trio.current_time() - began) * 1000),
+        }
         if result.is_error:
-            return {"because": "tool_error", "detail": "The reading tool answered an error."}, [], None
+            return ReadCall.failed("tool_error", "The reading tool answered an error.")
         has_document, document = answer_of(result)
         if has_document and json_size(document) > MAX_DOCUMENT_BYTES:
-            return {"because": "too_large", "detail": "The read's document exceeds 64 KiB as JSON."}, [], None
+            return ReadCall.failed("too_large", "The read's document exceeds 64 KiB as JSON.")
         read = replies.get("read") if isinstance(replies.get("read"), dict) else {}
         assert isinstance(read, dict)
         there, listed = resolve_pointer(document, str(read.get("list", ""))) if has_document else (False, None)
         if not there or not isinstance(listed, list):
-            return {"because": "unreadable", "detail": f"No array at {read.get('list')}."}, [], None
+            return ReadCall.failed("unreadable", f"No array at {read.get('list')}.")
         each = read.get("each") if isinstance(read.get("each"), dict) else {}
         assert isinstance(each, dict)
         items: list[dict[str, Any]] = []
@@ -292,7 +340,7 @@ class ReplyReads:
                     item[name] = str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
             if isinstance(item.get("id"), str) and isinstance(item.get("sender"), str):
                 items.append(item)
-        return None, items, None
+        return ReadCall(None, items, None, measures)
 
     async def _judge(
         self,
@@ -362,7 +410,7 @@ class ReplyReads:
         if because is None:
             data: dict[str, Any] = {"answer": answer, "answered_by": f"playbook:{scope.playbook}", "reply": reply}
             data.update({"server": server, "tool": tool})
-            settle = DueEntry(scope, target, SETTLE_KEY, now_utc(), {})
+            settle = DueEntry(scope, target, SETTLE_KEY, self.clock(), {})
             records = [NewRecord(REQUEST_ANSWERED, data, metadata)]
             due = DueWorkChanges(arm=[settle])
             result = "taken"
@@ -470,8 +518,10 @@ def telling_words(
     return how
 
 
-def woken_read(scope: PlaybookScope, replies_in: Mapping[str, Any], replies: Mapping[str, Any] | None) -> DueEntry:
+def woken_read(
+    scope: PlaybookScope, replies_in: Mapping[str, Any], replies: Mapping[str, Any] | None, now: datetime
+) -> DueEntry:
     """The read a delivery's `replies_in` wakes its conversation with: 5 s after (or the request's `wait`)."""
     return read_entry(
-        scope, str(replies_in["server"]), str(replies_in["tool"]), str(replies_in["key"]), 0, wait_floor(replies)
+        scope, str(replies_in["server"]), str(replies_in["tool"]), str(replies_in["key"]), 0, wait_floor(replies), now
     )

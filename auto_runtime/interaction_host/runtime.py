@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from auto_runtime.functions.function_type import Rejected, RunEnding, Succeeded
@@ -127,12 +127,15 @@ class InteractionRuntime:
         open_limit: int,
         tools: ToolServers | None = None,
         wake: Callable[[], None] = lambda: None,
+        clock: Callable[[], datetime] = now_utc,
     ) -> None:
         self.ledger = ledger
         self.runs = runs
         self.open_limit = open_limit
         self.wake = wake
-        self.deliveries = Deliveries(ledger, tools)
+        self.clock = clock
+        """The time requests start and due work is armed at (a test's own clock)."""
+        self.deliveries = Deliveries(ledger, tools, clock)
         """The delivery attempts; its `follow` runs beside the timer loop (`WorkflowRuntime.add_follower`)."""
         self._answerers: dict[str, RequestAnswerer] = {}
 
@@ -178,7 +181,7 @@ class InteractionRuntime:
             expires_at = datetime.fromisoformat(ending["expires_at"].replace("Z", "+00:00"))
             arm = [DueEntry(scope, run_id, EXPIRE_KEY, expires_at, {})]
             if ending.get("delivery") is not None:
-                arm.append(DueEntry(scope, run_id, attempt_key(1), now_utc(), {}))
+                arm.append(DueEntry(scope, run_id, attempt_key(1), self.clock(), {}))
             await self.ledger.append(
                 [StreamWrite(stream, expected, [started, requested])], due_work=DueWorkChanges(arm=arm)
             )
@@ -220,7 +223,7 @@ class InteractionRuntime:
                     retry_after=REQUESTS_FULL_RETRY_AFTER,
                 )
             )
-        requested_at = now_utc()
+        requested_at = self.clock()
         expires_at = requested_at + timedelta(milliseconds=document.expires_ms or 0)
         moment = iso_utc(requested_at)
         values = {"input": checked, "today": moment[:10], "now": moment}
@@ -358,7 +361,7 @@ class InteractionRuntime:
             payload: dict[str, Any] = {"kind": "requested", "by": caller_id}
             if reason is not None:
                 payload["reason"] = reason
-            entry = DueEntry(scope, state.run_id, CANCEL_KEY, now_utc(), payload)
+            entry = DueEntry(scope, state.run_id, CANCEL_KEY, self.clock(), payload)
             try:
                 await self.ledger.append(
                     [StreamWrite(stream, now.stream_version, [record])], due_work=DueWorkChanges(arm=[entry])
@@ -407,7 +410,7 @@ class InteractionRuntime:
             record = NewRecord(
                 REQUEST_ANSWERED, data, {**metadata, "causation_id": facts.requested.id, "by": caller_id}
             )
-            settle = DueEntry(scope, run_id, SETTLE_KEY, now_utc(), {})
+            settle = DueEntry(scope, run_id, SETTLE_KEY, self.clock(), {})
             try:
                 appended = await self.ledger.append(
                     [StreamWrite(stream, state.stream_version, [record])], due_work=DueWorkChanges(arm=[settle])
@@ -547,9 +550,8 @@ class InteractionRuntime:
             return [NewRecord(RUN_REJECTED, rejection.as_record(), {**caused, "by": by})]
         return None
 
-    @staticmethod
-    def _past(moment: str) -> bool:
-        return datetime.fromisoformat(moment.replace("Z", "+00:00")) <= datetime.now(UTC)
+    def _past(self, moment: str) -> bool:
+        return datetime.fromisoformat(moment.replace("Z", "+00:00")) <= self.clock()
 
     @staticmethod
     def _cancelled(entry: DueEntry, metadata: Mapping[str, Any], facts: RequestFacts) -> list[NewRecord]:
@@ -576,8 +578,9 @@ class InteractionRuntime:
         records.append(NewRecord(RUN_REJECTED, rejection.as_record(), {**metadata, "causation_id": cause, "by": by}))
         return records
 
-    @staticmethod
-    def _ending_due_work(scope: PlaybookScope, entry: DueEntry, state: RunState, ending: NewRecord) -> DueWorkChanges:
+    def _ending_due_work(
+        self, scope: PlaybookScope, entry: DueEntry, state: RunState, ending: NewRecord
+    ) -> DueWorkChanges:
         others = [DueKey(scope, entry.run_id, key) for key in (EXPIRE_KEY, SETTLE_KEY, CANCEL_KEY) if key != entry.key]
         arm: list[DueEntry] = []
         called_by = state.started_metadata.get("called_by")
@@ -586,5 +589,5 @@ class InteractionRuntime:
             status = "succeeded" if succeeded else "rejected"
             rejection = None if succeeded else {k: v for k, v in ending.data.items() if k != "record"}
             payload = answer_payload(caller_call_key(called_by), status, ending.data.get("output"), rejection)
-            arm.append(DueEntry(scope, str(called_by["run_id"]), answer_key(entry.run_id), now_utc(), payload))
+            arm.append(DueEntry(scope, str(called_by["run_id"]), answer_key(entry.run_id), self.clock(), payload))
         return DueWorkChanges(arm=arm, cancel=others, fire=[entry.due_key])

@@ -208,8 +208,10 @@ class McpTools:
     def _call_failure(self, error: BaseException, pending: Pending) -> Exception:
         known = pending.jsonrpc_id
         if pending.status == 429:
-            failure = ToolCallFailed("server_failure", "The tool server is limiting requests (HTTP 429).", known)
-            return _RateLimited(failure, pending.retry_after)
+            wait = pending.retry_after
+            extra = {"retry_after_ms": int(wait * 1000)} if wait is not None else {}
+            failure = ToolCallFailed("server_failure", "The tool server is limiting requests (HTTP 429).", known, extra)
+            return _RateLimited(failure, wait)
         found = mcp_error_in(error)
         if found is not None and found.error.code == mcp_types.INVALID_PARAMS:
             return ToolCallFailed("arguments_refused", self.secrets(found.error.message), known)

@@ -27,8 +27,10 @@ Rules:
   `fence()` tells the server's other parts (starts, sent events) whether it holds the lease.
 - Calls kept in the outbox (`outbox`) are dispatched by the loop's `CallDispatcher` in tasks of their own,
   outside the claim's time (a call may outlast it): one task per entry at a time, the entry marked fired
-  once the caller took the answer. A call's answer needs no fence: the caller's stream version guards it,
-  and a second dispatch runs nothing twice. A loop without a dispatcher leaves calls for one that has one.
+  once the caller took the answer. An entry in flight is no reason to sweep: the loop sleeps until the next
+  entry it is not carrying out, a wake (a dispatch that ends wakes it) or the sweep. A call's answer needs no
+  fence: the caller's stream version guards it, and a second dispatch runs nothing twice. A loop without a
+  dispatcher leaves calls for one that has one.
 - An input that breaks down inside the runtime (the engine raises, a state this server cannot read, an
   input too large to record) ends its run `failed` with an incident (`RunStore.fail_run`, the entry marked
   fired in that append), logged with the traceback, so one broken run never stops the others. A store that
@@ -61,6 +63,8 @@ from auto_runtime.ledger import (
     workflow_lease_lapse,
     workflow_lease_renewal,
 )
+from auto_runtime.ledger.due_work import MAX_DUE_LIMIT
+from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import answer_of, call_of, cancel_of, is_answer_key, is_call_key, is_cancel_key
 from auto_runtime.workflow_host.run_store import Applied, RunStore, RunStoreConflict, UnknownRun, now_ms
@@ -69,6 +73,8 @@ from auto_runtime.workflow_host.store_faults import FaultPause
 log = logging.getLogger("auto_runtime.workflows")
 
 DUE_BATCH = 100
+LATEST_DUE = datetime(9999, 1, 1, tzinfo=UTC)
+"""Later than any entry's due time: `due(LATEST_DUE)` reads the armed entries in due order."""
 FIRING_AT_ONCE = 16
 """Runs whose due entries fire at the same time within one sweep."""
 HELD_SHARE = 0.9
@@ -94,6 +100,7 @@ class TimerLoop:
         *,
         nested_runs: int = 32,
         handlers: Mapping[str, DueHandler] | None = None,
+        clock: Callable[[], datetime] = now_utc,
     ) -> None:
         self.store = store
         self.ledger = store.ledger
@@ -101,6 +108,8 @@ class TimerLoop:
         self.sweep = sweep
         self.dispatcher = dispatcher
         self.handlers = dict(handlers or {})
+        self.clock = clock
+        """The time entries are due against (a test's own clock; the claim's times stay Trio's)."""
         self.lapse = workflow_lease_lapse(sweep)
         self.calls = trio.CapacityLimiter(nested_runs)
         self.firing = trio.CapacityLimiter(FIRING_AT_ONCE)
@@ -115,6 +124,11 @@ class TimerLoop:
         """Sweeps made so far (the first, and one each time the loop was woken or its pause ran out)."""
         self._fault: LedgerUnavailable | None = None
         self.faults = FaultPause("the workflow timer loop")
+
+    @property
+    def in_flight(self) -> int:
+        """Calls dispatched and not yet taken by their callers (their entries stay armed meanwhile)."""
+        return len(self._in_flight)
 
     def wake(self) -> None:
         """Sweep now rather than at the next due time (after a run armed a timer or a call sooner than it)."""
@@ -187,7 +201,7 @@ class TimerLoop:
         more = True
         with trio.move_on_at(self._firing_until):
             limit = DUE_BATCH + len(self._in_flight)
-            entries = await self.ledger.due_work.due(datetime.now(UTC), limit=limit)
+            entries = await self.ledger.due_work.due(self.clock(), limit=limit)
             for entry in entries:
                 if is_call_key(entry.key):
                     if self.dispatcher is not None and entry.due_key not in self._in_flight:
@@ -212,10 +226,20 @@ class TimerLoop:
         if more:
             return timedelta(0)
         renewal = timedelta(seconds=max(self._renew_at - trio.current_time(), 0.0))
-        next_due = await self.ledger.due_work.next_due()
+        next_due = await self._next_due()
         if next_due is None:
             return min(self.sweep, renewal)
-        return max(min(self.sweep, renewal, next_due - datetime.now(UTC)), timedelta(0))
+        return max(min(self.sweep, renewal, next_due - self.clock()), timedelta(0))
+
+    async def _next_due(self) -> datetime | None:
+        """The earliest due time of an armed entry this loop is not carrying out already. A call in flight stays
+        armed (and past due) until its caller took the answer: it is no reason to sweep again, or the loop would
+        sweep at once, over and over, for as long as the call runs; its dispatch wakes the loop when it ends."""
+        if not self._in_flight:
+            return await self.ledger.due_work.next_due()
+        limit = min(len(self._in_flight) + 1, MAX_DUE_LIMIT)
+        earliest = await self.ledger.due_work.due(LATEST_DUE, limit=limit)
+        return next((entry.due_at for entry in earliest if entry.due_key not in self._in_flight), None)
 
     async def _fire_in_order(self, group: list[DueEntry], fence: LeaseFence, sweep: trio.CancelScope) -> None:
         """Fire one run's due entries in order; `LeaseLost` or `LedgerUnavailable` ends the whole sweep (nothing

@@ -12,16 +12,18 @@ It prints ``listening on http://127.0.0.1:<port>/mcp`` once it accepts connectio
 * ``picture``: answers one image block and no text;
 * ``crash``: raises inside the server, which answers a JSON-RPC internal error;
 * ``busy``: its first call of each pair is answered HTTP 429 with ``retry-after: 0``, the next ``not busy now``;
-* ``swamped``: every call is answered HTTP 429 with ``retry-after: 60``.
+* ``swamped``: every call is answered HTTP 429 with ``retry-after: 60`` (or its ``retry_after`` argument).
 
 With ``--interaction-tools`` it also lists the tools the interaction tests call:
 
 * ``list_invoices`` (``readOnlyHint: true``): answers ``structuredContent`` ``{"invoices": [...]}``, ``limit``
   invoices of the ``customer`` it is given, each ``{"id": "<customer>-<n>", "total": <n>}``;
 * ``say``: answers its ``text`` argument as one text block (JSON when the text is JSON); not read-only;
+* ``hang``: never answers (the caller's own timeout ends the call);
 * ``replies`` (``readOnlyHint: true``): answers ``structuredContent`` ``{"items": [...]}``: one reply
   ``{"key": "<parent>-reply", "author": <who>, "body": <words>, "parent": <parent>}`` while ``since`` is empty,
-  none after (a reader that keeps its cursor reads it once).
+  none after (a reader that keeps its cursor reads it once); with ``count`` N, N such replies, the n-th from
+  the second on keyed ``<parent>-reply-<n>``.
 
 With ``--extra-tools N`` it also lists ``N`` more tools, ``extra_1`` to ``extra_N`` (``Extra tool <n>.``), which
 answer ``extra <n>``.
@@ -97,6 +99,7 @@ INTERACTION_TOOLS = [
         annotations=types.ToolAnnotations(read_only_hint=True),
     ),
     types.Tool(name="say", description="Says its text back.", input_schema={"type": "object"}),
+    types.Tool(name="hang", description="Never answers.", input_schema={"type": "object"}),
     types.Tool(
         name="replies",
         description="Lists the replies to a message.",
@@ -145,11 +148,15 @@ def build(log: Path | None, extra: int = 0, interaction: bool = False) -> Server
             )
         if params.name == "replies" and interaction:
             parent = str(arguments.get("parent"))
-            reply = {"key": f"{parent}-reply", "author": arguments.get("who"), "body": arguments.get("words")}
-            items = [] if arguments.get("since") else [{**reply, "parent": parent}]
+            count = int(arguments.get("count", 1))
+            keys = [f"{parent}-reply", *(f"{parent}-reply-{n}" for n in range(2, count + 1))]
+            replies = [{"key": key, "author": arguments.get("who"), "body": arguments.get("words")} for key in keys]
+            items = [] if arguments.get("since") else [{**reply, "parent": parent} for reply in replies]
             return types.CallToolResult(
                 content=[types.TextContent(text=json.dumps({"items": items}))], structured_content={"items": items}
             )
+        if params.name == "hang" and interaction:
+            await trio.sleep_forever()
         if params.name == "say" and interaction:
             return types.CallToolResult(content=[types.TextContent(text=str(arguments.get("text")))])
         if params.name.startswith("extra_"):
@@ -194,9 +201,10 @@ class App:
             return None
         if not isinstance(message, dict) or message.get("method") != "tools/call":
             return None
-        name = (message.get("params") or {}).get("name")
+        params = message.get("params") or {}
+        name = params.get("name")
         if name == "swamped":
-            return "60"
+            return str((params.get("arguments") or {}).get("retry_after", 60))
         if name == "busy":
             self.busy_calls += 1
             return "0" if self.busy_calls % 2 == 1 else None

@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import trio
 import trio.testing
 
+from auto_runtime.functions.computation.computation_type import ComputationType
+from auto_runtime.functions.registry import function_types
 from auto_runtime.ledger import DueEntry, Ledger, NewRecord, StreamWrite, uuid7
 from auto_runtime.ledger.sqlite.store import SqliteLedger
+from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.sandbox.checker import Checkers
+from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.interruption import RunControl
+from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.run_store import RunStore
 from auto_runtime.workflow_host.timer_loop import TimerLoop
-from tests.workflow_host.conftest import SCOPE, definition
+from tests.workflow_host.conftest import DOUBLE, SCOPE, definition
 
 WAIT_THEN_SET = "do:\n  - pause: { wait: PT0.1S }\n  - done: { set: { done: true } }\n"
 WAIT_THEN_CALL = (
@@ -218,3 +228,50 @@ async def test_a_fresh_claim_is_not_claimed_again_until_it_is_due_for_renewal(
     renewed = await ledger.lease().holder()
     assert renewed.holder == "server-a" and renewed.fencing == first.fencing
     assert renewed.until is not None and renewed.until > first.until
+
+
+async def test_the_loop_sleeps_while_a_call_is_in_flight(
+    ledger: Ledger, store: RunStore, engine: SandboxEngine
+) -> None:
+    """A call in flight keeps its entry armed and past due until its caller took the answer; the loop must not
+    sweep again for it. The test holds the sandbox's only worker, so the call waits in flight until released."""
+    run_id = str(uuid7())
+    source = "do:\n  - double: { call: run_definition, with: { type: computation, name: double, input: { n: 4 } } }\n"
+    pool = SandboxPool(engine, 1, wait_seconds=BOUND_SECONDS)
+    checkers: Checkers[object] = Checkers()
+    held, occupied = threading.Event(), threading.Event()
+
+    def occupy(control: RunControl) -> tuple[None, bool]:
+        occupied.set()
+        held.wait(BOUND_SECONDS)
+        return None, False
+
+    try:
+        types = function_types(ComputationType(engine, pool, checkers))
+        definitions = DefinitionRegistry(ledger, types)
+        async with definitions.actors.serving(), trio.open_nursery() as nursery:
+            await definitions.create(SCOPE, "computation", "double", DOUBLE, "tester")
+            nursery.start_soon(pool.workers.submit, occupy, RunControl(time.monotonic() + BOUND_SECONDS))
+            await trio.to_thread.run_sync(occupied.wait, BOUND_SECONDS)
+            loop = TimerLoop(
+                store, "server-a", timedelta(hours=1), CallDispatcher(store, RunService(ledger, definitions, types))
+            )
+            await nursery.start(loop.run)
+            await store.start_run(SCOPE, run_id, definition(source), {}, "caller-1")
+            loop.wake()
+            with trio.fail_after(BOUND_SECONDS):
+                while not loop.in_flight:  # noqa: ASYNC110 (the dispatch's start is no event the test can await)
+                    await trio.sleep(0.01)
+            before = loop.sweeps
+            for _ in range(50):  # the ledger's round trips, during which a busy loop would sweep again and again
+                await ledger.fetch("SELECT 1 AS one", [])
+            assert loop.sweeps - before <= 1, "the loop swept again while only the call in flight was due"
+            held.set()
+            assert await ended(ledger, run_id) == "succeeded"
+            nursery.cancel_scope.cancel()
+    finally:
+        held.set()
+        pool.close()
+        checkers.close()
+    records = await ledger.read_stream(run_stream(SCOPE, run_id))
+    assert records[-1].data["output"] == {"n": 8}

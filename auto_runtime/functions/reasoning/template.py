@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from liquid import BlockNode, BoundTemplate, Environment, FalsyStrictUndefined, Node, RenderContext, Tag, Undefined
 from liquid.builtin.content import ContentNode
-from liquid.builtin.output import Output, OutputNode
+from liquid.builtin.output import OutputNode
 from liquid.builtin.tags.for_tag import BreakNode, ContinueNode, ForNode
 from liquid.builtin.tags.tablerow_tag import TablerowNode
 from liquid.exceptions import (
@@ -42,6 +42,7 @@ from liquid.undefined import UNDEFINED
 
 from auto_runtime.functions.reasoning.front_matter import escape
 from auto_runtime.functions.reasoning.liquid_filters import FILTERS
+from auto_runtime.functions.reasoning.property_tokens import PropertyLiquidTag, PropertyOutput, PropertyTokenStream
 
 MAX_TEMPLATE_CHARS = 65_536
 MAX_NAMES = 1000
@@ -295,9 +296,14 @@ class SystemTag(Tag):
 
 
 class PromptEnvironment(Environment):
+    """A property name after a dot is never a keyword (`input.limit`, property_tokens)."""
+
     block_nesting_limit = MAX_NESTING
     context_depth_limit = MAX_NESTING + 30
     template_class = _PromptTemplate
+
+    def _parse(self, source: str) -> list[Node]:
+        return get_parser(self).parse(PropertyTokenStream(self.tokenizer()(source)))
 
 
 class _TextOutputNode(OutputNode):
@@ -312,7 +318,7 @@ class _TextOutputNode(OutputNode):
         return buffer.write(to_liquid_string(value, context.autoescape))
 
 
-class _TextOutput(Output):
+class _TextOutput(PropertyOutput):
     node_class = _TextOutputNode
 
 
@@ -322,8 +328,10 @@ def _environment(*, prompt: bool = True) -> PromptEnvironment:
         del environment.tags[tag]
     for name in REMOVED_FILTERS:
         del environment.filters[name]
+    environment.add_tag(PropertyLiquidTag)
     if prompt:
         environment.add_tag(SystemTag)
+        environment.add_tag(PropertyOutput)
     else:
         environment.add_tag(_TextOutput)
     for name, func in FILTERS.items():

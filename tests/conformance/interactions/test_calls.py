@@ -3,6 +3,7 @@ real server and a real MCP tool server."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -110,6 +111,58 @@ def test_a_call_answers_the_value_at_read_and_records_its_call(
     problem(answer(client, playbook, run_id, {}), 409, "conflict")
     problem(client.post(f"{playbook}/runs/{run_id}/cancel", json={}), 409, "conflict")
     assert run(client, playbook, "invoices", {"customer": "c-7", "count": 2}, run_id).json()["output"] == body["output"]
+
+
+SPEC_EXAMPLE = """---
+description: Read the unpaid invoices of one customer from the billing API
+call:
+  server: billing
+  tool: list_invoices
+  with: { customer: '{{ input.customer }}', status: unpaid, limit: '{{ input.limit }}' }
+  read: /invoices
+input:
+  schema:
+    type: object
+    required: [customer, limit]
+    properties: { customer: { type: string }, limit: { type: integer } }
+output:
+  schema:
+    type: array
+    items: { type: object, required: [id, total], properties: { id: { type: string }, total: { type: number } } }
+---
+"""
+
+KEYWORD_QUESTION = """---
+to: '{{ input.for }}'
+expires: PT1H
+input:
+  schema:
+    type: object
+    required: [for, with, offset]
+    properties: { for: { type: string }, with: { type: string }, offset: { type: integer }, in: { type: string } }
+output:
+  schema: { type: object, required: [ok], properties: { ok: { type: boolean } } }
+---
+Ship {{ input.with }} at {{ input.offset }}{% if input.in %} in {{ input.in }}{% endif %}?
+"""
+
+
+def test_the_specs_example_reads_a_property_named_like_a_keyword(
+    client: httpx.Client, billing: McpToolServerProcess
+) -> None:
+    playbook = new_playbook(client)
+    defined(client, playbook, "invoices", SPEC_EXAMPLE)
+    response = run(client, playbook, "invoices", {"customer": "c-9", "limit": 3})
+    assert response.status_code == 200, response.text
+    assert response.json()["output"] == [{"id": f"c-9-{n}", "total": n} for n in (1, 2, 3)]
+    call = [c for c in billing.calls() if c["name"] == "list_invoices" and c["arguments"]["customer"] == "c-9"][-1]
+    assert call["arguments"]["limit"] == 3
+    defined(client, playbook, "ship", KEYWORD_QUESTION)
+    run_id = str(uuid.uuid4())
+    asked = ask(client, playbook, "ship", {"for": "ana", "with": "v2", "offset": 4, "in": "eu"}, run_id)
+    assert asked.status_code == 200, asked.text
+    [item] = open_requests(client, playbook)["interactions"]
+    assert (item["to"], item["message"]) == ("ana", "Ship v2 at 4 in eu?\n")
 
 
 def test_a_call_that_cannot_run_sends_nothing(client: httpx.Client, billing: McpToolServerProcess) -> None:
@@ -357,7 +410,7 @@ def playbook_events(client: httpx.Client, playbook: str) -> list[dict[str, Any]]
     return events
 
 
-def test_a_reply_from_the_answerer_answers_the_question(client: httpx.Client) -> None:
+def test_a_reply_from_the_answerer_answers_the_question(client: httpx.Client, billing: McpToolServerProcess) -> None:
     playbook = new_playbook(client)
     defined(client, playbook, "deploy", REPLIED.replace("WORDS", "Ship! after the freeze"))
     run_id = str(uuid.uuid4())
@@ -372,6 +425,25 @@ def test_a_reply_from_the_answerer_answers_the_question(client: httpx.Client) ->
     [read] = [event for event in playbook_events(client, playbook) if event["type"] == "replies_read"]
     assert read["data"]["conversation"] == "r-1" and read["data"]["since"] == "m-0-reply"
     assert read["data"]["taken"] == 1 and read["data"]["refused"] == 0
+    call = [c for c in billing.calls() if c["name"] == "replies" and c["arguments"].get("parent") == "m-0"][-1]
+    arguments = json.dumps(call["arguments"], ensure_ascii=False, separators=(",", ":"))
+    assert read["data"]["arguments_bytes"] == len(arguments.encode("utf-8"))
+    assert read["data"]["arguments_sha256"] == hashlib.sha256(arguments.encode("utf-8")).hexdigest()
+    assert read["data"]["result_bytes"] > 0 and len(read["data"]["result_sha256"]) == 64
+    assert read["data"]["content_kept"] is True and isinstance(read["data"]["duration_ms"], int)
+
+
+def test_a_read_through_a_server_that_keeps_no_content_keeps_only_sizes(client: httpx.Client) -> None:
+    playbook = new_playbook(client)
+    source = REPLIED.replace("WORDS", "Ship!").replace("server: billing", "server: private")
+    defined(client, playbook, "deploy", source)
+    run_id = str(uuid.uuid4())
+    assert ask(client, playbook, "deploy", {"lead": "ana"}, run_id).status_code == 200
+    assert ended(client, playbook, run_id)["output"] == {"decision": "go"}
+    [read] = [event for event in playbook_events(client, playbook) if event["type"] == "replies_read"]
+    assert read["data"]["content_kept"] is False and read["data"]["server"] == "private"
+    assert read["data"]["arguments_bytes"] > 0 and read["data"]["result_bytes"] > 0
+    assert "arguments_sha256" not in read["data"] and "result_sha256" not in read["data"]
 
 
 def test_a_reply_that_gives_no_answer_is_refused_and_the_question_stays_open(client: httpx.Client) -> None:

@@ -80,6 +80,20 @@ def test_a_cancelled_request_raises_cancelled_in_the_workflow(client: httpx.Clie
     assert run["output"] == {"caught": "https://on.auto/problems/cancelled", "kind": "requested"}
 
 
+def test_a_cancelled_request_the_workflow_does_not_catch_rejects_it_invalid_input(client: httpx.Client) -> None:
+    """workflow-format §8 and the seeds: an uncaught child cancellation (409) rejects the workflow
+    `invalid_input`, not `cancelled`, since the workflow itself was not cancelled."""
+    playbook = new_playbook(client)
+    defined(client, playbook, "deploy", QUESTION)
+    saved(client, playbook, "asking", ASKING)
+    flow = start_flow(client, playbook, "asking", {"lead": "ana"})
+    request = callee_of(client, playbook, flow)
+    assert client.post(f"{playbook}/runs/{request}/cancel", json={}).status_code == 200
+    run = ended(client, playbook, flow)
+    assert run["status"] == "rejected", run
+    assert run["rejection"]["reason"] == "invalid_input" and "kind" not in run["rejection"], run
+
+
 def test_cancelling_the_workflow_cancels_the_request_parent_ended(client: httpx.Client) -> None:
     playbook = new_playbook(client)
     defined(client, playbook, "deploy", QUESTION)

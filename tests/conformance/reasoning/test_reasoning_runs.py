@@ -129,6 +129,39 @@ def test_a_text_run_and_an_alias(reasoning_server: ServerProcess, reasoning_gate
         assert record["model"]["resolved"] == f"fake/anthropic/{model}"
 
 
+KEYWORD_PROPERTIES = """---
+model: fake/{model}
+input:
+  schema:
+    type: object
+    properties:
+      limit: {{ type: integer }}
+      offset: {{ type: integer }}
+      for: {{ type: string }}
+      with: {{ type: string }}
+      items: {{ type: array, items: {{ type: string }} }}
+    additionalProperties: false
+---
+Show {{{{ input.limit }}}} from {{{{ input.offset }}}} for {{{{ input.for }}}} with {{{{ input.with }}}}:
+{{% for item in input.items limit: input.limit offset: input.offset %}}{{{{ item }}}};{{% endfor %}}
+"""
+
+
+def test_a_property_named_like_a_keyword_is_read_after_a_dot(
+    reasoning_server: ServerProcess, reasoning_gateway: FakeGatewayProcess
+) -> None:
+    model = reasoning_gateway.new_script({"content": "done"})
+    value = {"limit": 2, "offset": 1, "for": "Ada", "with": "care", "items": ["a", "b", "c", "d"]}
+    with reasoning_server.client() as client:
+        playbook = new_playbook(client)
+        created = _create(client, playbook, "keywords", KEYWORD_PROPERTIES.format(model=model))
+        assert created.status_code == 201, created.text
+        run = _run(client, playbook, "keywords", {"input": value})
+        assert run.status_code == 200, run.text
+    sent = reasoning_gateway.requests(model)[-1]["body"]["messages"][-1]["content"]
+    assert sent == "Show 2 from 1 for Ada with care:\nb;c;\n"
+
+
 def test_input_endings_keep_no_record(reasoning_server: ServerProcess, reasoning_gateway: FakeGatewayProcess) -> None:
     model = reasoning_gateway.new_script()
     with reasoning_server.client() as client:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from auto_runtime.functions.reasoning.property_tokens import KEYWORDS as KEYWORD_TOKENS
 from auto_runtime.functions.reasoning.template import (
     ENVIRONMENT,
     MAX_NESTING,
@@ -276,3 +277,37 @@ def test_a_slow_render_stops_the_run() -> None:
     )
     with pytest.raises(RenderProblem, match="200 ms"):
         message(source)
+
+
+KEYWORDS = sorted(KEYWORD_TOKENS)
+
+
+@pytest.mark.parametrize("word", KEYWORDS)
+@pytest.mark.parametrize("prompt", [True, False])
+def test_a_word_after_a_dot_is_a_property_never_a_keyword(word: str, prompt: bool) -> None:
+    value = {word: "v", "items": [1, 2, 3], "nested": {word: {word: "deep"}}}
+    closed = frozenset(value)
+    sources = {
+        f"{{{{ input.{word} }}}}": "v",
+        f"{{{{ input.{word} | upcase }}}}": "V",
+        f"{{{{ input.nested.{word}.{word} }}}}": "deep",
+        f"{{% if input.{word} and true %}}yes{{% endif %}}": "yes",
+        f"{{% assign x = input.{word} %}}{{{{ x }}}}": "v",
+        f"{{% case input.{word} %}}{{% when 'v' %}}case{{% endcase %}}": "case",
+        f"{{% liquid\necho input.{word}\n%}}": "v",
+    }
+    for source, expected in sources.items():
+        parsed = parse_template(source, 1, closed, prompt=prompt)
+        assert isinstance(parsed, Template), (source, parsed)
+        assert render(parsed, value, "2026-10-05", "now").message == expected, source
+
+
+def test_the_keywords_keep_their_meaning_where_no_dot_precedes_them() -> None:
+    value = {"limit": 2, "offset": 1, "items": ["a", "b", "c", "d"]}
+    loop = "{% for x in input.items limit: input.limit offset: input.offset reversed %}{{ x }}{% endfor %}"
+    assert message(loop, value) == "cb"
+    assert message("{% if true and input.limit == 2 or false %}ok{% endif %}", value) == "ok"
+    assert message("{% if input.items contains 'a' %}in{% endif %}", value) == "in"
+    assert message("{% for x in (1..3) limit: input.limit %}{{ x }}{% endfor %}", value) == "12"
+    problem = parse_template("{% for x in input.items limit %}{% endfor %}", 1, None)
+    assert isinstance(problem, list) and "cannot be read" in problem[0].words
