@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -38,6 +39,13 @@ from auto_runtime.tools.scrubbing import SecretSet
 from auto_runtime.tools.servers import ContentBlock, ToolCallFailed, ToolCallResult, ToolServerFailed
 
 ERROR_TEXT_CHARS = 4096
+
+
+@dataclass(frozen=True)
+class RateLimited:
+    """A 429 answer: the wait its `Retry-After` asked for, or None when it named none (never waited out)."""
+
+    wait: float | None
 
 
 class OpenApiServer:
@@ -90,14 +98,17 @@ class OpenApiServer:
         if document is None or operation is None:
             raise ToolCallFailed("server_failure", f"The tool server {self.name} offers no tool {tool}.")
         url, query = self._address(document, operation, arguments)
+        asked: float | None = None
         for attempt in range(RATE_LIMIT_TRIES):
-            response_or_wait = await self._send(operation, url, query, arguments)
-            if isinstance(response_or_wait, ToolCallResult):
-                return response_or_wait
-            if attempt == RATE_LIMIT_TRIES - 1 or response_or_wait > self.limits.longest_wait:
+            response_or_limited = await self._send(operation, url, query, arguments)
+            if isinstance(response_or_limited, ToolCallResult):
+                return response_or_limited
+            asked = response_or_limited.wait
+            if attempt == RATE_LIMIT_TRIES - 1 or asked is None or asked > self.limits.longest_wait:
                 break
-            await trio.sleep(response_or_wait)
-        raise ToolCallFailed("server_failure", "The API is limiting requests (HTTP 429).")
+            await trio.sleep(asked)
+        extra = {"retry_after_ms": int(asked * 1000)} if asked is not None else {}
+        raise ToolCallFailed("server_failure", "The API is limiting requests (HTTP 429).", None, extra)
 
     def _address(
         self, document: ApiDocument, operation: Operation, arguments: Mapping[str, Any]
@@ -159,8 +170,8 @@ class OpenApiServer:
 
     async def _send(
         self, operation: Operation, url: str, query: list[tuple[str, str]], arguments: Mapping[str, Any]
-    ) -> ToolCallResult | float:
-        """One request (and one more on a 401 when a token was minted); a float is a 429's wait."""
+    ) -> ToolCallResult | RateLimited:
+        """One request (and one more on a 401 when a token was minted), or the 429 that answered it."""
         try:
             with trio.fail_after(self.limits.call):
                 headers, secret_query, minted = await self._credentials(operation)
@@ -207,12 +218,11 @@ class OpenApiServer:
             await response.aclose()
         return response, bytes(body)
 
-    def _read(self, response: httpx2.Response, body: bytes) -> ToolCallResult | float:
+    def _read(self, response: httpx2.Response, body: bytes) -> ToolCallResult | RateLimited:
         status = response.status_code
         request_id = self._request_id(response)
         if status == 429:
-            wait = retry_after_seconds(dict(response.headers.items()))
-            return wait if wait is not None else self.limits.longest_wait + 1
+            return RateLimited(retry_after_seconds(dict(response.headers.items())))
         if status == 401:
             raise ToolCallFailed("server_failure", f"The API of {self.name} refused the runtime's key (HTTP 401).")
         if status >= 500:

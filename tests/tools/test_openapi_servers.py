@@ -147,6 +147,8 @@ async def test_responses_are_read_as_an_mcp_servers_results(tools: ToolServerSet
         with pytest.raises(ToolCallFailed) as failed:
             await tools.call("acme", "sales", tool(name), {}, "r")
         assert failed.value.because == because, name
+        if name == "swamped":
+            assert failed.value.extra == {"retry_after_ms": 60_000}
 
 
 async def test_a_key_the_api_refuses_is_a_server_failure(openapi_service: HttpFakeProcess) -> None:
