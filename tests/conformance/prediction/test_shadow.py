@@ -28,11 +28,9 @@ LATER = SMALL + b"2026-01,a,13\n2026-01,b,5\n"
 def _built(
     prediction_server: PredictionServer, client: httpx.Client, playbook: str, function: str, model: bytes
 ) -> dict[str, Any]:
-    assert prediction_server.database_url is not None
-    scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
     run_id = _build(client, function).json()["run_id"]
     digest = _upload(client, playbook, run_id, model).json()["candidate"]
-    _inbox(prediction_server.database_url, scope, run_id, {"candidates": [digest]})
+    _inbox(client, playbook, run_id, {"candidates": [digest]})
     run = _ended(client, playbook, run_id)
     assert run["status"] == "succeeded", run
     output: dict[str, Any] = run["output"]
@@ -55,7 +53,7 @@ def _newer_dataset(client: httpx.Client, playbook: str, function: str) -> None:
 @pytest.fixture
 def url(prediction_server: PredictionServer) -> str:
     if prediction_server.database_url is None:
-        pytest.skip("the answer is written by another process, which a SQLite ledger does not let in")
+        pytest.skip("the models stream is read through a second ledger client, which a SQLite ledger does not let in")
     return prediction_server.database_url
 
 
