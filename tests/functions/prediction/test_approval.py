@@ -6,7 +6,8 @@ built while the function names `approve` waits `awaiting_approval`; the runtime 
 
 `Approver` is the real interaction type with runs that answer at once what the test sets (the conformance test
 `test_full_cycle` answers the approving request through the inbox instead). No timer loop or follower runs here:
-the test fires the due entries with the workflow lease's fence and hands the approving run's ending to the follower's hook, as the lease holder would."""
+the test fires the due entries with the workflow lease's fence and hands the approving run's ending to the
+follower's hook, as the lease holder would."""
 
 from __future__ import annotations
 
