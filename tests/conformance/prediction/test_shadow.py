@@ -3,7 +3,8 @@ predicts right after its build (`shadow_predicted`), and when a new document ver
 reaches the predicted period it is graded (`shadow_graded`), decided (`shadow_passed` / `shadow_failed`) and,
 passing, activated by rule `shadow_passed`; the standing shows each state.
 
-The builds' answers are written by this test process (as the inbox would), so these run on PostgreSQL."""
+The builds are answered through `answer_interaction`, and the models stream is read beside the server, on both
+ledgers."""
 
 from __future__ import annotations
 
