@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import sqlite3
 import time
+from contextlib import closing
 from typing import Any
 
 import httpx
@@ -11,6 +14,7 @@ import trio
 
 from auto_runtime.ledger import PlaybookScope, open_ledger
 from auto_runtime.server import RUNTIME_PROJECTIONS
+from tests.conformance.prediction.conftest import PredictionServer
 
 WAIT_BOUND_SECONDS = 60.0
 
@@ -73,21 +77,34 @@ def create(client: httpx.Client, playbook: str, name: str, source: str) -> httpx
     return client.post(f"{playbook}/definitions/prediction", json={"name": name, "source": source})
 
 
-def models_events(url: str, scope: PlaybookScope) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+def models_events(server: PredictionServer, scope: PlaybookScope) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """The function `units`' models stream as the server recorded it: read through a second ledger client on
+    PostgreSQL, and from the SQLite file opened read-only (the server holds it for writing alone)."""
+    stream = scope.stream("models", "units")
+    if server.database_url is None:
+        path = server.server.folder / "ledger.db"
+        query = "SELECT type, data, metadata FROM ledger_records WHERE stream = ? ORDER BY position"
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            rows = conn.execute(query, (stream,)).fetchall()
+        return [(str(kind), json.loads(data), json.loads(metadata)) for kind, data, metadata in rows]
+    url = server.database_url
+
     async def read() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
         async with open_ledger(None, url, RUNTIME_PROJECTIONS) as ledger:
-            records = await ledger.read_stream(scope.stream("models", "units"))
+            records = await ledger.read_stream(stream)
             return [(record.type, dict(record.data), dict(record.metadata)) for record in records]
 
     return trio.run(read)
 
 
-def waited_for(url: str, scope: PlaybookScope, kind: str, count: int = 1) -> list[tuple[str, dict[str, Any]]]:
+def waited_for(
+    server: PredictionServer, scope: PlaybookScope, kind: str, count: int = 1
+) -> list[tuple[str, dict[str, Any]]]:
     """The models stream once it holds `count` records of `kind` (polled within a bound, not timed)."""
     deadline = time.monotonic() + WAIT_BOUND_SECONDS
     while time.monotonic() < deadline:
-        events = models_events(url, scope)
+        events = models_events(server, scope)
         if sum(1 for event in events if event[0] == kind) >= count:
             return [(kind_, data) for kind_, data, _ in events]
         time.sleep(0.1)
-    raise AssertionError(f"no {kind} within {WAIT_BOUND_SECONDS} s: {models_events(url, scope)}")
+    raise AssertionError(f"no {kind} within {WAIT_BOUND_SECONDS} s: {models_events(server, scope)}")

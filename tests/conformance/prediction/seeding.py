@@ -1,26 +1,15 @@
-"""Playbooks with interaction functions, written into a ledger before the prediction tests' server starts.
+"""Playbooks with interaction functions for the prediction tests, created through the real server.
 
-A prediction function names an interaction function as its `trainer` (prediction-format §3), and its save reads
-that function from the `definitions` projection. Until the interaction type is served, its functions are saved
-here through the real definition registry, with `InteractionDocuments` standing in for the interaction type's
-save-time check: it keeps what the projection shows of a document (its `output.schema`) and checks nothing.
-Once interaction functions can be created over HTTP, `seed` can create these documents with `create_definition`.
+A prediction function names an interaction function as its `trainer` and may name one as its `approve`
+(prediction-format §3); its save reads that function from the `definitions` projection. `seed` creates a playbook
+and these functions with `create_definition`, so the interaction type checks each document as it would any.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+import httpx
 
-import trio
-import yaml
-
-from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest
-from auto_runtime.ledger import PlaybookScope, open_ledger
-from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
-from auto_runtime.problems import Rejection
-from auto_runtime.server import RUNTIME_PROJECTIONS
+from tests.conformance.helpers import new_playbook
 
 ORG = "acme"
 TRAINER = """---
@@ -114,41 +103,11 @@ INTERACTIONS = {
 }
 
 
-class InteractionDocuments:
-    """Stands in for the interaction type's save: the document's `output.schema` as its output schema."""
-
-    name = "interaction"
-
-    async def check(self, source: str) -> CheckedDocument:
-        front = yaml.safe_load(source.split("---")[1]) or {}
-        schema: Any = (front.get("output") or {}).get("schema")
-        return CheckedDocument(
-            media_type="text/markdown",
-            description=front.get("description"),
-            input_schema=None,
-            output_schema=schema,
-            shape=None,
-            overview="An interaction function.\n",
-        )
-
-    async def parse(self, source: str) -> Any:
-        return source
-
-    async def run(self, request: RunRequest) -> RunEnding:
-        return Rejected(Rejection("unavailable", "interaction functions do not run in these tests"))
-
-
-async def _seed(ledger_file: Path | None, database_url: str | None, playbooks: list[str]) -> None:
-    async with open_ledger(ledger_file, database_url, RUNTIME_PROJECTIONS) as ledger:
-        registry = PlaybookRegistry(ledger)
-        definitions = DefinitionRegistry(ledger, {"interaction": InteractionDocuments()})  # type: ignore[dict-item]
-        async with registry.actors.serving(), definitions.actors.serving():
-            for playbook in playbooks:
-                await registry.create(ORG, playbook, "Forecasts", "", "local")
-                for name, source in INTERACTIONS.items():
-                    await definitions.create(PlaybookScope(ORG, playbook), "interaction", name, source, "local")
-
-
-def seed(ledger_file: Path | None, database_url: str | None, playbooks: list[str]) -> None:
-    """Creates `playbooks` in the org `acme`, each with the interaction functions of `INTERACTIONS`."""
-    trio.run(_seed, ledger_file, database_url, playbooks)
+def seed(client: httpx.Client) -> str:
+    """A new playbook in the org `acme` with the interaction functions of `INTERACTIONS`, created through the
+    real server (`create_playbook`, `create_definition`); its URL prefix."""
+    playbook = new_playbook(client, ORG)
+    for name, source in INTERACTIONS.items():
+        response = client.post(f"{playbook}/definitions/interaction", json={"name": name, "source": source})
+        assert response.status_code == 201, response.text
+    return playbook

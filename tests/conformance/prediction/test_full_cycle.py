@@ -1,29 +1,26 @@
 """The full cycle of a prediction function through the real server (issue 20's acceptance; prediction-format
 §7–§10, §12): upload, build, candidates, the trainer's answer, scoring, the version's activation, a question.
 
-The answer goes through `BuildRequests`, the interface `answer_interaction` calls for a build (settled point 16),
-from this test process straight to the server's ledger, as the inbox would record it. That needs a ledger two
-processes may write to, so the cycle runs on PostgreSQL; the SQLite server holds its file alone
-(`tests/functions/prediction/test_cycle_on_sqlite.py` runs the cycle on SQLite in one process).
+The build's request is read from `list_interactions` and answered with `answer_interaction` (settled point 16),
+over HTTP, on both ledgers. A function naming `approve` waits for its approving run, an interaction run whose
+request the test answers through the inbox too.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
-import trio
 
-from auto_runtime.functions.prediction.build_requests import BuildRequests
-from auto_runtime.functions.prediction.builds import Builds
-from auto_runtime.functions.prediction.datasets import Datasets
-from auto_runtime.ledger import PlaybookScope, open_ledger
-from auto_runtime.server import RUNTIME_PROJECTIONS
+from auto_runtime.functions.prediction.brief import request_message
+from auto_runtime.functions.prediction.build_facts import ANSWER_SCHEMA
+from auto_runtime.ledger import PlaybookScope
 from tests.conformance.helpers import problem
 from tests.conformance.prediction.conftest import PredictionServer
-from tests.conformance.prediction.helpers import waited_for
 from tests.conformance.prediction.test_builds import _build, _function, _history
 from tests.conformance.prediction.test_candidates import _upload
 from tests.functions.prediction.onnx_models import candidate
@@ -34,14 +31,28 @@ NOT_FINITE = candidate([[0], [1]], [0.5], bias=[float("nan")])
 SCORING_BOUND_SECONDS = 60.0
 
 
-def _inbox(url: str, scope: PlaybookScope, run_id: str, answer: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    async def act() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        async with open_ledger(None, url, RUNTIME_PROJECTIONS) as ledger:
-            requests = BuildRequests(Builds(ledger, Datasets(ledger), 4))
-            listed = await requests.open_requests(scope)
-            return listed, await requests.answer(scope, run_id, answer, "the data team", "key:trainer")
+def listed(client: httpx.Client, playbook: str, **filters: Any) -> list[dict[str, Any]]:
+    """The playbook's open requests, as `list_interactions` lists them."""
+    response = client.get(f"{playbook}/interactions", params=filters)
+    assert response.status_code == 200, response.text
+    items: list[dict[str, Any]] = response.json()["interactions"]
+    return items
 
-    return trio.run(act)
+
+def answered(client: httpx.Client, playbook: str, run_id: str, answer: Any, **extra: Any) -> httpx.Response:
+    """`answer_interaction` on the run `run_id`."""
+    return client.post(f"{playbook}/runs/{run_id}/answer", json={"answer": answer, **extra})
+
+
+def _inbox(
+    client: httpx.Client, playbook: str, run_id: str, answer: Any
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The open requests before the answer, and the answer's fact: the build's request answered through the inbox."""
+    before = listed(client, playbook)
+    response = answered(client, playbook, run_id, answer, claimed_for="the data team")
+    assert response.status_code == 200, response.text
+    fact: dict[str, Any] = response.json()
+    return before, fact
 
 
 def _ended(client: httpx.Client, playbook: str, run_id: str) -> dict[str, Any]:
@@ -58,18 +69,36 @@ def _ended(client: httpx.Client, playbook: str, run_id: str) -> dict[str, Any]:
 def test_upload_build_candidates_answer_scoring_activation_and_a_question(
     prediction_server: PredictionServer, client: httpx.Client, playbook: str
 ) -> None:
-    if prediction_server.database_url is None:
-        pytest.skip("the answer is written by another process, which a SQLite ledger does not let in")
     function = _function(client, playbook)
     problem(client.post(f"{function}/run", json={"input": {"series": "a"}}), 409, "conflict", "no_version")
     run_id = _build(client, function).json()["run_id"]
     digests = [_upload(client, playbook, run_id, model).json()["candidate"] for model in (NAIVE, LINEAR, NOT_FINITE)]
     scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
-    listed, fact = _inbox(prediction_server.database_url, scope, run_id, {"candidates": digests})
-    assert [request["run_id"] for request in listed] == [run_id]
-    assert listed[0]["type"] == "prediction" and listed[0]["function"] == "units" and listed[0]["version"] == 1
-    assert listed[0]["to"] == "units-trainers" and listed[0]["takes_answer"] is True
-    assert listed[0]["message"].startswith(f"Build {run_id} of the prediction function units asks for candidate")
+    requests, fact = _inbox(client, playbook, run_id, {"candidates": digests})
+    (request,) = requests
+    asked_at = datetime.fromisoformat(request.pop("requested_at").replace("Z", "+00:00"))
+    expires_at = datetime.fromisoformat(request.pop("expires_at").replace("Z", "+00:00"))
+    # expires_at is reckoned from the build's clock reading, requested_at from build_asked's recording: the two
+    # differ by the append's own milliseconds.
+    assert abs(expires_at - asked_at - timedelta(days=2)) < timedelta(seconds=1)
+    assert request == {
+        "run_id": run_id,
+        "type": "prediction",
+        "function": "units",
+        "version": 1,
+        "to": "units-trainers",
+        "delivery": None,
+        "message": request_message("acme", scope.playbook, run_id, "units"),
+        "takes_answer": True,
+        "answer_schema": ANSWER_SCHEMA,
+        "attempts": 0,
+        "conversation": None,
+        "answerer": None,
+        "reply_refusals": 0,
+        "standing": "in_inbox",
+    }
+    assert request["message"].startswith(f"Build {run_id} of the prediction function units asks for candidate")
+    assert listed(client, playbook) == []
     assert fact["answer"] == {"candidates": digests} and fact["claimed_for"] == "the data team"
 
     run = _ended(client, playbook, run_id)
@@ -146,14 +175,11 @@ def test_upload_build_candidates_answer_scoring_activation_and_a_question(
 def test_a_second_version_shadows_then_is_activated_by_hand_until_its_contract_changes(
     prediction_server: PredictionServer, client: httpx.Client, playbook: str
 ) -> None:
-    if prediction_server.database_url is None:
-        pytest.skip("the answer is written by another process, which a SQLite ledger does not let in")
     function = _function(client, playbook)
-    scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
     for expected_state in ("active", "shadowing"):
         run_id = _build(client, function).json()["run_id"]
         digest = _upload(client, playbook, run_id, LINEAR).json()["candidate"]
-        _inbox(prediction_server.database_url, scope, run_id, {"candidates": [digest]})
+        _inbox(client, playbook, run_id, {"candidates": [digest]})
         run = _ended(client, playbook, run_id)
         assert run["output"]["state"] == expected_state, run
     activated = client.post(f"{function}/activate", json={"version": 2})
@@ -175,25 +201,47 @@ def test_a_second_version_shadows_then_is_activated_by_hand_until_its_contract_c
     assert [version["state"] for version in models["versions"]] == ["unfit", "unfit"]
 
 
-def test_a_function_that_names_an_approver_waits_for_its_approving_run(
-    prediction_server: PredictionServer, client: httpx.Client, playbook: str
+def _waited(check: Callable[[], Any], what: str) -> Any:
+    """`check()` once it is truthy (polled within a bound, not timed)."""
+    deadline = time.monotonic() + SCORING_BOUND_SECONDS
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"no {what} within {SCORING_BOUND_SECONDS} s")
+
+
+@pytest.mark.parametrize(
+    ("decision", "state", "rule"), [("approve", "active", "approved"), ("reject", "refused", None)]
+)
+def test_a_function_that_names_an_approver_waits_for_its_answer_in_the_inbox(
+    client: httpx.Client, playbook: str, decision: str, state: str, rule: str | None
 ) -> None:
-    if prediction_server.database_url is None:
-        pytest.skip("the answer is written by another process, which a SQLite ledger does not let in")
     function = _function(client, playbook, approve="approve-versions")
-    scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
     run_id = _build(client, function).json()["run_id"]
     digest = _upload(client, playbook, run_id, LINEAR).json()["candidate"]
-    _inbox(prediction_server.database_url, scope, run_id, {"candidates": [digest]})
+    _inbox(client, playbook, run_id, {"candidates": [digest]})
     run = _ended(client, playbook, run_id)
     assert run["output"]["state"] == "awaiting_approval", run
     kinds = [event["type"] for event in _history(client, playbook, run_id)]
     assert "version_activated" not in kinds
     problem(client.post(f"{function}/run", json={"input": {"series": "a"}}), 409, "conflict", "no_version")
-    # The approving run cannot run on this server (no interaction type here), so it ends without an answer.
-    events = waited_for(prediction_server.database_url, scope, "activation_refused")
-    assert events == [("activation_refused", {"version": 1, "because": "approval_failed"})]
-    models = client.get(function).json()["standing"]["models"]
-    assert models["active"] is None and models["versions"][0]["state"] == "refused"
-    assert client.post(f"{function}/activate", json={"version": 1}).status_code == 200
-    assert client.post(f"{function}/run", json={"input": {"series": "a"}}).status_code == 200
+    (request,) = _waited(lambda: listed(client, playbook, function="approve-versions"), "approver's request")
+    assert (request["type"], request["to"], request["message"]) == ("interaction", "lead", "Approve 1?\n")
+    approver = client.get(f"{playbook}/runs/{request['run_id']}").json()
+    assert approver["input"]["function"] == "units" and approver["input"]["version"] == 1
+    assert "| Version 1 |" in approver["input"]["summary"]
+    response = answered(client, playbook, request["run_id"], {"decision": decision})
+    assert response.status_code == 200, response.text
+
+    def decided() -> dict[str, Any] | None:
+        models: dict[str, Any] = client.get(function).json()["standing"]["models"]
+        return models if models["versions"][0]["state"] != "awaiting_approval" else None
+
+    models = _waited(decided, "decision")
+    assert models["versions"][0]["state"] == state
+    assert models["versions"][0]["rule"] == rule
+    assert models["active"] == (1 if rule else None)
+    asked = client.post(f"{function}/run", json={"input": {"series": "a"}})
+    assert asked.status_code == (200 if rule else 409), asked.text

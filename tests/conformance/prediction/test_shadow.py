@@ -3,14 +3,14 @@ predicts right after its build (`shadow_predicted`), and when a new document ver
 reaches the predicted period it is graded (`shadow_graded`), decided (`shadow_passed` / `shadow_failed`) and,
 passing, activated by rule `shadow_passed`; the standing shows each state.
 
-The builds' answers are written by this test process (as the inbox would), so these run on PostgreSQL."""
+The builds are answered through `answer_interaction`, and the models stream is read beside the server, on both
+ledgers."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import httpx
-import pytest
 
 from auto_runtime.ledger import PlaybookScope
 from tests.conformance.prediction.conftest import PredictionServer
@@ -28,11 +28,9 @@ LATER = SMALL + b"2026-01,a,13\n2026-01,b,5\n"
 def _built(
     prediction_server: PredictionServer, client: httpx.Client, playbook: str, function: str, model: bytes
 ) -> dict[str, Any]:
-    assert prediction_server.database_url is not None
-    scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
     run_id = _build(client, function).json()["run_id"]
     digest = _upload(client, playbook, run_id, model).json()["candidate"]
-    _inbox(prediction_server.database_url, scope, run_id, {"candidates": [digest]})
+    _inbox(client, playbook, run_id, {"candidates": [digest]})
     run = _ended(client, playbook, run_id)
     assert run["status"] == "succeeded", run
     output: dict[str, Any] = run["output"]
@@ -52,21 +50,14 @@ def _newer_dataset(client: httpx.Client, playbook: str, function: str) -> None:
     assert saved.status_code == 200, saved.text
 
 
-@pytest.fixture
-def url(prediction_server: PredictionServer) -> str:
-    if prediction_server.database_url is None:
-        pytest.skip("the answer is written by another process, which a SQLite ledger does not let in")
-    return prediction_server.database_url
-
-
 def test_a_shadowing_version_predicts_is_graded_passes_and_is_activated(
-    url: str, prediction_server: PredictionServer, client: httpx.Client, playbook: str
+    prediction_server: PredictionServer, client: httpx.Client, playbook: str
 ) -> None:
     function = _function(client, playbook)
     scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
     assert _built(prediction_server, client, playbook, function, LINEAR)["state"] == "active"
     assert _built(prediction_server, client, playbook, function, LINEAR)["state"] == "shadowing"
-    events = waited_for(url, scope, "shadow_predicted")
+    events = waited_for(prediction_server, scope, "shadow_predicted")
     ((_kind, predicted),) = [event for event in events if event[0] == "shadow_predicted"]
     assert predicted == {
         "version": 2,
@@ -86,13 +77,13 @@ def test_a_shadowing_version_predicts_is_graded_passes_and_is_activated(
             }
         ],
     }
-    metadata = models_events(url, scope)[-1][2]
+    metadata = models_events(prediction_server, scope)[-1][2]
     assert metadata["by"] == f"playbook:{scope.playbook}"
     assert metadata["definition"]["name"] == "units" and metadata["definition"]["type"] == "prediction"
     assert _states(client, function) == {1: "active", 2: "shadowing"}
 
     _newer_dataset(client, playbook, function)
-    events = waited_for(url, scope, "shadow_passed")
+    events = waited_for(prediction_server, scope, "shadow_passed")
     kinds = [kind for kind, _ in events]
     assert kinds[kinds.index("shadow_predicted") :] == [
         "shadow_predicted",
@@ -127,15 +118,15 @@ def test_a_shadowing_version_predicts_is_graded_passes_and_is_activated(
 
 
 def test_a_shadowing_version_worse_than_the_active_one_fails(
-    url: str, prediction_server: PredictionServer, client: httpx.Client, playbook: str
+    prediction_server: PredictionServer, client: httpx.Client, playbook: str
 ) -> None:
     function = _function(client, playbook)
     scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
     _built(prediction_server, client, playbook, function, LINEAR)
     assert _built(prediction_server, client, playbook, function, OFF_BY_A_LITTLE)["state"] == "shadowing"
-    waited_for(url, scope, "shadow_predicted")
+    waited_for(prediction_server, scope, "shadow_predicted")
     _newer_dataset(client, playbook, function)
-    events = waited_for(url, scope, "shadow_failed")
+    events = waited_for(prediction_server, scope, "shadow_failed")
     (failed,) = [fact for kind, fact in events if kind == "shadow_failed"]
     assert failed == {
         "version": 2,
@@ -151,33 +142,33 @@ def test_a_shadowing_version_worse_than_the_active_one_fails(
 
 
 def test_a_contract_change_fails_the_shadow(
-    url: str, prediction_server: PredictionServer, client: httpx.Client, playbook: str
+    prediction_server: PredictionServer, client: httpx.Client, playbook: str
 ) -> None:
     function = _function(client, playbook)
     scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
     _built(prediction_server, client, playbook, function, LINEAR)
     _built(prediction_server, client, playbook, function, LINEAR)
-    waited_for(url, scope, "shadow_predicted")
+    waited_for(prediction_server, scope, "shadow_predicted")
     source = client.get(function).json()["source"].replace("lags: 2", "lags: 3")
     assert client.put(function, json={"source": source}).status_code == 200
-    events = waited_for(url, scope, "shadow_failed")
+    events = waited_for(prediction_server, scope, "shadow_failed")
     (failed,) = [fact for kind, fact in events if kind == "shadow_failed"]
     assert failed["because"] == "contract_changed" and failed["graded_total"] == 0
     assert _states(client, function)[2] == "unfit"
 
 
 def test_a_pass_behind_a_newer_active_version_is_refused_superseded(
-    url: str, prediction_server: PredictionServer, client: httpx.Client, playbook: str
+    prediction_server: PredictionServer, client: httpx.Client, playbook: str
 ) -> None:
     function = _function(client, playbook)
     scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
     _built(prediction_server, client, playbook, function, LINEAR)
     assert _built(prediction_server, client, playbook, function, LINEAR)["state"] == "shadowing"
     assert _built(prediction_server, client, playbook, function, LINEAR)["state"] == "shadowing"
-    waited_for(url, scope, "shadow_predicted", count=2)
+    waited_for(prediction_server, scope, "shadow_predicted", count=2)
     assert client.post(f"{function}/activate", json={"version": 3}).status_code == 200
     _newer_dataset(client, playbook, function)
-    events = waited_for(url, scope, "activation_refused")
+    events = waited_for(prediction_server, scope, "activation_refused")
     kinds = [kind for kind, _ in events]
     assert kinds[-2:] == ["shadow_passed", "activation_refused"]
     assert events[-1][1] == {"version": 2, "because": "superseded"}
@@ -186,18 +177,18 @@ def test_a_pass_behind_a_newer_active_version_is_refused_superseded(
 
 
 def test_a_decision_with_no_point_graded_fails_nothing_graded(
-    url: str, prediction_server: PredictionServer, client: httpx.Client, playbook: str
+    prediction_server: PredictionServer, client: httpx.Client, playbook: str
 ) -> None:
     function = _function(client, playbook)
     scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
     _built(prediction_server, client, playbook, function, LINEAR)
     _built(prediction_server, client, playbook, function, LINEAR)
-    waited_for(url, scope, "shadow_predicted")
+    waited_for(prediction_server, scope, "shadow_predicted")
     only_b_later = SMALL + b"2026-01,b,5\n"  # series a, the one predicted, does not reach 2026-01
     dataset = uploaded(client, playbook, only_b_later)["dataset"]
     source = client.get(function).json()["source"].replace(uploaded(client, playbook, SMALL)["dataset"], dataset)
     assert client.put(function, json={"source": source}).status_code == 200
-    events = waited_for(url, scope, "shadow_failed")
+    events = waited_for(prediction_server, scope, "shadow_failed")
     assert [kind for kind, _ in events][-2:] == ["shadow_graded", "shadow_failed"]
     assert events[-2][1]["graded"] == 0 and events[-2][1]["graded_total"] == 0
     assert events[-1][1] == {

@@ -4,9 +4,10 @@ built while the function names `approve` waits `awaiting_approval`; the runtime 
 `approved`), another answer refuses it (`not_approved`), a run that ends without an answer refuses it
 (`approval_failed`).
 
-The interaction type is another part's; `Approver` stands in for it, a function type whose runs answer at once
-what the test sets. No timer loop or follower runs here: the test fires the due entries with the workflow
-lease's fence and hands the approving run's ending to the follower's hook, as the lease holder would."""
+`Approver` is the real interaction type with runs that answer at once what the test sets (the conformance test
+`test_full_cycle` answers the approving request through the inbox instead). No timer loop or follower runs here:
+the test fires the due entries with the workflow lease's fence and hands the approving run's ending to the
+follower's hook, as the lease holder would."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import pytest
 import trio
 
 from auto_runtime.functions.function_type import Rejected, RunEnding, RunRequest, Succeeded
+from auto_runtime.functions.interaction import InteractionType
 from auto_runtime.functions.prediction.approval import APPROVAL_PREFIX, Approval, approval_run_id
 from auto_runtime.functions.prediction.build_facts import SCORE_KEY, is_build_input
 from auto_runtime.functions.prediction.build_requests import BuildRequests
@@ -42,7 +44,7 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from auto_runtime.supervision import Supervisor
-from tests.conformance.prediction.seeding import APPROVER, TRAINER, InteractionDocuments
+from tests.conformance.prediction.seeding import APPROVER, TRAINER
 from tests.functions.prediction.test_build_shares import database_url
 from tests.functions.prediction.test_cycle_on_sqlite import DATA, LINEAR, SOURCE, _chunks
 
@@ -51,11 +53,12 @@ __all__ = ["database_url"]
 SCOPE = PlaybookScope("acme", "forecasts")
 
 
-class Approver(InteractionDocuments):
-    """Stands in for the interaction type: its runs end at once with `answer` (a Rejection ends them without
-    one), and it keeps the inputs it was run with."""
+class Approver(InteractionType):
+    """The interaction type, whose runs end at once with `answer` (a Rejection ends them without one) and which
+    keeps the inputs it was run with."""
 
     def __init__(self) -> None:
+        super().__init__(None)
         self.answer: dict[str, Any] | Rejection = {"decision": "approve"}
         self.inputs: list[Any] = []
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from auto_runtime.functions.interaction import InteractionType
 from auto_runtime.functions.prediction.build_facts import SCORE_KEY, is_build_input
 from auto_runtime.functions.prediction.build_requests import BuildRequests
 from auto_runtime.functions.prediction.builds import Builds
@@ -36,7 +37,7 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from auto_runtime.supervision import Supervisor
-from tests.conformance.prediction.seeding import TRAINER, InteractionDocuments
+from tests.conformance.prediction.seeding import TRAINER
 from tests.functions.prediction.test_cycle_on_sqlite import DATA, LINEAR, SOURCE, _chunks
 from tests.postgres_support import fresh_database
 
@@ -74,7 +75,7 @@ async def composed(tmp_path: Path, database_url: str | None) -> AsyncIterator[Pa
         builds = Builds(ledger, datasets, 4, 1)
         types = {
             "prediction": PredictionType(ledger, datasets, Questions(builds, datasets, pool, cache)),
-            "interaction": InteractionDocuments(),
+            "interaction": InteractionType(None),
         }
         definitions = DefinitionRegistry(ledger, types)  # type: ignore[arg-type]
         runs = RunService(ledger, definitions, types)  # type: ignore[arg-type]

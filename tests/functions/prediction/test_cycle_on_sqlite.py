@@ -1,7 +1,9 @@
 """The full cycle of a prediction function on a SQLite ledger, in this process (issue 20's acceptance): the
-server's parts composed as `server.compose_services` composes them, the model processes real, the build's answer
-through `BuildRequests` and its scoring through the due handler with the workflow lease's fence, as the lease
-holder carries it out. The conformance cycle runs the same through the real server on PostgreSQL."""
+server's parts composed as `server.compose_services` composes them (the real interaction type saves the trainer),
+the model processes real, the build's request read from the inbox's `open_requests` projection, its answer through
+`BuildRequests` (what `answer_interaction` hands a build to) and its scoring through the due handler with the
+workflow lease's fence, as the lease holder carries it out. The conformance cycle runs the same through the real
+server on both ledgers."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import trio
 
+from auto_runtime.functions.interaction import InteractionType
 from auto_runtime.functions.prediction.build_facts import SCORE_KEY, is_build_input
 from auto_runtime.functions.prediction.build_requests import BuildRequests
 from auto_runtime.functions.prediction.builds import Builds
@@ -22,14 +25,15 @@ from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.functions.prediction.prediction_type import PredictionType
 from auto_runtime.functions.prediction.questions import Questions
 from auto_runtime.functions.prediction.scoring import Scoring
-from auto_runtime.ledger import PlaybookScope, open_ledger
+from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE
+from auto_runtime.ledger import Ledger, PlaybookScope, open_ledger
 from auto_runtime.ledger.lease import WORKFLOW_HOST_LEASE
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from auto_runtime.supervision import Supervisor
-from tests.conformance.prediction.seeding import TRAINER, InteractionDocuments
+from tests.conformance.prediction.seeding import TRAINER
 from tests.functions.prediction.onnx_models import candidate
 
 DATA = ("period,series,units\n" + "".join(f"2025-{month:02d},a,{month}\n" for month in range(1, 13))).encode()
@@ -44,6 +48,13 @@ async def _chunks(data: bytes) -> AsyncIterator[bytes]:
     yield data
 
 
+async def _open_requests(ledger: Ledger, scope: PlaybookScope) -> list[tuple[str, str]]:
+    rows = await ledger.fetch(
+        f"SELECT run_id, type FROM {OPEN_REQUESTS_TABLE} WHERE org = ? AND playbook = ?", (scope.org, scope.playbook)
+    )
+    return [(str(row["run_id"]), str(row["type"])) for row in rows]
+
+
 async def test_upload_build_candidate_answer_scoring_activation_and_a_question(tmp_path: Path) -> None:
     scope = PlaybookScope("acme", "forecasts")
     async with open_ledger(tmp_path / "ledger.db", None, RUNTIME_PROJECTIONS) as ledger:
@@ -54,7 +65,7 @@ async def test_upload_build_candidate_answer_scoring_activation_and_a_question(t
         builds = Builds(ledger, datasets, 4, 1)
         types = {
             "prediction": PredictionType(ledger, datasets, Questions(builds, datasets, pool, cache)),
-            "interaction": InteractionDocuments(),
+            "interaction": InteractionType(None),
         }
         definitions = DefinitionRegistry(ledger, types)  # type: ignore[arg-type]
         runs = RunService(ledger, definitions, types)  # type: ignore[arg-type]
@@ -73,10 +84,10 @@ async def test_upload_build_candidate_answer_scoring_activation_and_a_question(t
                 assert build["status"] == "started"
                 run_id = build["run_id"]
                 uploaded = await Candidates(builds, pool, cache).upload(scope, run_id, _chunks(LINEAR), "local")
-                requests = BuildRequests(builds)
-                assert [request["run_id"] for request in await requests.open_requests(scope)] == [run_id]
-                await requests.answer(scope, run_id, {"candidates": [uploaded["candidate"]]}, None, "key:trainer")
-                assert await requests.open_requests(scope) == []
+                assert await _open_requests(ledger, scope) == [(run_id, "prediction")]
+                answer = {"candidates": [uploaded["candidate"]]}
+                await BuildRequests(builds).answer(scope, run_id, answer, None, "key:trainer")
+                assert await _open_requests(ledger, scope) == []
                 lease = await ledger.lease(WORKFLOW_HOST_LEASE).claim("test", timedelta(seconds=30))
                 (due,) = [
                     entry

@@ -1,5 +1,5 @@
 """prediction-format §9–§10, shadow work in this process on both ledgers (the conformance tests run it through
-the real server on PostgreSQL only, since their builds are answered by another process): a second version
+the real server, `tests/conformance/prediction/test_shadow.py`): a second version
 shadows, predicts after its build, and once a saved document version names a dataset reaching the predicted
 period it is graded, passes and is activated by rule `shadow_passed`. The test fires the due entries and hands
 the saved version's record to the follower's hook, as the lease holder would."""
