@@ -1,10 +1,10 @@
 """Prediction questions through HTTP beside a bare ONNX Runtime call of the same model, and a build's scoring time
 for 8 candidates. Prints; asserts nothing.
 
-It starts the real server on a fresh PostgreSQL database (the local one the tests use), with a playbook and a
-trainer seeded as the prediction tests seed them, uploads a dataset of `SERIES` series of `PERIODS` months,
-asks a build, uploads 8 linear candidates, answers the build through `BuildRequests` (the interface the inbox
-calls) and times the scoring from `request_answered` to `build_ended` by the events' `recorded_at`. Then it asks
+It starts the real server on a fresh SQLite ledger, makes a playbook with a trainer as the prediction tests make
+them (`create_definition`), uploads a dataset of `SERIES` series of `PERIODS` months, asks a build, uploads 8
+linear candidates, answers the build through `answer_interaction` and times the scoring from `request_answered`
+to `build_ended` by the events' `recorded_at`. Then it asks
 `QUESTIONS` questions, one at a time, and runs the active version's model with ONNX Runtime in this process on
 the same input as many times: the ratio of the two medians is the cost of HTTP, the run record and the model
 process. Run from the repository root as `python -m benchmarks.prediction` (about a minute).
@@ -12,9 +12,7 @@ process. Run from the repository root as `python -m benchmarks.prediction` (abou
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import secrets
 import statistics
 import tempfile
 import time
@@ -24,23 +22,15 @@ from typing import Any
 
 import numpy as np
 import onnxruntime as ort
-import trio
 
-from auto_runtime.functions.prediction.build_requests import BuildRequests
-from auto_runtime.functions.prediction.builds import Builds
-from auto_runtime.functions.prediction.datasets import Datasets
-from auto_runtime.ledger import PlaybookScope, open_ledger
-from auto_runtime.server import RUNTIME_PROJECTIONS
-from tests.conformance.prediction.seeding import ORG, seed
+from tests.conformance.prediction.seeding import seed
 from tests.e2e.server_process import start_server
 from tests.functions.prediction.onnx_models import candidate
-from tests.postgres_support import fresh_database
 
 SERIES = 20
 PERIODS = 60
 LAGS = 6
 QUESTIONS = 300
-PLAYBOOK = "bench-forecasts"
 
 
 def dataset() -> bytes:
@@ -72,32 +62,17 @@ def candidates() -> list[bytes]:
     return made
 
 
-def answer(url: str, run_id: str, digests: list[str]) -> None:
-    async def act() -> None:
-        async with open_ledger(None, url, RUNTIME_PROJECTIONS) as ledger:
-            requests = BuildRequests(Builds(ledger, Datasets(ledger), 4))
-            await requests.answer(PlaybookScope(ORG, PLAYBOOK), run_id, {"candidates": digests}, None, "bench")
-
-    trio.run(act)
-
-
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def main() -> None:
-    with fresh_database("prediction_bench") as url, tempfile.TemporaryDirectory() as folder:
-        seed(None, url, [PLAYBOOK])
-        settings = {
-            "DATABASE_URL": url,
-            "SECRETS_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
-            "PREDICTION_CACHE_DIR": str(Path(folder) / "cache"),
-        }
-        server = start_server(Path(folder) / "server", settings)
+    with tempfile.TemporaryDirectory() as folder:
+        server = start_server(Path(folder) / "server", {"PREDICTION_CACHE_DIR": str(Path(folder) / "cache")})
         try:
             with server.client() as client:
-                base = f"/v1/orgs/{ORG}/playbooks/{PLAYBOOK}"
+                base = seed(client)
                 data = dataset()
                 digest = hashlib.sha256(data).hexdigest()
                 client.put(f"{base}/datasets/{digest}", content=data, headers={"Content-Type": "text/csv"})
@@ -114,7 +89,8 @@ def main() -> None:
                     ).json()["candidate"]
                     for model in models
                 ]
-                answer(url, run_id, digests)
+                answered = client.post(f"{base}/runs/{run_id}/answer", json={"answer": {"candidates": digests}})
+                assert answered.status_code == 200, answered.text
                 while client.get(f"{base}/runs/{run_id}").json()["status"] == "started":
                     time.sleep(0.2)
                 events = client.get(f"{base}/runs/{run_id}/history", params={"limit": 100}).json()["events"]
