@@ -35,7 +35,7 @@ from pathlib import Path
 from benchmarks.workflows import STEPS, appends_per_run
 from tests.conformance.helpers import create_computation, new_playbook
 from tests.e2e.server_process import ServerProcess, start_server
-from tests.e2e.test_workflow_crashes import ECHO, history, seed_sandbox_cache, send
+from tests.e2e.test_workflow_crashes import ECHO, history, send
 
 SETTLE_SECONDS = 2.0
 """How long a case waits after its last request for background work to finish (well past the follower's
@@ -99,7 +99,6 @@ def main() -> None:
     if shutil.which("strace") is None:
         raise SystemExit("strace is not installed")
     folder = Path(tempfile.mkdtemp(prefix="auto-runtime-bench-commits-"))
-    seed_sandbox_cache(folder / "server")
     server = start_server(folder / "server", {"WORKFLOW_SWEEP_INTERVAL": options.sweep, "LOG_LEVEL": "warn"})
     try:
         with server.client() as client:
