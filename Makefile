@@ -26,10 +26,10 @@ lint: install
 types: install
 	$(BIN)/mypy auto_runtime
 
-# Four workers, each test module on one worker, so a module's servers start once. Most of the suite waits on
-# servers (sweeps, expiries of a minute, restarts), not on the CPU, so even two cores keep four workers busy.
+# One worker per core, each test module on one worker, so a module's servers start once. (Four workers on two
+# cores were no faster, and a 30 s bound of a workflow test was missed under the load.)
 pytest: install
-	$(BIN)/pytest -n 4 --dist loadfile
+	$(BIN)/pytest -n auto --dist loadfile
 
 test: lint types pytest
 
