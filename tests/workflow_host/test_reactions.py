@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -270,9 +270,7 @@ async def test_follow_reacts_while_it_holds_the_lease_and_keeps_its_position(
         await nursery.start(lambda task_status: reactions.follow(lambda: fence, task_status=task_status))
         await publish(ledger, "eu")
         with trio.fail_after(60):  # a bound against a broken loop, not a timed assertion
-            while not await started_runs(ledger, "digest"):
-                seen = ledger.appended.generation
-                await ledger.appended.wait_beyond(seen)
+            await until_appended(ledger, lambda: at_least(started_runs(ledger, "digest"), 1))
         nursery.cancel_scope.cancel()
     successor = Reactions(reactions.store, registry, reactions.engine)
     await follow_all(successor, fence)
@@ -323,6 +321,21 @@ async def test_a_retired_playbook_s_triggers_start_nothing_and_are_counted_as_re
     assert refused.data["reason"] == "The playbook is retired, so its triggers start no run."
 
 
+async def until_appended(ledger: Ledger, holds: Callable[[], Awaitable[bool]]) -> None:
+    """Waits until `holds()` is true. The append generation is read before each check, so an append that lands
+    between the check and the wait wakes it (reading it after the check could wait for an append that never comes)."""
+    while True:
+        seen = ledger.appended.generation
+        if await holds():
+            return
+        await ledger.appended.wait_beyond(seen)
+
+
+async def at_least(runs: Awaitable[list[Record]], count: int) -> bool:
+    """Whether the awaited list of run records holds at least `count`."""
+    return len(await runs) >= count
+
+
 async def saved_positions(ledger: Ledger) -> int:
     """How many times the follower saved its position (each save is one row, see `follow_position`)."""
     return sum([len(await ledger.due_work.entries_of_run(POSITION_SCOPE, run)) for run in PSEUDO_RUNS])
@@ -340,12 +353,9 @@ async def test_the_follower_saves_its_position_at_most_once_a_sweep(
         await nursery.start(lambda task_status: reactions.follow(lambda: fence, task_status=task_status))
         for count in range(1, 6):  # five events, each its own append and batch, each starting a run
             await publish(ledger, "eu")
-            while len(await started_runs(ledger, "digest")) < count:
-                seen = ledger.appended.generation
-                await ledger.appended.wait_beyond(seen)
-        while len(await ended_runs(ledger)) < 5:  # a run's ending is its run actor's append, after the start's
-            seen = ledger.appended.generation
-            await ledger.appended.wait_beyond(seen)
+            await until_appended(ledger, lambda count=count: at_least(started_runs(ledger, "digest"), count))
+        # a run's ending is its run actor's append, after the start's
+        await until_appended(ledger, lambda: at_least(ended_runs(ledger), 5))
         await trio.testing.wait_all_tasks_blocked()
         assert await saved_positions(ledger) == 0, "saved within the sweep (the clock stands still)"
         mock_clock.jump(reactions.poll_seconds)  # a sweep passed: one save, of the position after everything
