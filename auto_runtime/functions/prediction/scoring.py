@@ -144,17 +144,18 @@ class Scoring:
 
     async def _scored_unless_stopped(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord] | None:
         """The build's scoring facts, or None when it was cancelled or ended while queued or scored: a watcher
-        cancels the scoring at once then, which ends the model process of the candidate being scored."""
+        cancels the scoring at once then, which ends the model process of the candidate being scored. A failure
+        leaves as itself, not in an exception group, so the timer loop meets the ledger's own errors."""
         scored: list[NewRecord] | None = None
-        async with trio.open_nursery() as nursery:
-
-            async def score() -> None:
-                nonlocal scored
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch, scope, state.run_id, nursery.cancel_scope)
                 scored = await self._score(scope, state)
                 nursery.cancel_scope.cancel()
-
-            nursery.start_soon(self._watch, scope, state.run_id, nursery.cancel_scope)
-            nursery.start_soon(score)
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
         return scored
 
     async def _watch(self, scope: PlaybookScope, run_id: str, scoring: trio.CancelScope) -> None:
