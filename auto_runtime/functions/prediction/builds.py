@@ -221,14 +221,15 @@ class Builds:
     ) -> Trainer:
         """The trainer the build asks (§8.1 step 4): `unworkable` when it no longer fits or its party or delivery
         cannot be rendered with `input = { function, run_id }`, `tool_not_offered` when its delivery tool is not
-        offered (checked by name, as for interaction functions)."""
+        offered (checked by name, as for interaction functions). Its document is read and its `deliver.with`
+        rendered on a worker thread: the templates are the user's."""
         function = await interaction_function(self.ledger, scope, document.trainer)
         problem = trainer_problem(function, document.trainer)
         try:
             if problem is not None:
                 raise TrainerUnworkable(problem)
             assert function is not None
-            trainer = parse_interaction(str(function["source"]))
+            trainer = await trio.to_thread.run_sync(parse_interaction, str(function["source"]))
             if not isinstance(trainer, InteractionDocument):
                 raise TrainerUnworkable("its latest version no longer reads as an interaction function")
             if trainer.deliver is not None:
@@ -250,7 +251,9 @@ class Builds:
                 "expires_at": _utc(now + timedelta(milliseconds=expires)),
                 "answer_schema": ANSWER_SCHEMA,
             }
-            arguments = rendered_arguments(trainer.deliver.arguments, values, "The arguments of its deliver")
+            arguments = await trio.to_thread.run_sync(
+                rendered_arguments, trainer.deliver.arguments, values, "The arguments of its deliver"
+            )
             if isinstance(arguments, Rejection):
                 raise TrainerUnworkable(_delivery_words(arguments))
             delivery = {"server": trainer.deliver.server, "tool": trainer.deliver.tool}
