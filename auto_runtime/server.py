@@ -255,7 +255,9 @@ def compose_services(
     model_pool = ModelPool(
         settings.prediction_processes, settings.prediction_builds_at_once, settings.prediction_process_memory
     )
-    builds = Builds(ledger, datasets, settings.prediction_builds_per_day, settings.prediction_builds_at_once)
+    builds = Builds(
+        ledger, datasets, settings.prediction_builds_per_day, settings.prediction_builds_at_once, tools=reached
+    )
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
         ReasoningType(models, reached, settings.reasoning_max_input_tokens),
@@ -286,7 +288,7 @@ def compose_services(
         ledger, runs, open_limit=settings.interaction_open_requests, tools=reached, wake=workflows.loop.wake
     )
     runs.serve_waiting("interaction", interactions)
-    interactions.answer_for("prediction", BuildRequests(builds))
+    interactions.answer_for("prediction", BuildRequests(builds), BUILD_REQUEST_SOURCE)
     workflows.add_due_handler(INTERACTION_KEY_PREFIX, interactions.fire)
     workflows.add_follower(interactions.deliveries.follow)
     runs.serve_waiting("prediction", builds, is_build_input)

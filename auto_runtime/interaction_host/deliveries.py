@@ -12,13 +12,18 @@ its `lost` entry: `delivery_failed`, `because: "lost"`, and the next attempt.
 
 No attempt starts after the run has ended, a cancel was asked or the question was answered; an attempt that ends
 after that records nothing.
+
+The requests delivered are those of interaction functions (`interaction_requested`) and of every request source
+handed to `deliver_for` (a prediction build's `build_asked`, whose request goes to its trainer's party through
+the trainer's delivery): each attempt reads the request as its source does, and records the same facts on the
+request's run stream.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,11 +37,13 @@ from auto_runtime.functions.interaction.arguments import (
     compile_text,
     recorded_arguments,
 )
+from auto_runtime.functions.interaction.call_run import no_tool_servers, not_offered
 from auto_runtime.functions.interaction.document import resolve_pointer
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
 from auto_runtime.interaction_host.call_measures import named_server, scrubbed, sha256
+from auto_runtime.interaction_host.open_requests import RequestSource
 from auto_runtime.interaction_host.replies import ReplyReads, woken_read
-from auto_runtime.interaction_host.request_facts import request_facts
+from auto_runtime.interaction_host.request_facts import INTERACTION_SOURCES, RequestFacts, request_facts
 from auto_runtime.json_limits import compact_json, json_size
 from auto_runtime.ledger import (
     DueEntry,
@@ -117,6 +124,21 @@ def _sent_text(value: Any) -> str | None:
     return value
 
 
+async def tools_not_offered(
+    tools: ToolServers | None, scope: PlaybookScope, server: str, names: Iterable[str]
+) -> Rejection | None:
+    """A request's check before it is recorded (interaction-format §3.1 step 2): `server` serves the playbook and
+    its `allowed` names every tool of `names`, checked by name without connecting (a connection must be ready);
+    else the `unavailable`, `tool_not_offered` rejection, without Retry-After."""
+    if tools is None:
+        return no_tool_servers()
+    try:
+        await tools.named(scope.org, scope.playbook, [WantedTool(server, name) for name in sorted(set(names))])
+    except ToolNotOffered as refusal:
+        return not_offered(refusal)
+    return None
+
+
 class Deliveries:
     """The delivery attempts of one server, while it holds the lease. `follow` keeps the task group the calls run
     in (a follower of the workflow runtime); `fire` takes the due entries under `interaction:attempt:` and
@@ -129,6 +151,17 @@ class Deliveries:
         """The time due work is armed at (a test's own clock)."""
         self.reads = ReplyReads(ledger, tools, clock)
         self._nursery: trio.Nursery | None = None
+        self._sources: dict[str, RequestSource] = dict(INTERACTION_SOURCES)
+
+    def deliver_for(self, source: RequestSource) -> None:
+        """Deliver the requests `source` opens as well: those whose request (`source.request_of`) has `deliver`
+        are armed their first attempt by whoever records them (`interaction:attempt:1`, due at once)."""
+        if source.opened_by in self._sources:
+            raise ValueError(f"the requests of {source.opened_by} are delivered already")
+        self._sources[source.opened_by] = source
+
+    def _facts(self, history: list[Record]) -> RequestFacts:
+        return request_facts(history, self._sources)
 
     async def follow(self, fence: Any) -> None:
         async with trio.open_nursery() as nursery:
@@ -165,9 +198,8 @@ class Deliveries:
         started = state.started_metadata
         return {key: started[key] for key in RUN_METADATA if key in started}
 
-    @staticmethod
-    def _stopped(state: RunState | None, history: list[Record]) -> bool:
-        facts = request_facts(history)
+    def _stopped(self, state: RunState | None, history: list[Record]) -> bool:
+        facts = self._facts(history)
         return state is None or state.status != "started" or state.cancel_requested or facts.answered is not None
 
     async def _start(self, entry: DueEntry, fence: LeaseFence) -> None:
@@ -175,7 +207,7 @@ class Deliveries:
         assert isinstance(scope, PlaybookScope)
         number = _number(entry.key, ATTEMPT_PREFIX)
         history, state = await self._read(scope, entry.run_id)
-        facts = request_facts(history)
+        facts = self._facts(history)
         started_before = any(r.type == DELIVERY_STARTED and r.data.get("number") == number for r in history)
         if state is None or self._stopped(state, history) or facts.requested is None or started_before:
             await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
@@ -185,7 +217,7 @@ class Deliveries:
         deliver: dict[str, Any] = found if isinstance(found, dict) else {}
         server, tool = str(deliver.get("server", "")), str(deliver.get("tool", ""))
         values = {
-            "input": state.input,
+            "input": request.get("input", state.input),
             "today": str(request.get("requested_at", ""))[:10],
             "now": request.get("requested_at"),
             "to": request.get("to"),
@@ -335,8 +367,7 @@ class Deliveries:
         duration_ms: int,
         started_id: str,
     ) -> list[NewRecord]:
-        facts = request_facts(history)
-        request = facts.request
+        request = self._facts(history).request
         metadata = {**self._metadata(state), "causation_id": started_id, "by": "runtime"}
         data: dict[str, Any] = {"number": number}
         if result is not None:
@@ -438,7 +469,7 @@ class Deliveries:
         arm = self._answers(scope, run_id, state, records)
         replies_in = records[-1].data.get("replies_in") if records[-1].type == DELIVERY_SUCCEEDED else None
         if isinstance(replies_in, dict):
-            replies = request_facts(history).request.get("replies")
+            replies = self._facts(history).request.get("replies")
             arm.append(woken_read(scope, replies_in, replies if isinstance(replies, dict) else None, self.clock()))
         if records[-1].type == DELIVERY_FAILED and number < MAX_ATTEMPTS:
             retry = outcome.get("retry_after_ms")

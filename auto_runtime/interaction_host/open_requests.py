@@ -29,14 +29,23 @@ OPEN_REQUESTS_TABLE = "open_requests"
 RowChange = Callable[[Row, Record], Row]
 
 
+def recorded_request(record: Record) -> dict[str, Any]:
+    """The request as its opening fact holds it (`interaction_requested`, interaction-format §3.2)."""
+    return dict(record.data)
+
+
 @dataclass(frozen=True)
 class RequestSource:
-    """Where open requests come from: the fact that opens one, the row it makes (without the key columns), and
-    how the source's later facts change an open row (its `standing`, its `attempts`)."""
+    """Where open requests come from: the fact that opens one, the row it makes (without the key columns), how
+    the source's later facts change an open row (its `standing`, its `attempts`), and the request as its delivery
+    attempts read it (`request_of`: the fields of `interaction_requested`, `to`, `message`, `takes_answer`,
+    `answer_schema`, `requested_at`, `expires_at` and, when it is delivered, `deliver` as written; with `input`
+    when its templates read another input than the run's)."""
 
     opened_by: str
     row_of: Callable[[Record], Row]
     changes: Mapping[str, RowChange] = field(default_factory=dict)
+    request_of: Callable[[Record], dict[str, Any]] = recorded_request
 
 
 def interaction_row(record: Record) -> Row:

@@ -1,18 +1,27 @@
 """What a request's run stream says about its request: the request as asked and the answer it took, if any.
 
-Folded from the records of the run's latest attempt (after its last `run_started`).
+Folded from the records of the run's latest attempt (after its last `run_started`). The request is opened by the
+fact of one of the request sources given (an interaction function's `interaction_requested` when none are), and
+read as that source reads it (`RequestSource.request_of`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
 
-from auto_runtime.interaction_host.open_requests import INTERACTION_REQUESTED, REQUEST_ANSWERED
+from auto_runtime.interaction_host.open_requests import (
+    INTERACTION_REQUESTED,
+    INTERACTION_SOURCE,
+    REQUEST_ANSWERED,
+    RequestSource,
+)
 from auto_runtime.ledger import Record
 from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_STARTED
+
+INTERACTION_SOURCES: Final[Mapping[str, RequestSource]] = {INTERACTION_REQUESTED: INTERACTION_SOURCE}
 
 
 @dataclass(frozen=True)
@@ -20,24 +29,26 @@ class RequestFacts:
     requested: Record | None
     answered: Record | None
     cancel: Record | None
-
-    @property
-    def request(self) -> dict[str, Any]:
-        return dict(self.requested.data) if self.requested is not None else {}
+    request: dict[str, Any] = field(default_factory=dict)
+    """The request as its source reads it from `requested` (empty without one)."""
 
 
-def request_facts(history: Sequence[Record]) -> RequestFacts:
+def request_facts(
+    history: Sequence[Record], sources: Mapping[str, RequestSource] = INTERACTION_SOURCES
+) -> RequestFacts:
+    """The request facts of the latest attempt; `sources` maps each opening fact's type to its source."""
     requested = answered = cancel = None
     for record in history:
         if record.type == RUN_STARTED:
             requested = answered = cancel = None
-        elif record.type == INTERACTION_REQUESTED:
+        elif record.type in sources:
             requested = record
         elif record.type == REQUEST_ANSWERED:
             answered = record
         elif record.type == RUN_CANCEL_REQUESTED:
             cancel = record
-    return RequestFacts(requested, answered, cancel)
+    request = sources[requested.type].request_of(requested) if requested is not None else {}
+    return RequestFacts(requested, answered, cancel, request)
 
 
 def answer_shown(run_id: str, answered: Record) -> dict[str, Any]:

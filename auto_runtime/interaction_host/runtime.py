@@ -33,17 +33,16 @@ from auto_runtime.functions.function_type import Rejected, RunEnding, Succeeded
 from auto_runtime.functions.interaction.arguments import ArgumentText
 from auto_runtime.functions.interaction.call_run import (
     checked_input,
-    no_tool_servers,
-    not_offered,
     rendered_arguments,
 )
 from auto_runtime.functions.interaction.document import InteractionDocument
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
-from auto_runtime.interaction_host.deliveries import Deliveries, attempt_key
+from auto_runtime.interaction_host.deliveries import Deliveries, attempt_key, tools_not_offered
 from auto_runtime.interaction_host.open_requests import (
     INTERACTION_REQUESTED,
     OPEN_REQUESTS_TABLE,
     REQUEST_ANSWERED,
+    RequestSource,
     listed,
 )
 from auto_runtime.interaction_host.request_facts import RequestFacts, answer_shown, request_facts
@@ -74,7 +73,7 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.playbooks.run_view import RunState, fold_run
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.schema_issues import check_off_the_loop
-from auto_runtime.tools import ToolNotOffered, ToolServers, WantedTool
+from auto_runtime.tools import ToolServers
 from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller_call_key
 
 KEY_PREFIX = "interaction:"
@@ -139,12 +138,14 @@ class InteractionRuntime:
         """The delivery attempts; its `follow` runs beside the timer loop (`WorkflowRuntime.add_follower`)."""
         self._answerers: dict[str, RequestAnswerer] = {}
 
-    def answer_for(self, definition_type: str, answerer: RequestAnswerer) -> None:
-        """Hand `answer_interaction` on runs of `definition_type` to `answerer`; their requests are listed once
-        their source is given to `open_requests_projection` (see `open_requests`)."""
+    def answer_for(self, definition_type: str, answerer: RequestAnswerer, source: RequestSource) -> None:
+        """Hand `answer_interaction` on runs of `definition_type` to `answerer`, and deliver the requests `source`
+        opens that have `deliver` (`Deliveries.deliver_for`); they are listed once `source` is also given to
+        `open_requests_projection` (see `open_requests`)."""
         if definition_type == "interaction" or definition_type in self._answerers:
             raise ValueError(f"the {definition_type} requests are answered already")
         self._answerers[definition_type] = answerer
+        self.deliveries.deliver_for(source)
 
     # -- WaitingRuns -----------------------------------------------------------------------------------------
 
@@ -307,14 +308,7 @@ class InteractionRuntime:
             tell = replies.get("tell")
             if isinstance(tell, dict):
                 names.add(str(tell.get("tool", deliver.tool)))
-        tools = self.deliveries.tools
-        if tools is None:
-            return no_tool_servers()
-        try:
-            await tools.named(scope.org, scope.playbook, [WantedTool(deliver.server, name) for name in sorted(names)])
-        except ToolNotOffered as refusal:
-            return not_offered(refusal)
-        return None
+        return await tools_not_offered(self.deliveries.tools, scope, deliver.server, names)
 
     @staticmethod
     def _render(template: Any, values: Mapping[str, Any], pointer: str) -> str | Rejected:

@@ -2,9 +2,13 @@
 
 - `BUILD_REQUEST_SOURCE` opens a row of the inbox's `open_requests` projection from each `build_asked`, with the
   fields of `list_interactions`' items (`type: prediction`, the function and its document version, the
-  trainer's rendered `to`, `delivery: null` for the inbox, the message, `takes_answer: true`, the answer schema,
-  when it was asked and expires, no attempts, conversation or answerer, and `standing: in_inbox`); the
-  projection closes it when the answer is recorded or the build ends.
+  trainer's rendered `to`, its `delivery` (`{ server, tool }`, or `null` for the inbox), the message,
+  `takes_answer: true`, the answer schema, when it was asked and expires, no conversation or answerer, and
+  `standing: to_deliver` or `in_inbox`); the delivery facts change its `attempts` and `standing` as they do an
+  interaction request's, and the projection closes it when the answer is recorded or the build ends.
+- The same source gives the interaction host's delivery attempts the request (`build_request`): the trainer's
+  `deliver` as `build_asked` recorded it, the rendered `to`, the message, the answer schema, and the input its
+  templates read, `{ function, run_id }` (§8.1 step 4).
 - `BuildRequests.answer(scope, run_id, answer, claimed_for, caller_id)` is what `answer_interaction` hands a
   prediction function's run to (`InteractionRuntime.answer_for`): it checks an answer in the order of §8.5 and
   records `request_answered`, arming the build's scoring at once (due work `prediction-build/score`, carried
@@ -26,7 +30,7 @@ from auto_runtime.functions.prediction.build_facts import (
     SCORE_KEY,
 )
 from auto_runtime.functions.prediction.builds import Builds
-from auto_runtime.interaction_host.open_requests import RequestSource
+from auto_runtime.interaction_host.open_requests import INTERACTION_SOURCE, RequestSource
 from auto_runtime.ledger import NewRecord, PlaybookScope, Record, Row, StreamWrite, VersionConflict
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
 from auto_runtime.playbooks.clock import iso_utc, microseconds_since_epoch
@@ -79,17 +83,23 @@ def schema_issues(answer: Any) -> list[InputIssue]:
     return issues
 
 
-def build_request_row(record: Record) -> Row:
-    """The `open_requests` row of a build's request, from its `build_asked`."""
+def _build_of(record: Record) -> tuple[str, str, str, str]:
+    """The org, playbook, run id and function name of a build's `build_asked`."""
     _, org, playbook, _, run_id = record.stream.split("/")
     definition = record.metadata.get("definition", {})
-    name = str(definition.get("name", ""))
+    return org, playbook, run_id, str(definition.get("name", ""))
+
+
+def build_request_row(record: Record) -> Row:
+    """The `open_requests` row of a build's request, from its `build_asked`."""
+    org, playbook, run_id, name = _build_of(record)
+    delivery = record.data.get("delivery")
     return {
         "type": "prediction",
         "function": name,
-        "version": definition.get("version"),
+        "version": record.metadata.get("definition", {}).get("version"),
         "to_party": record.data.get("to"),
-        "delivery": record.data.get("delivery"),
+        "delivery": delivery,
         "message": request_message(org, playbook, run_id, name),
         "takes_answer": 1,
         "answer_schema": ANSWER_SCHEMA,
@@ -100,12 +110,30 @@ def build_request_row(record: Record) -> Row:
         "conversation": None,
         "answerer": None,
         "reply_refusals": 0,
-        "standing": "in_inbox",
+        "standing": "to_deliver" if delivery is not None else "in_inbox",
     }
 
 
-BUILD_REQUEST_SOURCE = RequestSource(BUILD_ASKED, build_request_row)
-"""A build's request in the inbox: opened by `build_asked` (settled point 16)."""
+def build_request(record: Record) -> dict[str, Any]:
+    """A build's request as its delivery attempts read it (§8.5): `deliver.with` reads the build's `message`,
+    `answer_schema`, `run_id` and `function`, and `input` is `{ function, run_id }` as at its start."""
+    org, playbook, run_id, name = _build_of(record)
+    request: dict[str, Any] = {
+        "to": record.data.get("to"),
+        "message": request_message(org, playbook, run_id, name),
+        "takes_answer": True,
+        "answer_schema": ANSWER_SCHEMA,
+        "requested_at": iso_utc(record.recorded_at),
+        "expires_at": record.data.get("expires_at"),
+        "input": {"function": name, "run_id": run_id},
+    }
+    if record.data.get("deliver") is not None:
+        request["deliver"] = record.data["deliver"]
+    return request
+
+
+BUILD_REQUEST_SOURCE = RequestSource(BUILD_ASKED, build_request_row, INTERACTION_SOURCE.changes, build_request)
+"""A build's request in the inbox and on its way to the trainer: opened by `build_asked` (settled point 16)."""
 
 
 class BuildRequests:

@@ -1,12 +1,17 @@
 """Starting a build and reading it (prediction-format §8.1–§8.5): the run service hands the runs whose input is
 `{ "build": {} }` here (`RunService.serve_waiting` with `is_build_input`).
 
-A start checks, in order, `build_in_progress`, `builds_of_the_day` and the trainer (`unworkable`), then
-assembles the rows, walks the baseline and asks the trainer, all within the request: the rows and the brief are
-kept as playbook content first, then the run's first facts are appended together (`run_started` with `waits`,
-`dataset_assembled`, `baseline_scored`, `build_asked`), so a crash leaves either no build or a waiting one. A
-build no series of which is walked records `baseline_not_walked`, `build_ended` and its end instead, and its
-request answers that ending.
+A start checks, in order, `build_in_progress`, `builds_of_the_day`, `builds_full` and the trainer (`unworkable`,
+or `tool_not_offered` when its delivery tool is not offered), then assembles the rows, walks the baseline and
+asks the trainer, all within the request: the rows and the brief are kept as playbook content first, then the
+run's first facts are appended together (`run_started` with `waits`, `dataset_assembled`, `baseline_scored`,
+`build_asked`), so a crash leaves either no build or a waiting one. A build no series of which is walked records
+`baseline_not_walked`, `build_ended` and its end instead, and its request answers that ending.
+
+A trainer with `deliver` gets the build's request through its tool: `build_asked` records its `delivery`
+(`{ server, tool }`) and its `deliver` block as written, and arms the first attempt (`interaction:attempt:1`,
+due at once) in the same append; the interaction host's delivery attempts carry it out on the lease holder and
+record the interaction format's delivery facts on the build's run stream (`build_requests.BUILD_REQUEST_SOURCE`).
 
 Concurrency: one build at a time per function rests on the runs projection (a started, waiting build of the
 function refuses the next); two starts at the same moment on two servers may both pass it.
@@ -15,7 +20,8 @@ function refuses the next); two starts at the same moment on two servers may bot
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -23,8 +29,12 @@ import trio
 from liquid import Environment, StrictUndefined
 from liquid.exceptions import LiquidError
 
-from auto_runtime.functions.prediction.brief import brief_text
+from auto_runtime.functions.interaction.call_run import rendered_arguments
+from auto_runtime.functions.interaction.document import InteractionDocument
+from auto_runtime.functions.interaction.document import parse_document as parse_interaction
+from auto_runtime.functions.prediction.brief import brief_text, request_message
 from auto_runtime.functions.prediction.build_facts import (
+    ANSWER_SCHEMA,
     BASELINE_NOT_WALKED,
     BASELINE_SCORED,
     BUILD_ASKED,
@@ -53,18 +63,22 @@ from auto_runtime.functions.prediction.walk import (
 )
 from auto_runtime.functions.reasoning.front_matter import read_front_matter
 from auto_runtime.functions.workflow.durations import duration_ms
+from auto_runtime.interaction_host.deliveries import attempt_key, tools_not_offered
 from auto_runtime.json_limits import canonical_digest
-from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite
+from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
+from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion, definitions_stream
 from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_REJECTED, run_stream
 from auto_runtime.playbooks.run_ids import is_run_id
 from auto_runtime.playbooks.run_view import RunState
 from auto_runtime.problems import Rejection, conflict, invalid_input, not_found, unavailable
+from auto_runtime.tools import ToolServers
 
 BUILD_INPUT_DIGEST: Final = canonical_digest({"build": {}})
 DAY_US: Final = 24 * 3600 * 1_000_000
 KEPT_CONTRACTS: Final = 4096
+CANCEL_TRIES: Final = 8
 _TEMPLATES: Final = Environment(undefined=StrictUndefined)
 
 
@@ -98,8 +112,6 @@ def rendered_trainer(source: str, function: str, run_id: str) -> tuple[str, int]
     template = fields.get("to")
     if not isinstance(template, str):
         raise TrainerUnworkable("its to is not a template")
-    if "deliver" in fields:
-        raise TrainerUnworkable("it delivers through a tool, which builds do not use on this server yet")
     try:
         party = _TEMPLATES.from_string(template).render(input={"function": function, "run_id": run_id})
     except LiquidError as error:
@@ -112,6 +124,24 @@ def rendered_trainer(source: str, function: str, run_id: str) -> tuple[str, int]
     return party, expires
 
 
+@dataclass(frozen=True)
+class Trainer:
+    """What a build's `build_asked` records of its trainer: the party, the trainer's `expires` in ms, and for a
+    trainer that delivers through a tool its `delivery` (`{ server, tool }`) and its `deliver` block as written."""
+
+    party: str
+    expires_ms: int
+    delivery: dict[str, str] | None = None
+    deliver: dict[str, Any] | None = None
+
+
+def _delivery_words(rejection: Rejection) -> str:
+    """Why the trainer's `deliver.with` cannot be rendered for a build, from the rejection its render gave."""
+    if rejection.errors:
+        return rejection.errors[0].detail
+    return rejection.detail
+
+
 class Builds:
     """Build starts (`start`, `cancel`: the run service's `WaitingRuns`) and reads of builds."""
 
@@ -119,11 +149,24 @@ class Builds:
     """A build that ended without a final result is not asked again under its run id: its request reached the
     trainer once already."""
 
-    def __init__(self, ledger: Ledger, datasets: Datasets, builds_per_day: int, builds_at_once: int = 2) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        datasets: Datasets,
+        builds_per_day: int,
+        builds_at_once: int = 2,
+        *,
+        tools: ToolServers | None = None,
+        clock: Callable[[], datetime] = now_utc,
+    ) -> None:
         self.ledger = ledger
         self.datasets = datasets
         self.builds_per_day = builds_per_day
         self.builds_at_once = builds_at_once
+        self.tools = tools
+        """The tool servers a trainer's delivery goes through (checked by name at a build's start)."""
+        self.clock = clock
+        """The time a build starts at, and arms its due work from (a test's own clock)."""
         self._assembling = 0
         """Builds of this process between their checks and their first append."""
         self._contracts: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -174,15 +217,47 @@ class Builds:
             )
 
     async def _trainer(
-        self, scope: PlaybookScope, document: PredictionDocument, name: str, run_id: str
-    ) -> tuple[str, int]:
+        self, scope: PlaybookScope, document: PredictionDocument, name: str, run_id: str, now: datetime
+    ) -> Trainer:
+        """The trainer the build asks (§8.1 step 4): `unworkable` when it no longer fits or its party or delivery
+        cannot be rendered with `input = { function, run_id }`, `tool_not_offered` when its delivery tool is not
+        offered (checked by name, as for interaction functions). Its document is read and its `deliver.with`
+        rendered on a worker thread: the templates are the user's."""
         function = await interaction_function(self.ledger, scope, document.trainer)
         problem = trainer_problem(function, document.trainer)
         try:
             if problem is not None:
                 raise TrainerUnworkable(problem)
             assert function is not None
-            return rendered_trainer(str(function["source"]), name, run_id)
+            trainer = await trio.to_thread.run_sync(parse_interaction, str(function["source"]))
+            if not isinstance(trainer, InteractionDocument):
+                raise TrainerUnworkable("its latest version no longer reads as an interaction function")
+            if trainer.deliver is not None:
+                refused = await tools_not_offered(self.tools, scope, trainer.deliver.server, [trainer.deliver.tool])
+                if refused is not None:
+                    raise refused
+            party, expires = rendered_trainer(str(function["source"]), name, run_id)
+            if trainer.deliver is None:
+                return Trainer(party, expires)
+            moment = _utc(now)
+            values = {
+                "input": {"function": name, "run_id": run_id},
+                "today": moment[:10],
+                "now": moment,
+                "to": party,
+                "message": request_message(scope.org, scope.playbook, run_id, name),
+                "run_id": run_id,
+                "function": name,
+                "expires_at": _utc(now + timedelta(milliseconds=expires)),
+                "answer_schema": ANSWER_SCHEMA,
+            }
+            arguments = await trio.to_thread.run_sync(
+                rendered_arguments, trainer.deliver.arguments, values, "The arguments of its deliver"
+            )
+            if isinstance(arguments, Rejection):
+                raise TrainerUnworkable(_delivery_words(arguments))
+            delivery = {"server": trainer.deliver.server, "tool": trainer.deliver.tool}
+            return Trainer(party, expires, delivery, trainer.deliver_written)
         except TrainerUnworkable as unworkable:
             raise conflict(
                 f"The build cannot ask its trainer {document.trainer}: {unworkable.words}.", kind="unworkable"
@@ -204,12 +279,12 @@ class Builds:
         if issues:
             raise invalid_input(issues)
         name = definition.name
-        now = datetime.now(UTC)
+        now = self.clock()
         await self._check_asking(scope, name, now)
-        party, expires = await self._trainer(scope, document, name, run_id)
+        trainer = await self._trainer(scope, document, name, run_id, now)
         self._assembling += 1
         try:
-            await self._assemble(scope, definition, document, value, run_id, caller_id, metadata, now, party, expires)
+            await self._assemble(scope, definition, document, value, run_id, caller_id, metadata, now, trainer)
         finally:
             self._assembling -= 1
 
@@ -223,10 +298,10 @@ class Builds:
         caller_id: str,
         metadata: Mapping[str, Any] | None,
         now: datetime,
-        party: str,
-        expires: int,
+        trainer: Trainer,
     ) -> None:
         name = definition.name
+        expires = trainer.expires_ms
         reading = await self.datasets.reading(scope, document.dataset)
         if reading is None:
             raise conflict(
@@ -310,14 +385,16 @@ class Builds:
         ).encode("utf-8")
         await self.ledger.content.put(scope.key, rows.data)
         await self.ledger.content.put(brief_key(scope, run_id), brief)
-        asked = {
-            "to": party,
-            "delivery": None,
+        asked: dict[str, Any] = {
+            "to": trainer.party,
+            "delivery": trainer.delivery,
             "expires_at": _utc(now + timedelta(milliseconds=expires)),
             "brief_bytes": len(brief),
             "rows_bytes": len(rows.data),
             "training_rows": rows.count,
         }
+        if trainer.deliver is not None:
+            asked["deliver"] = trainer.deliver
         due = [
             DueEntry(scope, run_id, EXPIRE_KEY, now + timedelta(milliseconds=expires), {"run_id": run_id}),
             DueEntry(
@@ -328,6 +405,8 @@ class Builds:
                 {"run_id": run_id},
             ),
         ]
+        if trainer.delivery is not None:
+            due.append(DueEntry(scope, run_id, attempt_key(1), now, {}))
         await self.ledger.append(
             [
                 StreamWrite(
@@ -343,20 +422,28 @@ class Builds:
         await self.ledger.append([StreamWrite(run_stream(scope, run_id), 0, records)])
 
     async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
-        """Ends a build that waits for its trainer at once: `rejected`, `cancelled`, with the kind asked; its staged
-        candidates are discarded."""
-        build = await self.state(scope, state.run_id)
-        if build is None or build.cancel_requested or build.run_ended:
+        """Ends a build at once, whether it waits for its trainer, is queued or is being scored: `rejected`,
+        `cancelled`, with the kind asked; its staged candidates are discarded. Its scoring, if any, sees the
+        cancel and ends its model process (`scoring`). A stream that moved meanwhile (a delivery attempt, an
+        upload) is read again."""
+        for _ in range(CANCEL_TRIES):
+            build = await self.state(scope, state.run_id)
+            if build is None or build.cancel_requested or build.run_ended:
+                return
+            metadata = {**state.started_metadata, "by": caller_id}
+            ending = Rejection("cancelled", reason or "The build was cancelled.", kind="requested")
+            records = [
+                NewRecord(RUN_CANCEL_REQUESTED, {"reason": reason} if reason else {}, metadata),
+                NewRecord(BUILD_ENDED, {"outcome": "cancelled", "because": "requested"}, metadata),
+                NewRecord(RUN_REJECTED, ending.as_record(), metadata),
+            ]
+            try:
+                await self.ledger.append([StreamWrite(run_stream(scope, state.run_id), build.stream_version, records)])
+            except VersionConflict:
+                continue
+            await self.ledger.content.discard(candidate_key(scope, state.run_id))
             return
-        metadata = {**state.started_metadata, "by": caller_id}
-        ending = Rejection("cancelled", reason or "The build was cancelled before it was scored.", kind="requested")
-        records = [
-            NewRecord(RUN_CANCEL_REQUESTED, {"reason": reason} if reason else {}, metadata),
-            NewRecord(BUILD_ENDED, {"outcome": "cancelled", "because": "requested"}, metadata),
-            NewRecord(RUN_REJECTED, ending.as_record(), metadata),
-        ]
-        await self.ledger.append([StreamWrite(run_stream(scope, state.run_id), build.stream_version, records)])
-        await self.ledger.content.discard(candidate_key(scope, state.run_id))
+        raise unavailable("The build kept moving while the cancellation was recorded; send it again.", retry_after=1)
 
     async def waiting(self, scope: PlaybookScope, run_id: str) -> BuildState:
         """The build waiting for its answer, as the three build routes need it (§8.6): `not_found` for a run the

@@ -1,6 +1,11 @@
 """Scoring an answered build (prediction-format §8.7–§8.8, §9 activation): the due entry `prediction-build/score`
-that `request_answered` arms, carried out by the workflow lease's holder. A build asked to cancel while it is
-scored stops before its next candidate (the cancel itself ends it).
+that `request_answered` arms, carried out by the workflow lease's holder.
+
+A build cancelled while it is queued or scored stops at once (the cancel itself ends it, `Builds.cancel`, on
+whichever server took it): while it scores, a watcher follows the build's stream, woken by the ledger's append
+signal (every commit of this process and, on PostgreSQL, of every server sharing the ledger), and once the stream
+holds a cancel or an ending it cancels the scoring, which ends the model process running the candidate (the
+pool replaces it, as it does a process that dies or overruns). The entry is then marked fired, nothing recorded.
 
 The build holds one model process available to builds (queued until one is), and scores its candidates one at a
 time in answer order, each loaded afresh, on every backtest row in batches of at most `BATCH_ROWS`, within
@@ -51,7 +56,7 @@ from auto_runtime.functions.prediction.walk import (
     scores,
     walk,
 )
-from auto_runtime.ledger import NewRecord, PlaybookScope, StreamWrite
+from auto_runtime.ledger import NewRecord, PlaybookScope, StreamWrite, VersionConflict
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
 from auto_runtime.ledger.lease import LeaseFence
 from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_SUCCEEDED, run_stream
@@ -63,8 +68,7 @@ CANDIDATE_SCORED: Final = "candidate_scored"
 CANDIDATE_DISQUALIFIED: Final = "candidate_disqualified"
 
 
-class BuildStopped(Exception):
-    """The build was asked to cancel, or ended, while it was scored: its scoring stops between candidates."""
+APPEND_TRIES: Final = 8
 
 
 class Disqualified(Exception):
@@ -91,37 +95,79 @@ class Scoring:
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
         """Scores an answered build (`SCORE_KEY`), or ends one that its trainer left unanswered (`EXPIRE_KEY`) or
         that passed its deadline while queued or scoring (`DEADLINE_KEY`); a build that moved on since is left
-        as it is. The entry is marked fired in the append that ends the build, or alone."""
+        as it is. The entry is marked fired in the append that ends the build, or alone. A stream that moved
+        while the build was scored (a delivery attempt ending) is read again and the same facts appended after
+        it, unless the build ended or was asked to cancel meanwhile."""
         scope = entry.scope
         assert isinstance(scope, PlaybookScope)
         state = await self.builds.state(scope, entry.run_id)
-        ended = state is None or state.ended is not None or state.run_ended
-        records: list[NewRecord] | None = None
-        if state is not None and not ended:
-            if entry.key == SCORE_KEY and state.answer is not None:
-                try:
-                    records = await self._score(scope, state)
-                except BuildStopped:
-                    records = None
-            elif entry.key == EXPIRE_KEY and state.answer is None and not state.cancel_requested:
-                records = self._unanswered(scope, state)
-            elif entry.key == DEADLINE_KEY and state.answer is not None:
-                records = self._past_deadline(scope, state)
-        if state is None or records is None:
-            await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+        scored: list[NewRecord] | None = None
+        if entry.key == SCORE_KEY and state is not None and _going_on(state) and state.answer is not None:
+            scored = await self._scored_unless_stopped(scope, state)
+        for _ in range(APPEND_TRIES):
+            records = self._ending(scope, entry, state, scored)
+            if state is None or records is None:
+                await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+                return
+            arm = []
+            for record in records:
+                if record.type == BUILD_ENDED and record.data.get("state") == "shadowing":
+                    arm.append(shadow_entry(scope, state.name, state.run_id))
+                elif record.type == BUILD_ENDED and record.data.get("state") == "awaiting_approval":
+                    arm.append(approval_entry(scope, state.name, int(record.data["version"])))
+            try:
+                await self.ledger.append(
+                    [StreamWrite(run_stream(scope, state.run_id), state.stream_version, records)],
+                    due_work=DueWorkChanges(fire=[entry.due_key], arm=arm),
+                    fence=fence,
+                )
+            except VersionConflict:
+                state = await self.builds.state(scope, entry.run_id)
+                continue
+            await self.ledger.content.discard(candidate_key(scope, state.run_id))
             return
-        arm = []
-        for record in records:
-            if record.type == BUILD_ENDED and record.data.get("state") == "shadowing":
-                arm.append(shadow_entry(scope, state.name, state.run_id))
-            elif record.type == BUILD_ENDED and record.data.get("state") == "awaiting_approval":
-                arm.append(approval_entry(scope, state.name, int(record.data["version"])))
-        await self.ledger.append(
-            [StreamWrite(run_stream(scope, state.run_id), state.stream_version, records)],
-            due_work=DueWorkChanges(fire=[entry.due_key], arm=arm),
-            fence=fence,
-        )
-        await self.ledger.content.discard(candidate_key(scope, state.run_id))
+        raise RuntimeError(f"the build {entry.run_id} kept moving while its ending was recorded")
+
+    def _ending(
+        self, scope: PlaybookScope, entry: DueEntry, state: BuildState | None, scored: list[NewRecord] | None
+    ) -> list[NewRecord] | None:
+        """What `entry` records on the build as it now stands, or None when nothing is left to record."""
+        if state is None or not _going_on(state):
+            return None
+        if entry.key == SCORE_KEY and state.answer is not None:
+            return scored
+        if entry.key == EXPIRE_KEY and state.answer is None:
+            return self._unanswered(scope, state)
+        if entry.key == DEADLINE_KEY and state.answer is not None:
+            return self._past_deadline(scope, state)
+        return None
+
+    async def _scored_unless_stopped(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord] | None:
+        """The build's scoring facts, or None when it was cancelled or ended while queued or scored: a watcher
+        cancels the scoring at once then, which ends the model process of the candidate being scored. A failure
+        leaves as itself, not in an exception group, so the timer loop meets the ledger's own errors."""
+        scored: list[NewRecord] | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch, scope, state.run_id, nursery.cancel_scope)
+                scored = await self._score(scope, state)
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+        return scored
+
+    async def _watch(self, scope: PlaybookScope, run_id: str, scoring: trio.CancelScope) -> None:
+        """Cancels `scoring` once the build's stream holds a cancel or an ending, reading the stream again after
+        each append the ledger signals (those of other servers included, on PostgreSQL)."""
+        while True:
+            seen = self.ledger.appended.generation
+            now = await self.builds.state(scope, run_id)
+            if now is None or not _going_on(now):
+                scoring.cancel()
+                return
+            await self.ledger.appended.wait_beyond(seen)
 
     async def _score(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord]:
         document = await self.builds.document_of(scope, state)
@@ -145,9 +191,6 @@ class Scoring:
         records: list[NewRecord] = []
         qualified: list[tuple[float, float, int, str, Scores]] = []
         for order, candidate in enumerate(named):
-            now = await self.builds.state(scope, state.run_id)
-            if now is None or now.cancel_requested or now.ended is not None or now.run_ended:
-                raise BuildStopped
             try:
                 forecasts = await self._forecasts(scope, state.run_id, document, walked, points, candidate)
             except Disqualified as disqualified:
@@ -307,6 +350,11 @@ def _failed_rule(document: PredictionDocument, scored: Scores, baseline: Scores)
     if scored.msis > baseline.msis:
         return {"because": "intervals_worse", "msis": round(scored.msis, 6), "baseline_msis": round(baseline.msis, 6)}
     return None
+
+
+def _going_on(state: BuildState) -> bool:
+    """The build neither ended nor was asked to cancel."""
+    return state.ended is None and not state.run_ended and not state.cancel_requested
 
 
 def _outcomes(records: list[NewRecord]) -> list[dict[str, Any]]:
