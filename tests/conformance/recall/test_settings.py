@@ -83,22 +83,23 @@ def slow_view(kind: str, loops: int) -> str:
 
 def test_views_past_the_most_rebuilds_wait_their_turn(server: OwnServer) -> None:
     """Which views rebuild is decided when a pass reads the definitions, so both functions are saved while the
-    keeper is busy with another playbook's pass (one playbook at once): the pass that then reads them sees both,
-    and the second waits for the first, whose folds are slow enough to keep it rebuilding for seconds."""
+    keeper is busy with another playbook's pass (one playbook at once, about 3.4 s of folding, seen after its
+    first page of 2 s): the pass that then reads them sees both, and the second waits for the first, whose folds
+    keep it rebuilding for about 2 s."""
     live = server.start(RECALL_MAX_REBUILDS="1", RECALL_PLAYBOOKS_AT_ONCE="1")
     try:
         with live.client() as client:
             busy, playbook = new_playbook(client), new_playbook(client)
             kind = fresh_id("com.acme.turn")
-            for index in range(400):
+            for index in range(200):
                 publish(client, busy, kind, {"n": index})
-            for index in range(250):
+            for index in range(120):
                 publish(client, playbook, kind, {"n": index})
             saved(client, busy, "keeps-the-keeper-busy", slow_view(kind, 370_000))
             busy_standing = standing_until(client, busy, "keeps-the-keeper-busy", lambda s: s["checkpoint"] is not None)
             assert busy_standing["state"] == "rebuilding", "the busy playbook's pass must still be going on"
             saved(client, playbook, "turn-first", slow_view(kind, 370_000))
-            saved(client, playbook, "turn-second", slow_view(kind, 370_000))
+            saved(client, playbook, "turn-second", slow_view(kind, 1))
             waiting = standing_until(
                 client, playbook, "turn-second", lambda s: s["checkpoint"] is not None or s["state"] == "waiting"
             )
@@ -106,8 +107,8 @@ def test_views_past_the_most_rebuilds_wait_their_turn(server: OwnServer) -> None
             assert standing_of(client, playbook, "turn-first")["state"] == "rebuilding"
             refused = problem(run(client, playbook, "turn-second"), 503, "unavailable", "rebuilding")
             assert refused["detail"] == WAITS.format(name="turn-second")
-            assert caught_up(client, playbook, "turn-first", 250)["folded"] == 250
-            assert caught_up(client, playbook, "turn-second", 250)["folded"] == 250
+            assert caught_up(client, playbook, "turn-first", 120)["folded"] == 120
+            assert caught_up(client, playbook, "turn-second", 120)["folded"] == 120
     finally:
         assert live.stop() == 0
 
