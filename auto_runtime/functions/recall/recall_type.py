@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from auto_runtime.functions.computation.document import problem_details
+from auto_runtime.functions.computation.run import checked_input
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Use
 from auto_runtime.functions.overview import schema_table
-from auto_runtime.functions.recall.answer import answer_run, checked_input, view_record
+from auto_runtime.functions.recall.answer import answer_run, view_record
 from auto_runtime.functions.recall.check import check_document
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
 from auto_runtime.functions.recall.standing import cannot_answer, newest_record_at
@@ -113,7 +114,7 @@ class RecallType:
         if isinstance(document, Rejection):
             return Rejected(document)
         value = {} if request.input is None else request.input
-        checked = await checked_input(document, value)
+        checked = await checked_input(document.input_schema, value)
         if isinstance(checked, Rejection):
             return Rejected(checked)
         scope = PlaybookScope(request.org, request.playbook)
