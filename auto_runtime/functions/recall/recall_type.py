@@ -10,6 +10,7 @@ from typing import Any
 
 from auto_runtime.functions.computation.document import problem_details
 from auto_runtime.functions.computation.run import checked_input
+from auto_runtime.functions.documents import no_longer_parses, object_schema, on_a_checker
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Use
 from auto_runtime.functions.overview import schema_table
 from auto_runtime.functions.recall.answer import answer_run, view_record
@@ -17,16 +18,12 @@ from auto_runtime.functions.recall.check import check_document
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
 from auto_runtime.functions.recall.standing import cannot_answer, newest_record_at
 from auto_runtime.ledger import Ledger, PlaybookScope
-from auto_runtime.problems import Rejection, conflict, unavailable
-from auto_runtime.sandbox import Checkers, CheckerUnavailable, SandboxEngine, SandboxPool
+from auto_runtime.problems import Rejection
+from auto_runtime.sandbox import Checkers, SandboxEngine, SandboxPool
 from auto_runtime.sandbox.fair_queue import JobOwner
 
 RUNS = "folds its runs into its view"
 CHANGES = "folds its changes into its view"
-
-
-def _schema(schema: dict[str, Any] | bool | None) -> dict[str, Any] | None:
-    return schema if isinstance(schema, dict) else None
 
 
 def recall_overview(document: RecallDocument) -> str:
@@ -39,9 +36,9 @@ def recall_overview(document: RecallDocument) -> str:
     return (
         f"{document.description or 'A recall function.'}\n\n"
         "## What it needs\n\n"
-        f"{schema_table(_schema(document.input_schema))}\n"
+        f"{schema_table(object_schema(document.input_schema))}\n"
         "## What it produces\n\n"
-        f"{schema_table(_schema(document.output_schema))}\n"
+        f"{schema_table(object_schema(document.output_schema))}\n"
         "## What it does\n\n"
         f"It keeps a view built from the playbook's own events of the types {events}, folded one at a time in "
         f"the order the playbook recorded them, from the first record of its history. {answers} A run reads the "
@@ -81,19 +78,12 @@ class RecallType:
         self.ledger = ledger
 
     async def check(self, source: str) -> CheckedDocument:
-        try:
-            checked = await check_document(self.checkers, self.engine, source)
-        except CheckerUnavailable:
-            raise unavailable(
-                "No checker is ready to check the program; send the same request again.", retry_after=1
-            ) from None
-        if isinstance(checked, Rejection):
-            raise checked
+        checked = await on_a_checker(check_document(self.checkers, self.engine, source), "the program")
         return CheckedDocument(
             media_type="text/markdown",
             description=checked.description,
-            input_schema=_schema(checked.input_schema),
-            output_schema=_schema(checked.output_schema),
+            input_schema=object_schema(checked.input_schema),
+            output_schema=object_schema(checked.output_schema),
             shape=None,
             overview=recall_overview(checked),
             uses=_uses(checked),
@@ -102,11 +92,7 @@ class RecallType:
     async def parse(self, source: str) -> RecallDocument | Rejection:
         parsed = parse_document(source)
         if isinstance(parsed, list):
-            return conflict(
-                "The saved document of this function no longer parses on this server; update it. "
-                + " ".join(problem_details(parsed)),
-                kind="unworkable",
-            )
+            return no_longer_parses(" ".join(problem_details(parsed)))
         return parsed
 
     async def run(self, request: RunRequest) -> RunEnding:
