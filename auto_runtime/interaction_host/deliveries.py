@@ -60,7 +60,7 @@ from auto_runtime.ledger import (
     VersionConflict,
 )
 from auto_runtime.playbooks.clock import iso_utc, now_utc
-from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_SUCCEEDED, run_stream
+from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_SUCCEEDED, carried_metadata, run_stream
 from auto_runtime.playbooks.run_view import RunState, fold_run
 from auto_runtime.problems import Rejection
 from auto_runtime.tools import (
@@ -91,7 +91,6 @@ DELIVERY_SUCCEEDED = "delivery_succeeded"
 DELIVERY_FAILED = "delivery_failed"
 DELIVERY_REFUSED = "delivery_refused"
 DELIVERY_ENDINGS = (DELIVERY_SUCCEEDED, DELIVERY_FAILED, DELIVERY_REFUSED)
-RUN_METADATA = ("correlation_id", "run_id", "definition", "called_by", "call_depth", "trigger", "depth")
 
 
 def attempt_key(number: int) -> str:
@@ -196,7 +195,7 @@ class Deliveries:
     @staticmethod
     def _metadata(state: RunState) -> dict[str, Any]:
         started = state.started_metadata
-        return {key: started[key] for key in RUN_METADATA if key in started}
+        return carried_metadata(started)
 
     def _stopped(self, state: RunState | None, history: list[Record]) -> bool:
         facts = self._facts(history)
