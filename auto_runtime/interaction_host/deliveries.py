@@ -39,9 +39,9 @@ from auto_runtime.functions.interaction.arguments import (
 )
 from auto_runtime.functions.interaction.call_run import no_tool_servers, not_offered
 from auto_runtime.functions.interaction.document import resolve_pointer
+from auto_runtime.functions.interaction.request_sources import MAX_ATTEMPTS, RequestSource
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
 from auto_runtime.interaction_host.call_measures import named_server, scrubbed, sha256
-from auto_runtime.interaction_host.open_requests import RequestSource
 from auto_runtime.interaction_host.replies import ReplyReads, woken_read
 from auto_runtime.interaction_host.request_facts import INTERACTION_SOURCES, RequestFacts, request_facts
 from auto_runtime.json_limits import compact_json, json_size
@@ -79,7 +79,6 @@ log = logging.getLogger("auto_runtime.interactions")
 
 ATTEMPT_PREFIX = "interaction:attempt:"
 LOST_PREFIX = "interaction:lost:"
-MAX_ATTEMPTS = 5
 WAITS_MINUTES = (1, 2, 4, 8)
 MAX_RETRY_AFTER = timedelta(minutes=8)
 LOST_AFTER = timedelta(minutes=1)

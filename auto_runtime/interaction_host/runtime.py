@@ -36,13 +36,13 @@ from auto_runtime.functions.interaction.call_run import (
     rendered_arguments,
 )
 from auto_runtime.functions.interaction.document import InteractionDocument
+from auto_runtime.functions.interaction.request_sources import RequestSource
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
 from auto_runtime.interaction_host.deliveries import Deliveries, attempt_key, tools_not_offered
 from auto_runtime.interaction_host.open_requests import (
     INTERACTION_REQUESTED,
     OPEN_REQUESTS_TABLE,
     REQUEST_ANSWERED,
-    RequestSource,
     listed,
 )
 from auto_runtime.interaction_host.request_facts import RequestFacts, answer_shown, request_facts
