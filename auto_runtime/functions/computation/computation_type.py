@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from auto_runtime.functions.computation.check import check_document
-from auto_runtime.functions.computation.document import ComputationDocument, parse_document, problem_details
+from auto_runtime.functions.computation.document import ComputationDocument, as_saved, parse_document
 from auto_runtime.functions.computation.run import Succeeded as ComputationSucceeded
 from auto_runtime.functions.computation.run import describe, run_computation
-from auto_runtime.functions.documents import no_longer_parses, object_schema, on_a_checker
+from auto_runtime.functions.documents import object_schema, on_a_checker
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Succeeded
 from auto_runtime.functions.overview import schema_table
 from auto_runtime.problems import Rejection
@@ -59,10 +59,7 @@ class ComputationType:
     async def parse(self, source: str) -> ComputationDocument | Rejection:
         """The parsed document; one saved before a rule it breaks held (a schema naming an address, YAML
         aliases) ends its runs `conflict`, `unworkable`, in the words reasoning functions use."""
-        parsed = parse_document(source)
-        if isinstance(parsed, list):
-            return no_longer_parses(" ".join(problem_details(parsed)))
-        return parsed
+        return as_saved(parse_document(source))
 
     async def run(self, request: RunRequest) -> RunEnding:
         document = request.document if request.document is not None else await self.parse(request.source)

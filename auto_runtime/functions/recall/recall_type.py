@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from auto_runtime.functions.computation.document import problem_details
+from auto_runtime.functions.computation.document import as_saved
 from auto_runtime.functions.computation.run import checked_input
-from auto_runtime.functions.documents import no_longer_parses, object_schema, on_a_checker
+from auto_runtime.functions.documents import object_schema, on_a_checker
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Use
 from auto_runtime.functions.overview import schema_table
 from auto_runtime.functions.recall.answer import answer_run, view_record
@@ -90,10 +90,7 @@ class RecallType:
         )
 
     async def parse(self, source: str) -> RecallDocument | Rejection:
-        parsed = parse_document(source)
-        if isinstance(parsed, list):
-            return no_longer_parses(" ".join(problem_details(parsed)))
-        return parsed
+        return as_saved(parse_document(source))
 
     async def run(self, request: RunRequest) -> RunEnding:
         document = request.document if request.document is not None else await self.parse(request.source)
