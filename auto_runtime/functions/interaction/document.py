@@ -27,9 +27,9 @@ from auto_runtime.functions.interaction.arguments import (
     render_arguments,
 )
 from auto_runtime.functions.interaction.durations import DAY_MS, MINUTE_MS, duration_ms
-from auto_runtime.functions.reasoning.document import issue_lines, split_source
+from auto_runtime.functions.reasoning.document import issue_lines, read_document
 from auto_runtime.functions.reasoning.front_checker import FrontMatterChecker
-from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape, read_front_matter
+from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape
 from auto_runtime.functions.reasoning.json_schemas import schema_problems
 from auto_runtime.functions.reasoning.template import (
     RenderProblem,
@@ -431,13 +431,10 @@ def _request_rules(check: _Checker, fields: dict[str, Any], output_schema: dict[
 
 
 def parse_document(source: str) -> InteractionDocument | list[Problem]:
-    split = split_source(source)
-    if isinstance(split, Problem):
-        return [split]
-    front_text, body, offset, body_line = split
-    front = read_front_matter(front_text, offset)
-    if front.problems:
-        return front.problems
+    read = read_document(source)
+    if isinstance(read, list):
+        return read
+    front, body, body_line = read
     fields = front.value
     probe = _Checker(front, None)
     if not isinstance(fields, dict):

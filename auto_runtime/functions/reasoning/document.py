@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auto_runtime.functions.reasoning.front_checker import FrontMatterChecker
-from auto_runtime.functions.reasoning.front_matter import Problem, escape, read_front_matter
+from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape, read_front_matter
 from auto_runtime.functions.reasoning.json_schemas import is_draft7, portability_warnings, schema_problems
 from auto_runtime.functions.reasoning.template import Template, parse_template
 from auto_runtime.functions.shapes import SHAPES
@@ -246,14 +246,24 @@ def _model(check: FrontMatterChecker, value: Any) -> str:
     return value
 
 
-def parse_document(source: str) -> ReasoningDocument | list[Problem]:
+def read_document(source: str) -> tuple[FrontMatter, str, int] | list[Problem]:
+    """A front-matter document's front matter read, and the text after it with the line it starts on; or the
+    problem of the `---` lines, or the front matter's problems. Reasoning and interaction documents share it."""
     split = split_source(source)
     if isinstance(split, Problem):
         return [split]
-    front_text, template_source, offset, template_line = split
+    front_text, body, offset, body_line = split
     front = read_front_matter(front_text, offset)
     if front.problems:
         return front.problems
+    return front, body, body_line
+
+
+def parse_document(source: str) -> ReasoningDocument | list[Problem]:
+    read = read_document(source)
+    if isinstance(read, list):
+        return read
+    front, template_source, template_line = read
     check = FrontMatterChecker(front)
     fields = front.value
     if not isinstance(fields, dict):
