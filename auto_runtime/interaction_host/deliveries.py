@@ -39,9 +39,9 @@ from auto_runtime.functions.interaction.arguments import (
 )
 from auto_runtime.functions.interaction.call_run import no_tool_servers, not_offered
 from auto_runtime.functions.interaction.document import resolve_pointer
+from auto_runtime.functions.interaction.request_sources import MAX_ATTEMPTS, RequestSource
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
 from auto_runtime.interaction_host.call_measures import named_server, scrubbed, sha256
-from auto_runtime.interaction_host.open_requests import RequestSource
 from auto_runtime.interaction_host.replies import ReplyReads, woken_read
 from auto_runtime.interaction_host.request_facts import INTERACTION_SOURCES, RequestFacts, request_facts
 from auto_runtime.json_limits import compact_json, json_size
@@ -60,7 +60,7 @@ from auto_runtime.ledger import (
     VersionConflict,
 )
 from auto_runtime.playbooks.clock import iso_utc, now_utc
-from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_SUCCEEDED, run_stream
+from auto_runtime.playbooks.run_facts import RUN_REJECTED, RUN_SUCCEEDED, carried_metadata, run_stream
 from auto_runtime.playbooks.run_view import RunState, fold_run
 from auto_runtime.problems import Rejection
 from auto_runtime.tools import (
@@ -79,7 +79,6 @@ log = logging.getLogger("auto_runtime.interactions")
 
 ATTEMPT_PREFIX = "interaction:attempt:"
 LOST_PREFIX = "interaction:lost:"
-MAX_ATTEMPTS = 5
 WAITS_MINUTES = (1, 2, 4, 8)
 MAX_RETRY_AFTER = timedelta(minutes=8)
 LOST_AFTER = timedelta(minutes=1)
@@ -91,7 +90,6 @@ DELIVERY_SUCCEEDED = "delivery_succeeded"
 DELIVERY_FAILED = "delivery_failed"
 DELIVERY_REFUSED = "delivery_refused"
 DELIVERY_ENDINGS = (DELIVERY_SUCCEEDED, DELIVERY_FAILED, DELIVERY_REFUSED)
-RUN_METADATA = ("correlation_id", "run_id", "definition", "called_by", "call_depth", "trigger", "depth")
 
 
 def attempt_key(number: int) -> str:
@@ -196,7 +194,7 @@ class Deliveries:
     @staticmethod
     def _metadata(state: RunState) -> dict[str, Any]:
         started = state.started_metadata
-        return {key: started[key] for key in RUN_METADATA if key in started}
+        return carried_metadata(started)
 
     def _stopped(self, state: RunState | None, history: list[Record]) -> bool:
         facts = self._facts(history)

@@ -1,8 +1,9 @@
 """The open requests of every playbook, as one projection table (`open_requests`) that `list_interactions` reads.
 
-A request is opened by a fact of a **request source** on a run's stream, and leaves the table when the request
-is answered (`request_answered`) or its run ends; `run_cancel_requested` makes it stand `cancelling`. A source
-is a small table entry: the fact type that opens a request and the function that turns that fact into the row.
+A request is opened by a fact of a **request source** (`functions.interaction.request_sources`) on a run's
+stream, and leaves the table when the request is answered (`request_answered`) or its run ends;
+`run_cancel_requested` makes it stand `cancelling`. A source is a small table entry: the fact type that opens a
+request and the function that turns that fact into the row.
 Interaction functions open theirs with `interaction_requested` (`INTERACTION_SOURCE`); another type adds its
 requests by giving `open_requests_projection` a source of its own (a prediction build's `build_asked`, settled
 point 16), with nothing else to change: the listing, its filters and its pages read the one table.
@@ -13,10 +14,10 @@ a projection of a new version is rebuilt from the history when the ledger opens.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from auto_runtime.functions.interaction.request_sources import DELIVERY_CHANGES, RequestSource, RowChange
 from auto_runtime.ledger import Projection, Record, Row, TableSpec
 from auto_runtime.playbooks.clock import iso_utc, microseconds_since_epoch
 from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_ENDINGS, RUN_STARTED
@@ -24,28 +25,6 @@ from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_ENDINGS, 
 INTERACTION_REQUESTED = "interaction_requested"
 REQUEST_ANSWERED = "request_answered"
 OPEN_REQUESTS_TABLE = "open_requests"
-
-
-RowChange = Callable[[Row, Record], Row]
-
-
-def recorded_request(record: Record) -> dict[str, Any]:
-    """The request as its opening fact holds it (`interaction_requested`, interaction-format §3.2)."""
-    return dict(record.data)
-
-
-@dataclass(frozen=True)
-class RequestSource:
-    """Where open requests come from: the fact that opens one, the row it makes (without the key columns), how
-    the source's later facts change an open row (its `standing`, its `attempts`), and the request as its delivery
-    attempts read it (`request_of`: the fields of `interaction_requested`, `to`, `message`, `takes_answer`,
-    `answer_schema`, `requested_at`, `expires_at` and, when it is delivered, `deliver` as written; with `input`
-    when its templates read another input than the run's)."""
-
-    opened_by: str
-    row_of: Callable[[Record], Row]
-    changes: Mapping[str, RowChange] = field(default_factory=dict)
-    request_of: Callable[[Record], dict[str, Any]] = recorded_request
 
 
 def interaction_row(record: Record) -> Row:
@@ -75,43 +54,7 @@ def interaction_row(record: Record) -> Row:
     }
 
 
-MAX_ATTEMPTS = 5
-
-
-def _delivering(row: Row, record: Record) -> Row:
-    return {**row, "standing": "delivering", "attempts": int(record.data.get("number") or row["attempts"])}
-
-
-def _delivered(row: Row, record: Record) -> Row:
-    replies_in = record.data.get("replies_in")
-    conversation = replies_in.get("key") if isinstance(replies_in, dict) else row["conversation"]
-    return {**row, "standing": "delivered" if row["takes_answer"] else "delivering", "conversation": conversation}
-
-
-def _reply_refused(row: Row, record: Record) -> Row:
-    return {**row, "reply_refusals": int(row["reply_refusals"]) + 1}
-
-
-def _failed(row: Row, record: Record) -> Row:
-    spent = int(record.data.get("number") or 0) >= MAX_ATTEMPTS
-    return {**row, "standing": "undelivered" if spent else "retrying"}
-
-
-def _refused(row: Row, record: Record) -> Row:
-    return {**row, "standing": "undelivered"}
-
-
-INTERACTION_SOURCE = RequestSource(
-    INTERACTION_REQUESTED,
-    interaction_row,
-    {
-        "delivery_started": _delivering,
-        "delivery_succeeded": _delivered,
-        "delivery_failed": _failed,
-        "delivery_refused": _refused,
-        "reply_refused": _reply_refused,
-    },
-)
+INTERACTION_SOURCE = RequestSource(INTERACTION_REQUESTED, interaction_row, DELIVERY_CHANGES)
 
 
 def open_requests_projection(sources: Sequence[RequestSource] = (INTERACTION_SOURCE,)) -> Projection:

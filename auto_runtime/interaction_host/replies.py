@@ -59,7 +59,7 @@ from auto_runtime.ledger import (
     VersionConflict,
 )
 from auto_runtime.playbooks.clock import now_utc
-from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.playbooks.run_facts import carried_metadata, run_stream
 from auto_runtime.playbooks.run_view import fold_run
 from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.tools import ToolCallFailed, ToolNotOffered, ToolServerFailed, ToolServers, WantedTool
@@ -82,7 +82,6 @@ CALL_SECONDS = 30
 MAX_RETRY_AFTER = timedelta(hours=1)
 LOST_AFTER = timedelta(minutes=1)
 """A read still in flight a minute after it started is considered lost and made again (§5.1)."""
-RUN_METADATA = ("correlation_id", "run_id", "definition", "called_by", "call_depth", "trigger", "depth")
 
 
 def conversation_id(server: str, tool: str, key: str) -> str:
@@ -404,7 +403,7 @@ class ReplyReads:
                     because = "invalid"
                     issues = [{"pointer": issue.pointer, "detail": issue.detail} for issue in found[:5]]
         started = state.started_metadata
-        metadata = {key: started[key] for key in RUN_METADATA if key in started}
+        metadata = carried_metadata(started)
         metadata = {**metadata, "causation_id": facts.requested.id, "by": f"playbook:{scope.playbook}"}
         stream = run_stream(scope, target)
         if because is None:

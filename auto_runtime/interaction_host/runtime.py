@@ -36,13 +36,13 @@ from auto_runtime.functions.interaction.call_run import (
     rendered_arguments,
 )
 from auto_runtime.functions.interaction.document import InteractionDocument
+from auto_runtime.functions.interaction.request_sources import RequestSource
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
 from auto_runtime.interaction_host.deliveries import Deliveries, attempt_key, tools_not_offered
 from auto_runtime.interaction_host.open_requests import (
     INTERACTION_REQUESTED,
     OPEN_REQUESTS_TABLE,
     REQUEST_ANSWERED,
-    RequestSource,
     listed,
 )
 from auto_runtime.interaction_host.request_facts import RequestFacts, answer_shown, request_facts
@@ -58,6 +58,7 @@ from auto_runtime.ledger import (
     StreamWrite,
     VersionConflict,
 )
+from auto_runtime.playbooks.cancel_requests import record_cancel_request
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
@@ -66,6 +67,7 @@ from auto_runtime.playbooks.run_facts import (
     RUN_REJECTED,
     RUN_STARTED,
     RUN_SUCCEEDED,
+    carried_metadata,
     run_stream,
 )
 from auto_runtime.playbooks.run_ids import canonical_run_id, is_run_id
@@ -86,7 +88,6 @@ MAX_ANSWER_BYTES = 64 * 1024
 MAX_ANSWER_DEPTH = 512
 REQUESTS_FULL_RETRY_AFTER = 5
 ATTEMPTS = 8
-RUN_METADATA = ("correlation_id", "run_id", "definition", "called_by", "call_depth", "trigger", "depth")
 
 
 def _bad_text(text: str) -> str | None:
@@ -339,33 +340,15 @@ class InteractionRuntime:
     async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
         """Record `run_cancel_requested` and the `interaction:cancel` entry that ends the run, unless the run was
         asked already (a second request records nothing)."""
-        stream = run_stream(scope, state.run_id)
-        now: RunState | None = state
-        for _ in range(ATTEMPTS):
-            if now is None or now.cancel_requested:
-                return
-            if now.status != "started":
-                raise conflict(f"The run {state.run_id} has ended, so there is nothing to cancel.")
-            data: dict[str, Any] = {"kind": "requested"}
-            if reason is not None:
-                data["reason"] = reason
-            started = now.started_metadata
-            metadata = {key: started[key] for key in RUN_METADATA if key in started}
-            record = NewRecord(RUN_CANCEL_REQUESTED, data, {**metadata, "causation_id": None, "by": caller_id})
-            payload: dict[str, Any] = {"kind": "requested", "by": caller_id}
-            if reason is not None:
-                payload["reason"] = reason
-            entry = DueEntry(scope, state.run_id, CANCEL_KEY, self.clock(), payload)
-            try:
-                await self.ledger.append(
-                    [StreamWrite(stream, now.stream_version, [record])], due_work=DueWorkChanges(arm=[entry])
-                )
-            except VersionConflict:
-                now = await self.runs.read_run(scope, state.run_id)
-                continue
+        payload: dict[str, Any] = {"kind": "requested", "by": caller_id}
+        if reason is not None:
+            payload["reason"] = reason
+
+        def entry_of(record: NewRecord) -> DueEntry:
+            return DueEntry(scope, state.run_id, CANCEL_KEY, self.clock(), payload)
+
+        if await record_cancel_request(self.ledger, self.runs.read_run, scope, state, reason, caller_id, entry_of):
             self.wake()
-            return
-        raise unavailable("The run kept moving while the cancellation was recorded; send it again.", retry_after=1)
 
     # -- answering and listing ---------------------------------------------------------------------------------
 
@@ -399,7 +382,7 @@ class InteractionRuntime:
                 data["claimed_for"] = claimed_for
             data["answered_by"] = caller_id
             started = state.started_metadata
-            metadata = {key: started[key] for key in RUN_METADATA if key in started}
+            metadata = carried_metadata(started)
             assert facts.requested is not None
             record = NewRecord(
                 REQUEST_ANSWERED, data, {**metadata, "causation_id": facts.requested.id, "by": caller_id}
@@ -517,7 +500,7 @@ class InteractionRuntime:
         self, scope: PlaybookScope, entry: DueEntry, state: RunState, facts: RequestFacts
     ) -> list[NewRecord] | None:
         started = state.started_metadata
-        metadata = {key: started[key] for key in RUN_METADATA if key in started}
+        metadata = carried_metadata(started)
         requested = facts.requested
         assert requested is not None
         caused = {**metadata, "causation_id": requested.id}

@@ -9,6 +9,7 @@ added up over every attempt that ended.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from auto_runtime.ledger import PlaybookScope, Projection, Record, Row, StreamName, TableSpec
@@ -21,10 +22,17 @@ RUN_FAILED = "run_failed"
 RUN_CANCEL_REQUESTED = "run_cancel_requested"
 RUN_ENDINGS = (RUN_SUCCEEDED, RUN_REJECTED, RUN_FAILED)
 STATUS_OF_ENDING = {RUN_SUCCEEDED: "succeeded", RUN_REJECTED: "rejected", RUN_FAILED: "failed"}
+RUN_METADATA = ("correlation_id", "run_id", "definition", "called_by", "call_depth", "trigger", "depth")
+"""The metadata of a run's `run_started` that the run's later records carry."""
 
 
 def run_stream(scope: PlaybookScope, run_id: str) -> StreamName:
     return scope.stream("runs", run_id)
+
+
+def carried_metadata(started: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a `run_started` record's metadata (`RUN_METADATA`) a later record of the run carries."""
+    return {key: started[key] for key in RUN_METADATA if key in started}
 
 
 def _keys(record: Record) -> list[tuple[Any, ...]]:

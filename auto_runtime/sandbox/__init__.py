@@ -2,7 +2,8 @@
 
 Start one `SandboxEngine` per process (it verifies the pinned artifact and caches the compiled module),
 one `SandboxPool` of `COMPUTATION_WORKERS` workers for runs, and one `Checkers` for save-time checks.
-Close the pool and the checkers, then the engine, before the interpreter exits.
+Close the pool and the checkers, then the engine, before the interpreter exits. A run's outcome is a
+`SandboxOutcome`; its cases (`Returned`, `Raised`, ...) are in `auto_runtime.sandbox.outcomes`.
 """
 
 from auto_runtime.sandbox.artifact import ARTIFACT_SHA256, Artifact, ArtifactMismatchError, load_artifact
@@ -16,20 +17,7 @@ from auto_runtime.sandbox.checker import (
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.evaluate import Evaluation, evaluate
 from auto_runtime.sandbox.interruption import RunControl
-from auto_runtime.sandbox.outcomes import (
-    Broken,
-    Cancelled,
-    OutOfMemory,
-    OutOfWork,
-    OutputNotJson,
-    OutputOutOfMemory,
-    OutputTooDeep,
-    OutputTooLarge,
-    PastDeadline,
-    Raised,
-    Returned,
-    SandboxOutcome,
-)
+from auto_runtime.sandbox.outcomes import SandboxOutcome
 from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.sandbox.program_rules import EntryRule, check_program
 from auto_runtime.sandbox.workers import NoWorkerFree
@@ -38,8 +26,6 @@ __all__ = [
     "ARTIFACT_SHA256",
     "Artifact",
     "ArtifactMismatchError",
-    "Broken",
-    "Cancelled",
     "CheckBroken",
     "CheckTimedOut",
     "CheckerUnavailable",
@@ -47,15 +33,6 @@ __all__ = [
     "EntryRule",
     "Evaluation",
     "NoWorkerFree",
-    "OutOfMemory",
-    "OutOfWork",
-    "OutputNotJson",
-    "OutputOutOfMemory",
-    "OutputTooDeep",
-    "OutputTooLarge",
-    "PastDeadline",
-    "Raised",
-    "Returned",
     "RunControl",
     "SandboxEngine",
     "SandboxOutcome",

@@ -32,24 +32,21 @@ from auto_runtime.functions.workflow.engine.model import EventReceived
 from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import (
     DueEntry,
-    DueWorkChanges,
     LeaseFence,
     Ledger,
     LedgerUnavailable,
     NewRecord,
     PlaybookScope,
-    StreamWrite,
-    VersionConflict,
     uuid7,
 )
 from auto_runtime.playbooks.actor_limits import ActorLimits
+from auto_runtime.playbooks.cancel_requests import record_cancel_request
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
-from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, run_stream
 from auto_runtime.playbooks.run_ids import canonical_run_id, is_run_id
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.playbooks.run_view import RunState
-from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
+from auto_runtime.problems import InputIssue, Rejection, invalid_input, not_found, unavailable
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.workers import WorkerPool
 from auto_runtime.schema_issues import check_off_the_loop
@@ -63,9 +60,7 @@ NOT_HOLDING = (
     "This server is not running workflows at the moment (it is stopping, or another server runs them); "
     "send the same request again shortly."
 )
-CANCEL_ATTEMPTS = 8
 MAX_SENT_EVENT_BYTES = 256 * 1024
-RUN_METADATA = ("correlation_id", "run_id", "definition", "called_by", "call_depth", "trigger", "depth")
 """The metadata of a run's records that `run_cancel_requested` repeats (its `by` is who asked)."""
 
 
@@ -219,31 +214,13 @@ class WorkflowRuntime:
         """Record `run_cancel_requested` and the `cancel:` entry that makes the run apply it, unless the run
         was asked already (a second request records nothing). `state` is the run as `RunService` read it; it
         is read again only when the run moved meanwhile."""
-        stream = run_stream(scope, state.run_id)
-        now: RunState | None = state
-        for _ in range(CANCEL_ATTEMPTS):
-            if now is None or now.cancel_requested:
-                return
-            if now.status != "started":
-                raise conflict(f"The run {state.run_id} has ended, so there is nothing to cancel.")
-            data: dict[str, Any] = {"kind": "requested"}
-            if reason is not None:
-                data["reason"] = reason
-            started = now.started_metadata
-            metadata = {key: started[key] for key in RUN_METADATA if key in started}
-            record = NewRecord(RUN_CANCEL_REQUESTED, data, {**metadata, "causation_id": None, "by": caller_id})
+
+        def entry_of(record: NewRecord) -> DueEntry:
             payload = cancel_payload("requested", caller_id, record.id, reason)
-            entry = DueEntry(scope, state.run_id, cancel_key(state.run_id), now_utc(), payload)
-            try:
-                await self.ledger.append(
-                    [StreamWrite(stream, now.stream_version, [record])], due_work=DueWorkChanges(arm=[entry], cancel=[])
-                )
-            except VersionConflict:
-                now = await self.runs.read_run(scope, state.run_id)
-                continue
+            return DueEntry(scope, state.run_id, cancel_key(state.run_id), now_utc(), payload)
+
+        if await record_cancel_request(self.ledger, self.runs.read_run, scope, state, reason, caller_id, entry_of):
             self.loop.wake()
-            return
-        raise unavailable("The run kept moving while the cancellation was recorded; send it again.", retry_after=1)
 
     async def send_event(
         self, scope: PlaybookScope, run_id: str, given: Mapping[str, Any], caller_id: str

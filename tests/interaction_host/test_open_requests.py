@@ -7,13 +7,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from auto_runtime.functions.interaction.request_sources import RequestSource
 from auto_runtime.interaction_host.deliveries import next_attempt_wait
-from auto_runtime.interaction_host.open_requests import (
-    INTERACTION_SOURCE,
-    RequestSource,
-    listed,
-    open_requests_projection,
-)
+from auto_runtime.interaction_host.open_requests import INTERACTION_SOURCE, listed, open_requests_projection
 from auto_runtime.interaction_host.replies import cadence
 from auto_runtime.ledger import Record, Row, StreamName
 

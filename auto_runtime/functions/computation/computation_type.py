@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from auto_runtime.functions.computation.check import check_document
-from auto_runtime.functions.computation.document import ComputationDocument, parse_document, problem_details
+from auto_runtime.functions.computation.document import ComputationDocument, as_saved, parse_document
 from auto_runtime.functions.computation.run import Succeeded as ComputationSucceeded
 from auto_runtime.functions.computation.run import describe, run_computation
+from auto_runtime.functions.documents import object_schema, on_a_checker
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Succeeded
 from auto_runtime.functions.overview import schema_table
-from auto_runtime.problems import Rejection, conflict, unavailable
-from auto_runtime.sandbox import Checkers, CheckerUnavailable, SandboxEngine, SandboxPool
+from auto_runtime.problems import Rejection
+from auto_runtime.sandbox import Checkers, SandboxEngine, SandboxPool
 from auto_runtime.sandbox.fair_queue import JobOwner
 
 
@@ -24,17 +25,13 @@ def computation_overview(document: ComputationDocument) -> str:
     return (
         f"{document.description or 'A computation function.'}\n\n"
         "## What it needs\n\n"
-        f"{schema_table(_schema(document.input_schema))}\n"
+        f"{schema_table(object_schema(document.input_schema))}\n"
         "## What it produces\n\n"
-        f"{shape}{schema_table(_schema(document.output_schema))}\n"
+        f"{shape}{schema_table(object_schema(document.output_schema))}\n"
         "## What it does\n\n"
         "It runs a Python program in the sandbox: the same input always gives the same output, and nothing "
         "outside the playbook is touched, so running it again is always safe.\n"
     )
-
-
-def _schema(schema: dict[str, Any] | bool | None) -> dict[str, Any] | None:
-    return schema if isinstance(schema, dict) else None
 
 
 class ComputationType:
@@ -48,20 +45,13 @@ class ComputationType:
         self.checkers = checkers
 
     async def check(self, source: str) -> CheckedDocument:
-        try:
-            checked = await check_document(self.checkers, self.engine, source)
-        except CheckerUnavailable:
-            raise unavailable(
-                "No checker is ready to check the program; send the same request again.", retry_after=1
-            ) from None
-        if isinstance(checked, Rejection):
-            raise checked
+        checked = await on_a_checker(check_document(self.checkers, self.engine, source), "the program")
         described = describe(checked)
         return CheckedDocument(
             media_type=described["media_type"],
             description=checked.description,
-            input_schema=_schema(checked.input_schema),
-            output_schema=_schema(checked.output_schema),
+            input_schema=object_schema(checked.input_schema),
+            output_schema=object_schema(checked.output_schema),
             shape=checked.shape,
             overview=computation_overview(checked),
         )
@@ -69,14 +59,7 @@ class ComputationType:
     async def parse(self, source: str) -> ComputationDocument | Rejection:
         """The parsed document; one saved before a rule it breaks held (a schema naming an address, YAML
         aliases) ends its runs `conflict`, `unworkable`, in the words reasoning functions use."""
-        parsed = parse_document(source)
-        if isinstance(parsed, list):
-            return conflict(
-                "The saved document of this function no longer parses on this server; update it. "
-                + " ".join(problem_details(parsed)),
-                kind="unworkable",
-            )
-        return parsed
+        return as_saved(parse_document(source))
 
     async def run(self, request: RunRequest) -> RunEnding:
         document = request.document if request.document is not None else await self.parse(request.source)

@@ -8,14 +8,18 @@ The MicroPython compile pass (3) is the checker's: see `check.py`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
+from auto_runtime.functions.documents import no_longer_parses
 from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.functions.yaml_refusals import NestedTooDeep, anchor_refusals
+from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.program_rules import Problem, check_program
 from auto_runtime.user_schemas import check_user_schema, escape
+
+Parsed = TypeVar("Parsed")
 
 LANGUAGE_OTHER = "Programs are written in Python; set language: python"
 LANGUAGE_MISSING = "The front matter names its language: language: python"
@@ -244,3 +248,11 @@ def problem_details(problems: list[Problem]) -> list[str]:
     if len(problems) > MAX_LISTED:
         details.append(f"And {len(problems) - MAX_LISTED} more problems")
     return details
+
+
+def as_saved(parsed: Parsed | list[Problem]) -> Parsed | Rejection:
+    """A saved program document (a computation's or a recall function's) parsed again for a run, or
+    `no_longer_parses` with its problems' details when it was saved before a rule it breaks held."""
+    if isinstance(parsed, list):
+        return no_longer_parses(" ".join(problem_details(parsed)))
+    return parsed

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auto_runtime.functions.computation.document import ComputationDocument
+from auto_runtime.functions.computation.endings import RunWords, no_worker_free, sandbox_ending, unworkable
 from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.problems import InputIssue as Issue
 from auto_runtime.problems import Rejection
@@ -19,33 +20,19 @@ from auto_runtime.sandbox.evaluate import Evaluation
 from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, JobOwner
 from auto_runtime.sandbox.json_values import JsonValue, compact_json, pointer_of, utf8_size
 from auto_runtime.sandbox.limits import MAX_DEPTH, RUN_SECONDS
-from auto_runtime.sandbox.outcomes import (
-    Broken,
-    Cancelled,
-    OutOfMemory,
-    OutOfWork,
-    OutputNotJson,
-    OutputOutOfMemory,
-    OutputTooDeep,
-    OutputTooLarge,
-    PastDeadline,
-    Raised,
-    Returned,
-)
+from auto_runtime.sandbox.outcomes import Broken, Returned
 from auto_runtime.sandbox.pool import SandboxPool
-from auto_runtime.sandbox.unwritable import not_json_words, too_deep_words
 from auto_runtime.sandbox.workers import NoWorkerFree
 from auto_runtime.schema_issues import check_off_the_loop
 
 OUTPUT_LIMIT = 1_048_320
 INPUT_LIMIT = 256 * 1024
-PAST_TIME = "The run did not finish within the 10 seconds a run may take"
-USED_UP = "The program used up its 10,000,000,000 units of work and was stopped"
-OUTPUT_HEAP = "The output could not be written within the run's heap of 240 MiB"
-HEAP_FULL = "a run's heap holds 240 MiB, and nothing is freed during a run"
-TOO_LARGE = "The output is larger than the 1,048,320 bytes of JSON a run may return"
-NOT_JSON = "The output cannot be written as JSON: "
 SCHEMA_REFUSES = "The output does not match the output schema: "
+WORDS = RunWords(
+    code="the program",
+    used_up="The program used up its 10,000,000,000 units of work and was stopped",
+    too_large="The output is larger than the 1,048,320 bytes of JSON a run may return",
+)
 
 
 @dataclass(frozen=True)
@@ -87,14 +74,6 @@ def invalid_input(issues: list[Issue]) -> Rejection:
     return Rejection(reason="invalid_input", detail=" ".join(i.detail for i in issues), errors=issues)
 
 
-def _unworkable(detail: str) -> Rejection:
-    return Rejection(reason="conflict", kind="unworkable", detail=detail)
-
-
-def _unavailable(detail: str) -> Rejection:
-    return Rejection(reason="unavailable", detail=detail, retry_after=5)
-
-
 async def run_computation(
     pool: SandboxPool,
     document: ComputationDocument,
@@ -107,19 +86,10 @@ async def run_computation(
     """One run of `document` with `input_value`; `started_at_ms` is the run's start the clock reads. It waits
     for a worker in `owner`'s place of the pool's fair queue (the org and playbook the run belongs to)."""
     started = started_monotonic if started_monotonic is not None else time.monotonic()
-    problem = input_problem(input_value)
-    if problem is not None:
-        return invalid_input([problem])
-    input_json = compact_json(input_value)
-    input_bytes = utf8_size(input_json)
-    if input_bytes > INPUT_LIMIT:
-        return invalid_input([Issue("The input is larger than the 262,144 bytes of JSON a run may take.", "/input")])
-    if document.input_schema is not None:
-        issues = await checked_against(as_schema(document.input_schema), input_value, "/input", "The input")
-        if isinstance(issues, Rejection):
-            return issues
-        if issues:
-            return invalid_input(issues)
+    checked = await checked_input(document.input_schema, input_value)
+    if isinstance(checked, Rejection):
+        return checked
+    input_json, input_bytes = checked
     evaluation = Evaluation(
         source=document.program,
         first_line=document.program_first_line,
@@ -130,38 +100,47 @@ async def run_computation(
     try:
         outcome = await pool.run(evaluation, deadline=started + RUN_SECONDS, owner=owner)
     except NoWorkerFree as error:
-        return _unavailable(
-            f"No worker became free within the 10 seconds a run may take; the server runs {error.workers} at once"
-        )
+        return no_worker_free(error)
     if isinstance(outcome, Returned):
-        if document.output_schema is not None:
-            issues = await checked_against(as_schema(document.output_schema), outcome.output, "", "The output")
-            if isinstance(issues, Rejection):
-                return issues
-            if issues:
-                return _unworkable(SCHEMA_REFUSES + " ".join(issue.detail for issue in issues[:3]))
+        refused = await output_refusal(document.output_schema, outcome.output)
+        if refused is not None:
+            return refused
         return _checked_output(pool, document, outcome, input_bytes, started)
-    if isinstance(outcome, Raised):
-        at = outcome.line if outcome.line is not None else document.program_first_line
-        text = f": {outcome.text}" if outcome.text else ""
-        return _unworkable(f"Line {at} of the program raised {outcome.type_name}{text}")
-    if isinstance(outcome, OutOfMemory):
-        at = outcome.line if outcome.line is not None else document.program_first_line
-        return _unworkable(f"Line {at} of the program ran out of memory: {HEAP_FULL}")
-    if isinstance(outcome, OutOfWork):
-        return _unworkable(USED_UP)
-    if isinstance(outcome, OutputOutOfMemory):
-        return _unworkable(OUTPUT_HEAP)
-    if isinstance(outcome, OutputNotJson):
-        return _unworkable(NOT_JSON + not_json_words(outcome.what, outcome.pointer))
-    if isinstance(outcome, OutputTooDeep):
-        return _unworkable(NOT_JSON + too_deep_words(outcome.pointer))
-    if isinstance(outcome, OutputTooLarge):
-        return _unworkable(TOO_LARGE)
-    if isinstance(outcome, PastDeadline | Cancelled):
-        return _unavailable(PAST_TIME)
-    assert isinstance(outcome, Broken)
-    return Rejection(reason="internal", detail=f"The sandbox broke: {outcome.reason}")
+    if isinstance(outcome, Broken):
+        return Rejection(reason="internal", detail=f"The sandbox broke: {outcome.reason}")
+    return sandbox_ending(outcome, document.program_first_line, WORDS)
+
+
+async def checked_input(schema: dict[str, Any] | bool | None, value: JsonValue) -> tuple[str, int] | Rejection:
+    """The input's compact JSON and its size in bytes, or its `invalid_input` refusal: the limits of a run's
+    input (depth, numbers, Unicode, 262,144 bytes), then the input schema where there is one."""
+    problem = input_problem(value)
+    if problem is not None:
+        return invalid_input([problem])
+    text = compact_json(value)
+    size = utf8_size(text)
+    if size > INPUT_LIMIT:
+        return invalid_input([Issue("The input is larger than the 262,144 bytes of JSON a run may take.", "/input")])
+    if schema is not None:
+        issues = await checked_against(as_schema(schema), value, "/input", "The input")
+        if isinstance(issues, Rejection):
+            return issues
+        if issues:
+            return invalid_input(issues)
+    return text, size
+
+
+async def output_refusal(schema: dict[str, Any] | bool | None, output: JsonValue) -> Rejection | None:
+    """Why the output schema refuses `output` (`unworkable`, the first three issues), or why the schema cannot
+    be used; `None` when there is no schema or it accepts the output."""
+    if schema is None:
+        return None
+    issues = await checked_against(as_schema(schema), output, "", "The output")
+    if isinstance(issues, Rejection):
+        return issues
+    if issues:
+        return unworkable(SCHEMA_REFUSES + " ".join(issue.detail for issue in issues[:3]))
+    return None
 
 
 async def checked_against(schema: dict[str, Any], value: JsonValue, base: str, root: str) -> list[Issue] | Rejection:
@@ -187,9 +166,7 @@ def _checked_output(
         failed = SHAPES[document.shape].rules(returned.output)
         if failed is not None:
             words, pointer = failed
-            return _unworkable(
-                f"The output does not keep the rules of the {document.shape} shape: {words} at {pointer}"
-            )
+            return unworkable(f"The output does not keep the rules of the {document.shape} shape: {words} at {pointer}")
     record = {
         "language": "python",
         "sandbox": pool.engine.sandbox_name,

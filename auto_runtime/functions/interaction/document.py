@@ -27,8 +27,9 @@ from auto_runtime.functions.interaction.arguments import (
     render_arguments,
 )
 from auto_runtime.functions.interaction.durations import DAY_MS, MINUTE_MS, duration_ms
-from auto_runtime.functions.reasoning.document import issue_lines, split_source
-from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape, read_front_matter
+from auto_runtime.functions.reasoning.document import issue_lines, read_document
+from auto_runtime.functions.reasoning.front_checker import FrontMatterChecker
+from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape
 from auto_runtime.functions.reasoning.json_schemas import schema_problems
 from auto_runtime.functions.reasoning.template import (
     RenderProblem,
@@ -149,23 +150,13 @@ def normalized_word(word: str) -> str:
     return lowered[start:end]
 
 
-class _Checker:
+class _Checker(FrontMatterChecker):
+    """The front matter's checks and an interaction document's templates, whose `input` fields are `closed`
+    (the input schema's, when it allows no others)."""
+
     def __init__(self, front: FrontMatter, closed: frozenset[str] | None) -> None:
-        self.front = front
+        super().__init__(front)
         self.closed = closed
-        self.problems: list[Problem] = []
-
-    def add(self, pointer: str, words: str) -> None:
-        self.problems.append(Problem(self.front.line_of(pointer), pointer, words))
-
-    def mapping(self, pointer: str, value: Any, keys: tuple[str, ...], what: str) -> dict[str, Any] | None:
-        if not isinstance(value, dict):
-            self.add(pointer, f"Expected {what}")
-            return None
-        for key in value:
-            if key not in keys:
-                self.add(f"{pointer}/{escape(key)}", f"Unknown key {key}; the keys here are {', '.join(keys)}")
-        return value
 
     def template(self, pointer: str, value: Any, names: frozenset[str]) -> ArgumentText | None:
         if not isinstance(value, str):
@@ -440,13 +431,10 @@ def _request_rules(check: _Checker, fields: dict[str, Any], output_schema: dict[
 
 
 def parse_document(source: str) -> InteractionDocument | list[Problem]:
-    split = split_source(source)
-    if isinstance(split, Problem):
-        return [split]
-    front_text, body, offset, body_line = split
-    front = read_front_matter(front_text, offset)
-    if front.problems:
-        return front.problems
+    read = read_document(source)
+    if isinstance(read, list):
+        return read
+    front, body, body_line = read
     fields = front.value
     probe = _Checker(front, None)
     if not isinstance(fields, dict):
@@ -459,13 +447,8 @@ def parse_document(source: str) -> InteractionDocument | list[Problem]:
     output_schema = _schema(probe, fields["output"], "/output") if "output" in fields else None
     check = _Checker(front, _closed_fields(input_schema))
     check.problems.extend(probe.problems)
-    for key in fields:
-        if key not in TOP_KEYS:
-            check.add(f"/{escape(key)}", f"Unknown key {key}; the keys are {', '.join(TOP_KEYS)}")
-    description = fields.get("description")
-    if "description" in fields and (not isinstance(description, str) or not 1 <= len(description) <= 1000):
-        check.add("/description", "Expected text of 1 to 1,000 characters")
-        description = None
+    check.top_keys(fields, TOP_KEYS)
+    description = check.description(fields)
     samples = _samples(output_schema)
     call: Call | None = None
     to = answerer = None

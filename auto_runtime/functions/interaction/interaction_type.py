@@ -10,22 +10,18 @@ from __future__ import annotations
 
 import trio
 
+from auto_runtime.functions.documents import reparsed, source_refusal
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest
 from auto_runtime.functions.interaction.call_run import run_call
 from auto_runtime.functions.interaction.document import MEDIA_TYPE, InteractionDocument, issue_lines, parse_document
 from auto_runtime.functions.interaction.overview import interaction_overview
-from auto_runtime.problems import InputIssue, Rejection, conflict
+from auto_runtime.problems import Rejection
 from auto_runtime.tools import ToolServers
 
 
 def refusal(source: str) -> Rejection | InteractionDocument:
     parsed = parse_document(source)
-    if not isinstance(parsed, list):
-        return parsed
-    details = issue_lines(parsed)
-    return Rejection(
-        "invalid_input", " ".join(details), errors=tuple(InputIssue(detail, "/source") for detail in details)
-    )
+    return parsed if not isinstance(parsed, list) else source_refusal(issue_lines(parsed))
 
 
 class InteractionType:
@@ -55,13 +51,7 @@ class InteractionType:
         )
 
     async def parse(self, source: str) -> InteractionDocument | Rejection:
-        document = await trio.to_thread.run_sync(refusal, source)
-        if isinstance(document, Rejection):
-            return conflict(
-                "The saved document of this function no longer parses on this server; update it. " + document.detail,
-                kind="unworkable",
-            )
-        return document
+        return await reparsed(refusal, source)
 
     async def run(self, request: RunRequest) -> RunEnding:
         """A call's run. A request's run never comes here: the interaction runtime starts it."""

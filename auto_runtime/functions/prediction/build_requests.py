@@ -21,6 +21,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from auto_runtime.functions.interaction.request_sources import DELIVERY_CHANGES, RequestSource
 from auto_runtime.functions.prediction.brief import request_message
 from auto_runtime.functions.prediction.build_facts import (
     ANSWER_SCHEMA,
@@ -30,7 +31,6 @@ from auto_runtime.functions.prediction.build_facts import (
     SCORE_KEY,
 )
 from auto_runtime.functions.prediction.builds import Builds
-from auto_runtime.interaction_host.open_requests import INTERACTION_SOURCE, RequestSource
 from auto_runtime.ledger import NewRecord, PlaybookScope, Record, Row, StreamWrite, VersionConflict
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
 from auto_runtime.playbooks.clock import iso_utc, microseconds_since_epoch
@@ -132,7 +132,7 @@ def build_request(record: Record) -> dict[str, Any]:
     return request
 
 
-BUILD_REQUEST_SOURCE = RequestSource(BUILD_ASKED, build_request_row, INTERACTION_SOURCE.changes, build_request)
+BUILD_REQUEST_SOURCE = RequestSource(BUILD_ASKED, build_request_row, DELIVERY_CHANGES, build_request)
 """A build's request in the inbox and on its way to the trainer: opened by `build_asked` (settled point 16)."""
 
 

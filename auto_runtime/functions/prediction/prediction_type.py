@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from auto_runtime.functions.documents import no_longer_parses
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Use
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.document import PredictionDocument, parse_document, refusal
@@ -118,11 +119,7 @@ class PredictionType:
     async def parse(self, source: str) -> PredictionDocument | Rejection:
         parsed = parse_document(source)
         if isinstance(parsed, list):
-            return conflict(
-                "The saved document of this function no longer parses on this server; update it. "
-                + refusal(parsed).detail,
-                kind="unworkable",
-            )
+            return no_longer_parses(refusal(parsed).detail)
         return parsed
 
     async def run(self, request: RunRequest) -> RunEnding:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from auto_runtime.functions.reasoning.front_checker import FrontMatterChecker
 from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape, read_front_matter
 from auto_runtime.functions.reasoning.json_schemas import is_draft7, portability_warnings, schema_problems
 from auto_runtime.functions.reasoning.template import Template, parse_template
@@ -83,24 +84,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-class _Checker:
-    def __init__(self, front: FrontMatter) -> None:
-        self.front = front
-        self.problems: list[Problem] = []
-
-    def add(self, pointer: str, words: str) -> None:
-        self.problems.append(Problem(self.front.line_of(pointer), pointer, words))
-
-    def mapping(self, pointer: str, value: Any, keys: tuple[str, ...], what: str) -> dict[str, Any] | None:
-        if not isinstance(value, dict):
-            self.add(pointer, f"Expected {what}")
-            return None
-        for key in value:
-            if key not in keys:
-                self.add(f"{pointer}/{escape(key)}", f"Unknown key {key}; the keys here are {', '.join(keys)}")
-        return value
-
-
 def split_source(source: str) -> tuple[str, str, int, int] | Problem:
     lines = source.split("\n")
     if lines[0].rstrip("\r") != "---":
@@ -111,7 +94,7 @@ def split_source(source: str) -> tuple[str, str, int, int] | Problem:
     return Problem(1, "", "The front matter opened on line 1 is never closed with a line of exactly ---")
 
 
-def _config(check: _Checker, value: Any) -> Config:
+def _config(check: FrontMatterChecker, value: Any) -> Config:
     config = check.mapping("/config", value, CONFIG_KEYS, "an object of settings")
     if config is None:
         return Config()
@@ -146,7 +129,7 @@ def _config(check: _Checker, value: Any) -> Config:
     )
 
 
-def _schema(check: _Checker, pointer: str, schema: Any) -> dict[str, Any] | None:
+def _schema(check: FrontMatterChecker, pointer: str, schema: Any) -> dict[str, Any] | None:
     if not isinstance(schema, dict):
         check.add(pointer, "Expected a JSON Schema object")
         return None
@@ -156,7 +139,7 @@ def _schema(check: _Checker, pointer: str, schema: Any) -> dict[str, Any] | None
     return None if problems else schema
 
 
-def _input(check: _Checker, value: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def _input(check: FrontMatterChecker, value: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     section = check.mapping("/input", value, ("schema", "default"), "an object with schema and default")
     if section is None:
         return None, {}
@@ -193,7 +176,7 @@ def _input(check: _Checker, value: Any) -> tuple[dict[str, Any] | None, dict[str
     return schema, default
 
 
-def _output(check: _Checker, value: Any) -> tuple[str, dict[str, Any] | None, str | None]:
+def _output(check: FrontMatterChecker, value: Any) -> tuple[str, dict[str, Any] | None, str | None]:
     section = check.mapping("/output", value, ("format", "schema", "shape"), "an object with format and schema")
     if section is None:
         return "text", None, None
@@ -223,7 +206,7 @@ def _output(check: _Checker, value: Any) -> tuple[str, dict[str, Any] | None, st
     return "text", None, None
 
 
-def _tools(check: _Checker, value: Any) -> tuple[ToolName, ...]:
+def _tools(check: FrontMatterChecker, value: Any) -> tuple[ToolName, ...]:
     if not isinstance(value, list):
         check.add("/tools", "Expected a list of server/tool or server/*")
         return ()
@@ -247,7 +230,7 @@ def _tools(check: _Checker, value: Any) -> tuple[ToolName, ...]:
     return tuple(names)
 
 
-def _provider_options(check: _Checker, value: Any) -> dict[str, dict[str, Any]]:
+def _provider_options(check: FrontMatterChecker, value: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
         check.add("/provider_options", "Expected an object of objects keyed by namespace")
         return {}
@@ -256,33 +239,38 @@ def _provider_options(check: _Checker, value: Any) -> dict[str, dict[str, Any]]:
     return value
 
 
-def _model(check: _Checker, value: Any) -> str:
+def _model(check: FrontMatterChecker, value: Any) -> str:
     if not isinstance(value, str) or "/" not in value or not all(value.split("/", 1)):
         check.add("/model", "Expected a model written provider/model")
         return ""
     return value
 
 
-def parse_document(source: str) -> ReasoningDocument | list[Problem]:
+def read_document(source: str) -> tuple[FrontMatter, str, int] | list[Problem]:
+    """A front-matter document's front matter read, and the text after it with the line it starts on; or the
+    problem of the `---` lines, or the front matter's problems. Reasoning and interaction documents share it."""
     split = split_source(source)
     if isinstance(split, Problem):
         return [split]
-    front_text, template_source, offset, template_line = split
+    front_text, body, offset, body_line = split
     front = read_front_matter(front_text, offset)
     if front.problems:
         return front.problems
-    check = _Checker(front)
+    return front, body, body_line
+
+
+def parse_document(source: str) -> ReasoningDocument | list[Problem]:
+    read = read_document(source)
+    if isinstance(read, list):
+        return read
+    front, template_source, template_line = read
+    check = FrontMatterChecker(front)
     fields = front.value
     if not isinstance(fields, dict):
         check.add("", "The front matter must be an object of keys")
         fields = {}
-    for key in fields:
-        if key not in TOP_KEYS:
-            check.add(f"/{escape(key)}", f"Unknown key {key}; the keys are {', '.join(TOP_KEYS)}")
-    description = fields.get("description")
-    if "description" in fields and (not isinstance(description, str) or not 1 <= len(description) <= 1000):
-        check.add("/description", "Expected text of 1 to 1,000 characters")
-        description = None
+    check.top_keys(fields, TOP_KEYS)
+    description = check.description(fields)
     if "model" not in fields:
         check.add("", "The front matter must name a model: model: provider/model")
         model = ""

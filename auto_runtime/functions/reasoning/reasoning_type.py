@@ -9,23 +9,19 @@ from __future__ import annotations
 
 import trio
 
+from auto_runtime.functions.documents import reparsed, source_refusal
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest
 from auto_runtime.functions.reasoning.document import MEDIA_TYPE, ReasoningDocument, issue_lines, parse_document
 from auto_runtime.functions.reasoning.overview import reasoning_overview
 from auto_runtime.functions.reasoning.run import RunPlaces, run_reasoning
 from auto_runtime.models import ModelDirectory
-from auto_runtime.problems import InputIssue, Rejection, conflict
+from auto_runtime.problems import Rejection
 from auto_runtime.tools import ToolServers
 
 
 def refusal(source: str) -> Rejection | ReasoningDocument:
     parsed = parse_document(source)
-    if not isinstance(parsed, list):
-        return parsed
-    details = issue_lines(parsed)
-    return Rejection(
-        "invalid_input", " ".join(details), errors=tuple(InputIssue(detail, "/source") for detail in details)
-    )
+    return parsed if not isinstance(parsed, list) else source_refusal(issue_lines(parsed))
 
 
 class ReasoningType:
@@ -50,13 +46,7 @@ class ReasoningType:
         )
 
     async def parse(self, source: str) -> ReasoningDocument | Rejection:
-        document = await trio.to_thread.run_sync(refusal, source)
-        if isinstance(document, Rejection):
-            return conflict(
-                "The saved document of this function no longer parses on this server; update it. " + document.detail,
-                kind="unworkable",
-            )
-        return document
+        return await reparsed(refusal, source)
 
     async def run(self, request: RunRequest) -> RunEnding:
         document = request.document if request.document is not None else await self.parse(request.source)

@@ -12,48 +12,28 @@ import json
 import time
 from typing import Any
 
-from auto_runtime.functions.computation.run import (
-    HEAP_FULL,
-    INPUT_LIMIT,
-    NOT_JSON,
-    OUTPUT_HEAP,
-    PAST_TIME,
-    SCHEMA_REFUSES,
-    as_schema,
-    checked_against,
-    input_problem,
-    invalid_input,
-)
+from auto_runtime.functions.computation.endings import RunWords, no_worker_free, sandbox_ending, unworkable
+from auto_runtime.functions.computation.run import output_refusal
 from auto_runtime.functions.function_type import Rejected, RunEnding, Succeeded
 from auto_runtime.functions.recall.document import RecallDocument
 from auto_runtime.ledger.recall_views import ViewRow
-from auto_runtime.problems import InputIssue, Rejection, conflict, unavailable
 from auto_runtime.sandbox.evaluate import Evaluation
 from auto_runtime.sandbox.fair_queue import JobOwner
-from auto_runtime.sandbox.json_values import compact_json, utf8_size
+from auto_runtime.sandbox.json_values import utf8_size
 from auto_runtime.sandbox.limits import RUN_SECONDS
-from auto_runtime.sandbox.outcomes import (
-    Cancelled,
-    OutOfMemory,
-    OutOfWork,
-    OutputNotJson,
-    OutputOutOfMemory,
-    OutputTooDeep,
-    OutputTooLarge,
-    PastDeadline,
-    Raised,
-    Returned,
-)
+from auto_runtime.sandbox.outcomes import Broken, Returned
 from auto_runtime.sandbox.pool import SandboxPool
-from auto_runtime.sandbox.unwritable import not_json_words, too_deep_words
 from auto_runtime.sandbox.workers import NoWorkerFree
 
 ANSWER_FUEL = 250_000_000
 OUTPUT_LIMIT = 1_046_528
 ENTRY = "_recall_answer_entry"
 """A function appended to the module for the run: it calls `answer` with the two values of its one input."""
-USED_UP = "answer used up its 250,000,000 units of work and was stopped"
-TOO_LARGE = "The output is larger than the 1,046,528 bytes of JSON a run may return"
+WORDS = RunWords(
+    code="answer",
+    used_up="answer used up its 250,000,000 units of work and was stopped",
+    too_large="The output is larger than the 1,046,528 bytes of JSON a run may return",
+)
 
 
 class AnswerBroke(RuntimeError):
@@ -69,30 +49,6 @@ def view_record(row: ViewRow) -> dict[str, Any]:
         "last_event": json.loads(row.last_event) if row.last_event else None,
         "folded": row.folded,
     }
-
-
-def _unworkable(detail: str) -> Rejection:
-    return conflict(detail, kind="unworkable")
-
-
-async def checked_input(document: RecallDocument, value: Any) -> tuple[str, int] | Rejection:
-    """The input's JSON and size, or its `invalid_input` refusal (as a computation function's)."""
-    problem = input_problem(value)
-    if problem is not None:
-        return invalid_input([problem])
-    text = compact_json(value)
-    size = utf8_size(text)
-    if size > INPUT_LIMIT:
-        return invalid_input(
-            [InputIssue("The input is larger than the 262,144 bytes of JSON a run may take.", "/input")]
-        )
-    if document.input_schema is not None:
-        issues = await checked_against(as_schema(document.input_schema), value, "/input", "The input")
-        if isinstance(issues, Rejection):
-            return issues
-        if issues:
-            return invalid_input(issues)
-    return text, size
 
 
 async def answer_run(
@@ -125,24 +81,17 @@ async def answer_run(
         try:
             outcome = await pool.run(evaluation, deadline=started + RUN_SECONDS, owner=owner)
         except NoWorkerFree as error:
-            return Rejected(
-                unavailable(
-                    "No worker became free within the 10 seconds a run may take; "
-                    f"the server runs {error.workers} at once",
-                    retry_after=5,
-                )
-            )
+            return Rejected(no_worker_free(error))
+        if isinstance(outcome, Broken):
+            raise AnswerBroke(f"The sandbox broke: {outcome}")
         if not isinstance(outcome, Returned):
-            return Rejected(_ending_of(outcome, document))
+            return Rejected(sandbox_ending(outcome, document.module_first_line, WORDS))
         output, work, output_bytes = outcome.output, outcome.work, outcome.output_bytes
     if output_bytes > OUTPUT_LIMIT:
-        return Rejected(_unworkable(TOO_LARGE))
-    if document.output_schema is not None:
-        issues = await checked_against(as_schema(document.output_schema), output, "", "The output")
-        if isinstance(issues, Rejection):
-            return Rejected(issues)
-        if issues:
-            return Rejected(_unworkable(SCHEMA_REFUSES + " ".join(issue.detail for issue in issues[:3])))
+        return Rejected(unworkable(WORDS.too_large))
+    refused = await output_refusal(document.output_schema, output)
+    if refused is not None:
+        return Rejected(refused)
     record.update(
         {
             "work": work,
@@ -153,25 +102,3 @@ async def answer_run(
         }
     )
     return Succeeded(output=output, record=record)
-
-
-def _ending_of(outcome: object, document: RecallDocument) -> Rejection:
-    first = document.module_first_line
-    if isinstance(outcome, Raised):
-        text = f": {outcome.text}" if outcome.text else ""
-        return _unworkable(f"Line {outcome.line or first} of answer raised {outcome.type_name}{text}")
-    if isinstance(outcome, OutOfMemory):
-        return _unworkable(f"Line {outcome.line or first} of answer ran out of memory: {HEAP_FULL}")
-    if isinstance(outcome, OutOfWork):
-        return _unworkable(USED_UP)
-    if isinstance(outcome, OutputOutOfMemory):
-        return _unworkable(OUTPUT_HEAP)
-    if isinstance(outcome, OutputNotJson):
-        return _unworkable(NOT_JSON + not_json_words(outcome.what, outcome.pointer))
-    if isinstance(outcome, OutputTooDeep):
-        return _unworkable(NOT_JSON + too_deep_words(outcome.pointer))
-    if isinstance(outcome, OutputTooLarge):
-        return _unworkable(TOO_LARGE)
-    if isinstance(outcome, PastDeadline | Cancelled):
-        return unavailable(PAST_TIME, retry_after=5)
-    raise AnswerBroke(f"The sandbox broke: {outcome}")

@@ -8,24 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from auto_runtime.functions.computation.document import problem_details
+from auto_runtime.functions.computation.document import as_saved
+from auto_runtime.functions.computation.run import checked_input
+from auto_runtime.functions.documents import object_schema, on_a_checker
 from auto_runtime.functions.function_type import CheckedDocument, Rejected, RunEnding, RunRequest, Use
 from auto_runtime.functions.overview import schema_table
-from auto_runtime.functions.recall.answer import answer_run, checked_input, view_record
+from auto_runtime.functions.recall.answer import answer_run, view_record
 from auto_runtime.functions.recall.check import check_document
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
 from auto_runtime.functions.recall.standing import cannot_answer, newest_record_at
 from auto_runtime.ledger import Ledger, PlaybookScope
-from auto_runtime.problems import Rejection, conflict, unavailable
-from auto_runtime.sandbox import Checkers, CheckerUnavailable, SandboxEngine, SandboxPool
+from auto_runtime.problems import Rejection
+from auto_runtime.sandbox import Checkers, SandboxEngine, SandboxPool
 from auto_runtime.sandbox.fair_queue import JobOwner
 
 RUNS = "folds its runs into its view"
 CHANGES = "folds its changes into its view"
-
-
-def _schema(schema: dict[str, Any] | bool | None) -> dict[str, Any] | None:
-    return schema if isinstance(schema, dict) else None
 
 
 def recall_overview(document: RecallDocument) -> str:
@@ -38,9 +36,9 @@ def recall_overview(document: RecallDocument) -> str:
     return (
         f"{document.description or 'A recall function.'}\n\n"
         "## What it needs\n\n"
-        f"{schema_table(_schema(document.input_schema))}\n"
+        f"{schema_table(object_schema(document.input_schema))}\n"
         "## What it produces\n\n"
-        f"{schema_table(_schema(document.output_schema))}\n"
+        f"{schema_table(object_schema(document.output_schema))}\n"
         "## What it does\n\n"
         f"It keeps a view built from the playbook's own events of the types {events}, folded one at a time in "
         f"the order the playbook recorded them, from the first record of its history. {answers} A run reads the "
@@ -80,40 +78,26 @@ class RecallType:
         self.ledger = ledger
 
     async def check(self, source: str) -> CheckedDocument:
-        try:
-            checked = await check_document(self.checkers, self.engine, source)
-        except CheckerUnavailable:
-            raise unavailable(
-                "No checker is ready to check the program; send the same request again.", retry_after=1
-            ) from None
-        if isinstance(checked, Rejection):
-            raise checked
+        checked = await on_a_checker(check_document(self.checkers, self.engine, source), "the program")
         return CheckedDocument(
             media_type="text/markdown",
             description=checked.description,
-            input_schema=_schema(checked.input_schema),
-            output_schema=_schema(checked.output_schema),
+            input_schema=object_schema(checked.input_schema),
+            output_schema=object_schema(checked.output_schema),
             shape=None,
             overview=recall_overview(checked),
             uses=_uses(checked),
         )
 
     async def parse(self, source: str) -> RecallDocument | Rejection:
-        parsed = parse_document(source)
-        if isinstance(parsed, list):
-            return conflict(
-                "The saved document of this function no longer parses on this server; update it. "
-                + " ".join(problem_details(parsed)),
-                kind="unworkable",
-            )
-        return parsed
+        return as_saved(parse_document(source))
 
     async def run(self, request: RunRequest) -> RunEnding:
         document = request.document if request.document is not None else await self.parse(request.source)
         if isinstance(document, Rejection):
             return Rejected(document)
         value = {} if request.input is None else request.input
-        checked = await checked_input(document, value)
+        checked = await checked_input(document.input_schema, value)
         if isinstance(checked, Rejection):
             return Rejected(checked)
         scope = PlaybookScope(request.org, request.playbook)

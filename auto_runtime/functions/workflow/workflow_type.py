@@ -9,12 +9,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from auto_runtime.functions.documents import on_a_checker
 from auto_runtime.functions.function_type import CheckedDocument, RunEnding, RunRequest, Use
 from auto_runtime.functions.workflow.check import check_workflow
 from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
 from auto_runtime.functions.workflow.overview import workflow_overview
-from auto_runtime.problems import Rejection, conflict, unavailable
-from auto_runtime.sandbox import Checkers, CheckerUnavailable, SandboxEngine
+from auto_runtime.problems import Rejection, conflict
+from auto_runtime.sandbox import Checkers, SandboxEngine
 
 MEDIA_TYPE = "application/yaml"
 
@@ -32,14 +33,9 @@ class WorkflowType:
         self.max_duration_ms = int(max_duration.total_seconds() * 1000)
 
     async def check(self, source: str) -> CheckedDocument:
-        try:
-            checked = await check_workflow(self.checkers, self.engine, source, self.max_duration_ms)
-        except CheckerUnavailable:
-            raise unavailable(
-                "No checker is ready to check the workflow; send the same request again.", retry_after=1
-            ) from None
-        if isinstance(checked, Rejection):
-            raise checked
+        checked = await on_a_checker(
+            check_workflow(self.checkers, self.engine, source, self.max_duration_ms), "the workflow"
+        )
         extra: dict[str, Any] = {}
         if checked.triggers:
             extra["triggers"] = [trigger.as_json() for trigger in checked.triggers]
