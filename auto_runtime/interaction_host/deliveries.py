@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,9 +37,8 @@ from auto_runtime.functions.interaction.arguments import (
     compile_text,
     recorded_arguments,
 )
-from auto_runtime.functions.interaction.call_run import no_tool_servers, not_offered
 from auto_runtime.functions.interaction.document import resolve_pointer
-from auto_runtime.functions.interaction.request_sources import MAX_ATTEMPTS, RequestSource
+from auto_runtime.functions.interaction.request_sources import ATTEMPT_PREFIX, MAX_ATTEMPTS, RequestSource, attempt_key
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
 from auto_runtime.interaction_host.call_measures import named_server, scrubbed, sha256
 from auto_runtime.interaction_host.replies import ReplyReads, woken_read
@@ -77,7 +76,6 @@ from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller
 
 log = logging.getLogger("auto_runtime.interactions")
 
-ATTEMPT_PREFIX = "interaction:attempt:"
 LOST_PREFIX = "interaction:lost:"
 WAITS_MINUTES = (1, 2, 4, 8)
 MAX_RETRY_AFTER = timedelta(minutes=8)
@@ -90,10 +88,6 @@ DELIVERY_SUCCEEDED = "delivery_succeeded"
 DELIVERY_FAILED = "delivery_failed"
 DELIVERY_REFUSED = "delivery_refused"
 DELIVERY_ENDINGS = (DELIVERY_SUCCEEDED, DELIVERY_FAILED, DELIVERY_REFUSED)
-
-
-def attempt_key(number: int) -> str:
-    return f"{ATTEMPT_PREFIX}{number}"
 
 
 def next_attempt_wait(number: int, retry_after_ms: int | None) -> timedelta:
@@ -120,21 +114,6 @@ def _sent_text(value: Any) -> str | None:
     if any(ord(character) < 0x20 or ord(character) == 0x7F for character in value):
         return None
     return value
-
-
-async def tools_not_offered(
-    tools: ToolServers | None, scope: PlaybookScope, server: str, names: Iterable[str]
-) -> Rejection | None:
-    """A request's check before it is recorded (interaction-format §3.1 step 2): `server` serves the playbook and
-    its `allowed` names every tool of `names`, checked by name without connecting (a connection must be ready);
-    else the `unavailable`, `tool_not_offered` rejection, without Retry-After."""
-    if tools is None:
-        return no_tool_servers()
-    try:
-        await tools.named(scope.org, scope.playbook, [WantedTool(server, name) for name in sorted(set(names))])
-    except ToolNotOffered as refusal:
-        return not_offered(refusal)
-    return None
 
 
 class Deliveries:

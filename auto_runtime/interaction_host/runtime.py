@@ -34,11 +34,12 @@ from auto_runtime.functions.interaction.arguments import ArgumentText
 from auto_runtime.functions.interaction.call_run import (
     checked_input,
     rendered_arguments,
+    tools_not_offered,
 )
 from auto_runtime.functions.interaction.document import InteractionDocument
-from auto_runtime.functions.interaction.request_sources import RequestSource
+from auto_runtime.functions.interaction.request_sources import RequestSource, attempt_key
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
-from auto_runtime.interaction_host.deliveries import Deliveries, attempt_key, tools_not_offered
+from auto_runtime.interaction_host.deliveries import Deliveries
 from auto_runtime.interaction_host.open_requests import (
     INTERACTION_REQUESTED,
     OPEN_REQUESTS_TABLE,

@@ -9,7 +9,7 @@ read from the answer document and checked against `output.schema`. Every ending 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC
 from typing import Any
 
@@ -22,6 +22,7 @@ from auto_runtime.functions.reasoning.endings import CalledTool, after_tools
 from auto_runtime.functions.reasoning.json_schemas import is_draft7
 from auto_runtime.functions.reasoning.template import STRUCTURE_AMONG_TEXT, RenderProblem, StructureAmongText
 from auto_runtime.json_limits import compact_json, depth_of, json_size
+from auto_runtime.ledger import PlaybookScope
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input
 from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.tools import (
@@ -94,6 +95,21 @@ def no_tool_servers() -> Rejection:
         kind="tool_not_offered",
         because="tool_server_not_configured",
     )
+
+
+async def tools_not_offered(
+    tools: ToolServers | None, scope: PlaybookScope, server: str, names: Iterable[str]
+) -> Rejection | None:
+    """A request's check before it is recorded (interaction-format §3.1 step 2): `server` serves the playbook and
+    its `allowed` names every tool of `names`, checked by name without connecting (a connection must be ready);
+    else the `unavailable`, `tool_not_offered` rejection, without Retry-After."""
+    if tools is None:
+        return no_tool_servers()
+    try:
+        await tools.named(scope.org, scope.playbook, [WantedTool(server, name) for name in sorted(set(names))])
+    except ToolNotOffered as refusal:
+        return not_offered(refusal)
+    return None
 
 
 def _unworkable(detail: str, tool: CalledTool, errors: tuple[InputIssue, ...] = ()) -> Rejection:

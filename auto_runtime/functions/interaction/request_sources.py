@@ -17,6 +17,15 @@ from auto_runtime.ledger import Record, Row
 
 MAX_ATTEMPTS: Final = 5
 """The delivery attempts a request gets: after a failed fifth one it stands `undelivered`."""
+ATTEMPT_PREFIX: Final = "interaction:attempt:"
+"""The due entries of delivery attempts, `interaction:attempt:<number>`, armed by whoever records a delivered
+request (attempt 1, due at once) and carried out by the interaction host's deliveries."""
+
+
+def attempt_key(number: int) -> str:
+    """The due entry's key of delivery attempt `number`."""
+    return f"{ATTEMPT_PREFIX}{number}"
+
 
 RowChange = Callable[[Row, Record], Row]
 

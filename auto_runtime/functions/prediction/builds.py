@@ -29,9 +29,10 @@ import trio
 from liquid import Environment, StrictUndefined
 from liquid.exceptions import LiquidError
 
-from auto_runtime.functions.interaction.call_run import rendered_arguments
+from auto_runtime.functions.interaction.call_run import rendered_arguments, tools_not_offered
 from auto_runtime.functions.interaction.document import InteractionDocument
 from auto_runtime.functions.interaction.document import parse_document as parse_interaction
+from auto_runtime.functions.interaction.request_sources import attempt_key
 from auto_runtime.functions.prediction.brief import brief_text, request_message
 from auto_runtime.functions.prediction.build_facts import (
     ANSWER_SCHEMA,
@@ -63,7 +64,6 @@ from auto_runtime.functions.prediction.walk import (
 )
 from auto_runtime.functions.reasoning.front_matter import read_front_matter
 from auto_runtime.functions.workflow.durations import duration_ms
-from auto_runtime.interaction_host.deliveries import attempt_key, tools_not_offered
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
