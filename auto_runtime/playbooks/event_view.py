@@ -36,6 +36,11 @@ HIDDEN_TYPES = frozenset({"playbook_created", "playbook_updated", "playbook_reti
 DEFINITION_FACTS = ("definition_created", "definition_updated", "definition_retired")
 REQUEST_SHOWN = ("delivery", "to", "message_bytes", "takes_answer", "expires_at")
 PUBLISHED_SHOWN = ("event_id", "event_type", "source", "subject", "time", "data", "filled", "extensions")
+BUILD_ASKED_SHOWN = ("to", "delivery", "expires_at", "brief_bytes", "rows_bytes", "training_rows")
+"""`build_asked` as history shows it (prediction-format §10): the trainer's `deliver` block, which the build's
+delivery attempts read, stays in the record."""
+SHOWN_FIELDS = {"event_published": PUBLISHED_SHOWN, "build_asked": BUILD_ASKED_SHOWN}
+"""The record types whose history data shows only these fields, in this order."""
 
 
 def is_event(record: Record) -> bool:
@@ -105,8 +110,8 @@ def shown_data(record: Record) -> Any:
         return data if json_size(data) <= MAX_DATA_BYTES else {"data_bytes": json_size(data)}
     if record.type in DEFINITION_FACTS:
         data = _shortened_definition(data)
-    if record.type == "event_published":
-        data = {key: data[key] for key in PUBLISHED_SHOWN if key in data}
+    if (fields := SHOWN_FIELDS.get(record.type)) is not None:
+        data = {key: data[key] for key in fields if key in data}
     if record.type == "interaction_requested":
         data = _shown_request(data)
     shown: dict[str, Any] = {}

@@ -132,6 +132,7 @@ def test_the_build_request_is_delivered_through_the_trainers_tool_then_answered_
     ]
     asked, started, delivered = history[3:]
     assert asked["data"]["delivery"] == {"server": "desk", "tool": "say"}
+    assert list(asked["data"]) == ["to", "delivery", "expires_at", "brief_bytes", "rows_bytes", "training_rows"]
     assert started["metadata"]["causation_id"] == asked["id"]
     assert delivered["metadata"]["causation_id"] == started["id"]
     assert (started["data"]["number"], started["data"]["server"], started["data"]["tool"]) == (1, "desk", "say")
