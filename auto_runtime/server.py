@@ -292,6 +292,7 @@ def compose_services(
     workflows.add_due_handler(INTERACTION_KEY_PREFIX, interactions.fire)
     workflows.add_follower(interactions.deliveries.follow)
     runs.serve_waiting("prediction", builds, is_build_input)
+    builds.wake_with(workflows.loop.wake)
     workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache).fire)
     workflows.add_due_handler(SHADOW_PREFIX, Shadow(builds, datasets, model_pool, cache).fire)
     approval = Approval(builds, runs)

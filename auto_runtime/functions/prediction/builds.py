@@ -167,9 +167,16 @@ class Builds:
         """The tool servers a trainer's delivery goes through (checked by name at a build's start)."""
         self.clock = clock
         """The time a build starts at, and arms its due work from (a test's own clock)."""
+        self._wake: Callable[[], None] = lambda: None
         self._assembling = 0
         """Builds of this process between their checks and their first append."""
         self._contracts: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+    def wake_with(self, wake: Callable[[], None]) -> None:
+        """The timer loop's wake, called once a build arms its first delivery attempt (due at once), so the
+        attempt does not wait for the next sweep. Set once, when the server is composed: the loop is made after
+        the function types, which hold this object."""
+        self._wake = wake
 
     async def state(self, scope: PlaybookScope, run_id: str) -> BuildState | None:
         return fold_build(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
@@ -417,6 +424,8 @@ class Builds:
             ],
             due_work=DueWorkChanges(arm=due),
         )
+        if trainer.delivery is not None:
+            self._wake()
 
     async def _append(self, scope: PlaybookScope, run_id: str, records: list[NewRecord]) -> None:
         await self.ledger.append([StreamWrite(run_stream(scope, run_id), 0, records)])

@@ -78,6 +78,7 @@ async def hosted(ledger: Ledger, store: RunStore, desk: McpToolServerProcess, tm
     runs.serve_waiting("prediction", builds, is_build_input)
     interactions.answer_for("prediction", BuildRequests(builds), BUILD_REQUEST_SOURCE)
     loop = TimerLoop(store, "server-a", timedelta(hours=1), handlers={KEY_PREFIX: interactions.fire}, clock=clock)
+    builds.wake_with(loop.wake)
     try:
         async with definitions.actors.serving(), trio.open_nursery() as nursery:
             await nursery.start(tools.run)
@@ -172,3 +173,16 @@ async def test_an_attempt_unfinished_a_minute_after_it_started_is_lost_and_the_n
         assert numbers(await host.history(run_id), "delivery_started") == [1]
         await host.sweep_at(lost_at + next_attempt_wait(1, None))
         assert numbers(await host.history(run_id), "delivery_started") == [1, 2]
+
+
+async def test_a_builds_first_attempt_wakes_the_timer_loop_instead_of_waiting_for_its_sweep(
+    ledger: Ledger, store: RunStore, desk: McpToolServerProcess, tmp_path: Path
+) -> None:
+    """The loop runs on its own here and sweeps once an hour: the attempt starts because the build's append woke
+    it (without the wake, `until` meets its bound)."""
+    async with hosted(ledger, store, desk, tmp_path) as host, trio.open_nursery() as nursery:
+        await nursery.start(host.loop.run)
+        run_id = await build(host, "say")
+        history = await host.until(run_id, "delivery_succeeded")
+        assert numbers(history, "delivery_started") == [1]
+        nursery.cancel_scope.cancel()
