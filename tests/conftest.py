@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import base64
 import os
-import secrets
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -11,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.server_process import ServerProcess, start_server
-from tests.postgres_support import fresh_database
+from tests.postgres_support import fresh_database, server_on
 from tests.sandbox_engine import keep_session_cache_under
 
 
@@ -30,8 +28,7 @@ def local_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     with ExitStack() as stack:
         settings: dict[str, str] = {}
         if request.param == "postgres":
-            settings["DATABASE_URL"] = stack.enter_context(fresh_database("server_test"))
-            settings["SECRETS_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
+            settings.update(server_on(stack.enter_context(fresh_database("server_test"))))
         server = start_server(folder, settings)
         yield server
         assert server.stop() == 0, server.log()

@@ -7,6 +7,7 @@ never see each other. An unreachable server fails the tests that need it; it nev
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import secrets
 from collections.abc import Iterator
@@ -44,3 +45,9 @@ def fresh_database(prefix: str) -> Iterator[str]:
         yield with_database(ADMIN_URL, name)
     finally:
         asyncio.run(admin(ADMIN_URL, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
+
+def server_on(database_url: str) -> dict[str, str]:
+    """A server's settings for the PostgreSQL ledger at `database_url`: the URL, and the `SECRETS_KEY` a server
+    on PostgreSQL needs (a new random key)."""
+    return {"DATABASE_URL": database_url, "SECRETS_KEY": base64.b64encode(secrets.token_bytes(32)).decode()}

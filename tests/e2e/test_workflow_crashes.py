@@ -11,9 +11,7 @@ step once, each callee run started once). The restarted server waits for the dea
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import secrets
 import threading
 import time
 import uuid
@@ -28,7 +26,7 @@ import pytest
 
 from tests.conformance.helpers import create_computation, new_playbook
 from tests.e2e.server_process import ServerProcess, start_server
-from tests.postgres_support import fresh_database
+from tests.postgres_support import fresh_database, server_on
 
 SWEEP = "PT0.2S"
 SETTLE_SECONDS = 60.0
@@ -223,8 +221,7 @@ def ledger_settings(ledger: str) -> Iterator[dict[str, str]]:
     with ExitStack() as stack:
         settings = {"WORKFLOW_SWEEP_INTERVAL": SWEEP}
         if ledger == "postgres":
-            settings["DATABASE_URL"] = stack.enter_context(fresh_database("wf_crash"))
-            settings["SECRETS_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
+            settings.update(server_on(stack.enter_context(fresh_database("wf_crash"))))
         yield settings
 
 

@@ -14,7 +14,9 @@ import pytest
 import trio
 
 from auto_runtime.functions.interaction.interaction_type import InteractionType
+from auto_runtime.functions.interaction.request_sources import MAX_ATTEMPTS
 from auto_runtime.functions.registry import function_types
+from auto_runtime.interaction_host.deliveries import next_attempt_wait
 from auto_runtime.interaction_host.runtime import KEY_PREFIX, InteractionRuntime
 from auto_runtime.ledger import Ledger, Record
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
@@ -29,6 +31,11 @@ from tests.fakes.gateway_process import McpToolServerProcess, start_mcp_tool_ser
 from tests.workflow_host.conftest import SCOPE
 
 BOUND_SECONDS = 60
+
+
+def numbers(history: list[Record], kind: str) -> list[int]:
+    """The attempt numbers of the history's records of `kind` (`delivery_started`, `delivery_failed`)."""
+    return [int(record.data["number"]) for record in history if record.type == kind]
 
 
 @dataclass
@@ -69,6 +76,19 @@ class Host:
     async def sweep_at(self, moment: datetime) -> None:
         self.clock.now = moment
         await self.loop.sweep_once()
+
+    async def failing_on_schedule(self, run_id: str) -> list[Record]:
+        """Once attempt 1 failed: attempts 2 to 5, each swept a millisecond before its wait (1, 2, 4 or 8 minutes
+        after the last failure), where it must not start, then at it, until it failed; the history then."""
+        history = await self.history(run_id)
+        for number in range(2, MAX_ATTEMPTS + 1):
+            failed_at = self.clock()
+            wait = next_attempt_wait(number - 1, None)
+            await self.sweep_at(failed_at + wait - timedelta(milliseconds=1))
+            assert numbers(await self.history(run_id), "delivery_started") == list(range(1, number)), number
+            await self.sweep_at(failed_at + wait)
+            history = await self.until(run_id, "delivery_failed", number)
+        return history
 
     async def settle_reads(self) -> None:
         """Until the reads the last sweep started have ended; the bound only keeps a broken read from hanging."""

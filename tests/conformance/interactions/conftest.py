@@ -3,8 +3,6 @@ low `INTERACTION_OPEN_REQUESTS` so a test reaches `requests_full`."""
 
 from __future__ import annotations
 
-import base64
-import secrets
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -13,7 +11,7 @@ import httpx
 import pytest
 
 from tests.e2e.server_process import ServerProcess, start_server
-from tests.postgres_support import fresh_database
+from tests.postgres_support import fresh_database, server_on
 
 OPEN_REQUESTS = 3
 
@@ -21,8 +19,7 @@ OPEN_REQUESTS = 3
 def ledger_settings(stack: ExitStack, ledger_kind: str) -> dict[str, str]:
     settings = {"WORKFLOW_SWEEP_INTERVAL": "PT0.05S", "INTERACTION_OPEN_REQUESTS": str(OPEN_REQUESTS)}
     if ledger_kind == "postgres":
-        settings["DATABASE_URL"] = stack.enter_context(fresh_database("interaction_test"))
-        settings["SECRETS_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
+        settings.update(server_on(stack.enter_context(fresh_database("interaction_test"))))
     return settings
 
 

@@ -3,8 +3,6 @@ through the server with the interaction functions it names as trainers and appro
 
 from __future__ import annotations
 
-import base64
-import secrets
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -15,7 +13,7 @@ import pytest
 
 from tests.conformance.prediction.seeding import seed
 from tests.e2e.server_process import ServerProcess, start_server
-from tests.postgres_support import fresh_database
+from tests.postgres_support import fresh_database, server_on
 
 
 @dataclass
@@ -35,8 +33,7 @@ def prediction_server(
         url: str | None = None
         if request.param == "postgres":
             url = stack.enter_context(fresh_database("prediction_test"))
-            settings["DATABASE_URL"] = url
-            settings["SECRETS_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
+            settings.update(server_on(url))
         else:
             settings["LEDGER_FILE"] = str(folder / "ledger.db")
         server = start_server(folder, settings)

@@ -5,9 +5,7 @@ the fake MCP tool server as a real process. The schedule of later attempts and `
 
 from __future__ import annotations
 
-import base64
 import json
-import secrets
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -26,7 +24,7 @@ from tests.conformance.prediction.test_candidates import _upload
 from tests.conformance.prediction.test_full_cycle import LINEAR, _ended, answered, listed
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.fakes.gateway_process import McpToolServerProcess, start_mcp_tool_server
-from tests.postgres_support import fresh_database
+from tests.postgres_support import fresh_database, server_on
 
 WAIT_BOUND_SECONDS = 60.0
 DELIVERS = """---
@@ -82,8 +80,7 @@ def server(
             ),
         }
         if request.param == "postgres":
-            settings["DATABASE_URL"] = stack.enter_context(fresh_database("build_deliveries"))
-            settings["SECRETS_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
+            settings.update(server_on(stack.enter_context(fresh_database("build_deliveries"))))
         process = start_server(folder, settings)
         yield process
         assert process.stop() == 0, process.log()

@@ -14,9 +14,7 @@ The server (local mode) is set up with:
 
 from __future__ import annotations
 
-import base64
 import json
-import secrets
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -34,7 +32,7 @@ from tests.fakes.gateway_process import (
     start_openapi_service,
 )
 from tests.fakes.openapi_service import KEY
-from tests.postgres_support import fresh_database
+from tests.postgres_support import fresh_database, server_on
 
 STDIO_FAKE = Path(__file__).resolve().parents[2] / "fakes" / "mcp_stdio_server.py"
 NOTES_SECRET = "notes-secret-0123456789abcdef"
@@ -113,8 +111,7 @@ def tools_server(
     with ExitStack() as stack:
         if request.param == "postgres":
             database_url = stack.enter_context(fresh_database("tools_test"))
-            settings["DATABASE_URL"] = database_url
-            settings["SECRETS_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
+            settings.update(server_on(database_url))
         server = start_server(Path(tmp_path_factory.mktemp(f"tools-server-{request.param}")), settings)
         with server.client() as client:
             for playbook in (SALES, MANY):

@@ -26,10 +26,10 @@ from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.functions.prediction.prediction_type import PredictionType
 from auto_runtime.functions.prediction.questions import Questions
 from auto_runtime.functions.registry import function_types
-from auto_runtime.interaction_host.deliveries import LOST_AFTER, MAX_ATTEMPTS, next_attempt_wait
+from auto_runtime.interaction_host.deliveries import LOST_AFTER, next_attempt_wait
 from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE
 from auto_runtime.interaction_host.runtime import KEY_PREFIX, InteractionRuntime
-from auto_runtime.ledger import Ledger, Record
+from auto_runtime.ledger import Ledger
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.settings import ToolServer
@@ -39,7 +39,7 @@ from auto_runtime.workflow_host.run_store import RunStore
 from auto_runtime.workflow_host.timer_loop import TimerLoop
 from tests.fakes.gateway_process import McpToolServerProcess
 from tests.functions.prediction.test_cycle_on_sqlite import DATA, SOURCE, _chunks
-from tests.interaction_host.clocked import Clock, Host, desk
+from tests.interaction_host.clocked import Clock, Host, desk, numbers
 from tests.workflow_host.conftest import SCOPE, engine, ledger, postgres_database, postgres_url, store, target
 
 __all__ = ["desk", "engine", "ledger", "postgres_database", "postgres_url", "store", "target"]
@@ -103,10 +103,6 @@ async def build(host: Host, tool: str) -> str:
     return run_id
 
 
-def numbers(history: list[Record], kind: str) -> list[int]:
-    return [int(record.data["number"]) for record in history if record.type == kind]
-
-
 async def standing(host: Host, run_id: str) -> tuple[str, int]:
     rows = await host.ledger.fetch(
         f"SELECT standing, attempts FROM {OPEN_REQUESTS_TABLE} WHERE org = ? AND playbook = ? AND run_id = ?",
@@ -122,15 +118,9 @@ async def test_a_failing_tool_is_attempted_five_times_on_the_schedule_then_the_t
         run_id = await build(host, "crash")
         assert await standing(host, run_id) == ("to_deliver", 0)
         await host.sweep_at(host.clock())
-        history = await host.until(run_id, "delivery_failed")
+        await host.until(run_id, "delivery_failed")
         assert await standing(host, run_id) == ("retrying", 1)
-        for number in range(2, MAX_ATTEMPTS + 1):
-            failed_at = host.clock()
-            wait = next_attempt_wait(number - 1, None)
-            await host.sweep_at(failed_at + wait - timedelta(milliseconds=1))
-            assert numbers(await host.history(run_id), "delivery_started") == list(range(1, number)), number
-            await host.sweep_at(failed_at + wait)
-            history = await host.until(run_id, "delivery_failed", number)
+        history = await host.failing_on_schedule(run_id)
         assert numbers(history, "delivery_started") == [1, 2, 3, 4, 5]
         assert {record.data["because"] for record in history if record.type == "delivery_failed"} == {"server_failure"}
         asked = next(record for record in history if record.type == "build_asked")
