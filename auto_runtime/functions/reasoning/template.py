@@ -313,6 +313,8 @@ class _TextOutputNode(OutputNode):
 
     def render_to_output(self, context: RenderContext, buffer: TextIO) -> int:
         value = self.expression.evaluate(context)
+        if isinstance(value, Undefined):
+            str(value)  # a missing name or field: the strict undefined raises its `UndefinedError` here
         if isinstance(value, Mapping | list | tuple):
             raise StructureAmongText(STRUCTURE_AMONG_TEXT, token=self.token)
         return buffer.write(to_liquid_string(value, context.autoescape))
@@ -587,6 +589,10 @@ def evaluate_output(template: Template, values: Mapping[str, Any]) -> Any:
     except RecursionError:
         raise RenderProblem(template.first_line, TOO_DEEP) from None
     if isinstance(value, Undefined):
+        try:
+            str(value)  # a missing name or field: the strict undefined raises its `UndefinedError`
+        except LiquidError as error:
+            raise _render_problem(error, context, template.first_line) from None
         return None
     if isinstance(value, range | tuple):
         return list(value)

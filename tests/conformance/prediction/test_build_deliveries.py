@@ -181,12 +181,17 @@ def test_a_trainer_whose_delivery_tool_is_not_offered_refuses_the_build_without_
 
 
 def test_a_trainer_whose_delivery_cannot_be_rendered_for_a_build_is_unworkable(client: httpx.Client) -> None:
-    """Its `deliver.with` reads a field the build's input `{ function, run_id }` lacks, among text."""
+    """Its `deliver.with` reads a field the build's input `{ function, run_id }` lacks (prediction-format §8, step
+    4: a field the input lacks included)."""
     playbook, function = _with_trainer(
         client, trainer("desk", "say", **{"{{ input.function }} build": "{{ input.team }}"})
     )
     body = problem(_build(client, function), 409, "conflict", "unworkable")
-    assert body["detail"].startswith("The build cannot ask its trainer train-by-chat: The arguments of its deliver")
+    assert body["detail"].startswith("The build cannot ask its trainer train-by-chat: Line ")
+    assert body["detail"].endswith(
+        ": The arguments of its deliver cannot be rendered with this input: "
+        "The template reads input.team, which the input does not have."
+    )
     assert listed(client, playbook) == []
 
 
