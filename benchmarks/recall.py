@@ -36,27 +36,14 @@ from auto_runtime.recall_host.playbook_pass import PAGE_RECORDS
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.evaluate import Evaluation, evaluate
 from auto_runtime.sandbox.interruption import RunControl
-from auto_runtime.sandbox.workers import WORKER_STACK_BYTES
 from tests.conformance.helpers import new_playbook
 from tests.conformance.recall.documents import INCIDENTS, counting, publish, recall, saved, standing_of, update
 from tests.e2e.server_process import ServerProcess, start_server
+from tests.sandbox_engine import on_big_stack
 
 HTTP_CLIENTS = 4
 SUPPLIERS = 19
 INCIDENT = "com.acme.quality.incident-logged"
-
-
-def on_big_stack(work: Callable[[], Any]) -> Any:
-    """Run `work` on a thread with a sandbox worker's stack, as the pool does, and give back its result."""
-    result: list[Any] = []
-    previous = threading.stack_size(WORKER_STACK_BYTES)
-    try:
-        thread = threading.Thread(target=lambda: result.append(work()))
-        thread.start()
-    finally:
-        threading.stack_size(previous)
-    thread.join()
-    return result[0]
 
 
 def document(source: str) -> RecallDocument:

@@ -19,13 +19,15 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from auto_runtime.ledger.files import make_private_folder
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.workers import WORKER_STACK_BYTES
 
 _lock = threading.Lock()
 _base: Path | None = None
@@ -87,3 +89,19 @@ def engine() -> Iterator[SandboxEngine]:
     yield sandbox
     sandbox.close()
     gc.collect()
+
+
+T = TypeVar("T")
+
+
+def on_big_stack(work: Callable[[], T]) -> T:
+    """Run `work` on a thread with a sandbox worker's stack, as the pool does, and give back its result."""
+    result: list[T] = []
+    previous = threading.stack_size(WORKER_STACK_BYTES)
+    try:
+        thread = threading.Thread(target=lambda: result.append(work()))
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    return result[0]

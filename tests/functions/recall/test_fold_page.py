@@ -4,18 +4,14 @@ same last event and the same checkpoint, however it is cut into pages (here 7 re
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import TypeVar
 
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
 from auto_runtime.functions.recall.fold_page import PageItem, PageResult, ViewState, fold_page
 from auto_runtime.recall_host.page_items import program_of
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
-from auto_runtime.sandbox.workers import WORKER_STACK_BYTES
+from tests.sandbox_engine import on_big_stack
 
-T = TypeVar("T")
 MODULE = """---
 language: python
 source:
@@ -38,19 +34,6 @@ def fold(view, event):
     view["seen"] = (view["seen"] + [[event["id"], time.time()]])[-5:]
     return view
 """
-
-
-def on_big_stack(work: Callable[[], T]) -> T:
-    """Run `work` on a thread with a sandbox worker's stack, as the pool does."""
-    result: list[T] = []
-    previous = threading.stack_size(WORKER_STACK_BYTES)
-    try:
-        thread = threading.Thread(target=lambda: result.append(work()))
-        thread.start()
-    finally:
-        threading.stack_size(previous)
-    thread.join()
-    return result[0]
 
 
 def items(count: int) -> list[PageItem]:
