@@ -4,7 +4,6 @@ same last event and the same checkpoint, however it is cut into pages (here 7 re
 
 from __future__ import annotations
 
-
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
 from auto_runtime.functions.recall.fold_page import PageItem, PageResult, ViewState, fold_page
 from auto_runtime.recall_host.page_items import program_of
