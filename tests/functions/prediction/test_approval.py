@@ -20,31 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 from auto_runtime.functions.function_type import Rejected, RunEnding, RunRequest, Succeeded
 from auto_runtime.functions.interaction import InteractionType
 from auto_runtime.functions.prediction.approval import APPROVAL_PREFIX, Approval, approval_run_id
-from auto_runtime.functions.prediction.build_facts import SCORE_KEY, is_build_input
+from auto_runtime.functions.prediction.build_facts import SCORE_KEY
 from auto_runtime.functions.prediction.build_requests import BuildRequests
-from auto_runtime.functions.prediction.builds import Builds
-from auto_runtime.functions.prediction.cache_folder import CacheFolder
-from auto_runtime.functions.prediction.candidates import Candidates
-from auto_runtime.functions.prediction.datasets import Datasets
-from auto_runtime.functions.prediction.model_pool import ModelPool
-from auto_runtime.functions.prediction.prediction_type import PredictionType
-from auto_runtime.functions.prediction.questions import Questions
-from auto_runtime.functions.prediction.scoring import Scoring
-from auto_runtime.ledger import DueEntry, Ledger, PlaybookScope, open_ledger
+from auto_runtime.ledger import DueEntry, PlaybookScope
 from auto_runtime.ledger.lease import WORKFLOW_HOST_LEASE
-from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
 from auto_runtime.playbooks.run_facts import run_stream
-from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
-from auto_runtime.server import RUNTIME_PROJECTIONS
-from auto_runtime.supervision import Supervisor
-from tests.conformance.prediction.seeding import APPROVER, TRAINER
+from tests.conformance.prediction.seeding import APPROVER
+from tests.functions.prediction.composed import Composed, composed_prediction
 from tests.functions.prediction.test_build_shares import database_url
 from tests.functions.prediction.test_cycle_on_sqlite import DATA, LINEAR, SOURCE, _chunks
 
@@ -70,16 +57,7 @@ class Approver(InteractionType):
 
 
 @dataclass
-class Parts:
-    ledger: Ledger
-    definitions: DefinitionRegistry
-    datasets: Datasets
-    pool: ModelPool
-    cache: CacheFolder
-    builds: Builds
-    runs: RunService
-    candidates: Candidates
-    scoring: Scoring
+class Parts(Composed):
     approval: Approval
     approver: Approver
 
@@ -87,49 +65,16 @@ class Parts:
 @asynccontextmanager
 async def composed(tmp_path: Path, database_url: str | None, *, approve: bool = True) -> AsyncIterator[Parts]:
     """A playbook with a trainer, an approver and the function `units` (naming the approver when `approve`)."""
-    file = None if database_url is not None else tmp_path / "ledger.db"
-    async with open_ledger(file, database_url, RUNTIME_PROJECTIONS) as ledger:
-        datasets = Datasets(ledger)
-        cache = CacheFolder(tmp_path / "cache")
-        cache.prepare()
-        pool = ModelPool(processes=2, builds_at_once=1, memory_mib=1280)
-        builds = Builds(ledger, datasets, 4, 1)
-        approver = Approver()
-        types = {
-            "prediction": PredictionType(ledger, datasets, Questions(builds, datasets, pool, cache)),
-            "interaction": approver,
-        }
-        definitions = DefinitionRegistry(ledger, types)  # type: ignore[arg-type]
-        runs = RunService(ledger, definitions, types)  # type: ignore[arg-type]
-        runs.serve_waiting("prediction", builds, is_build_input)
-        playbooks = PlaybookRegistry(ledger)
-        root = Supervisor("test-root", [pool.child_spec()])
-        async with trio.open_nursery() as nursery:
-            await nursery.start(root.run)
-            async with playbooks.actors.serving(), definitions.actors.serving():
-                await playbooks.create(SCOPE.org, SCOPE.playbook, "Forecasts", "", "local")
-                await definitions.create(SCOPE, "interaction", "train-forecasts", TRAINER, "local")
-                await definitions.create(SCOPE, "interaction", "approve-versions", APPROVER, "local")
-                digest = hashlib.sha256(DATA).hexdigest()
-                await datasets.upload(SCOPE, digest, _chunks(DATA))
-                source = SOURCE.format(digest=digest)
-                if approve:
-                    source = source.replace("trainer:", "approve: approve-versions\ntrainer:")
-                await definitions.create(SCOPE, "prediction", "units", source, "local")
-                yield Parts(
-                    ledger,
-                    definitions,
-                    datasets,
-                    pool,
-                    cache,
-                    builds,
-                    runs,
-                    Candidates(builds, pool, cache),
-                    Scoring(builds, datasets, pool, cache),
-                    Approval(builds, runs),
-                    approver,
-                )
-            await root.stop()
+    approver = Approver()
+    async with composed_prediction(tmp_path, database_url, SCOPE, approver) as parts:
+        await parts.definitions.create(SCOPE, "interaction", "approve-versions", APPROVER, "local")
+        digest = hashlib.sha256(DATA).hexdigest()
+        await parts.datasets.upload(SCOPE, digest, _chunks(DATA))
+        source = SOURCE.format(digest=digest)
+        if approve:
+            source = source.replace("trainer:", "approve: approve-versions\ntrainer:")
+        await parts.definitions.create(SCOPE, "prediction", "units", source, "local")
+        yield Parts(**vars(parts), approval=Approval(parts.builds, parts.runs), approver=approver)
 
 
 async def _due(parts: Parts, prefix: str) -> DueEntry:

@@ -11,33 +11,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import trio
 
 from auto_runtime.functions.interaction import InteractionType
-from auto_runtime.functions.prediction.build_facts import SCORE_KEY, is_build_input
+from auto_runtime.functions.prediction.build_facts import SCORE_KEY
 from auto_runtime.functions.prediction.build_requests import BuildRequests
-from auto_runtime.functions.prediction.builds import Builds
-from auto_runtime.functions.prediction.cache_folder import CacheFolder
-from auto_runtime.functions.prediction.candidates import Candidates
-from auto_runtime.functions.prediction.datasets import Datasets
-from auto_runtime.functions.prediction.model_pool import ModelPool
-from auto_runtime.functions.prediction.prediction_type import PredictionType
-from auto_runtime.functions.prediction.questions import Questions
-from auto_runtime.functions.prediction.scoring import Scoring
-from auto_runtime.ledger import Ledger, PlaybookScope, open_ledger
+from auto_runtime.ledger import PlaybookScope
 from auto_runtime.ledger.lease import WORKFLOW_HOST_LEASE
-from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
-from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
-from auto_runtime.server import RUNTIME_PROJECTIONS
-from auto_runtime.supervision import Supervisor
-from tests.conformance.prediction.seeding import TRAINER
+from tests.functions.prediction.composed import Composed, composed_prediction
 from tests.functions.prediction.test_cycle_on_sqlite import DATA, LINEAR, SOURCE, _chunks
 from tests.postgres_support import fresh_database
 
@@ -53,57 +38,24 @@ def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
         yield None
 
 
-@dataclass
-class Parts:
-    ledger: Ledger
-    builds: Builds
-    runs: RunService
-    pool: ModelPool
-    candidates: Candidates
-    scoring: Scoring
-
-
 @asynccontextmanager
-async def composed(tmp_path: Path, database_url: str | None) -> AsyncIterator[Parts]:
+async def composed(tmp_path: Path, database_url: str | None) -> AsyncIterator[Composed]:
     """Two prediction functions over one dataset, with `PREDICTION_BUILDS_AT_ONCE` 1 of 2 processes."""
-    file = None if database_url is not None else tmp_path / "ledger.db"
-    async with open_ledger(file, database_url, RUNTIME_PROJECTIONS) as ledger:
-        datasets = Datasets(ledger)
-        cache = CacheFolder(tmp_path / "cache")
-        cache.prepare()
-        pool = ModelPool(processes=2, builds_at_once=1, memory_mib=1280)
-        builds = Builds(ledger, datasets, 4, 1)
-        types = {
-            "prediction": PredictionType(ledger, datasets, Questions(builds, datasets, pool, cache)),
-            "interaction": InteractionType(None),
-        }
-        definitions = DefinitionRegistry(ledger, types)  # type: ignore[arg-type]
-        runs = RunService(ledger, definitions, types)  # type: ignore[arg-type]
-        runs.serve_waiting("prediction", builds, is_build_input)
-        playbooks = PlaybookRegistry(ledger)
-        root = Supervisor("test-root", [pool.child_spec()])
-        async with trio.open_nursery() as nursery:
-            await nursery.start(root.run)
-            async with playbooks.actors.serving(), definitions.actors.serving():
-                await playbooks.create(SCOPE.org, SCOPE.playbook, "Forecasts", "", "local")
-                await definitions.create(SCOPE, "interaction", "train-forecasts", TRAINER, "local")
-                digest = hashlib.sha256(DATA).hexdigest()
-                await datasets.upload(SCOPE, digest, _chunks(DATA))
-                for name in ("units", "boxes"):
-                    await definitions.create(SCOPE, "prediction", name, SOURCE.format(digest=digest), "local")
-                yield Parts(
-                    ledger, builds, runs, pool, Candidates(builds, pool, cache), Scoring(builds, datasets, pool, cache)
-                )
-            await root.stop()
+    async with composed_prediction(tmp_path, database_url, SCOPE, InteractionType(None)) as parts:
+        digest = hashlib.sha256(DATA).hexdigest()
+        await parts.datasets.upload(SCOPE, digest, _chunks(DATA))
+        for name in ("units", "boxes"):
+            await parts.definitions.create(SCOPE, "prediction", name, SOURCE.format(digest=digest), "local")
+        yield parts
 
 
-async def _build(parts: Parts, name: str) -> str:
+async def _build(parts: Composed, name: str) -> str:
     build = await parts.runs.run_definition(SCOPE, "prediction", name, {"build": {}}, None, "local")
     assert build["status"] == "started", build
     return str(build["run_id"])
 
 
-async def _candidates_facts(parts: Parts, run_id: str) -> list[str]:
+async def _candidates_facts(parts: Composed, run_id: str) -> list[str]:
     history = await parts.runs.get_run(SCOPE, run_id)
     assert history["status"] == "started"
     records = await parts.ledger.read_stream(SCOPE.stream("runs", run_id))

@@ -20,8 +20,9 @@ from auto_runtime.functions.prediction.build_requests import BuildRequests
 from auto_runtime.functions.prediction.scoring import CANDIDATE_SECONDS
 from auto_runtime.ledger import DueEntry
 from auto_runtime.ledger.lease import WORKFLOW_HOST_LEASE
+from tests.functions.prediction.composed import Composed
 from tests.functions.prediction.onnx_models import endless_past
-from tests.functions.prediction.test_build_shares import SCOPE, Parts, _build, composed, database_url
+from tests.functions.prediction.test_build_shares import SCOPE, _build, composed, database_url
 from tests.functions.prediction.test_cycle_on_sqlite import LINEAR, _chunks
 
 __all__ = ["database_url"]
@@ -31,7 +32,7 @@ ENDED_WITHIN_SECONDS = 60
 ENDLESS = endless_past(2, [[-1], [2]], 0.5, 5.0)
 
 
-async def _answered(parts: Parts, model: bytes) -> tuple[str, DueEntry]:
+async def _answered(parts: Composed, model: bytes) -> tuple[str, DueEntry]:
     run_id = await _build(parts, "units")
     uploaded = await parts.candidates.upload(SCOPE, run_id, _chunks(model), "local")
     await BuildRequests(parts.builds).answer(SCOPE, run_id, {"candidates": [uploaded["candidate"]]}, None, "key:t")
