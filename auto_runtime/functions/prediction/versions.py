@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from auto_runtime.functions.prediction.build_facts import BUILD_ENDED
 from auto_runtime.ledger import Projection, Record, Row, TableSpec
 from auto_runtime.playbooks.clock import iso_utc
 
 VERSION_BUILT: Final = "version_built"
 VERSION_ACTIVATED: Final = "version_activated"
-BUILD_ENDED: Final = "build_ended"
 SHADOW_PREDICTED: Final = "shadow_predicted"
 SHADOW_GRADED: Final = "shadow_graded"
 SHADOW_PASSED: Final = "shadow_passed"
