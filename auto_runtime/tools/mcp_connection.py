@@ -18,6 +18,7 @@ serialised by a lock, so one session at most is being opened per server; every m
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -58,6 +59,17 @@ def keeps_session(error: BaseException) -> bool:
 
 class StillUnreachable(ConnectionError):
     """The server's last connect failed and its back-off window has not passed; nothing was tried."""
+
+
+async def _raise_cancelled_if_cancelled() -> None:
+    """Raise `trio.Cancelled` when the calling task is being cancelled, else return at once.
+
+    A connect that is cancelled (its request gave up, or the set is closing) can surface from the SDK as another
+    error: the transport's HTTP client is closed first and a pending send then fails with "the client has been
+    closed". That is the cancellation, not a failure of the server, and it must travel as one.
+    """
+    if trio.current_effective_deadline() == -math.inf:
+        await trio.lowlevel.checkpoint()
 
 
 @dataclass(eq=False)
@@ -135,6 +147,8 @@ class McpConnection:
             try:
                 with trio.fail_after(self.connect_seconds):
                     kept = cast(_Kept, await nursery.start(self._hold))
+            except trio.Cancelled:
+                raise  # the request gave up waiting: nothing is known of the server
             except BaseException:
                 self._failures += 1
                 self._retry_at = trio.current_time() + self.backoff.delay(self._failures)
@@ -155,6 +169,7 @@ class McpConnection:
                 await done.wait()
         except Exception as error:
             if kept is None:
+                await _raise_cancelled_if_cancelled()
                 raise
             log.info("tool server %s: its session ended (%s)", self.name, type(error).__name__)
         finally:
