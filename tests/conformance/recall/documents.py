@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 
+from tests.conformance.helpers import fresh_id
+
 WAIT_BOUND_SECONDS = 120.0
 """How long a test waits for a view to reach a state before it fails: far beyond what folding takes."""
 
@@ -186,3 +188,33 @@ def details(body: dict[str, Any]) -> list[str]:
     errors: list[dict[str, str]] = body["errors"]
     assert all(error["pointer"] == "/source" for error in errors), errors
     return [error["detail"] for error in errors]
+
+
+REBUILDS = "Saving a corrected version rebuilds it from the start of the playbook's history"
+
+
+def stalled(client: httpx.Client, playbook: str, name: str) -> dict[str, Any]:
+    return standing_until(client, playbook, name, lambda standing: standing["state"] == "stalled")
+
+
+def stall_with(
+    client: httpx.Client, playbook: str, fold_body: str, view_schema: str = ""
+) -> tuple[str, dict[str, Any], str]:
+    """A view whose fold runs `fold_body` on the event `boom` (after one ordinary event), stalled there."""
+    kind = fresh_id("com.acme.stall")
+    name = fresh_id("stall")
+    module = f"def fold(view, event):\n    if event['id'] != 'boom':\n        return view + [event['id']]\n{fold_body}"
+    saved(
+        client,
+        playbook,
+        name,
+        recall(f"source:\n  events:\n    - type: {kind}\nview:\n  initial: []\n{view_schema}", module),
+    )
+    publish(client, playbook, kind, None, id="fine", source=f"/{name}")
+    boom = publish(client, playbook, kind, None, id="boom", source=f"/{name}")
+    publish(client, playbook, kind, None, id="after", source=f"/{name}")
+    standing = stalled(client, playbook, name)
+    assert standing["folded"] == 1
+    assert standing["last_event"]["id"] == "fine"
+    assert standing["stalled"]["event"] == {"id": "boom", "type": kind, "time": boom["time"]}
+    return name, standing, boom["time"]

@@ -128,3 +128,47 @@ def test_a_fold_past_its_time_costs_a_try_and_the_twentieth_stalls(engine: Sandb
     assert last.stall.error == "the fold ran past its 10 seconds on 20 tries"
     assert last.stall.line is None
     assert last.stall.event["id"] == "e-1"
+
+
+OVERFLOWING = """---
+language: python
+source:
+  events:
+    - type: com.acme.thing
+view:
+  initial: 0
+---
+def fold(view, event):
+    a = []
+    b = []
+    for i in range(5000):
+        a = [a]
+        b = [b]
+    return view + (a == b)
+"""
+
+
+def overflowing_page(engine: SandboxEngine, tries: int) -> PageResult:
+    document = parse_document(OVERFLOWING)
+    assert isinstance(document, RecallDocument), document
+    state = ViewState("0", "1.0", "at-0", None, 0, tries)
+    history = [item for item in items(3) if item.event is not None]
+    page = [PageItem(item.checkpoint, item.at, item.event, (), True) for item in history]
+    return on_big_stack(lambda: fold_page(engine, program_of(document), state, page, RunControl(10**9)))
+
+
+def test_a_sandbox_that_traps_costs_a_try_and_the_twentieth_stalls(engine: SandboxEngine) -> None:
+    """ "When a view stalls", `crash`: comparing lists nested 5,000 deep overflows the sandbox's stack in
+    MicroPython's own comparison (a trap that is neither work nor time). It costs a try and leaves the view as it
+    was; the 20th try stalls the view, with no line."""
+    first = overflowing_page(engine, 0)
+    assert first.stall is None
+    assert first.examined == 0
+    assert first.state.tries == 1
+    assert (first.state.view_json, first.state.checkpoint) == ("0", "1.0")
+    last = overflowing_page(engine, 19)
+    assert last.stall is not None
+    assert last.stall.kind == "crash"
+    assert last.stall.error == "the sandbox failed on 20 tries"
+    assert last.stall.line is None
+    assert last.stall.event["id"] == "e-1"
