@@ -23,7 +23,7 @@ from auto_runtime.settings.credentials import has_credential_shape, names_a_cred
 from auto_runtime.settings.identifiers import HEADER_PATTERN, VARIABLE_PATTERN
 from auto_runtime.settings.references import parse_template
 from auto_runtime.settings.tool_servers import RUNTIME_HEADERS, tool_server_problems
-from auto_runtime.tools.hosts import HostPolicy
+from auto_runtime.tools.hosts import HostPolicy, host_refusal
 
 NO_CONNECTION = "This runtime uses no connection: its operator sets up its tool servers itself."
 URL_EXPECTS = "expected an https URL, or an http URL on a loopback address"
@@ -197,11 +197,6 @@ def addresses_of(entry: Mapping[str, Any], credential: Mapping[str, Any]) -> lis
     """The addresses a connection names: an mcp url, an openapi document and base_url, an issuer."""
     named = [entry.get("url"), entry.get("document"), entry.get("base_url"), credential.get("issuer")]
     return [address for address in named if isinstance(address, str)]
-
-
-def host_refusal(host: str) -> str:
-    """The sentence of `connections.allowed_hosts`."""
-    return f"The host {host} is not one the operator allows connections to reach (connections.allowed_hosts)."
 
 
 def rule_refusal(policy: ConnectionsPolicy, entry: Mapping[str, Any], credential: Mapping[str, Any]) -> str | None:

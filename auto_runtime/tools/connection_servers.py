@@ -31,13 +31,12 @@ from auto_runtime.tools.connection_rules import (
     NO_CONNECTION,
     credential_issues,
     entry_issues,
-    host_refusal,
     rule_refusal,
     server_issues,
     tool_server_of,
 )
 from auto_runtime.tools.connections import Connections
-from auto_runtime.tools.hosts import HostPolicy
+from auto_runtime.tools.hosts import HostPolicy, host_refusal
 from auto_runtime.tools.kinds import Limits
 from auto_runtime.tools.openapi_server import OpenApiServer
 from auto_runtime.tools.secret_store import SecretUnreadable
@@ -97,6 +96,11 @@ class ConnectionServers:
 
     async def _served(self, connection: Connection) -> ConnectionServer:
         kept = self._ready.get(connection.id)
+        if kept is not None and kept.refused_host is not None:
+            del self._ready[connection.id]
+            await kept.aclose()
+            refusal = ToolNotOffered("connection_not_allowed", host_refusal(kept.refused_host))
+            return ConnectionServer(connection, None, self._keep(connection, refusal))
         if kept is not None:
             return ConnectionServer(connection, kept, None)
         refused = self._refused.get(connection.id) or await self._check(connection)

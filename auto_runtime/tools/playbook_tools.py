@@ -212,12 +212,12 @@ class PlaybookTools:
                 where = f"the playbook {query.playbook}" if query.playbook is not None else f"the org {query.org}"
                 raise invalid_input([InputIssue(f"server: expected the name of a tool server of {where}.", "/server")])
             served = {query.server: served[query.server]}
-        listings: dict[str, list[ListedTool] | ToolServerFailed] = {}
+        listings: dict[str, list[ListedTool] | ToolServerFailed | ToolNotOffered] = {}
 
         async def ask(server: Served) -> None:
             try:
                 listings[server.name] = await self._listed(server)
-            except ToolServerFailed as failure:
+            except (ToolServerFailed, ToolNotOffered) as failure:
                 listings[server.name] = failure
 
         async with trio.open_nursery() as nursery:
@@ -232,15 +232,16 @@ class PlaybookTools:
                 shown["connection"] = server.connection
             shown.update(type=server.type, record_content=server.record_content)
             listing = listings.get(name)
-            if server.not_ready is not None:
-                shown["unavailable"] = _cut_bytes(server.not_ready.detail, MAX_UNAVAILABLE_BYTES)
-                shown["because"] = server.not_ready.because
+            refusal = listing if isinstance(listing, ToolNotOffered) else server.not_ready
+            if refusal is not None:
+                shown["unavailable"] = _cut_bytes(refusal.detail, MAX_UNAVAILABLE_BYTES)
+                shown["because"] = refusal.because
             elif isinstance(listing, ToolServerFailed):
                 words = f"The tool server {name} could not be used: {listing.detail}"
                 shown["unavailable"] = _cut_bytes(words, MAX_UNAVAILABLE_BYTES)
                 shown["because"] = listing.because
             else:
-                assert listing is not None
+                assert isinstance(listing, list)
                 tools = [tool for tool in listing if server.allows(tool.name) and _kept(tool, query.only)]
                 kept[name] = tools
                 shown["tool_count"] = len(tools)
@@ -256,6 +257,8 @@ class PlaybookTools:
         self._check_allowed(served, tool)
         try:
             listed = await self._listed_tool(served, tool)
+        except ToolNotOffered as refusal:
+            raise self._scrub_rejection(not_offered(refusal)) from None
         except ToolServerFailed as failure:
             raise self._scrub_rejection(server_failed(failure)) from None
         shown: dict[str, Any] = {
@@ -276,6 +279,8 @@ class PlaybookTools:
         self._check_allowed(served, tool)
         try:
             listed = await self._listed_tool(served, tool)
+        except ToolNotOffered as refusal:
+            raise self._scrub_rejection(not_offered(refusal)) from None
         except ToolServerFailed as failure:
             raise self._scrub_rejection(server_failed(failure)) from None
         result: dict[str, Any] = (await checked(listed.input_schema, dict(arguments))).as_json()
@@ -303,7 +308,7 @@ class PlaybookTools:
                 listed = await self._listed_tool(served, tool)
             else:
                 await self._listed(served)
-        except ToolServerFailed as failure:
+        except (ToolServerFailed, ToolNotOffered) as failure:
             reachable = {"reachable": "no", "because": failure.because}
         check: ArgumentCheck | None = None
         if arguments is not None:

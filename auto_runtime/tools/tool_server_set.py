@@ -35,7 +35,7 @@ from auto_runtime.settings.errors import SettingsError
 from auto_runtime.settings.loader import LoadedSettings
 from auto_runtime.supervision import Backoff, ChildContext, ChildSpec, Restart, RestartIntensity, Supervisor
 from auto_runtime.telemetry import tool_call_span
-from auto_runtime.tools.hosts import HostPolicy
+from auto_runtime.tools.hosts import HostPolicy, host_refusal
 from auto_runtime.tools.kinds import Limits, ListedTool
 from auto_runtime.tools.mcp_remote import McpHttpServer
 from auto_runtime.tools.mcp_stdio import StdioServer
@@ -105,7 +105,10 @@ class ToolServerSet:
             for secret in found:
                 secret_set.add(secret)
         self.limits = limits if limits is not None else Limits()
-        policy = hosts if hosts is not None else HostPolicy.everywhere()
+        self.refused_host: str | None = None
+        """The first host a request of the set went to that the policy refuses (a connection's set only: the
+        operator's own entries reach every host). The connection is not ready from then on."""
+        policy = (hosts if hosts is not None else HostPolicy.everywhere()).telling(self._note_refused_host)
         folder = directory if directory is not None else Path.cwd()
         self.clients: dict[str, Client] = {}
         for name, entry in self.entries.items():
@@ -127,6 +130,16 @@ class ToolServerSet:
         self._stop: trio.Event | None = None
         self._ended: trio.Event | None = None
         self.supervisor: Supervisor | None = None
+
+    def _note_refused_host(self, host: str) -> None:
+        if self.refused_host is None:
+            self.refused_host = host
+
+    def _host_refusal(self) -> ToolNotOffered | None:
+        """`connection_not_allowed` once a request went to a host the rules do not allow."""
+        if self.refused_host is None:
+            return None
+        return ToolNotOffered("connection_not_allowed", host_refusal(self.refused_host))
 
     @classmethod
     def from_settings(cls, loaded: LoadedSettings, working_directory: Path, **options: Any) -> ToolServerSet:
@@ -208,6 +221,9 @@ class ToolServerSet:
                     await self.clients[tool.server].call(tool.tool, arguments, run_id, delivery_id=delivery_id)
                 )
         except ToolCallFailed as failed:
+            refusal = self._host_refusal()
+            if refusal is not None:
+                failed.because, failed.detail = "server_failure", refusal.detail
             failed.detail = self.secret_set(failed.detail)
             log.warning(
                 "tool server %s: the call of %s failed (%s): %s", tool.server, tool.tool, failed.because, failed.detail
@@ -226,6 +242,9 @@ class ToolServerSet:
         except SettingsError as refused:
             raise ToolServerFailed("failing", f"The tool server {name} could not be read: {refused}", 5) from None
         except ToolServerFailed as failed:
+            refusal = self._host_refusal()
+            if refusal is not None:
+                raise refusal from None
             failed.detail = self.secret_set(failed.detail)
             log.warning("tool server %s: listing failed (%s): %s", name, failed.because, failed.detail)
             raise

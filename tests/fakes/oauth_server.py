@@ -12,7 +12,9 @@ token endpoint. ``/token`` takes ``grant_type=client_credentials`` with ``client
 * ``slow``: the token endpoint never answers;
 * ``wrong_audience``: the tokens are for another audience, so the API refuses them;
 * ``redirect``: the token endpoint answers 307 to ``--redirect-to``;
-* ``wrong_issuer``: the metadata names another issuer.
+* ``wrong_issuer``: the metadata names another issuer;
+* ``token_elsewhere``: the metadata names the token endpoint on the host ``localhost`` where the server was asked
+  on ``127.0.0.1`` (the same server, under a name a host rule can refuse).
 
 ``GET /_fake/minted`` answers how many tokens it issued.
 """
@@ -65,12 +67,16 @@ def build(
     def origin(request: Request) -> str:
         return f"{request.url.scheme}://{request.url.netloc}"
 
+    def token_origin(request: Request) -> str:
+        here = origin(request)
+        return here.replace("127.0.0.1", "localhost") if mode == "token_elsewhere" else here
+
     async def metadata(request: Request) -> Response:
         issuer = "https://someone-else.example" if mode == "wrong_issuer" else origin(request)
         return JSONResponse(
             {
                 "issuer": issuer,
-                "token_endpoint": f"{origin(request)}/token",
+                "token_endpoint": f"{token_origin(request)}/token",
                 "grant_types_supported": ["client_credentials"],
                 "token_endpoint_auth_methods_supported": ["client_secret_post"],
             }
@@ -118,9 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--signing-key", required=True)
     parser.add_argument("--audience", required=True)
-    parser.add_argument(
-        "--mode", default="normal", choices=["normal", "slow", "wrong_audience", "redirect", "wrong_issuer"]
-    )
+    modes = ["normal", "slow", "wrong_audience", "redirect", "wrong_issuer", "token_elsewhere"]
+    parser.add_argument("--mode", default="normal", choices=modes)
     parser.add_argument("--redirect-to")
     parser.add_argument("--expires-in", type=int, default=3600)
     parser.add_argument("--client-public-key", type=Path)

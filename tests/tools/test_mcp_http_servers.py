@@ -12,10 +12,10 @@ import trio
 
 from auto_runtime.settings import ToolServer
 from auto_runtime.supervision import NO_BACKOFF
-from auto_runtime.tools import OfferedTool, ToolCallFailed, ToolServerFailed, WantedTool
-from auto_runtime.tools.hosts import HostPolicy
+from auto_runtime.tools import OfferedTool, ToolCallFailed, ToolNotOffered, ToolServerFailed, WantedTool
+from auto_runtime.tools.hosts import HostPolicy, host_refusal
 from auto_runtime.tools.tool_server_set import ToolServerSet
-from tests.fakes.gateway_process import HttpFakeProcess, McpToolServerProcess, start_mcp_tool_server
+from tests.fakes.gateway_process import HttpFakeProcess, McpToolServerProcess, start_mcp_tool_server, start_oauth_server
 from tests.fakes.oauth_server import CLIENT_ID, CLIENT_SECRET
 from tests.tools.conftest import AUDIENCE, SIGNING_KEY
 
@@ -94,13 +94,38 @@ async def test_a_session_lost_when_the_server_goes_away_is_opened_again_when_it_
 
 
 async def test_a_server_on_a_host_not_allowed_is_never_reached(guarded: McpToolServerProcess) -> None:
+    """A request to a host the rules do not allow makes the set's connection not allowed, in the rule's words."""
     servers = ToolServerSet({"helpdesk": helpdesk(guarded.url)}, hosts=HostPolicy.of(["*.example.com"]))
     before = len(guarded.calls())
-    with pytest.raises(ToolServerFailed) as failed:
+    with pytest.raises(ToolNotOffered) as refused:
         await servers.offered("acme", "sales", [WantedTool("helpdesk", "*")])
-    assert failed.value.because == "unreachable"
+    assert (refused.value.because, refused.value.detail) == ("connection_not_allowed", host_refusal("127.0.0.1"))
+    assert servers.refused_host == "127.0.0.1"
     assert len(guarded.calls()) == before
     await servers.aclose()
+
+
+async def test_an_authorization_server_whose_token_endpoint_is_on_a_host_not_allowed_is_not_asked(
+    tmp_path: Path,
+) -> None:
+    """The MCP server and its authorization server are on an allowed host, the token endpoint the metadata names
+    is not: listing stops before the token request, `connection_not_allowed`, and nothing is minted."""
+    elsewhere = start_oauth_server(SIGNING_KEY, AUDIENCE, mode="token_elsewhere")
+    options = ["--issuer", elsewhere.origin, "--signing-key", SIGNING_KEY, "--audience", AUDIENCE]
+    protected = start_mcp_tool_server(tmp_path, *options)
+    auth = {"issuer": elsewhere.origin, "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}
+    servers = ToolServerSet(
+        {"helpdesk": helpdesk(protected.url, auth=auth)}, secrets=set(), hosts=HostPolicy.of(["127.0.0.1"])
+    )
+    try:
+        with pytest.raises(ToolNotOffered) as refused:
+            await servers.offered("acme", "sales", [WantedTool("helpdesk", "get_customer")])
+        assert (refused.value.because, refused.value.detail) == ("connection_not_allowed", host_refusal("localhost"))
+        assert elsewhere.get("/_fake/minted") == {"minted": 0}
+    finally:
+        await servers.aclose()
+        protected.stop()
+        elsewhere.stop()
 
 
 async def test_an_mcp_server_s_authorization_server_is_found_through_its_protected_resource_metadata(

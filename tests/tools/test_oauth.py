@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption,
 
 from auto_runtime.settings import OAuthClient, ToolServer
 from auto_runtime.tools import OfferedTool, ToolCallFailed
-from auto_runtime.tools.hosts import HostPolicy
+from auto_runtime.tools.hosts import HostPolicy, host_refusal
 from auto_runtime.tools.kinds import Limits
 from auto_runtime.tools.mcp_remote import http_client
 from auto_runtime.tools.oauth import RENEW_BEFORE_SECONDS, ClientCredentials
@@ -168,7 +168,8 @@ async def test_an_authorization_server_on_a_host_not_allowed_is_never_asked(
     before = minted(oauth_server)
     with pytest.raises(ToolCallFailed) as failed:
         await tools.call("acme", "sales", REPORTS, {}, "run-1")
-    assert "The host localhost is not one the operator allows" in failed.value.detail
+    assert (failed.value.because, failed.value.detail) == ("server_failure", host_refusal("localhost"))
+    assert tools.refused_host == "localhost"
     assert minted(oauth_server) == before
     await tools.aclose()
 

@@ -314,3 +314,31 @@ def test_a_private_key_given_signs_the_client_assertion_after_a_restart_too(
     assert "BEGIN PRIVATE KEY" not in server.log()
     for line in private.splitlines()[1:-1]:
         assert line not in server.log()
+
+
+def test_a_request_to_a_host_the_rules_do_not_allow_makes_the_connection_not_allowed(
+    tmp_path: Path, connection_fakes: ConnectionFakes
+) -> None:
+    """The authorization server's metadata names a token endpoint on a host `allowed_hosts` does not take: the
+    call that would mint the token is stopped before the request is sent and fails, and from then on the
+    connection is not ready, `connection_not_allowed` in the rule's sentence, in `execute` and in `search`."""
+    oauth = start_oauth_server(SIGNING_KEY, "billing-api", mode="token_elsewhere")
+    credential = {"kind": "client_credentials", "issuer": oauth.origin, "client_id": "tools-client", "scope": "reports"}
+    rules = {"allowed_hosts": ["127.0.0.1"], "variables": ["CRM_API_KEY"]}
+    try:
+        server = start_server(tmp_path, connection_settings(connection_fakes, CONNECTIONS=json.dumps(rules)))
+        try:
+            with server.client() as client:
+                playbook = new_playbook_id(client)
+                document = f"{connection_fakes.billing.origin}/openapi.json"
+                added, token = add(client, "openapi", {"document": document}, credential)
+                assert give(client, added["id"], token, client_secret="tools-client-secret-0123").status_code == 200
+                called = execute(client, playbook, added["name"], "listReports", {})
+                assert called.status_code == 200 and called.json()["outcome"] == "server_failure", called.text
+                refused = _because(client, playbook, added["name"])
+        finally:
+            assert server.stop() == 0, server.log()
+        assert oauth.get("/_fake/minted") == {"minted": 0}
+    finally:
+        oauth.stop()
+    assert refused["because"] == "connection_not_allowed" and refused["detail"] == HOSTS.format("localhost")
