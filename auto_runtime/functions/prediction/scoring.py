@@ -159,14 +159,20 @@ class Scoring:
         return scored
 
     async def _watch(self, scope: PlaybookScope, run_id: str, scoring: trio.CancelScope) -> None:
-        """Cancels `scoring` once the build's stream holds a cancel or an ending, reading the stream again after
-        each append the ledger signals (those of other servers included, on PostgreSQL)."""
+        """Cancels `scoring` once the build's stream holds a cancel or an ending. After each append the ledger
+        signals (those of other servers included, on PostgreSQL) it reads the stream's version, and the stream
+        itself only when that version moved."""
+        stream = run_stream(scope, run_id)
+        read_at: int | None = None
         while True:
             seen = self.ledger.appended.generation
-            now = await self.builds.state(scope, run_id)
-            if now is None or not _going_on(now):
-                scoring.cancel()
-                return
+            version = await self.ledger.stream_version(stream)
+            if version != read_at:
+                read_at = version
+                now = await self.builds.state(scope, run_id)
+                if now is None or not _going_on(now):
+                    scoring.cancel()
+                    return
             await self.ledger.appended.wait_beyond(seen)
 
     async def _score(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord]:
