@@ -19,12 +19,10 @@ from typing import Any, Final
 import numpy as np
 
 from auto_runtime.functions.function_type import Rejected, RunEnding, RunRequest, Succeeded
-from auto_runtime.functions.prediction.builds import Builds
-from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.candidates import tensor
-from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.document import PredictionDocument
-from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPool, ModelProcessBusy
+from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelProcessBusy
+from auto_runtime.functions.prediction.model_work import ModelWork
 from auto_runtime.functions.prediction.periods import period_text
 from auto_runtime.ledger import PlaybookScope
 from auto_runtime.problems import InputIssue, conflict, invalid_input, unavailable
@@ -42,14 +40,7 @@ def float32_number(value: float) -> int | float:
     return json_number(float(np.format_float_positional(np.float32(value), unique=True, trim="-")))
 
 
-class Questions:
-    def __init__(self, builds: Builds, datasets: Datasets, pool: ModelPool, cache: CacheFolder) -> None:
-        self.builds = builds
-        self.datasets = datasets
-        self.pool = pool
-        self.cache = cache
-        self.ledger = builds.ledger
-
+class Questions(ModelWork):
     async def answer(self, request: RunRequest, document: PredictionDocument) -> RunEnding:
         began = time.monotonic()
         scope = PlaybookScope(request.org, request.playbook)

@@ -39,12 +39,10 @@ from auto_runtime.functions.prediction.build_facts import (
     BuildState,
     candidate_key,
 )
-from auto_runtime.functions.prediction.builds import Builds
-from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.candidates import tensor
-from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.document import PredictionDocument
-from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPool
+from auto_runtime.functions.prediction.model_pool import ModelJobFailed
+from auto_runtime.functions.prediction.model_work import ModelWork
 from auto_runtime.functions.prediction.shadow import shadow_entry
 from auto_runtime.functions.prediction.versions import VERSION_ACTIVATED, VERSION_BUILT
 from auto_runtime.functions.prediction.walk import (
@@ -82,15 +80,8 @@ def _floats(reply: dict[str, Any], name: str) -> np.ndarray[Any, Any]:
     return np.frombuffer(base64.b64decode(output["data"]), dtype="<f4").reshape(output["shape"])
 
 
-class Scoring:
+class Scoring(ModelWork):
     """See the module. `fire` is the due handler of `prediction-build/`."""
-
-    def __init__(self, builds: Builds, datasets: Datasets, pool: ModelPool, cache: CacheFolder) -> None:
-        self.builds = builds
-        self.datasets = datasets
-        self.pool = pool
-        self.cache = cache
-        self.ledger = builds.ledger
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
         """Scores an answered build (`SCORE_KEY`), or ends one that its trainer left unanswered (`EXPIRE_KEY`) or

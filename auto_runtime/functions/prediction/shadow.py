@@ -38,13 +38,11 @@ from typing import Any, Final
 import numpy as np
 
 from auto_runtime.functions.prediction.approval import approval_entry
-from auto_runtime.functions.prediction.builds import Builds
-from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.candidates import tensor
 from auto_runtime.functions.prediction.dataset_csv import DatasetReading
-from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.document import PredictionDocument, parse_document
-from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPool
+from auto_runtime.functions.prediction.model_pool import ModelJobFailed
+from auto_runtime.functions.prediction.model_work import ModelWork
 from auto_runtime.functions.prediction.periods import ordinal_of, period_text
 from auto_runtime.functions.prediction.versions import (
     ACTIVATION_REFUSED,
@@ -99,15 +97,8 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-class Shadow:
+class Shadow(ModelWork):
     """See the module. `fire` is the due handler of `prediction-shadow/`."""
-
-    def __init__(self, builds: Builds, datasets: Datasets, pool: ModelPool, cache: CacheFolder) -> None:
-        self.builds = builds
-        self.datasets = datasets
-        self.pool = pool
-        self.cache = cache
-        self.ledger = builds.ledger
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
         scope = entry.scope
