@@ -218,3 +218,18 @@ def stall_with(
     assert standing["last_event"]["id"] == "fine"
     assert standing["stalled"]["event"] == {"id": "boom", "type": kind, "time": boom["time"]}
     return name, standing, boom["time"]
+
+
+def others_go_on_and_a_correction_rebuilds(client: httpx.Client, playbook: str, name: str, kind: str) -> None:
+    """After `stall_with`: another view of the same events folds all three, and a corrected version of the
+    stalled one rebuilds from the start and answers every event."""
+    other = fresh_id("other")
+    saved(client, playbook, other, counting(kind))
+    assert caught_up(client, playbook, other, 3)["folded"] == 3
+    corrected = recall(
+        f"source:\n  events:\n    - type: {kind}\nview:\n  initial: []\n",
+        "def fold(view, event):\n    return view + [event['id']]\n",
+    )
+    update(client, playbook, name, corrected)
+    caught_up(client, playbook, name, 3)
+    assert output_of(run(client, playbook, name)) == ["fine", "boom", "after"]

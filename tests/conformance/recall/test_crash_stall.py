@@ -10,17 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance.helpers import fresh_id, new_playbook, problem
+from tests.conformance.helpers import new_playbook, problem
 from tests.conformance.recall.documents import (
     REBUILDS,
-    caught_up,
-    counting,
-    output_of,
-    recall,
+    others_go_on_and_a_correction_rebuilds,
     run,
-    saved,
     stall_with,
-    update,
 )
 from tests.conformance.recall.own_server import OwnServer, own_server
 
@@ -50,14 +45,5 @@ def test_a_fold_whose_sandbox_traps_stalls_on_its_twentieth_try(server: OwnServe
             f'The view of "{name}" is stalled at the {event_type} event recorded at {at}: '
             f"the sandbox failed on 20 tries. {REBUILDS}"
         )
-        other = fresh_id("other")
-        saved(client, playbook, other, counting(event_type))
-        assert caught_up(client, playbook, other, 3)["folded"] == 3
-        corrected = recall(
-            f"source:\n  events:\n    - type: {event_type}\nview:\n  initial: []\n",
-            "def fold(view, event):\n    return view + [event['id']]\n",
-        )
-        update(client, playbook, name, corrected)
-        caught_up(client, playbook, name, 3)
-        assert output_of(run(client, playbook, name)) == ["fine", "boom", "after"]
+        others_go_on_and_a_correction_rebuilds(client, playbook, name, event_type)
     assert live.stop() == 0

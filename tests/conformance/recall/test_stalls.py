@@ -13,7 +13,7 @@ from tests.conformance.helpers import fresh_id, problem
 from tests.conformance.recall.documents import (
     REBUILDS,
     caught_up,
-    counting,
+    others_go_on_and_a_correction_rebuilds,
     output_of,
     publish,
     recall,
@@ -21,7 +21,6 @@ from tests.conformance.recall.documents import (
     saved,
     stall_with,
     stalled,
-    update,
 )
 
 
@@ -43,16 +42,7 @@ def test_a_raising_fold_stalls_its_view_until_a_correction(client: httpx.Client,
     assert recorded["status"] == "rejected"
     assert recorded["record"]["view"]["folded"] == 1
     assert recorded["record"]["view"]["last_event"]["id"] == "fine"
-    other = fresh_id("other")
-    saved(client, playbook, other, counting(kind))
-    assert caught_up(client, playbook, other, 3)["folded"] == 3
-    corrected = recall(
-        f"source:\n  events:\n    - type: {kind}\nview:\n  initial: []\n",
-        "def fold(view, event):\n    return view + [event['id']]\n",
-    )
-    update(client, playbook, name, corrected)
-    caught_up(client, playbook, name, 3)
-    assert output_of(run(client, playbook, name)) == ["fine", "boom", "after"]
+    others_go_on_and_a_correction_rebuilds(client, playbook, name, kind)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ same last event and the same checkpoint, however it is cut into pages (here 7 re
 from __future__ import annotations
 
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
-from auto_runtime.functions.recall.fold_page import PageItem, PageResult, ViewState, fold_page
+from auto_runtime.functions.recall.fold_page import EVENT_SECONDS, PageItem, PageResult, ViewState, fold_page
 from auto_runtime.recall_host.page_items import program_of
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
@@ -105,13 +105,20 @@ def fold(view, event):
 """
 
 
-def slow_page(engine: SandboxEngine, tries: int) -> PageResult:
-    document = parse_document(SLOW)
+def page_after_tries(
+    engine: SandboxEngine, source: str, tries: int, event_seconds: float = EVENT_SECONDS
+) -> PageResult:
+    """A page of the two events after the first, folded by `source` into a view that has had `tries` tries."""
+    document = parse_document(source)
     assert isinstance(document, RecallDocument), document
     state = ViewState("0", "1.0", "at-0", None, 0, tries)
     history = [item for item in items(3) if item.event is not None]
     page = [PageItem(item.checkpoint, item.at, item.event, (), True) for item in history]
-    return on_big_stack(lambda: fold_page(engine, program_of(document), state, page, RunControl(10**9), 0.2))
+    return on_big_stack(lambda: fold_page(engine, program_of(document), state, page, RunControl(10**9), event_seconds))
+
+
+def slow_page(engine: SandboxEngine, tries: int) -> PageResult:
+    return page_after_tries(engine, SLOW, tries, 0.2)
 
 
 def test_a_fold_past_its_time_costs_a_try_and_the_twentieth_stalls(engine: SandboxEngine) -> None:
@@ -148,25 +155,16 @@ def fold(view, event):
 """
 
 
-def overflowing_page(engine: SandboxEngine, tries: int) -> PageResult:
-    document = parse_document(OVERFLOWING)
-    assert isinstance(document, RecallDocument), document
-    state = ViewState("0", "1.0", "at-0", None, 0, tries)
-    history = [item for item in items(3) if item.event is not None]
-    page = [PageItem(item.checkpoint, item.at, item.event, (), True) for item in history]
-    return on_big_stack(lambda: fold_page(engine, program_of(document), state, page, RunControl(10**9)))
-
-
 def test_a_sandbox_that_traps_costs_a_try_and_the_twentieth_stalls(engine: SandboxEngine) -> None:
     """ "When a view stalls", `crash`: comparing lists nested 5,000 deep overflows the sandbox's stack in
     MicroPython's own comparison (a trap that is neither work nor time). It costs a try and leaves the view as it
     was; the 20th try stalls the view, with no line."""
-    first = overflowing_page(engine, 0)
+    first = page_after_tries(engine, OVERFLOWING, 0)
     assert first.stall is None
     assert first.examined == 0
     assert first.state.tries == 1
     assert (first.state.view_json, first.state.checkpoint) == ("0", "1.0")
-    last = overflowing_page(engine, 19)
+    last = page_after_tries(engine, OVERFLOWING, 19)
     assert last.stall is not None
     assert last.stall.kind == "crash"
     assert last.stall.error == "the sandbox failed on 20 tries"
