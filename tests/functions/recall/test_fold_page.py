@@ -89,7 +89,7 @@ def test_a_stall_lands_on_the_same_event_in_any_page_size(engine: SandboxEngine)
     assert small.state.checkpoint == "1.39"
 
 
-SLOW = """---
+COUNTER = """---
 language: python
 source:
   events:
@@ -97,12 +97,18 @@ source:
 view:
   initial: 0
 ---
-import time
+"""
+"""The front matter of a view of `com.acme.thing` events starting at 0."""
+
+SLOW = (
+    COUNTER
+    + """import time
 
 def fold(view, event):
     while True:
         time.time_ns()
 """
+)
 
 
 def page_after_tries(
@@ -137,15 +143,9 @@ def test_a_fold_past_its_time_costs_a_try_and_the_twentieth_stalls(engine: Sandb
     assert last.stall.event["id"] == "e-1"
 
 
-OVERFLOWING = """---
-language: python
-source:
-  events:
-    - type: com.acme.thing
-view:
-  initial: 0
----
-def fold(view, event):
+OVERFLOWING = (
+    COUNTER
+    + """def fold(view, event):
     a = []
     b = []
     for i in range(5000):
@@ -153,6 +153,7 @@ def fold(view, event):
         b = [b]
     return view + (a == b)
 """
+)
 
 
 def test_a_sandbox_that_traps_costs_a_try_and_the_twentieth_stalls(engine: SandboxEngine) -> None:
