@@ -133,9 +133,13 @@ class McpConnection:
     async def _one_off(self) -> AsyncIterator[Client]:
         """A session for one request; the caller's own limit bounds its connect (the client's task groups must
         open and close inside one cancel scope)."""
-        async with Client(self.open_transport(), mode="legacy", cache=None) as client:
-            self.connects += 1
-            yield client
+        try:
+            async with Client(self.open_transport(), mode="legacy", cache=None) as client:
+                self.connects += 1
+                yield client
+        except Exception:
+            await _raise_cancelled_if_cancelled()
+            raise
 
     async def _live(self, nursery: trio.Nursery) -> _Kept:
         async with self._lock:

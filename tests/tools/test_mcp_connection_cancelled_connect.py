@@ -83,3 +83,24 @@ async def test_a_connect_past_its_bound_is_too_slow_not_the_transport_s_error() 
             async with connection.session():
                 pass  # pragma: no cover - never connects
         connection.detach()
+
+
+async def test_a_one_off_connect_cancelled_by_its_request_raises_cancelled() -> None:
+    """Without a host nursery each request opens its own session; its cancelled connect ends the same way."""
+    transport = SilentTransport()
+    connection = McpConnection("silent", transport, connect_seconds=3600.0, backoff=BACKOFF)
+    outcome: list[str] = []
+
+    async def request() -> None:
+        try:
+            async with connection.session():
+                outcome.append("connected")
+        except trio.Cancelled:
+            outcome.append("cancelled")
+            raise
+
+    async with trio.open_nursery() as requests:
+        requests.start_soon(request)
+        await transport.entered.wait()
+        requests.cancel_scope.cancel()
+    assert outcome == ["cancelled"]
