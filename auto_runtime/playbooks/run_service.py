@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from auto_runtime.functions.function_type import FunctionType, Rejected, RunRequest, Succeeded
@@ -23,7 +23,7 @@ from auto_runtime.json_limits import (
     json_size,
     non_finite_pointer,
 )
-from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict, uuid7
+from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Record, StreamWrite, VersionConflict, uuid7
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry, DefinitionVersion
 from auto_runtime.playbooks.run_actor import RunRefused, RunUnderId
@@ -195,7 +195,7 @@ class RunService:
                     assert started is not None
                     return started.shown(with_record=False)
                 return await self._attempt(
-                    scope, definition_type, name, value, digest, run_id, caller_id, len(history), definition, metadata
+                    scope, definition_type, name, value, digest, run_id, caller_id, history, definition, metadata
                 )
             except VersionConflict:
                 continue
@@ -261,10 +261,16 @@ class RunService:
         digest: str,
         run_id: str,
         caller_id: str,
-        expected: int,
+        history: Sequence[Record],
         definition: Any,
         extra_metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """Start and run the definition on top of the run's `history`, then answer the run as recorded.
+
+        Every append names the version it expects, so once the ending is appended the stream is exactly `history`
+        followed by this attempt's own appended records: the answer is folded from those, not read back."""
+        expected = len(history)
+        recorded = list(history)
         definition_ref = {"type": definition_type, "name": name, "version": definition.version}
         metadata = {
             "correlation_id": run_id,
@@ -280,6 +286,7 @@ class RunService:
         started = NewRecord(RUN_STARTED, started_data, metadata)
         stream = run_stream(scope, run_id)
         appended = await self.ledger.append([StreamWrite(stream, expected, [started])])
+        recorded += appended
         started_at = appended[0].recorded_at
         ending_metadata = {**metadata, "causation_id": started.id}
         facts = 0
@@ -287,7 +294,7 @@ class RunService:
         async def record_fact(fact_type: str, data: Mapping[str, Any]) -> None:
             nonlocal facts
             fact = NewRecord(fact_type, dict(data), ending_metadata)
-            await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [fact])])
+            recorded.extend(await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [fact])]))
             facts += 1
 
         try:
@@ -329,10 +336,10 @@ class RunService:
             if ending.record is not None:
                 rejected["record"] = dict(ending.record)
             record = NewRecord(RUN_REJECTED, rejected, ending_metadata)
-        await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [record])])
+        recorded += await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [record])])
         if isinstance(ending, Rejected):
             raise ending.rejection
-        state = await self.read_run(scope, run_id)
+        state = fold_run(run_id, recorded)
         assert state is not None
         return state.shown(with_record=False)
 

@@ -6,10 +6,14 @@ from `program` straight to `result`); a call out of order or a second call is re
 broken. `host_result_cap` tells the guest the size of the next answer, so the
 guest allocates no more than that answer (every byte it allocates costs fuel and stays in its heap).
 `start` gives the store the work allowance; `end` reads what is left and gives the writer its allowance.
+
+The host functions find the guest's memory once per run (kept on the run's `Bridge`, which no other run sees) and
+copy bytes in and out of it directly, with the bounds `wasmtime.Memory.read` and `write` apply.
 """
 
 from __future__ import annotations
 
+import ctypes
 import struct
 import threading
 from collections.abc import Callable
@@ -40,6 +44,8 @@ class Bridge:
         self.position = 0
         self.refused: str | None = None
         self.result: bytes | None = None
+        self.memory: wasmtime.Memory | None = None
+        """The guest's memory, looked up at the first call that needs it."""
 
     @property
     def last_call(self) -> str | None:
@@ -74,16 +80,43 @@ def active_bridge() -> Bridge | None:
     return bridge
 
 
+def _guest_memory(caller: Any, bridge: Bridge | None) -> Any:
+    """The memory of the calling guest: the run's, found once per run when a bridge is active."""
+    if bridge is None:
+        return caller.get("memory")
+    if bridge.memory is None:
+        bridge.memory = caller.get("memory")
+    return bridge.memory
+
+
+def _read(memory: Any, caller: Any, start: int, stop: int) -> bytes:
+    """The bytes of `memory[start:stop]`, as `wasmtime.Memory.read` bounds them (slice rules), in one copy."""
+    begin, end, _ = slice(start, stop).indices(memory.data_len(caller))
+    if end <= begin:
+        return b""
+    return ctypes.string_at(ctypes.addressof(memory.data_ptr(caller).contents) + begin, end - begin)
+
+
+def _write(memory: Any, caller: Any, data: bytes, start: int) -> None:
+    """Copy `data` into `memory` at `start`; `IndexError` outside it, as `wasmtime.Memory.write` raises."""
+    size = memory.data_len(caller)
+    begin = slice(start, None).indices(size)[0]
+    if begin >= size or begin + len(data) > size:
+        raise IndexError("index out of range")
+    if data:
+        ctypes.memmove(ctypes.addressof(memory.data_ptr(caller).contents) + begin, data, len(data))
+
+
 def _host_call(
     caller: Any, name_ptr: int, name_len: int, payload_ptr: int, payload_len: int, result_ptr: int, cap: int
 ) -> int:
     bridge = active_bridge()
-    memory = caller.get("memory")
+    memory = _guest_memory(caller, bridge)
     if bridge is None or memory is None:
         return _REFUSED
     try:
-        name = bytes(memory.read(caller, name_ptr, name_ptr + name_len)).decode("utf-8")
-        payload = bytes(memory.read(caller, payload_ptr, payload_ptr + payload_len))
+        name = _read(memory, caller, name_ptr, name_ptr + name_len).decode("utf-8")
+        payload = _read(memory, caller, payload_ptr, payload_ptr + payload_len)
     except (UnicodeDecodeError, ValueError, IndexError, wasmtime.WasmtimeError):
         bridge.refused = "a bridge call the host cannot read"
         return _REFUSED
@@ -91,7 +124,7 @@ def _host_call(
     if answer is None:
         return _REFUSED
     if len(answer) <= cap and answer:
-        memory.write(caller, answer, result_ptr)
+        _write(memory, caller, answer, result_ptr)
     return len(answer)
 
 
@@ -102,10 +135,10 @@ def _host_result_cap() -> int:
 
 def _clock_time_get(caller: Any, _clock_id: int, _precision: int, time_ptr: int) -> int:
     bridge = active_bridge()
-    memory = caller.get("memory")
+    memory = _guest_memory(caller, bridge)
     if bridge is None or memory is None:
         return _REFUSED
-    memory.write(caller, struct.pack("<Q", bridge.clock_ns), time_ptr)
+    _write(memory, caller, struct.pack("<Q", bridge.clock_ns), time_ptr)
     return _ERRNO_SUCCESS
 
 
