@@ -71,7 +71,10 @@ class Bridge:
 
 
 def activate(bridge: Bridge | None) -> None:
-    """Make `bridge` the one the host functions on this thread answer for (None to clear)."""
+    """Make `bridge` the one the host functions on this thread answer for (None to clear). The store about to run
+    is a new one, so the memory the bridge found for an earlier store is forgotten."""
+    if bridge is not None:
+        bridge.memory = None
     _local.bridge = bridge
 
 
