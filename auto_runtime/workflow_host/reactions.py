@@ -76,6 +76,7 @@ from auto_runtime.workflow_host.follow_position import FollowPosition
 from auto_runtime.workflow_host.listeners import WORKFLOW_LISTENERS_PROJECTION, ListeningRun, listening_runs
 from auto_runtime.workflow_host.playbook_events import PlaybookEvent, playbook_event, scope_of
 from auto_runtime.workflow_host.reaction_limits import MINUTE_MS, RefusalTally, StartBudget, minute_of
+from auto_runtime.workflow_host.run_state import WORKFLOW_INPUT_APPLIED
 from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
 from auto_runtime.workflow_host.schedules import (
     QUEUED_PREFIX,
@@ -98,6 +99,8 @@ MAX_DEPTH: Final = 8
 OFFERS_AT_ONCE: Final = 16
 """Listening runs one playbook event is offered to at the same time (each offer is an input of its own run)."""
 FEED_BATCH: Final = 100
+LISTENING_KEPT: Final = 1_024
+"""How many playbooks' listening runs the follower keeps between batches before it forgets them all."""
 _RUN_NAMESPACE: Final = uuid.UUID("3e0c9a7b-2d6f-5a18-b4c3-9f1e7d5a2b60")
 
 TOO_DEEP = "The event is {depth} reactions deep; triggers start runs at most 8 deep."
@@ -174,6 +177,11 @@ class Reactions:
         self.budget = StartBudget()
         self.refusals = RefusalTally()
         self._versions: dict[PlaybookScope, WorkflowVersions] = {}
+        self._listening: dict[PlaybookScope, list[ListeningRun]] = {}
+        """Each playbook's listening runs as last read, kept across batches: a batch that holds an applied input
+        of a playbook (the only record that changes its listens) drops the playbook's entry before any reaction,
+        so the entry read during the batch includes every listen opened up to the batch's end, as a read per
+        batch would. Cleared when the follower (re)loads its position."""
 
     # -- following the feed ----------------------------------------------------------------------------------
 
@@ -202,6 +210,7 @@ class Reactions:
                     position = saved = await self.position.load()
                     save_at = trio.current_time() + self.poll_seconds
                     self._versions.clear()
+                    self._listening.clear()
                     loaded_for = current
                 before = position
                 position = await self.follow_once(position, current)
@@ -229,7 +238,12 @@ class Reactions:
         records, position = await self.ledger.read_forward(after, FEED_BATCH)
         if not records or position is None:
             return after
-        listening: dict[PlaybookScope, list[ListeningRun]] = {}
+        listening = self._listening
+        if len(listening) > LISTENING_KEPT:
+            listening.clear()
+        for record in records:
+            if record.type == WORKFLOW_INPUT_APPLIED and (scope := scope_of(record)) is not None:
+                listening.pop(scope, None)
         for record in records:
             await self.react(record, fence, listening)
         return position

@@ -206,6 +206,22 @@ async def test_a_listen_takes_a_playbook_event_recorded_while_it_is_open_only(
     assert await ledger.fetch("SELECT run_id FROM workflow_listeners") == []
 
 
+async def test_a_listen_opened_after_the_follower_read_its_playbook_takes_the_next_event(
+    ledger: Ledger, store: RunStore, reactions: Reactions, fence: LeaseFence
+) -> None:
+    """The follower keeps each playbook's listening runs between batches: a batch that opens a listen must not be
+    answered from what an earlier batch read (no run listening then)."""
+    await publish(ledger, "first")
+    await follow_all(reactions, fence)
+    run_id = str(uuid7())
+    await store.start_run(SCOPE, run_id, definition(LISTEN), {}, "caller-1")
+    await publish(ledger, "second")
+    await follow_all(reactions, fence)
+    history = await ledger.read_stream(run_stream(SCOPE, run_id))
+    assert history[-1].type == "run_succeeded"
+    assert history[-1].data["output"] == [{"region": "second"}]
+
+
 async def test_the_definition_shows_its_triggers_and_since_when(ledger: Ledger, registry: DefinitionRegistry) -> None:
     await save(registry, "digest", ON_EU)
     saved = await registry.latest(SCOPE, "workflow", "digest")
