@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.queues import Queue
 
 import pytest
 
@@ -33,6 +36,37 @@ def test_uuid7_ids_are_version_7_and_sort_by_time() -> None:
     assert all(uuid.UUID(i).version == 7 for i in ids)
     assert len(set(ids)) == 50
     assert [i[:13] for i in ids] == sorted(i[:13] for i in ids)
+
+
+def test_uuid7_ids_drawn_by_threads_at_once_are_distinct_and_canonical() -> None:
+    def draw() -> list[str]:
+        return [uuid7() for _ in range(2_000)]
+
+    with ThreadPoolExecutor(4) as pool:
+        ids = [i for drawn in pool.map(lambda _: draw(), range(4)) for i in drawn]
+    assert len(set(ids)) == len(ids) == 8_000
+    parsed = [uuid.UUID(i) for i in ids]
+    assert all(u.version == 7 and u.variant == uuid.RFC_4122 and str(u) == i for u, i in zip(parsed, ids, strict=True))
+
+
+def _draw_in_child(out: Queue[list[str]]) -> None:
+    out.put([uuid7() for _ in range(20)])
+
+
+def test_a_forked_child_draws_other_random_bits_than_its_parent() -> None:
+    uuid7()  # the parent holds a block of random bytes when it forks
+    context = multiprocessing.get_context("fork")
+    out: Queue[list[str]] = context.Queue()
+    child = context.Process(target=_draw_in_child, args=(out,))
+    child.start()
+    theirs = out.get()
+    child.join()
+    ours = [uuid7() for _ in range(20)]
+
+    def random_bits(ids: list[str]) -> set[int]:
+        return {uuid.UUID(i).int & ((1 << 62) - 1) for i in ids}
+
+    assert not random_bits(ours) & random_bits(theirs)
 
 
 def test_placeholders_are_numbered_outside_quoted_text() -> None:
