@@ -262,7 +262,34 @@ async def test_a_ledger_at_version_3_is_made_lean_and_reads_back_every_record(ta
     assert lean != at_3
     assert any("correlation_id IS NOT NULL" in part for part in lean["ledger_records"])
     if target.kind == "sqlite":
-        assert any(part.endswith("WITHOUT ROWID") for part in lean["ledger_streams"])
+        assert "ledger_streams" in at_3
+        assert "ledger_streams" not in lean
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE ledger_streams SET version = version + 1 WHERE stream = 'playbook/acme/finance/runs/run-a'",
+        "DELETE FROM ledger_streams WHERE stream = 'playbook/acme/finance/runs/run-a'",
+    ],
+)
+def test_sqlite_migration_4_keeps_version_3_when_stream_versions_disagree_with_records(
+    tmp_path: Path, damage: str
+) -> None:
+    target = Target("sqlite", tmp_path / "folder" / "ledger.db", None)
+    load_release(target)
+    run_migrate(target, MIGRATIONS["sqlite"][:3])
+    assert target.ledger_file is not None
+    conn = sqlite3.connect(target.ledger_file)
+    try:
+        with conn:
+            assert conn.execute(damage).rowcount == 1
+    finally:
+        conn.close()
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
+        run_migrate(target, MIGRATIONS["sqlite"][:4])
+    assert versions_of(target)[-1][0] == 3
+    assert "ledger_streams" in describe(target)
 
 
 def test_migration_1_is_the_schema_of_release_0_1_0_and_changes_nothing_in_its_ledgers(

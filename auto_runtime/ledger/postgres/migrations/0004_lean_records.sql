@@ -3,8 +3,8 @@
 -- ledger_records_correlation keeps only the records that carry a correlation id. Its one reader, the
 -- correlated page of a scope (`statements.scan` with a correlation id), asks `correlation_id = $n`, a strict
 -- comparison that implies `correlation_id IS NOT NULL`, so the planner still uses the index; records without
--- one no longer add an entry on append. (ledger_streams stays as it is: a heap with its primary key is how
--- PostgreSQL keeps every table, and the appends lock its rows.)
+-- one no longer add an entry on append. (ledger_streams stays here: concurrent appenders of several servers
+-- take its rows' locks to order their appends to a stream.)
 
 DROP INDEX ledger_records_correlation;
 CREATE INDEX ledger_records_correlation
