@@ -2,8 +2,8 @@
 
 `uuid7` draws its random bits from a block of `os.urandom` taken `_RANDOM_BLOCK` bytes at a time (one system
 call for hundreds of ids rather than one each); the block is shared by every thread under `_random_lock`, so no
-two ids take the same bytes, and a forked child drops the block it inherited (`os.register_at_fork`), so a
-parent and its child never draw the same bytes either.
+two ids take the same bytes, and a forked child drops the block (and the lock) it inherited
+(`os.register_at_fork`), so a parent and its child never draw the same bytes either.
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ _taken = 0
 
 
 def _drop_block() -> None:
-    global _block, _taken
-    _block, _taken = b"", 0
+    """In a forked child: forget the parent's block, and take a fresh lock (a thread of the parent may have
+    held it at the fork, and no thread of the child would ever release it)."""
+    global _block, _taken, _random_lock
+    _block, _taken, _random_lock = b"", 0, threading.Lock()
 
 
 os.register_at_fork(after_in_child=_drop_block)
