@@ -11,6 +11,10 @@ row per statement (autocommit) under plain asyncio, in a thread of its own. Each
 of `--repeats` runs; baseline and ledger runs are interleaved so that load from elsewhere weighs on
 both alike.
 The ratio to the baseline is printed, never asserted.
+
+Then WAL frames written per append (SQLite): the growth of the `-wal` file over `--frame-appends` appends
+at 1 and 64 appenders, beside the raw one-row commit. A read transaction held open meanwhile keeps SQLite
+from restarting the WAL, so its growth counts every frame written.
 """
 
 from __future__ import annotations
@@ -104,6 +108,50 @@ async def measure(
     return statistics.median(baseline), {n: statistics.median(rates) for n, rates in samples.items()}
 
 
+class WalFrames:
+    """Counts the frames written to a SQLite file's WAL while open (see the module docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._wal = Path(f"{path}-wal")
+        self._reader = sqlite3.connect(path, isolation_level=None)
+        self._page = int(self._reader.execute("PRAGMA page_size").fetchone()[0])
+        self._reader.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._reader.execute("BEGIN")
+        self._reader.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        self._start = self._size()
+
+    def _size(self) -> int:
+        return max(self._wal.stat().st_size - 32, 0) if self._wal.exists() else 0
+
+    def close(self) -> float:
+        """The frames written since construction."""
+        frames = (self._size() - self._start) / (self._page + 24)
+        self._reader.execute("COMMIT")
+        self._reader.close()
+        return frames
+
+
+def raw_frames(path: Path, count: int) -> float:
+    """WAL frames per row of `raw_sqlite`."""
+    raw_sqlite(path, 10)
+    frames = WalFrames(path)
+    raw_sqlite(path, count)
+    return frames.close() / count
+
+
+async def ledger_frames(path: Path, count: int) -> dict[int, float]:
+    """WAL frames per append of the ledger at 1 and 64 appenders."""
+    result: dict[int, float] = {}
+    async with open_ledger(ledger_file=path) as ledger:
+        await ledger_rate(ledger, 16, 64, -1)
+        for appenders in (1, 64):
+            frames = WalFrames(path)
+            await ledger_rate(ledger, appenders, count, 1000 + appenders)
+            result[appenders] = frames.close() / (max(1, count // appenders) * appenders)
+    return result
+
+
 async def _admin(url: str, statement: str) -> None:
     conn = await asyncpg.connect(url)
     try:
@@ -124,6 +172,7 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=2000, help="appends per measurement")
     parser.add_argument("--repeats", type=int, default=3, help="measurements per figure (median)")
     parser.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--frame-appends", type=int, default=256, help="appends per WAL frame count")
     parser.add_argument("--skip-postgres", action="store_true")
     options = parser.parse_args()
     print(f"1 KB records, {options.appends} appends per measurement, median of {options.repeats}")
@@ -138,6 +187,14 @@ def main() -> None:
             options.repeats,
         )
         print_rows("SQLite", "sqlite3, one commit per row", baseline, rates)
+        raw = raw_frames(Path(folder) / "frames-raw.db", options.frame_appends)
+        frames = trio.run(ledger_frames, Path(folder) / "frames.db", options.frame_appends)
+        print(
+            f"\nSQLite WAL frames per append: raw row {raw:.2f}, "
+            + ", ".join(
+                f"{appenders} appender{'s' if appenders > 1 else ''} {value:.2f}" for appenders, value in frames.items()
+            )
+        )
 
     if options.skip_postgres:
         return

@@ -17,6 +17,9 @@ import re
 from typing import Any
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""What `json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)` builds on every call,
+built once (an encoder keeps no state between calls, so threads may share it)."""
 
 
 def _escape_surrogate(match: re.Match[str]) -> str:
@@ -25,7 +28,7 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 def dumps(value: Any) -> str:
     """Encode `value` as compact JSON text that is valid UTF-8 and holds no NUL character."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _ENCODER.encode(value)
     return text if text.isascii() else _SURROGATE.sub(_escape_surrogate, text)
 
 

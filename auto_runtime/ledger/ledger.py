@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from auto_runtime.telemetry import ledger_append_span
@@ -31,6 +31,7 @@ from .records import (
     Record,
     StreamWrite,
     encode_record,
+    now_microseconds,
     to_microseconds,
     validate_writes,
 )
@@ -109,7 +110,7 @@ class Ledger(abc.ABC):
         if fence is not None:
             validate_fence(fence)
         with ledger_append_span(writes) as trace:
-            now = to_microseconds(datetime.now(UTC))
+            now = now_microseconds()
             encoded = [
                 EncodedWrite(
                     stream=write.stream,

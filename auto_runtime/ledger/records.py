@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from . import json_text
@@ -132,18 +133,25 @@ def validate_writes(writes: Sequence[StreamWrite]) -> None:
         raise ValueError(f"an append carries at most {MAX_RECORDS_PER_APPEND} records, not {total}")
 
 
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def now_microseconds() -> int:
+    """`to_microseconds(datetime.now(UTC))` without building the datetime: the same clock, floored alike."""
+    return time.time_ns() // 1_000
+
+
 def to_microseconds(moment: datetime) -> int:
     """UTC microseconds since the Unix epoch (how both stores keep `recorded_at`)."""
     if moment.tzinfo is None:
         raise ValueError("a datetime without an offset is ambiguous")
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    delta = moment - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def from_microseconds(value: int) -> datetime:
     """The inverse of `to_microseconds`, as an aware UTC datetime."""
-    seconds, micros = divmod(value, 1_000_000)
-    return datetime.fromtimestamp(seconds, tz=UTC).replace(microsecond=micros)
+    return _EPOCH + timedelta(microseconds=value)
 
 
 def encode_record(

@@ -25,7 +25,7 @@ import asyncpg
 import pytest
 import trio
 
-from auto_runtime.ledger import LedgerStartError, NewRecord, StreamWrite
+from auto_runtime.ledger import LedgerStartError, NewRecord, StreamWrite, VersionConflict
 from auto_runtime.ledger.files import private_sqlite_file
 from auto_runtime.ledger.migrations import VERSION_TABLE, Migration, SchemaReport
 from auto_runtime.ledger.postgres import schema as postgres_schema
@@ -35,7 +35,7 @@ from tests.postgres_support import admin
 
 from .children import ROOT, child_command, where
 from .conftest import Target
-from .fixtures.ledger_0_1_0.ledger_content import ACME, RUNS, TYPE_COUNTS, read_everything
+from .fixtures.ledger_0_1_0.ledger_content import ACME, GLOBEX, RUNS, TYPE_COUNTS, read_everything
 from .test_host_processes import LineReader
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ledger_0_1_0"
@@ -224,6 +224,72 @@ async def test_a_ledger_of_release_0_1_0_is_adopted_and_reads_back_every_record(
         assert everything["records"][:-1] == expected["records"]
         assert everything["records"][-1]["id"] == added.id
     assert versions_of(target) == [(m.number, m.name) for m in MIGRATIONS[target.kind]]
+
+
+async def test_a_ledger_at_version_3_is_made_lean_and_reads_back_every_record(target: Target) -> None:
+    load_release(target)
+    assert run_migrate(target, MIGRATIONS[target.kind][:3]) == SchemaReport(0, 3, True, (1, 2, 3))
+    at_3 = describe(target)
+    expected = expected_of(target)
+    async with target.open([TYPE_COUNTS]) as ledger:
+        assert ledger.schema == SchemaReport(found=3, version=LATEST, adopted=False, applied=ALL[3:])
+        assert as_json(await read_everything(ledger)) == expected
+
+        run = ACME.stream("runs", RUNS[1])
+        mirror = GLOBEX.stream("mirror", RUNS[0])
+        fresh = ACME.stream("runs", "run-d")
+        added = await ledger.append(
+            [
+                StreamWrite(run, 2, [NewRecord("step_done", {"step": 2}, {"correlation_id": RUNS[1]})]),
+                StreamWrite(mirror, 1, [NewRecord("mirrored", {"again": True})]),
+                StreamWrite(fresh, 0, [NewRecord("run_started", {}, {"correlation_id": "run-d"})]),
+            ]
+        )
+        assert [(r.stream, r.position) for r in added] == [(run, 3), (mirror, 2), (fresh, 1)]
+        assert min(r.global_position for r in added) > max(r["global_position"] for r in expected["records"])
+        assert [await ledger.stream_version(s) for s in (run, mirror, fresh)] == [3, 2, 1]
+        with pytest.raises(VersionConflict):
+            await ledger.append([StreamWrite(mirror, 1, [NewRecord("mirrored", {})])])
+        page = await ledger.read_playbook(ACME, correlation_id=RUNS[1], limit=50)
+        assert [r.id for r in page.records] == [added[0].id, *expected["correlated"][RUNS[1]]]
+        page = await ledger.read_playbook(ACME, correlation_id="run-d", limit=50)
+        assert [r.id for r in page.records] == [added[2].id]
+        everything = as_json(await read_everything(ledger))
+        assert everything["records"][:-3] == expected["records"]
+        assert everything["versions"] == {**expected["versions"], run: 3, mirror: 2, fresh: 1}
+
+    lean = describe(target)
+    assert lean != at_3
+    assert any("correlation_id IS NOT NULL" in part for part in lean["ledger_records"])
+    if target.kind == "sqlite":
+        assert "ledger_streams" in at_3
+        assert "ledger_streams" not in lean
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE ledger_streams SET version = version + 1 WHERE stream = 'playbook/acme/finance/runs/run-a'",
+        "DELETE FROM ledger_streams WHERE stream = 'playbook/acme/finance/runs/run-a'",
+    ],
+)
+def test_sqlite_migration_4_keeps_version_3_when_stream_versions_disagree_with_records(
+    tmp_path: Path, damage: str
+) -> None:
+    target = Target("sqlite", tmp_path / "folder" / "ledger.db", None)
+    load_release(target)
+    run_migrate(target, MIGRATIONS["sqlite"][:3])
+    assert target.ledger_file is not None
+    conn = sqlite3.connect(target.ledger_file)
+    try:
+        with conn:
+            assert conn.execute(damage).rowcount == 1
+    finally:
+        conn.close()
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
+        run_migrate(target, MIGRATIONS["sqlite"][:4])
+    assert versions_of(target)[-1][0] == 3
+    assert "ledger_streams" in describe(target)
 
 
 def test_migration_1_is_the_schema_of_release_0_1_0_and_changes_nothing_in_its_ledgers(

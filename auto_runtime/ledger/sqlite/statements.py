@@ -39,29 +39,23 @@ def _record_values(record: EncodedRecord, position: int) -> tuple[Any, ...]:
     )
 
 
+_STREAM_VERSION = "SELECT coalesce(max(position), 0) FROM ledger_records WHERE stream = ?"
+"""A stream's version: its records are numbered 1, 2, ... and never removed, so the version is the largest
+position, one search of `ledger_records_stream` (SQLite keeps no table of versions: see migration 4)."""
+
+
 def append_writes(
     conn: sqlite3.Connection, writes: Sequence[EncodedWrite], projections: Sequence[Projection]
 ) -> list[Record]:
-    """Check versions, insert the records, move the streams' versions, apply the projections.
+    """Check versions, insert the records (which moves the streams' versions), apply the projections.
 
     Runs inside the writer's transaction (within a savepoint of its own); raising undoes it all.
     """
     appended: list[Record] = []
     for write in writes:
-        row = conn.execute("SELECT version FROM ledger_streams WHERE stream = ?", (write.stream,)).fetchone()
-        current = 0 if row is None else int(row[0])
+        (current,) = conn.execute(_STREAM_VERSION, (write.stream,)).fetchone()
         if write.expected is not None and current != write.expected:
             raise VersionConflict(write.stream, write.expected)
-        if row is None:
-            conn.execute(
-                "INSERT INTO ledger_streams (stream, version) VALUES (?, ?)",
-                (write.stream, len(write.records)),
-            )
-        else:
-            conn.execute(
-                "UPDATE ledger_streams SET version = ? WHERE stream = ?",
-                (current + len(write.records), write.stream),
-            )
         for position, record in enumerate(write.records, start=current + 1):
             try:
                 cursor = conn.execute(
@@ -86,14 +80,18 @@ _MAX_PARAMETERS = 500
 
 
 def _versions(conn: sqlite3.Connection, streams: Sequence[str]) -> dict[str, int]:
+    """The versions of `streams` that exist, in one statement per `_MAX_PARAMETERS` streams (each version one
+    search of `ledger_records_stream`, as `_STREAM_VERSION`)."""
     versions: dict[str, int] = {}
     for start in range(0, len(streams), _MAX_PARAMETERS):
         chunk = streams[start : start + _MAX_PARAMETERS]
         rows = conn.execute(
-            f"SELECT stream, version FROM ledger_streams WHERE stream IN ({', '.join('?' for _ in chunk)})",
+            f"WITH wanted (stream) AS (VALUES {', '.join('(?)' for _ in chunk)}) "
+            "SELECT stream, (SELECT max(position) FROM ledger_records AS r WHERE r.stream = wanted.stream) "
+            "FROM wanted",
             chunk,
         )
-        versions.update((stream, int(version)) for stream, version in rows)
+        versions.update((stream, int(version)) for stream, version in rows if version is not None)
     return versions
 
 
@@ -148,7 +146,6 @@ def append_batch(
     next_global = int(last) + 1
     results: list[list[Record] | VersionConflict | LeaseLost] = []
     rows: list[tuple[Any, ...]] = []
-    changed: dict[str, int] = {}
     for append in appends:
         refusal = _refusal(conn, append, versions)
         if refusal is not None:
@@ -161,16 +158,11 @@ def append_batch(
                 rows.append((next_global, *_record_values(record, position)))
                 appended.append(record_from_encoded(record, position, next_global))
                 next_global += 1
-            versions[write.stream] = changed[write.stream] = current + len(write.records)
+            versions[write.stream] = current + len(write.records)
         if append.changes is not None:
             due_work_statements.apply_changes(conn, append.changes)
         results.append(appended)
     conn.executemany(_INSERT_RECORD, rows)
-    conn.executemany(
-        "INSERT INTO ledger_streams (stream, version) VALUES (?, ?) "
-        "ON CONFLICT (stream) DO UPDATE SET version = excluded.version",
-        list(changed.items()),
-    )
     apply_projections(
         conn, projections, [record for result in results if isinstance(result, list) for record in result]
     )
@@ -203,8 +195,8 @@ def read_stream(conn: sqlite3.Connection, stream: str, from_position: int, limit
 
 
 def stream_version(conn: sqlite3.Connection, stream: str) -> int:
-    row = conn.execute("SELECT version FROM ledger_streams WHERE stream = ?", (stream,)).fetchone()
-    return 0 if row is None else int(row[0])
+    (version,) = conn.execute(_STREAM_VERSION, (stream,)).fetchone()
+    return int(version)
 
 
 def read_record(conn: sqlite3.Connection, scope_key: str, record_id: str) -> Record | None:

@@ -15,13 +15,13 @@ alone and the rest in the next commit (bimodal batches). A lone appender's last 
 so its appends never wait.
 
 Appends take a fast path: the batch's version checks (and the fences of guarded appends) are decided in
-memory from one read of the streams' versions (this thread is the only writer), and its records and
-versions are written with one `executemany` each, so the thread releases and retakes the GIL a few times
-per batch rather than several times per append (under load the Trio thread holds the GIL, and each
-retake waits for it). When that fails (a duplicate record id, a projection raising), the appends (which
-run first in the transaction) are undone by rolling back and beginning again, and run again one at a
-time, each in a savepoint of its own, so one failing append is refused alone. Other work always runs
-one unit per savepoint.
+memory from one read of the streams' versions (this thread is the only writer), and its records are
+written with one `executemany` (a stream's version is its largest position, so nothing else is written for
+it), so the thread releases and retakes the GIL a few times per batch rather than several times per append
+(under load the Trio thread holds the GIL, and each retake waits for it). When that fails (a duplicate record
+id, a projection raising), the appends (which run first in the transaction) are undone by rolling back and
+beginning again, and run again one at a time, each in a savepoint of its own, so one failing append is
+refused alone. Other work always runs one unit per savepoint.
 
 A full disk (`faults.full_disk_cause`) is a passing fault, never the end of the life: it fails the whole
 batch with `LedgerUnavailable` (SQLite may have rolled the transaction back already, so no savepoint of it
