@@ -221,19 +221,23 @@ BARE = "import os; from pathlib import Path; from benchmarks.http_routes import 
 def start_runtime(label: str, python_path: str, profile: str | None, extra: dict[str, str]) -> Server:
     program = PROFILED_RUNTIME.format(file=str(Path(profile).resolve())) if profile else RUNTIME
     server = start_process(label, program, python_path, extra)
-    base = f"http://127.0.0.1:{server.port}"
-    with httpx.Client(base_url=base, timeout=30.0) as client:
-        created = client.post(
-            f"/v1/orgs/{ORG}/playbooks", json={"playbook": PLAYBOOK, **json.loads(UPDATE_BODY)}, timeout=30.0
-        )
+    try:
+        _set_up(server)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _set_up(server: Server) -> None:
+    """The playbook and the computation function the routes use."""
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=30.0) as client:
+        created = client.post(f"/v1/orgs/{ORG}/playbooks", json={"playbook": PLAYBOOK, **json.loads(UPDATE_BODY)})
         if created.status_code != 201:
             raise RuntimeError(created.text)
-        defined = client.post(
-            f"{PATH}/definitions/computation", json={"name": "add", "source": ADD_SOURCE}, timeout=30.0
-        )
+        defined = client.post(f"{PATH}/definitions/computation", json={"name": "add", "source": ADD_SOURCE})
         if defined.status_code != 201:
             raise RuntimeError(defined.text)
-    return server
 
 
 def answers_of(server: Server) -> dict[str, str]:
