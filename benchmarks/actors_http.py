@@ -220,18 +220,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         report(measure(servers, ROUTES, arguments), servers)
         if arguments.sample_seconds > 0:
             print_sampled(servers, arguments)
-        print(f"\nserver memory (resident set growth; {arguments.playbooks:,} playbooks, {arguments.runs:,} runs):")
-        for server in servers:
-            busy, idle = playbook_memory(server, arguments.playbooks)
-            runs = waiting_run_memory(server, arguments.runs)
-            print(
-                f"  {server.label:<28} {busy:8,.0f} B a playbook just used, {idle:8,.0f} B once idle;"
-                f" {runs:8,.0f} B a waiting workflow run"
-            )
+        if arguments.playbooks > 0 and arguments.runs > 0:
+            print_memory(servers, arguments)
     finally:
         for server in servers:
             server.stop()
     print(f"\ntook {time.perf_counter() - started:.1f}s")
+
+
+def print_memory(servers: list[Server], arguments: argparse.Namespace) -> None:
+    """The resident set's growth per playbook and per waiting run, on each server (`--playbooks 0` or
+    `--runs 0` skips it)."""
+    print(f"\nserver memory (resident set growth; {arguments.playbooks:,} playbooks, {arguments.runs:,} runs):")
+    for server in servers:
+        busy, idle = playbook_memory(server, arguments.playbooks)
+        runs = waiting_run_memory(server, arguments.runs)
+        print(
+            f"  {server.label:<28} {busy:8,.0f} B a playbook just used, {idle:8,.0f} B once idle;"
+            f" {runs:8,.0f} B a waiting workflow run"
+        )
 
 
 if __name__ == "__main__":
