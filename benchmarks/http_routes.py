@@ -276,10 +276,10 @@ def _load_worker(port: int, request: bytes, status: int, connections: int, secon
     until = time.monotonic() + seconds
     while time.monotonic() < until and not failed:
         for key, _ in selector.select(timeout=1.0):
-            sock = key.fileobj
-            assert isinstance(sock, socket.socket)
-            buffer = buffers[sock]
-            buffer += sock.recv(65536)
+            ready = key.fileobj
+            assert isinstance(ready, socket.socket)
+            buffer = buffers[ready]
+            buffer += ready.recv(65536)
             head_end = buffer.find(b"\r\n\r\n")
             if head_end < 0:
                 continue
@@ -293,7 +293,7 @@ def _load_worker(port: int, request: bytes, status: int, connections: int, secon
                 break
             del buffer[: head_end + 4 + length]
             done += 1
-            sock.sendall(request)
+            ready.sendall(request)
     for sock in buffers:
         sock.close()
     out.send((done, failed))
