@@ -66,8 +66,9 @@ class SandboxEngine:
         define_bridge(linker)
         self.pre: Any = linker.instantiate_pre(self.module)
         self._linker = linker
-        self._ticker = EpochTicker(self.engine)
-        self._ticker.start()
+        self.ticker = EpochTicker(self.engine)
+        """Advances the epoch while a store runs: `run_store` runs guest code inside `ticker.running()`."""
+        self.ticker.start()
 
     @property
     def sandbox_name(self) -> str:
@@ -95,4 +96,4 @@ class SandboxEngine:
 
     def close(self) -> None:
         """Stop the ticker. Stores made from this engine must already be dropped."""
-        self._ticker.stop()
+        self.ticker.stop()

@@ -1,6 +1,8 @@
 """Stopping a running store from outside: the epoch ticker and each store's deadline callback.
 
-One ticker thread per engine calls `engine.increment_epoch()` every `TICK_SECONDS`. Each store's epoch
+One ticker thread per engine calls `engine.increment_epoch()` every `TICK_SECONDS` while at least one store
+runs guest code (`EpochTicker.running`, around each store's run), and sleeps otherwise, so an idle server does
+not wake a hundred times a second; a store's deadline counts only ticks made while it runs. Each store's epoch
 deadline is one tick, and its deadline callback (installed through Wasmtime's C API, which wasmtime-py
 does not wrap) runs on the thread executing the guest at every tick: it lets the guest go on for one more
 tick, or stops it when the run passed its wall-clock deadline or its caller cancelled it. The callback
@@ -12,6 +14,8 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import wasmtime
@@ -79,21 +83,52 @@ def install_deadline(store: wasmtime.Store, control: RunControl) -> object:
 
 
 class EpochTicker:
-    """The one thread that advances an engine's epoch every tick until stopped."""
+    """The one thread that advances an engine's epoch every tick while a store runs, until stopped.
+
+    Concurrency: `running` may be entered from any thread, any number of times at once; the thread waits on
+    `_changed` while the count of running stores is zero."""
 
     def __init__(self, engine: wasmtime.Engine) -> None:
         self._engine = engine
         self._stop = threading.Event()
+        self._changed = threading.Condition()
+        self._running = 0
+        self.ticks = 0
+        """How many times the epoch was advanced (what the ticker's test reads)."""
+        self.idle = threading.Event()
+        """Set while the thread waits for a store to run (it makes no tick until one does)."""
         self._thread = threading.Thread(target=self._tick, name="sandbox-epoch-ticker", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        with self._changed:
+            self._stop.set()
+            self._changed.notify_all()
         if self._thread.is_alive():
             self._thread.join()
 
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Tick while the caller's store runs guest code."""
+        with self._changed:
+            self._running += 1
+            self._changed.notify_all()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+
     def _tick(self) -> None:
-        while not self._stop.wait(TICK_SECONDS):
+        while True:
+            with self._changed:
+                while self._running == 0 and not self._stop.is_set():
+                    self.idle.set()
+                    self._changed.wait()
+                self.idle.clear()
+            if self._stop.wait(TICK_SECONDS):
+                return
             self._engine.increment_epoch()
+            self.ticks += 1

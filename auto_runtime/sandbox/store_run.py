@@ -94,9 +94,10 @@ def run_store(
     trap_functions: tuple[int, ...] = ()
     activate(bridge)
     try:
-        instance = engine.pre.instantiate(store)
-        start = instance.exports(store)["_start"]
-        start(store)
+        with engine.ticker.running():
+            instance = engine.pre.instantiate(store)
+            start = instance.exports(store)["_start"]
+            start(store)
     except wasmtime.ExitTrap as exited:
         exit_code = int(exited.code)
     except wasmtime.Trap as trapped:
