@@ -1,27 +1,38 @@
 """Workflow runs through the real server: throughput and latency, timer lateness, memory of waiting runs.
 Prints medians and ratios; asserts nothing.
 
-    python -m benchmarks.workflows [--runs N] [--timers N] [--listeners N] [--ledgers sqlite,postgres]
-                                   [--database-url URL]
+    python -m benchmarks.workflows [--runs N] [--rounds N] [--processes N] [--timers N] [--listeners N]
+                                   [--ledgers sqlite,postgres] [--database-url URL]
 
 For each ledger (SQLite: a fresh file; PostgreSQL: a fresh database in `--database-url`'s server, dropped
-afterwards) one server process is started (`WORKFLOW_SWEEP_INTERVAL` left at 1 s) and driven over HTTP by
-httpx clients in threads of this process:
+afterwards) one server process is started (`WORKFLOW_SWEEP_INTERVAL` left at 1 s) and driven over HTTP:
 
-(a) Workflows a second and p50/p99 end-to-end latency (the client's start time to the run's `ended_at`, the
-    same machine's clock; a run the start answered `started` is polled with `get_run`) of `steps` (three `set`
-    tasks) and `calls` (a `set`, a call to a computation function, a `set`), with 1 and 50 concurrent
-    starters, each case the median of `--rounds` rounds. Beside them: the ledger's raw append rate measured in
-    the same run by `benchmarks.ledger_appends.ledger_rate` (1 KB records, 1 and 50 appenders) on the same
-    kind of store, and the appends one workflow takes (the inputs its run applied, each one append, plus the
-    records of its callee runs, each one append; due-work updates such as marking an entry fired are not
-    counted).
+(a) Workflows a second and p50/p99 latencies of `steps` (three `set` tasks) and `calls` (a `set`, a call to a
+    computation function, a `set`), with 1 and 50 concurrent starters, each case the median of `--rounds` rounds
+    of `--runs` runs (1 starter: a fifth, at least 10). The load is the raw-socket generator of
+    `benchmarks.http_routes` (`load_answers`): up to `--processes` processes (2 by default; as many as divide the
+    starters), one keep-alive socket a starter, each sending its next `run_definition` as soon as the last one
+    is answered (an in-process httpx client was the bottleneck: at 50 starters it gave half the server's rate).
+    Printed per case:
+    - wf/s: the runs over the time from the first start request's send to the last run's end (its response
+      when that holds the ended run, else its `ended_at`);
+    - p50/p99: a start request's send to its full response, timed in the load process. `steps` ends in the
+      request that started it, so this is start to succeeded; a `calls` start is answered `started` once the
+      call is recorded, so its figure is the start request's alone (the `started` column counts such answers);
+    - end p50/p99: a start request's send (`time.time()` in the load process) to its run's `ended_at` (the same
+      machine's clock), every run of the round read afterwards with `get_run` (polled while `started`).
+    Beside them: the ledger's raw append rate measured in the same run by `benchmarks.ledger_appends.ledger_rate`
+    (1 KB records, 1 and 50 appenders) on the same kind of store, and the appends one workflow takes (the inputs
+    its run applied, each one append, plus the records of its callee runs, each one append; due-work updates
+    such as marking an entry fired are not counted).
 (b) Timer lateness p50/p99 of `--timers` runs waiting on `wait: PT1S`: the time of the `timer_fired`
     `workflow_input_applied` record (its `at`) minus the due time (the run's first input time, kept by the
     first task as `task["startedAt"]`, plus 1 s), read from each run's history.
 (c) Resident memory of the server (`VmRSS` of /proc/<pid>/status) before and with `--listeners` runs waiting on
     `listen` (target: under 300 MB; printed, not asserted), and the time to wake them all. The path is printed:
     one published playbook event when it wakes a listen (the "reactions" part), else `send_run_event` per run.
+(b) and (c) start their runs with httpx clients in threads of this process: (b) times the server's own records,
+but (c)'s times to start and to wake the runs include that client's cost.
 
 The default run takes about 3 minutes (on a 2-core machine); the issue's sizes are the full run, which takes
 much longer, mostly starting the listening runs one request each:
@@ -33,6 +44,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import json
+import math
 import secrets
 import statistics
 import tempfile
@@ -41,6 +54,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -50,12 +64,15 @@ import httpx
 import trio
 
 from auto_runtime.ledger import open_ledger
+from benchmarks.http_routes import Route, load_answers
 from benchmarks.ledger_appends import ledger_rate
 from tests.conformance.helpers import create_computation, new_playbook
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.e2e.test_workflow_crashes import ECHO, history, send
 
 STARTERS = (1, 50)
+START_BODY = json.dumps({"input": {"n": 1}}).encode()
+"""A start request of part (a): no `run_id`, so every request starts a new run under an id the server picks."""
 BOUND_SECONDS = 600.0
 """How long a wait for runs to end may last before the benchmark gives up (a bound, not a measurement)."""
 STEPS = """document: { dsl: '1.0.3', namespace: bench, name: steps, version: '1.0.0' }
@@ -136,23 +153,48 @@ def start(client: httpx.Client, playbook: str, name: str, value: Any) -> dict[st
 # -- (a) throughput and latency ----------------------------------------------------------------------------------
 
 
-def one_round(server: ServerProcess, playbook: str, name: str, starters: int, runs: int) -> tuple[float, list[float]]:
-    """Workflows a second and the latencies (ms) of `runs` runs of `name` started by `starters` threads."""
-    latencies: list[float] = []
-    per_starter = max(1, runs // starters)
+@dataclass(frozen=True)
+class Round:
+    """One round of one case: the rate of ended runs, and latencies in ms."""
 
-    def starter(_: int) -> None:
-        with server.client() as client:
-            for _ in range(per_starter):
-                began = time.time() * 1000
-                run = ended(client, playbook, start(client, playbook, name, {"n": 1}))
-                if run["status"] != "succeeded":
-                    raise AssertionError(run)
-                latencies.append(ms(run["ended_at"]) - began)
+    rate: float
+    """Runs over the time from the first start request's send to the last run's end: the later of its start
+    request's response and its `ended_at`."""
+    requests: list[float]
+    """Each start request's send to its full response, timed in the load process."""
+    ends: list[float]
+    """Each start request's send (`time.time()` in the load process) to its run's `ended_at`."""
+    answered_started: int
+    """How many start requests were answered while their run was still `started`."""
 
-    began = time.perf_counter()
-    in_threads(starters, starter)
-    return per_starter * starters / (time.perf_counter() - began), latencies
+
+def one_round(server: ServerProcess, playbook: str, name: str, starters: int, runs: int, processes: int) -> Round:
+    """`runs` runs of `name` started over `starters` raw keep-alive sockets (`benchmarks.http_routes.load_answers`),
+    shared among up to `processes` load processes (as many as divide `starters`), each socket sending its next
+    start request as soon as the last one is answered; then every run read for its `ended_at` (`get_run`, polled
+    while a run is `started`)."""
+    route = Route(name, "POST", f"{playbook}/definitions/workflow/{name}/run", START_BODY, 200)
+    processes = math.gcd(starters, processes)
+    port = httpx.URL(server.base_url).port
+    assert port is not None
+    answers = load_answers(port, route, processes, starters // processes, BOUND_SECONDS, requests=runs, keep=True)
+    sends: list[tuple[float, float, dict[str, Any]]] = [
+        (sent_at * 1000, latency * 1000, json.loads(body))
+        for answer in answers
+        for (sent_at, body), latency in zip(answer.kept, answer.latencies, strict=True)
+    ]
+    ends: list[float] = []
+    finished: list[float] = []
+    with server.client() as client:
+        for sent_at, latency, answered in sends:
+            run = ended(client, playbook, answered)
+            if run["status"] != "succeeded":
+                raise AssertionError(run)
+            ends.append(ms(run["ended_at"]) - sent_at)
+            finished.append(sent_at + max(latency, ends[-1]))
+    started = sum(1 for _, _, answered in sends if answered["status"] == "started")
+    elapsed = max(finished) - min(sent_at for sent_at, _, _ in sends)
+    return Round(len(sends) * 1000 / elapsed, [latency for _, latency, _ in sends], ends, started)
 
 
 def appends_per_run(client: httpx.Client, playbook: str, run_id: str) -> int:
@@ -166,9 +208,14 @@ def appends_per_run(client: httpx.Client, playbook: str, run_id: str) -> int:
     return appends
 
 
-def throughput(server: ServerProcess, playbook: str, runs: int, rounds: int) -> dict[str, tuple[float, int]]:
+def throughput(
+    server: ServerProcess, playbook: str, runs: int, rounds: int, processes: int
+) -> dict[str, tuple[float, int]]:
     """Prints case by case; answers per workflow its median rate at 50 starters and its appends per run."""
-    print(f"  {'workflow':>8} {'starters':>8} {'wf/s':>8} {'p50 ms':>8} {'p99 ms':>8}  (median of {rounds} rounds)")
+    print(
+        f"  {'workflow':>8} {'starters':>8} {'wf/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'end p50':>8} {'end p99':>8}"
+        f" {'started':>8}  (median of {rounds} rounds)"
+    )
     summary: dict[str, tuple[float, int]] = {}
     with server.client() as client:
         for name in ("steps", "calls"):
@@ -176,11 +223,18 @@ def throughput(server: ServerProcess, playbook: str, runs: int, rounds: int) -> 
                 ended(client, playbook, start(client, playbook, name, {"n": 1}))
             for starters in STARTERS:
                 size = runs if starters > 1 else max(10, runs // 5)
-                measured = [one_round(server, playbook, name, starters, size) for _ in range(rounds)]
-                rate = statistics.median(rate for rate, _ in measured)
-                p50 = statistics.median(percentile(lat, 0.5) for _, lat in measured)
-                p99 = statistics.median(percentile(lat, 0.99) for _, lat in measured)
-                print(f"  {name:>8} {starters:>8} {rate:>8.1f} {p50:>8.1f} {p99:>8.1f}", flush=True)
+                measured = [one_round(server, playbook, name, starters, size, processes) for _ in range(rounds)]
+                rate = statistics.median(one.rate for one in measured)
+                figures = [
+                    statistics.median(percentile(getattr(one, field), fraction) for one in measured)
+                    for field in ("requests", "ends")
+                    for fraction in (0.5, 0.99)
+                ]
+                started = f"{sum(one.answered_started for one in measured)}/{size * rounds}"
+                print(
+                    f"  {name:>8} {starters:>8} {rate:>8.1f}{''.join(f' {f:>8.1f}' for f in figures)} {started:>8}",
+                    flush=True,
+                )
                 summary[name] = (rate, 0)
             sample = start(client, playbook, name, {"n": 1})
             ended(client, playbook, sample)
@@ -361,8 +415,15 @@ def bench_ledger(ledger: str, options: argparse.Namespace) -> None:
                 saved = client.post(f"{playbook}/definitions/workflow", json={"name": name, "source": source})
                 if saved.status_code != 201:
                     raise AssertionError(saved.text)
-        print("(a) end-to-end, start to succeeded")
-        summary = throughput(server, playbook, options.runs, options.rounds)
+        print(
+            f"(a) throughput and latency: {options.processes} load processes of raw keep-alive sockets, one start"
+            " request in flight on each\n"
+            "    wf/s: runs / (first start sent to last run ended, seen in a response or read); p50/p99: a start\n"
+            "    request sent to its full response, the run's end only when that response holds the ended run\n"
+            "    (`started`: the answers that did not); end p50/p99: a start sent to its run's ended_at (every run\n"
+            "    read afterwards, same clock)"
+        )
+        summary = throughput(server, playbook, options.runs, options.rounds, options.processes)
         raw = trio.run(raw_append_rates, open_raw, options.appends)
         print(f"  ledger raw appends/s (1 KB records, same run): 1 appender {raw[1]:,.0f}, 50 appenders {raw[50]:,.0f}")
         for name, (rate, appends) in summary.items():
@@ -382,6 +443,7 @@ def main() -> None:
         "--runs", type=int, default=50, help="runs a round with 50 starters (1 starter: a fifth, at least 10)"
     )
     parser.add_argument("--rounds", type=int, default=3, help="rounds per case (median)")
+    parser.add_argument("--processes", type=int, default=2, help="load processes for (a) (at most the starters)")
     parser.add_argument("--timers", type=int, default=200, help="runs waiting on wait: PT1S (full run: 1000)")
     parser.add_argument("--listeners", type=int, default=300, help="runs waiting on listen (full run: 10000)")
     parser.add_argument("--appends", type=int, default=500, help="appends per raw ledger measurement")
