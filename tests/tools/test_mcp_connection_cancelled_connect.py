@@ -44,32 +44,33 @@ class SilentTransport:
                 raise RuntimeError(CLOSED) from None
 
 
+async def cancelled_while_connecting(connection: McpConnection, transport: SilentTransport) -> list[str]:
+    """One request through `connection`, cancelled once its transport is entered: what it saw."""
+    outcome: list[str] = []
+    transport.entered = trio.Event()
+
+    async def request() -> None:
+        try:
+            async with connection.session():
+                outcome.append("connected")
+        except trio.Cancelled:
+            outcome.append("cancelled")
+            raise
+
+    async with trio.open_nursery() as requests:
+        requests.start_soon(request)
+        await transport.entered.wait()
+        requests.cancel_scope.cancel()
+    return outcome
+
+
 async def test_a_connect_cancelled_by_its_request_raises_cancelled_and_starts_no_back_off() -> None:
     transport = SilentTransport()
     connection = McpConnection("silent", transport, connect_seconds=3600.0, backoff=BACKOFF)
     async with trio.open_nursery() as host:
         connection.attach(host)
-        outcome: list[str] = []
-
-        async def request() -> None:
-            try:
-                async with connection.session():
-                    outcome.append("connected")
-            except trio.Cancelled:
-                outcome.append("cancelled")
-                raise
-
-        async with trio.open_nursery() as requests:
-            requests.start_soon(request)
-            await transport.entered.wait()
-            requests.cancel_scope.cancel()
-        assert outcome == ["cancelled"]
-
-        transport.entered = trio.Event()
-        async with trio.open_nursery() as requests:
-            requests.start_soon(request)
-            await transport.entered.wait()
-            requests.cancel_scope.cancel()
+        assert await cancelled_while_connecting(connection, transport) == ["cancelled"]
+        assert await cancelled_while_connecting(connection, transport) == ["cancelled"]
         assert transport.tries == 2, "no back-off window: the server did not fail, the request gave up"
         connection.detach()
 
@@ -89,18 +90,4 @@ async def test_a_one_off_connect_cancelled_by_its_request_raises_cancelled() -> 
     """Without a host nursery each request opens its own session; its cancelled connect ends the same way."""
     transport = SilentTransport()
     connection = McpConnection("silent", transport, connect_seconds=3600.0, backoff=BACKOFF)
-    outcome: list[str] = []
-
-    async def request() -> None:
-        try:
-            async with connection.session():
-                outcome.append("connected")
-        except trio.Cancelled:
-            outcome.append("cancelled")
-            raise
-
-    async with trio.open_nursery() as requests:
-        requests.start_soon(request)
-        await transport.entered.wait()
-        requests.cancel_scope.cancel()
-    assert outcome == ["cancelled"]
+    assert await cancelled_while_connecting(connection, transport) == ["cancelled"]
