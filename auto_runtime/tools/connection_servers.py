@@ -96,13 +96,13 @@ class ConnectionServers:
 
     async def _served(self, connection: Connection) -> ConnectionServer:
         kept = self._ready.get(connection.id)
-        if kept is not None and kept.refused_host is not None:
+        if kept is not None:
+            not_allowed = kept.not_allowed()
+            if not_allowed is None:
+                return ConnectionServer(connection, kept, None)
             del self._ready[connection.id]
             await kept.aclose()
-            refusal = ToolNotOffered("connection_not_allowed", host_refusal(kept.refused_host))
-            return ConnectionServer(connection, None, self._keep(connection, refusal))
-        if kept is not None:
-            return ConnectionServer(connection, kept, None)
+            return ConnectionServer(connection, None, self._keep(connection, not_allowed))
         refused = self._refused.get(connection.id) or await self._check(connection)
         if refused is not None:
             return ConnectionServer(connection, None, refused)

@@ -135,8 +135,8 @@ class ToolServerSet:
         if self.refused_host is None:
             self.refused_host = host
 
-    def _host_refusal(self) -> ToolNotOffered | None:
-        """`connection_not_allowed` once a request went to a host the rules do not allow."""
+    def not_allowed(self) -> ToolNotOffered | None:
+        """`connection_not_allowed` once a request went to a host the rules do not allow, else None."""
         if self.refused_host is None:
             return None
         return ToolNotOffered("connection_not_allowed", host_refusal(self.refused_host))
@@ -221,7 +221,7 @@ class ToolServerSet:
                     await self.clients[tool.server].call(tool.tool, arguments, run_id, delivery_id=delivery_id)
                 )
         except ToolCallFailed as failed:
-            refusal = self._host_refusal()
+            refusal = self.not_allowed()
             if refusal is not None:
                 failed.because, failed.detail = "server_failure", refusal.detail
             failed.detail = self.secret_set(failed.detail)
@@ -242,7 +242,7 @@ class ToolServerSet:
         except SettingsError as refused:
             raise ToolServerFailed("failing", f"The tool server {name} could not be read: {refused}", 5) from None
         except ToolServerFailed as failed:
-            refusal = self._host_refusal()
+            refusal = self.not_allowed()
             if refusal is not None:
                 raise refusal from None
             failed.detail = self.secret_set(failed.detail)
