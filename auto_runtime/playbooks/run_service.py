@@ -268,8 +268,8 @@ class RunService:
         """Start and run the definition on top of the run's `history`, then answer the run as recorded.
 
         Every append names the version it expects, so once the ending is appended the stream is exactly `history`
-        followed by this attempt's own appended records: the answer is folded from those, not read back."""
-        expected = len(history)
+        followed by this attempt's own appended records: the answer is folded from those, not read back. The
+        stream's version is therefore always `len(recorded)`, the version each append expects."""
         recorded = list(history)
         definition_ref = {"type": definition_type, "name": name, "version": definition.version}
         metadata = {
@@ -285,17 +285,14 @@ class RunService:
             started_data["calls_tools"] = True
         started = NewRecord(RUN_STARTED, started_data, metadata)
         stream = run_stream(scope, run_id)
-        appended = await self.ledger.append([StreamWrite(stream, expected, [started])])
+        appended = await self.ledger.append([StreamWrite(stream, len(recorded), [started])])
         recorded += appended
         started_at = appended[0].recorded_at
         ending_metadata = {**metadata, "causation_id": started.id}
-        facts = 0
 
         async def record_fact(fact_type: str, data: Mapping[str, Any]) -> None:
-            nonlocal facts
             fact = NewRecord(fact_type, dict(data), ending_metadata)
-            recorded.extend(await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [fact])]))
-            facts += 1
+            recorded.extend(await self.ledger.append([StreamWrite(stream, len(recorded), [fact])]))
 
         try:
             document = await self.definitions.actors.documents.parsed(
@@ -323,7 +320,7 @@ class RunService:
                 {"reason": "internal", "detail": "The run failed inside the server.", "instance": reference},
                 ending_metadata,
             )
-            await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [failed])])
+            await self.ledger.append([StreamWrite(stream, len(recorded), [failed])])
             raise Rejection("internal", "Something went wrong inside the server.", instance=reference) from error
         if isinstance(ending, Succeeded):
             data: dict[str, Any] = {"output": ending.output, "record": dict(ending.record)}
@@ -336,7 +333,7 @@ class RunService:
             if ending.record is not None:
                 rejected["record"] = dict(ending.record)
             record = NewRecord(RUN_REJECTED, rejected, ending_metadata)
-        recorded += await self.ledger.append([StreamWrite(stream, expected + 1 + facts, [record])])
+        recorded += await self.ledger.append([StreamWrite(stream, len(recorded), [record])])
         if isinstance(ending, Rejected):
             raise ending.rejection
         state = fold_run(run_id, recorded)
