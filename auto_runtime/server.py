@@ -506,9 +506,22 @@ def http_child(app: RequestTelemetry, settings: Settings) -> ChildSpec:
             # Hypercorn's ASGI types and Starlette's (which the root uses) describe the same protocol differently.
             await nursery.start(partial(serve, cast(Any, app), config, shutdown_trigger=stopping.wait))
             log.info("listening on http://%s:%s", settings.host, settings.port)
+            freeze_startup_heap()
             context.started()
 
     return ChildSpec("http", run, restart=Restart.TRANSIENT, shutdown=GRACEFUL_STOP_SECONDS + 1)
+
+
+def freeze_startup_heap() -> None:
+    """Collect once, then move every object left into the collector's permanent generation (`gc.freeze`).
+
+    A full collection walks every object the collector tracks, and the imports and the start leave about
+    185,000 of them, nearly all kept for the process's life: walking them held the interpreter for about
+    110 ms on a 2-core machine, a pause of every request, run and timer in flight each time the collector
+    made a full pass. Frozen, they are never walked again; what the server makes afterwards is collected as
+    before, and an object of the start that is dropped later is still freed when its last reference goes."""
+    gc.collect()
+    gc.freeze()
 
 
 async def _wait_for_signal() -> None:
