@@ -1,4 +1,5 @@
-"""Starting the real server as a process on a free loopback port, the way `make serve` does."""
+"""Starting the real server as a process on a free loopback port, the way `make serve` does (forked from a
+process that imported it once: `forked_server`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import httpx
 from auto_runtime.server import cache_folder_of
 from auto_runtime.settings import SettingsError, load_settings
 from auto_runtime.settings.variables import Mode
+from tests.e2e.forked_server import ForkedServer, launch
 from tests.sandbox_engine import seed_cache
 
 START_TIMEOUT_SECONDS = 60.0
@@ -44,7 +46,7 @@ def base_environment(home: Path) -> dict[str, str]:
 
 @dataclass
 class ServerProcess:
-    process: subprocess.Popen[bytes]
+    process: ForkedServer
     base_url: str
     folder: Path
     log_path: Path
@@ -95,7 +97,8 @@ def start_server(
     arguments: Sequence[str] = ("serve",),
     mode: Mode = "command_line",
 ) -> ServerProcess:
-    """Starts `python -m auto_runtime serve` (or `arguments` instead of `serve`) in `folder` and waits for `/health`.
+    """Starts `auto_runtime serve` (or `arguments` instead of `serve`) in `folder`, forked (`forked_server`), and
+    waits for `/health`.
 
     `mode` is the defaults the arguments pick (`"image"` with `--image`), for finding the sandbox's cache folder.
 
@@ -110,14 +113,7 @@ def start_server(
     if seed_sandbox and (cache_folder := sandbox_cache_of(environment, folder, mode)) is not None:
         seed_cache(cache_folder)
     log_path = folder / "server.log"
-    with log_path.open("ab") as log_file:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "auto_runtime", *arguments],
-            cwd=folder,
-            env=environment,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
+    process = launch(arguments, folder, environment, log_path)
     host = environment.get("HOST", "127.0.0.1")
     base_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '127.0.0.1') else host}:{port}"
     server = ServerProcess(process, base_url, folder, log_path)

@@ -1,0 +1,98 @@
+"""Test servers forked from a process that imported the server once, instead of a fresh interpreter each.
+
+A fresh `python -m auto_runtime serve` spends about 2 s of CPU before it serves, nearly all of it importing
+the server, and the suite starts well over a hundred servers. `launch` forks each one instead from the test
+process's multiprocessing forkserver, which imported `auto_runtime.server` once (`PRELOAD`): the child takes
+the server's folder as its working directory, the server's environment as its whole environment (in place,
+so what it starts inherits it), its log file as standard output and error, and runs `auto_runtime.cli.main`
+with the arguments, as `python -m auto_runtime` does.
+
+What differs from a fresh interpreter, and why it does not matter to the server: its modules were imported
+under the test process's environment (nothing in the server reads the environment at import), and its
+parent is the forkserver, not the test: `ForkedServer` answers the few `subprocess.Popen` calls the tests
+make (`pid`, `poll`, `wait`, `send_signal`, `kill`, `returncode`) from the forkserver's report of the exit.
+The forkserver holds no threads, so a fork copies no lock held by another thread. The CLI's own tests keep
+starting real interpreters (`run_command`), and the image's tests run the installed command.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+PRELOAD = ["auto_runtime.server", "auto_runtime.cli", __name__]
+"""What the forkserver imports once, before it forks any server."""
+
+_context = multiprocessing.get_context("forkserver")
+_context.set_forkserver_preload(PRELOAD)
+
+
+def _serve(arguments: Sequence[str], folder: str, environment: Mapping[str, str], log_path: str) -> None:
+    """The child: become the server's process, then run its command line (which ends the process itself)."""
+    os.chdir(folder)
+    os.environ.clear()
+    os.environ.update(environment)
+    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    sys.argv = [sys.executable, "-m", "auto_runtime", *arguments]
+    from auto_runtime.cli import main
+
+    raise SystemExit(main(list(arguments)))
+
+
+class ForkedServer:
+    """The `subprocess.Popen` calls the tests make, for a server the forkserver forked."""
+
+    def __init__(self, process: BaseProcess) -> None:
+        self._process = process
+
+    @property
+    def pid(self) -> int:
+        pid = self._process.pid
+        assert pid is not None
+        return pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.exitcode
+
+    def poll(self) -> int | None:
+        self._process.join(0)
+        return self._process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self._process.join(timeout)
+        code = self._process.exitcode
+        if code is None:
+            raise subprocess.TimeoutExpired(sys.argv, timeout or 0.0)
+        return code
+
+    def send_signal(self, number: int) -> None:
+        if self._process.exitcode is None:
+            os.kill(self.pid, number)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+def launch(arguments: Sequence[str], folder: Path, environment: Mapping[str, str], log_path: Path) -> ForkedServer:
+    """Fork a server running `auto_runtime <arguments>` in `folder` with exactly `environment`, its output
+    appended to `log_path`."""
+    process = _context.Process(
+        target=_serve,
+        args=(tuple(arguments), str(folder), dict(environment), str(log_path)),
+        name=f"auto-runtime {' '.join(arguments)}",
+    )
+    process.start()
+    return ForkedServer(process)
