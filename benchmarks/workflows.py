@@ -1,8 +1,8 @@
 """Workflow runs through the real server: throughput and latency, timer lateness, memory of waiting runs.
 Prints medians and ratios; asserts nothing.
 
-    python -m benchmarks.workflows [--runs N] [--rounds N] [--processes N] [--timers N] [--listeners N]
-                                   [--ledgers sqlite,postgres] [--database-url URL]
+    python -m benchmarks.workflows [--runs N] [--rounds N] [--processes N] [--timers N] [--timer-rate R]
+                                   [--listeners N] [--ledgers sqlite,postgres] [--database-url URL]
 
 For each ledger (SQLite: a fresh file; PostgreSQL: a fresh database in `--database-url`'s server, dropped
 afterwards) one server process is started (`WORKFLOW_SWEEP_INTERVAL` left at 1 s) and driven over HTTP:
@@ -27,7 +27,12 @@ afterwards) one server process is started (`WORKFLOW_SWEEP_INTERVAL` left at 1 s
     such as marking an entry fired are not counted).
 (b) Timer lateness p50/p99 of `--timers` runs waiting on `wait: PT1S`: the time of the `timer_fired`
     `workflow_input_applied` record (its `at`) minus the due time (the run's first input time, kept by the
-    first task as `task["startedAt"]`, plus 1 s), read from each run's history.
+    first task as `task["startedAt"]`, plus 1 s), read from each run's history. Two loads:
+    - light: one client starts the runs `--timer-rate` a second, so their timers come due at that rate, beside
+      the starts (the issue's row); its floor, measured in this process in the same run, is a Trio task per
+      timer sleeping until the same schedule's due times (`trio.sleep_until`);
+    - burst: 50 starters start them as fast as the server takes them, so their timers come due together and
+      wait for each other's inputs.
 (c) Resident memory of the server (`VmRSS` of /proc/<pid>/status) before and with `--listeners` runs waiting on
     `listen` (target: under 300 MB; printed, not asserted), and the time to wake them all. The path is printed:
     one published playbook event when it wakes a listen (the "reactions" part), else `send_run_event` per run.
@@ -252,15 +257,47 @@ async def raw_append_rates(open_it: Callable[[], Any], count: int) -> dict[int, 
 # -- (b) timer lateness ------------------------------------------------------------------------------------------
 
 
-def timer_lateness(server: ServerProcess, playbook: str, count: int) -> None:
-    run_ids: list[str] = []
+def timer_lateness(server: ServerProcess, playbook: str, count: int, rate: float) -> None:
+    floor = trio.run(sleep_until_lateness, count, rate)
+    print(
+        f"  floor: {count} Trio tasks sleeping until due times {1 / rate * 1000:.0f} ms apart, lateness in ms "
+        f"p50 {percentile(floor, 0.5):.1f}, p99 {percentile(floor, 0.99):.1f}"
+    )
+    with server.client() as client:
+        paced: list[str] = []
+        began = time.monotonic()
+        for number in range(count):
+            time.sleep(max(0.0, began + number / rate - time.monotonic()))
+            paced.append(start(client, playbook, "timer", {})["run_id"])
+    print_lateness(server, playbook, paced, f"light: {count} runs started {rate:g} a second")
+
+    burst: list[str] = []
     starters = min(50, count)
 
     def starter(number: int) -> None:
         with server.client() as client:
-            run_ids.extend(start(client, playbook, "timer", {})["run_id"] for _ in range(number, count, starters))
+            burst.extend(start(client, playbook, "timer", {})["run_id"] for _ in range(number, count, starters))
 
     in_threads(starters, starter)
+    print_lateness(server, playbook, burst, f"burst: {count} runs started at once by {starters} starters")
+
+
+async def sleep_until_lateness(count: int, rate: float) -> list[float]:
+    """Milliseconds each of `count` Trio tasks woke after its due time, the due times `1 / rate` s apart."""
+    late: list[float] = []
+    first_due = trio.current_time() + 1.0
+
+    async def sleeper(due: float) -> None:
+        await trio.sleep_until(due)
+        late.append((trio.current_time() - due) * 1000)
+
+    async with trio.open_nursery() as nursery:
+        for number in range(count):
+            nursery.start_soon(sleeper, first_due + number / rate)
+    return late
+
+
+def print_lateness(server: ServerProcess, playbook: str, run_ids: list[str], label: str) -> None:
     records: list[float] = []
     inputs: list[float] = []
     with server.client() as client:
@@ -275,7 +312,7 @@ def timer_lateness(server: ServerProcess, playbook: str, count: int) -> None:
             records.append(ms(fired["metadata"]["at"]) - due)
             inputs.append(run["output"]["fired"] - due)
     print(
-        f"  {count} runs on wait: PT1S, lateness in ms: record time − due p50 {percentile(records, 0.5):.0f}, "
+        f"  {label}, lateness in ms: record time − due p50 {percentile(records, 0.5):.0f}, "
         f"p99 {percentile(records, 0.99):.0f}, max {max(records):.0f}; "
         f"the input's own time − due p50 {percentile(inputs, 0.5):.0f}, p99 {percentile(inputs, 0.99):.0f}"
     )
@@ -432,7 +469,7 @@ def bench_ledger(ledger: str, options: argparse.Namespace) -> None:
                 f"appends/s, {rate * appends / raw[50]:.2f} × the raw rate at 50 appenders"
             )
         print("(b) timer lateness")
-        timer_lateness(server, playbook, options.timers)
+        timer_lateness(server, playbook, options.timers, options.timer_rate)
         print("(c) runs waiting on listen")
         listeners(server, playbook, options.listeners)
 
@@ -445,6 +482,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per case (median)")
     parser.add_argument("--processes", type=int, default=2, help="load processes for (a) (at most the starters)")
     parser.add_argument("--timers", type=int, default=200, help="runs waiting on wait: PT1S (full run: 1000)")
+    parser.add_argument(
+        "--timer-rate", type=float, default=10.0, help="runs started a second for (b)'s light load (default 10)"
+    )
     parser.add_argument("--listeners", type=int, default=300, help="runs waiting on listen (full run: 10000)")
     parser.add_argument("--appends", type=int, default=500, help="appends per raw ledger measurement")
     parser.add_argument("--ledgers", default="sqlite,postgres", help="sqlite, postgres or both")
