@@ -3,13 +3,14 @@ process that imported it once: `forked_server`)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +26,38 @@ START_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 30.0
 
 
+PORTS_PER_WORKER = 1000
+FIRST_PORT = 20000
+"""Test servers listen below the kernel's ephemeral range (32768 and up here), each test worker in a block of
+its own: `gw0` from 20000, `gw1` from 21000, and so on."""
+_next_ports: Iterator[int] | None = None
+
+
+def ports_of_worker(worker: str) -> range:
+    """The block of ports of the test worker named `worker` (`gw0`, `gw1`, ...; twelve blocks in all)."""
+    first = FIRST_PORT + PORTS_PER_WORKER * (int(worker.removeprefix("gw") or 0) % 12)
+    return range(first, first + PORTS_PER_WORKER)
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    """A loopback port for a server of this test worker: free now, and taken by nobody else before the server
+    binds it.
+
+    A port the kernel picks (`bind` to port 0) comes from its ephemeral range, which every outgoing connection
+    of the machine draws from too, and another worker may be handed the same one before either server binds
+    it: a test then talks to another test's server. Ports of the worker's own block avoid both; one in use (a
+    server of this worker still running, or a port of something else on the machine) is skipped."""
+    global _next_ports
+    if _next_ports is None:
+        _next_ports = itertools.cycle(ports_of_worker(os.environ.get("PYTEST_XDIST_WORKER", "gw0")))
+    for port in itertools.islice(_next_ports, PORTS_PER_WORKER):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"every port of this worker's block of {PORTS_PER_WORKER} is in use")
 
 
 def base_environment(home: Path) -> dict[str, str]:

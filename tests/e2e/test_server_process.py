@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
+from contextlib import ExitStack
 from pathlib import Path
 
-from tests.e2e.server_process import free_port, run_command, start_server
+from tests.e2e.server_process import free_port, ports_of_worker, run_command, start_server
 
 
 def test_health_answers_and_sigterm_stops_the_server_with_exit_0(tmp_path: Path) -> None:
@@ -47,3 +51,26 @@ def test_help_is_offered_for_each_command(tmp_path: Path) -> None:
         result = run_command(tmp_path, command, "--help")
         assert result.returncode == 0
         assert "usage: auto-runtime" in result.stdout
+
+
+def test_each_worker_has_ports_of_its_own_below_the_ephemeral_range() -> None:
+    blocks = [set(ports_of_worker(f"gw{number}")) for number in range(12)]
+    assert all(not first & second for index, first in enumerate(blocks) for second in blocks[index + 1 :])
+    ephemeral_start = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    assert max(max(block) for block in blocks) < ephemeral_start
+    assert free_port() in ports_of_worker(os.environ.get("PYTEST_XDIST_WORKER", "gw0"))
+
+
+def test_a_port_in_use_is_never_handed_out() -> None:
+    block = ports_of_worker(os.environ.get("PYTEST_XDIST_WORKER", "gw0"))
+    with ExitStack() as stack:
+        taken = set()
+        for port in block:
+            listener = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            with contextlib.suppress(OSError):
+                listener.bind(("127.0.0.1", port))
+                taken.add(port)
+            if len(taken) == len(block) // 2:
+                break
+        handed = {free_port() for _ in range(len(block) // 4)}
+    assert handed and not handed & taken
