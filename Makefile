@@ -28,7 +28,9 @@ types: install
 
 # One worker more than the cores, each test module on one worker, so a module's servers start once: the tests
 # wait on their servers, so a third worker on two cores keeps both busy (14 min 48 s on two workers, 12 min 11 s
-# on three; four were no faster, and a 30 s bound of a workflow test was missed under that load).
+# on three; four were no faster, and a 30 s bound of a workflow test was missed under that load). With servers
+# forked (tests/e2e/forked_server.py): 13 min 53 s on three, 12 min 31 s on four, but four missed a check's 2 s
+# bound in one of two runs.
 WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 pytest: install
 	$(BIN)/pytest -n $(WORKERS) --dist loadfile
