@@ -506,14 +506,14 @@ def http_child(app: RequestTelemetry, settings: Settings) -> ChildSpec:
             # Hypercorn's ASGI types and Starlette's (which the root uses) describe the same protocol differently.
             await nursery.start(partial(serve, cast(Any, app), config, shutdown_trigger=stopping.wait))
             log.info("listening on http://%s:%s", settings.host, settings.port)
-            freeze_startup_heap()
             context.started()
 
     return ChildSpec("http", run, restart=Restart.TRANSIENT, shutdown=GRACEFUL_STOP_SECONDS + 1)
 
 
 def freeze_startup_heap() -> None:
-    """Collect once, then move every object left into the collector's permanent generation (`gc.freeze`).
+    """Collect once, then move every object left into the collector's permanent generation (`gc.freeze`); called
+    once the supervision tree has started.
 
     A full collection walks every object the collector tracks, and the imports and the start leave about
     185,000 of them, nearly all kept for the process's life: walking them held the interpreter for about
@@ -613,6 +613,7 @@ async def _serve_on(
             root = root_supervisor(ledger, sandbox, services, http_child(app, settings), issuer_keys)
             async with trio.open_nursery() as nursery:
                 await nursery.start(root.run)
+                freeze_startup_heap()
                 tree = root.tree()
                 log.info("supervision tree: %s", describe_tree(tree), extra={"tree": tree})
                 await _wait_for_signal()

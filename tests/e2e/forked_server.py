@@ -42,7 +42,7 @@ def _serve(arguments: Sequence[str], folder: str, environment: Mapping[str, str]
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
-    sys.argv = [sys.executable, "-m", "auto_runtime", *arguments]
+    sys.argv = command_of(arguments)
     from auto_runtime.cli import main
 
     raise SystemExit(main(list(arguments)))
@@ -51,8 +51,10 @@ def _serve(arguments: Sequence[str], folder: str, environment: Mapping[str, str]
 class ForkedServer:
     """The `subprocess.Popen` calls the tests make, for a server the forkserver forked."""
 
-    def __init__(self, process: BaseProcess) -> None:
+    def __init__(self, process: BaseProcess, command: Sequence[str]) -> None:
         self._process = process
+        self.args = list(command)
+        """The command line the server runs as (`python -m auto_runtime ...`), as `Popen.args`."""
 
     @property
     def pid(self) -> int:
@@ -72,7 +74,7 @@ class ForkedServer:
         self._process.join(timeout)
         code = self._process.exitcode
         if code is None:
-            raise subprocess.TimeoutExpired(sys.argv, timeout or 0.0)
+            raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
         return code
 
     def send_signal(self, number: int) -> None:
@@ -86,6 +88,11 @@ class ForkedServer:
         self.send_signal(signal.SIGTERM)
 
 
+def command_of(arguments: Sequence[str]) -> list[str]:
+    """The command line a forked server stands for: `python -m auto_runtime <arguments>`."""
+    return [sys.executable, "-m", "auto_runtime", *arguments]
+
+
 def launch(arguments: Sequence[str], folder: Path, environment: Mapping[str, str], log_path: Path) -> ForkedServer:
     """Fork a server running `auto_runtime <arguments>` in `folder` with exactly `environment`, its output
     appended to `log_path`."""
@@ -95,4 +102,4 @@ def launch(arguments: Sequence[str], folder: Path, environment: Mapping[str, str
         name=f"auto-runtime {' '.join(arguments)}",
     )
     process.start()
-    return ForkedServer(process)
+    return ForkedServer(process, command_of(arguments))

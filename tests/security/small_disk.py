@@ -16,7 +16,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.postgres_support import ADMIN_URL, admin, with_database
+from tests.postgres_support import ADMIN_URL, admin, drop_database, with_database
 
 CHUNKS = (1024 * 1024, 4096, 1)
 
@@ -81,6 +81,6 @@ def postgres_on(folder: Path) -> Iterator[str]:
         try:
             yield with_database(ADMIN_URL, name)
         finally:
-            asyncio.run(admin(ADMIN_URL, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            drop_database(name)
     finally:
         asyncio.run(admin(ADMIN_URL, f"DROP TABLESPACE IF EXISTS {name}"))
