@@ -127,7 +127,8 @@ INTERACTION_OPERATIONS = (
         description=(
             "Answers the open request of a run with an answer matching its answer_schema; the run takes it within "
             "about a second and succeeds with it as its output. Sending the same answer again answers the same "
-            "fact; a different one is refused. Give claimed_for to say whom you answer for."
+            "fact; a different one is refused, so an answer cannot be taken back. Give claimed_for to say whom you "
+            "answer for."
         ),
         scope="playbook",
         permissions=PLAYBOOK_WRITE,
@@ -136,7 +137,7 @@ INTERACTION_OPERATIONS = (
         input_model=AnswerInteractionInput,
         output_model=AnswerOutput,
         handler=answer_interaction,
-        hints=Hints(read_only=False, destructive=False, idempotent=True, open_world=False),
+        hints=Hints(read_only=False, destructive=True, idempotent=True, open_world=False),
         tag="runs",
         reasons=frozenset({"not_found", "conflict", "invalid_input", "unavailable"}),
     ),
