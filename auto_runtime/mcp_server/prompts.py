@@ -1,9 +1,15 @@
-"""The recipes as prompts (spec mcp.md §9).
+"""The recipes as prompts (spec mcp.md §9, settled point 26).
 
-A recipe is offered only on a connection that lists every tool its steps call. The tools a recipe calls are
-read from its text: every tool name it writes in backticks. `prompts/get` answers two `user` messages: the
-person's words filled into the recipe's request followed by the recipe, then its format guide as an embedded
-resource. An unknown prompt, or a missing required argument, is `-32602`.
+A recipe is offered only on a connection that lists every tool its steps call. The tools its steps call are
+the tools that act in a playbook its text writes in backticks, the two that write a definition (every recipe
+creates or changes one), and `create_playbook` where the text names it (`first-playbook` makes the playbook it
+works in). The other org-level tools a text names (`list_models` in `give-tools`) only help a step and decide
+nothing. So the org endpoint, and a key that may not write definitions, offer no recipe; a playbook endpoint
+offers every recipe but `first-playbook` to a key that may.
+
+`prompts/get` answers two `user` messages: the person's words filled into the recipe's request followed by the
+recipe, then its format guide as an embedded resource. An unknown prompt, or a missing required argument, is
+`-32602`.
 """
 
 from __future__ import annotations
@@ -52,12 +58,25 @@ SPEC_TOOL_NAMES = frozenset(
 )
 """Every tool name of the spec's tables, whether or not the catalog has its operation yet."""
 CODE_WORD = re.compile(r"`([a-z][a-z_]*)`")
+WRITES_DEFINITIONS = frozenset({"create_definition", "update_definition"})
+"""Every recipe creates or changes a definition: a connection that lists neither tool offers no recipe."""
+ORG_TOOLS_A_STEP_NEEDS = frozenset({"create_playbook"})
+"""The org-level tools a recipe's step cannot do without when its text names them: making the playbook it works
+in. Any other org-level tool a text names only helps (settled point 26)."""
 
 
 def tools_named_in(text: str, tool_names: Iterable[str]) -> frozenset[str]:
     """The tool names a recipe's text writes in backticks."""
     known = SPEC_TOOL_NAMES | set(tool_names)
     return frozenset(word for word in CODE_WORD.findall(text) if word in known)
+
+
+def tools_called_by(text: str, playbook_tools: Iterable[str]) -> frozenset[str]:
+    """The tools a recipe's steps call: the playbook tools its text names, `WRITES_DEFINITIONS`, and the org-level
+    tools of `ORG_TOOLS_A_STEP_NEEDS` it names. `playbook_tools` are the tools a playbook endpoint serves."""
+    acting_in_a_playbook = set(playbook_tools) | WRITES_DEFINITIONS
+    named = tools_named_in(text, acting_in_a_playbook)
+    return (named & (acting_in_a_playbook | ORG_TOOLS_A_STEP_NEEDS)) | WRITES_DEFINITIONS
 
 
 @dataclass(frozen=True)
@@ -81,15 +100,19 @@ class OfferedRecipe:
 
 
 class RecipePrompts:
-    def __init__(self, recipes: Mapping[str, Recipe], guides: Mapping[str, Guide], tool_names: Iterable[str]) -> None:
-        names = set(tool_names)
+    """The recipes as prompts; `playbook_tools` are the tools a playbook endpoint serves (to anyone)."""
+
+    def __init__(
+        self, recipes: Mapping[str, Recipe], guides: Mapping[str, Guide], playbook_tools: Iterable[str]
+    ) -> None:
+        names = set(playbook_tools)
         self.recipes: dict[str, OfferedRecipe] = {}
         for recipe in recipes.values():
             guide = guides.get(recipe.name)
             format_guide = guides.get(recipe.format_guide)
             if guide is None or format_guide is None:
                 raise ValueError(f"the recipe {recipe.name} needs its guide and the format guide {recipe.format_guide}")
-            self.recipes[recipe.name] = OfferedRecipe(recipe, guide, format_guide, tools_named_in(guide.text, names))
+            self.recipes[recipe.name] = OfferedRecipe(recipe, guide, format_guide, tools_called_by(guide.text, names))
 
     def offered(self, listed_tools: Iterable[str]) -> list[OfferedRecipe]:
         """The recipes whose every called tool the connection lists."""

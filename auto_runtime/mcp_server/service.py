@@ -79,8 +79,7 @@ class McpService:
         self.tools = ToolSet(catalog, outside_effects=outside_effects)
         self.calls = ToolCalls(self.tools, dispatcher)
         self.resources = GuideResources(guides)
-        all_tool_names = {served.name for kind in ("own", "org", "playbook") for served in self.tools.of_kind(kind)}
-        self.prompts = RecipePrompts(RECIPES, guides, all_tool_names)
+        self.prompts = RecipePrompts(RECIPES, guides, (served.name for served in self.tools.of_kind("playbook")))
         terminology = guides.get("terminology")
         if terminology is None:
             raise ValueError("the MCP endpoints need the terminology guide")

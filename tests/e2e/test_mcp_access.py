@@ -12,6 +12,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from auto_runtime.guides import RECIPES
 from tests.e2e.mcp_client import MODES, mcp_client, output_of, problem_of, sse_or_json
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.e2e.test_access import issue_key
@@ -29,6 +30,7 @@ class Keys:
     reader: str
     limited: str
     other_org: str
+    writer: str
 
     def post(self, path: str, secret: str | None, **headers: str) -> httpx.Response:
         sent = {**MCP_HEADERS, **headers}
@@ -47,9 +49,10 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keys]:
         folder, "--org", "acme", *[x for p in EVERY_PERMISSION for x in ("--permission", p)], "--playbook", "sales"
     )
     other = issue_key(folder, "--org", "globex", *[x for p in EVERY_PERMISSION for x in ("--permission", p)])
-    api_keys = json.dumps([k.entry for k in (admin, reader, limited, other)], separators=(",", ":"))
+    writer = issue_key(folder, "--org", "acme", "--permission", "playbook:read", "--permission", "playbook:write")
+    api_keys = json.dumps([k.entry for k in (admin, reader, limited, other, writer)], separators=(",", ":"))
     server = start_server(folder, {"API_KEYS": api_keys, "PUBLIC_URL": PUBLIC_URL})
-    yield Keys(server, admin.secret, reader.secret, limited.secret, other.secret)
+    yield Keys(server, admin.secret, reader.secret, limited.secret, other.secret, writer.secret)
     assert server.stop() == 0, server.log()
 
 
@@ -121,6 +124,38 @@ async def test_the_tool_list_follows_the_key(keys: Keys, mode: str) -> None:
     async with mcp_client(base, mode=mode, secret=keys.admin) as client:
         admin_names = {t.name for t in (await client.list_tools()).tools}
         assert {"create_playbook", "run_definition", "list_runs", "get_guide"} <= admin_names
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_playbook_endpoint_offers_every_recipe_but_the_first_playbook_to_a_key_that_writes(
+    keys: Keys, mode: str
+) -> None:
+    """Spec mcp.md §9, settled point 26: `give-tools` is offered although its text names `list_models`, an org
+    tool no playbook endpoint lists; a key that may not write definitions is offered none, anywhere."""
+    base = keys.server.base_url
+    endpoint = "/orgs/acme/playbooks/sales/mcp"
+    for secret in (keys.writer, keys.admin):
+        async with mcp_client(base, endpoint, mode=mode, secret=secret) as client:
+            assert "list_models" not in {t.name for t in (await client.list_tools()).tools}
+            prompts = (await client.list_prompts()).prompts
+            assert [p.name for p in prompts] == ["remember", "give-tools", "schedule"]
+            got = await client.get_prompt("give-tools", {})
+            assert [m.role for m in got.messages] == ["user", "user"]
+            with pytest.raises(MCPError) as refused:
+                await client.get_prompt("first-playbook", {})
+            assert refused.value.code == types.INVALID_PARAMS
+    async with mcp_client(base, mode=mode, secret=keys.writer) as client:
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["remember", "give-tools", "schedule"]
+    async with mcp_client(base, mode=mode, secret=keys.admin) as client:
+        assert [p.name for p in (await client.list_prompts()).prompts] == list(RECIPES)
+    for path in (endpoint, "/mcp", "/orgs/acme/mcp"):
+        async with mcp_client(base, path, mode=mode, secret=keys.reader) as client:
+            assert (await client.list_prompts()).prompts == [], path
+            with pytest.raises(MCPError) as refused:
+                await client.get_prompt("remember", {"what": "the last refunds"})
+            assert refused.value.code == types.INVALID_PARAMS
+    async with mcp_client(base, "/orgs/acme/mcp", mode=mode, secret=keys.admin) as client:
+        assert (await client.list_prompts()).prompts == []
 
 
 @pytest.mark.parametrize("mode", MODES)

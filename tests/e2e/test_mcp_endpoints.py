@@ -20,7 +20,7 @@ from tests.e2e.server_process import ServerProcess
 
 GUIDES = load_guides()
 TOOLS = ToolSet(build_catalog(GUIDES), outside_effects=True)
-PROMPTS = RecipePrompts(RECIPES, GUIDES, [s.name for k in ("own", "org", "playbook") for s in TOOLS.of_kind(k)])
+PROMPTS = RecipePrompts(RECIPES, GUIDES, [s.name for s in TOOLS.of_kind("playbook")])
 
 
 def fresh(prefix: str = "mcp") -> str:

@@ -145,18 +145,24 @@ def test_instructions_name_only_listed_tools_within_2000_characters(endpoint: En
 
 
 def test_recipes_are_offered_only_where_every_tool_they_call_is_listed() -> None:
-    prompts = RecipePrompts(RECIPES, GUIDES, EVERY_TOOL)
+    """Spec mcp.md §9 and settled point 26: a playbook endpoint offers every recipe but `first-playbook` to a key
+    that may write definitions, whatever org-level tools a recipe's text names; the org endpoint offers none."""
+    prompts = RecipePrompts(RECIPES, GUIDES, [s.name for s in TOOLS.of_kind("playbook")])
     for recipe in RECIPES.values():
         calls = tools_named_in(GUIDES[recipe.name].text, EVERY_TOOL)
         assert {"create_definition", "update_definition"} & calls, recipe.name
     assert "create_playbook" in tools_named_in(GUIDES["first-playbook"].text, EVERY_TOOL)
+    assert "list_models" in tools_named_in(GUIDES["give-tools"].text, EVERY_TOOL)
+    assert "list_models" not in prompts.recipes["give-tools"].calls
+    expected = {"org": set(), "playbook": set(RECIPES) - {"first-playbook"}, "own": set(RECIPES)}
+    writer = Caller(id="k", org="acme", permissions=frozenset({Permission.PLAYBOOK_READ, Permission.PLAYBOOK_WRITE}))
+    reader = Caller(id="k", org="acme", permissions=frozenset({Permission.PLAYBOOK_READ, Permission.ORG_READ}))
     for kind in ("org", "playbook", "own"):
         listed = [s.name for s in TOOLS.for_caller(kind, LOCAL_CALLER)]
-        offered = {o.recipe.name for o in prompts.offered(listed)}
-        if kind == "org":
-            assert offered == set()
-        if kind == "playbook":
-            assert "first-playbook" not in offered
-        for name in offered:
+        assert {o.recipe.name for o in prompts.offered(listed)} == expected[kind], kind
+        for name in expected[kind]:
             assert prompts.recipes[name].calls <= set(listed)
+        written = {o.recipe.name for o in prompts.offered(s.name for s in TOOLS.for_caller(kind, writer))}
+        assert written == expected[kind] - {"first-playbook"}, kind
+        assert prompts.offered(s.name for s in TOOLS.for_caller(kind, reader)) == [], kind
     assert prompts.offered([]) == []
