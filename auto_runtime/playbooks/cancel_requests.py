@@ -14,13 +14,20 @@ from typing import Any
 from auto_runtime.ledger import DueEntry, DueWorkChanges, Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict
 from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, carried_metadata, run_stream
 from auto_runtime.playbooks.run_view import RunState
-from auto_runtime.problems import conflict, unavailable
+from auto_runtime.problems import Rejection, conflict, unavailable
 
 CANCEL_ATTEMPTS = 8
 
 ReadRun = Callable[[PlaybookScope, str], Awaitable[RunState | None]]
 EntryOf = Callable[[NewRecord], DueEntry]
 """The due entry that applies the cancellation `run_cancel_requested` records (its record's id at hand)."""
+
+
+def ended_run_refusal(run_id: str, status: str) -> Rejection:
+    """The one refusal of a cancel that meets a run that has ended (seeds, "Cancelling a run": `conflict`, with no
+    kind), whichever path meets it: `RunService.cancel_run` reading the run ended, or `record_cancel_request`
+    finding it ended when it reads a run that moved meanwhile."""
+    return conflict(f"The run {run_id} has ended ({status}), so there is nothing to cancel.")
 
 
 async def record_cancel_request(
@@ -36,14 +43,14 @@ async def record_cancel_request(
     (a second request records nothing). `state` is the run as `RunService` read it; it is read again only when
     the run moved meanwhile. Whether it recorded: the caller then wakes the loop that runs the entry.
 
-    Raises `conflict` when the run has ended, `unavailable` when it kept moving through every attempt."""
+    Raises `ended_run_refusal` when the run has ended, `unavailable` when it kept moving through every attempt."""
     stream = run_stream(scope, state.run_id)
     now: RunState | None = state
     for _ in range(CANCEL_ATTEMPTS):
         if now is None or now.cancel_requested:
             return False
         if now.status != "started":
-            raise conflict(f"The run {state.run_id} has ended, so there is nothing to cancel.")
+            raise ended_run_refusal(state.run_id, now.status)
         data: dict[str, Any] = {"kind": "requested"}
         if reason is not None:
             data["reason"] = reason

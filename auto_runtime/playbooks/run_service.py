@@ -24,6 +24,7 @@ from auto_runtime.json_limits import (
     non_finite_pointer,
 )
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Record, StreamWrite, VersionConflict, uuid7
+from auto_runtime.playbooks.cancel_requests import ended_run_refusal
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry, DefinitionVersion
 from auto_runtime.playbooks.run_actor import RunRefused, RunUnderId
@@ -211,7 +212,7 @@ class RunService:
         if state is None:
             raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
         if state.status != "started":
-            raise conflict(f"The run {run_id} has ended ({state.status}), so there is nothing to cancel.")
+            raise ended_run_refusal(run_id, state.status)
         runtime = self._waiting_runtime(state.type, state.input)
         if runtime is None or not state.waits:
             raise conflict(

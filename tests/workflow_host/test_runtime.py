@@ -144,6 +144,38 @@ async def test_a_cancellation_is_recorded_once_on_any_server_and_the_holder_ends
     assert refused.value.reason == "conflict"
 
 
+async def test_a_cancel_that_meets_an_ended_run_is_refused_the_same_on_either_path(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService
+) -> None:
+    """One refusal, one text: `RunService.cancel_run` reading the run ended, and `record_cancel_request` finding it
+    ended when the run moved after `RunService` read it `started` (its append then meets a newer stream version)."""
+    runtime = runtime_of(ledger, engine, runs, "server-a")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.run)
+        run_id = str(uuid7())
+        await runtime.runs.run_definition(SCOPE, "workflow", "listens", {}, run_id, "caller-1")
+        read_started = await runs.read_run(SCOPE, run_id)
+        assert read_started is not None and read_started.status == "started"
+        await runtime.send_event(SCOPE, run_id, {"type": "com.acme.go"}, "caller-1")
+        with trio.fail_after(30):
+            while True:
+                seen = ledger.appended.generation
+                if (ended := await runs.read_run(SCOPE, run_id)) is not None and ended.status != "started":
+                    break
+                await ledger.appended.wait_beyond(seen)
+        with pytest.raises(Rejection) as on_record:
+            await runtime.cancel(SCOPE, read_started, "Too late.", "caller-2")
+        with pytest.raises(Rejection) as on_read:
+            await runtime.runs.cancel_run(SCOPE, run_id, "Too late.", "caller-2")
+        nursery.cancel_scope.cancel()
+    assert ended.status == "succeeded"
+    for refused in (on_record.value, on_read.value):
+        assert (refused.reason, refused.kind, refused.because) == ("conflict", None, None)
+        assert refused.detail == f"The run {run_id} has ended (succeeded), so there is nothing to cancel."
+    types = [r.type for r in await ledger.read_stream(run_stream(SCOPE, run_id))]
+    assert "run_cancel_requested" not in types
+
+
 async def test_a_timer_armed_by_a_start_fires_when_due_not_at_the_next_sweep(
     ledger: Ledger, engine: SandboxEngine, runs: RunService
 ) -> None:

@@ -3,6 +3,8 @@ spec workflow-format.md 2 (schemas), 8 (the output bound, cancel), 9 (listen, em
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
@@ -23,6 +25,8 @@ from tests.conformance.workflows.flows import (
     waiting,
     workflow,
 )
+from tests.e2e.mcp_client import mcp_client, problem_of
+from tests.e2e.server_process import ServerProcess
 
 SCHEMAS = workflow("""
 input:
@@ -287,6 +291,33 @@ def test_cancel_run_records_the_request_and_ends_the_run_cancelled(client: httpx
     assert applied["metadata"]["causation_id"] == requests[0]["id"]
     assert events[-1]["type"] == "run_rejected"
     assert events[-1]["metadata"]["causation_id"] == applied["id"]
+
+
+def _cancel_after_it_ended(client: httpx.Client, playbook: str, ending: str) -> tuple[str, dict[str, Any]]:
+    """A listener run ended `succeeded` (its event sent) or `rejected` (cancelled), then asked to cancel over
+    HTTP: its id and the problem document."""
+    run_id = new_run_id()
+    start(client, playbook, "listener", {}, run_id)
+    if ending == "succeeded":
+        assert send(client, playbook, run_id, {"type": "com.example.go"}).status_code == 200
+    else:
+        assert client.post(f"{playbook}/runs/{run_id}/cancel", json={}).status_code == 200
+    assert finished(client, playbook, run_id)["status"] == ending
+    return run_id, problem(client.post(f"{playbook}/runs/{run_id}/cancel", json={"reason": "Late"}), 409, "conflict")
+
+
+async def test_a_cancel_of_an_ended_run_is_refused_in_one_text_over_http_and_mcp(
+    local_server: ServerProcess, client: httpx.Client, playbook: str
+) -> None:
+    """Seeds "Cancelling a run": the run has ended, `conflict`; the same words whichever way it ended or is asked."""
+    for ending in ("succeeded", "rejected"):
+        run_id, body = _cancel_after_it_ended(client, playbook, ending)
+        words = f"The run {run_id} has ended ({ending}), so there is nothing to cancel."
+        assert body["detail"] == words and "kind" not in body and "because" not in body
+        async with mcp_client(local_server.base_url, playbook.removeprefix("/v1") + "/mcp") as mcp:
+            refused = problem_of(await mcp.call_tool("cancel_run", {"run_id": run_id}))
+        assert (refused["reason"], refused["status"], refused["detail"]) == ("conflict", 409, words)
+        assert "kind" not in refused and "because" not in refused
 
 
 def test_cancel_without_a_reason_names_the_caller(client: httpx.Client, playbook: str) -> None:
