@@ -6,6 +6,8 @@ title, one tag for the resource it acts on, its description (the MCP tool's). In
 an operation adds for the document (`Operation.openapi_keywords`: what its handler checks that JSON Schema can
 state). Every problem an operation can return is listed under its status. The server URL is the relative `/v1`.
 Every response names the two headers every response may carry: `x-request-id` and, with telemetry on, `x-trace-id`.
+A success answer carries the operation's `links` (`Operation.links`): which value of it leads to which operation,
+so a generated client follows the right id (a page of events to `get_event` by the event's own id).
 
 Security: one `bearer` scheme (HTTP bearer: an API key or a signed-in person's access token). Each operation that
 needs a permission requires it, one security requirement per permission it accepts, naming that permission as
@@ -24,7 +26,7 @@ from typing import Any
 from auto_runtime import __version__
 from auto_runtime.guides import load_guides
 from auto_runtime.operations.catalog import Catalog
-from auto_runtime.operations.operation import Operation
+from auto_runtime.operations.operation import PATH_PARAMETER, Operation
 from auto_runtime.operations.runtime_catalog import build_catalog
 from auto_runtime.operations.schemas import DIALECT, SCHEMA_BASE, input_schema_of, output_schema_of
 from auto_runtime.problems import KIND_PROBLEM_TYPES, PROBLEM_BASE, PROBLEM_REASONS
@@ -210,6 +212,25 @@ def _body_schema(operation: Operation, input_schema: dict[str, Any]) -> dict[str
     return body
 
 
+def links_of(operation: Operation, catalog: Catalog) -> dict[str, Any]:
+    """The OpenAPI links of an operation's success answer; a link to an operation the catalog lacks, or naming a
+    parameter its target does not take, is a mistake of the catalog, refused at start."""
+    links: dict[str, Any] = {}
+    for name, link in operation.links.items():
+        target = next((o for o in catalog if o.name == link.operation), None)
+        if target is None:
+            raise ValueError(f"{operation.name} links to {link.operation}, which the catalog lacks")
+        taken = set(PATH_PARAMETER.findall(target.path)) | set(target.input_model.model_fields)
+        if not set(link.parameters) <= taken:
+            raise ValueError(f"{operation.name} links to {link.operation} with parameters it does not take")
+        links[name] = {
+            "operationId": target.openapi_operation_id,
+            "parameters": dict(link.parameters),
+            "description": link.description,
+        }
+    return links
+
+
 def build_openapi(catalog: Catalog, guide_names: Iterable[str]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     schemas: dict[str, Any] = {"problem": PROBLEM_SCHEMA}
@@ -249,6 +270,8 @@ def build_openapi(catalog: Catalog, guide_names: Iterable[str]) -> dict[str, Any
             success["content"] = {operation.output_media_type: {"schema": {"$ref": f"#/components/schemas/{name}"}}}
         else:
             success["content"] = {operation.output_media_type: {"schema": {"type": "string"}}}
+        if operation.links:
+            success["links"] = links_of(operation, catalog)
         entry["responses"] = {str(operation.success_status): success, **_problem_responses(operation)}
         path = operation.path.removeprefix("/v1")
         paths.setdefault(path, {})[operation.method.lower()] = entry

@@ -12,6 +12,7 @@ from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.run_operations import (
     CURSOR_DESCRIPTION,
     LIMIT_DESCRIPTION,
+    READ_ONE_EVENT,
     EventListOutput,
     EventOutput,
     RunId,
@@ -41,7 +42,10 @@ class ListEventsInput(BaseModel):
 
 class EventInPath(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    event_id: str = Field(description="The id of the event, as a listing shows it")
+    event_id: str = Field(
+        description="The event's own id, as list_playbook_events and get_run_history show it; not the CloudEvents "
+        "id publish_event answers"
+    )
 
 
 async def list_playbook_events(context: OperationContext, data: ListEventsInput) -> dict[str, Any]:
@@ -80,6 +84,7 @@ EVENT_OPERATIONS = (
         hints=Hints(read_only=True, destructive=False, idempotent=True, open_world=False),
         tag="events",
         reasons=frozenset({"invalid_input"}),
+        links={"get_event": READ_ONE_EVENT},
     ),
     Operation(
         name="get_event",
@@ -87,7 +92,9 @@ EVENT_OPERATIONS = (
         description=(
             "Reads one event of the playbook in full by its id, as a listing shows it: every field of its data, "
             "such as a tool's whole result or a run's whole input. Use it to open a value a listing shows only "
-            "as its size. list_playbook_events finds the id of an event."
+            "as its size. list_playbook_events finds the id of an event. The id is the event's own, not the "
+            "CloudEvents id publish_event answers: a published event is listed as an event_published event with "
+            "an id of its own, and the CloudEvents id as data.event_id."
         ),
         scope="playbook",
         permissions=PLAYBOOK_READ,

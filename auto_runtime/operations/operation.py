@@ -34,6 +34,17 @@ class Hints:
 
 
 @dataclass(frozen=True)
+class ResponseLink:
+    """An OpenAPI link from an operation's success answer to another operation, so that a generated client follows
+    the right value (OpenAPI 3.1 Link Object). `operation` is the target's name; `parameters` maps each of its
+    parameters to a runtime expression, such as `$request.path.org` or `$response.body#/events/0/id`."""
+
+    operation: str
+    parameters: Mapping[str, str]
+    description: str
+
+
+@dataclass(frozen=True)
 class OperationContext:
     """What a handler sees: the caller, the org and playbook it acts in, and the runtime's services."""
 
@@ -104,6 +115,8 @@ class Operation:
     takes. The transport refuses a body without `Content-Length` (`411`), one longer than `max_body` (`413`,
     before reading it) and another media type (`415`); the handler reads `OperationContext.body`."""
     max_body: int = 0
+    links: Mapping[str, ResponseLink] = field(default_factory=dict)
+    """OpenAPI links of the success answer, by name: where a value of the answer leads (`ResponseLink`)."""
 
     @property
     def path(self) -> str:

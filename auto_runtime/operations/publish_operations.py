@@ -75,7 +75,11 @@ class PublishEventInput(BaseModel):
 
 
 class PublishedEventOutput(BaseModel):
-    id: str = Field(description="The event's id, as given or as the runtime made it")
+    id: str = Field(
+        description="The CloudEvents id of the event, as given or as the runtime made it. It is not the id get_event "
+        "takes: list_playbook_events shows the event as an event_published event with an id of its own, and this "
+        "id as its data.event_id."
+    )
     time: str = Field(description="When it happened, in ISO 8601 UTC with milliseconds")
     recorded_at: str = Field(description="When the playbook recorded it, in ISO 8601 UTC with milliseconds")
 
@@ -90,9 +94,9 @@ PUBLISH_OPERATIONS = (
         title="Publish an event",
         description=(
             "Records a CloudEvents 1.0 event in the playbook, such as a month closed in a ledger or a deal won in "
-            "a CRM, and answers its id, time and recorded_at. source and type are required; any other attribute "
-            "is an extension (at most 32, named by 1 to 20 lowercase letters and digits, with a string, a boolean "
-            "or an integer). A playbook keeps one "
+            "a CRM, and answers its CloudEvents id, time and recorded_at. source and type are required; any other "
+            "attribute is an extension (at most 32, named by 1 to 20 lowercase letters and digits, with a string, a "
+            "boolean or an integer). A playbook keeps one "
             "event per source and id, so a request can be retried with the same id: the same event again records "
             "nothing, a different one under that id is a conflict. The event starts the workflows whose event "
             "trigger matches it."

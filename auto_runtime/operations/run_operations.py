@@ -16,7 +16,7 @@ from auto_runtime.operations.definition_operations import (
     DefinitionTypeField,
 )
 from auto_runtime.operations.fields import ID_PATTERN, OrLeftOut
-from auto_runtime.operations.operation import Hints, Operation, OperationContext
+from auto_runtime.operations.operation import Hints, Operation, OperationContext, ResponseLink
 from auto_runtime.operations.services import services_of
 from auto_runtime.playbooks.run_ids import RUN_ID_PATTERN, canonical_run_id
 
@@ -48,8 +48,25 @@ class RunListOutput(BaseModel):
     next_cursor: str | None
 
 
+EVENT_RECORD_ID = (
+    "The event's own id in the playbook, the one get_event takes. For an event_published event it is not the "
+    "published CloudEvent's id (publish_event's answer), which data.event_id shows."
+)
+"""What an event's `id` is: the record's, never the id of a CloudEvent it records."""
+READ_ONE_EVENT = ResponseLink(
+    operation="get_event",
+    parameters={
+        "org": "$request.path.org",
+        "playbook": "$request.path.playbook",
+        "event_id": "$response.body#/events/0/id",
+    },
+    description="Reads the first event of the page in full: any event's id goes in the path as it is.",
+)
+"""The link from a page of events to `get_event`: an event's `id`, the record's (seeds, "Reading one event")."""
+
+
 class EventOutput(BaseModel):
-    id: str
+    id: str = Field(description=EVENT_RECORD_ID)
     type: str
     summary: str
     data: Any
@@ -285,5 +302,6 @@ RUN_OPERATIONS = (
         tag="runs",
         reasons=frozenset({"not_found", "invalid_input"}),
         has_tool=False,
+        links={"get_event": READ_ONE_EVENT},
     ),
 )
