@@ -33,12 +33,15 @@ def _parser() -> argparse.ArgumentParser:
         "no .env, and a configuration file only when CONFIG_FILE names it; the container image runs with it",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser(
+    serve = commands.add_parser(
         "serve",
         help="start the server",
         description="Start the server on HOST:PORT (127.0.0.1:5555 unless set), reading .env and "
-        "auto-runtime.yaml from the current folder. Stops cleanly on SIGINT or SIGTERM.",
+        "auto-runtime.yaml from the current folder. Once it listens it prints a short banner to standard error "
+        "(its URLs, its ledger, local mode or not, its version), and one line when it has stopped, whatever "
+        "LOG_LEVEL says. Stops cleanly on SIGINT or SIGTERM.",
     )
+    serve.add_argument("--quiet", action="store_true", help="print neither the banner nor the stop line")
     commands.add_parser(
         "check-config",
         help="read and check the settings, then exit",
@@ -86,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check_config(os.environ, Path.cwd(), sys.stdout, sys.stderr, mode)
     from auto_runtime.server import run_server
 
-    exit_without_finalizing(run_server(os.environ, Path.cwd(), mode))
+    exit_without_finalizing(run_server(os.environ, Path.cwd(), mode, quiet=arguments.quiet))
 
 
 def exit_without_finalizing(code: int) -> NoReturn:

@@ -46,7 +46,7 @@ import signal
 import socket
 import sys
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -118,6 +118,7 @@ from auto_runtime.recall_host.keeper import ViewKeeper
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.settings.variables import Mode
+from auto_runtime.start_banner import Announcer
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
 from auto_runtime.telemetry import install_tracing
 from auto_runtime.telemetry.asgi import RequestTelemetry
@@ -524,14 +525,20 @@ def freeze_startup_heap() -> None:
     gc.freeze()
 
 
-async def _wait_for_signal() -> None:
+async def _wait_for_signal(ready: Callable[[], None]) -> None:
+    """Return at the first SIGINT or SIGTERM; `ready` is called once both are caught, so that whatever it tells
+    the person (the banner) holds: a signal from then on stops the server cleanly."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        ready()
         async for received in signals:
             log.info("received %s; stopping", signal.Signals(received).name)
             return
 
 
-async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | None = None) -> None:
+async def serve_runtime(
+    loaded: LoadedSettings, environ: Mapping[str, str] | None = None, announcer: Announcer | None = None
+) -> None:
+    """Serve until SIGINT or SIGTERM; `announcer` prints the banner once the supervision tree has started."""
     settings = loaded.settings
     for line in partly_configured(settings):
         log.info(line)
@@ -548,7 +555,7 @@ async def serve_runtime(loaded: LoadedSettings, environ: Mapping[str, str] | Non
         )
         await ledger.start()
         try:
-            await _serve_on(ledger, loaded, environ, guides, catalog)
+            await _serve_on(ledger, loaded, environ, guides, catalog, announcer or Announcer(None))
         finally:
             await ledger.stop()  # the tree stopped it already, unless something failed before the tree ran
     log.info("stopped")
@@ -587,6 +594,7 @@ async def _serve_on(
     environ: Mapping[str, str] | None,
     guides: Mapping[str, Guide],
     catalog: Catalog,
+    announcer: Announcer,
 ) -> None:
     settings = loaded.settings
     async with open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox:
@@ -616,7 +624,7 @@ async def _serve_on(
                 freeze_startup_heap()
                 tree = root.tree()
                 log.info("supervision tree: %s", describe_tree(tree), extra={"tree": tree})
-                await _wait_for_signal()
+                await _wait_for_signal(partial(announcer.started, settings))
                 services.workflows.stopping = True
                 await root.stop()
         finally:
@@ -624,8 +632,10 @@ async def _serve_on(
             await models.aclose()
 
 
-def run_server(environ: Mapping[str, str], cwd: Path, mode: Mode = "command_line") -> int:
-    """Serve until SIGINT or SIGTERM; ``mode`` picks the command line's defaults or the image's."""
+def run_server(environ: Mapping[str, str], cwd: Path, mode: Mode = "command_line", *, quiet: bool = False) -> int:
+    """Serve until SIGINT or SIGTERM; ``mode`` picks the command line's defaults or the image's. The banner and the
+    stop line go to standard error whatever the log level, unless ``quiet`` (`start_banner`)."""
+    announcer = Announcer(None if quiet else sys.stderr)
     try:
         loaded = load_settings(environ, cwd, mode)
     except SettingsError as error:
@@ -637,7 +647,7 @@ def run_server(environ: Mapping[str, str], cwd: Path, mode: Mode = "command_line
     settings = loaded.settings
     tracing = install_tracing(settings.otel_exporter_otlp_endpoint, settings.telemetry_content, __version__, environ)
     try:
-        trio.run(serve_runtime, loaded, environ)
+        trio.run(serve_runtime, loaded, environ, announcer)
     except (SecretsKeyError, LedgerStartError, SettingsError) as error:
         print(str(error), file=sys.stderr)
         return 1
@@ -649,6 +659,7 @@ def run_server(environ: Mapping[str, str], cwd: Path, mode: Mode = "command_line
     finally:
         tracing.shutdown()
         gc.collect()
+    announcer.stopped()
     return 0
 
 
