@@ -8,10 +8,10 @@ for one of the runtime's own facts, nor claim a cause, a caller or a depth it do
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Final
 
 from auto_runtime.events.cloudevent_syntax import (
@@ -24,6 +24,8 @@ from auto_runtime.events.cloudevent_syntax import (
 from auto_runtime.events.cloudevent_time import EventTime, EventTimeError, parse_event_time
 from auto_runtime.json_limits import depth_of, json_size
 from auto_runtime.problems import InputIssue, invalid_input
+from auto_runtime.schema_issues import MAX_ISSUES
+from auto_runtime.text_rule import lone_surrogate_paths, not_unicode_issue
 
 SPEC_VERSION: Final = "1.0"
 MAX_EVENT_BYTES: Final = 240 * 1024
@@ -269,8 +271,9 @@ class _Reader:
             return
         if depth_of(self.event["data"]) > MAX_DATA_DEPTH:
             self.issues.append(_issue("data", f"expected at most {MAX_DATA_DEPTH} levels of nesting"))
-        elif _has_lone_surrogate(self.event["data"]):
-            self.issues.append(_issue("data", "expected text without a lone surrogate, which UTF-8 cannot hold"))
+            return
+        for path in islice(lone_surrogate_paths(self.event["data"]), MAX_ISSUES):
+            self.issues.append(not_unicode_issue(["event", "data", *path]))
 
     def extensions(self) -> dict[str, ExtensionValue]:
         found: dict[str, ExtensionValue] = {}
@@ -310,14 +313,6 @@ class _Reader:
                 )
             )
         return found
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _has_lone_surrogate(value: Any) -> bool:
-    """Whether any key or string of a JSON value (nested at most `MAX_DATA_DEPTH` deep) holds a lone surrogate."""
-    return _SURROGATE.search(json.dumps(value, ensure_ascii=False)) is not None
 
 
 def read_event(event: Mapping[str, Any]) -> CloudEvent:

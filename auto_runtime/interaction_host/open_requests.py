@@ -10,6 +10,9 @@ point 16), with nothing else to change: the listing, its filters and its pages r
 
 The table is kept in the append's own transaction (`ledger.projections`), so it is as durable as the facts, and
 a projection of a new version is rebuilt from the history when the ledger opens. The functions here are pure.
+
+The message is a `json` column (JSON text): rendered from the run's input, it keeps whatever text that data held,
+U+0000 included, which a `text` column of PostgreSQL refuses (`auto_runtime.text_rule`).
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ def open_requests_projection(sources: Sequence[RequestSource] = (INTERACTION_SOU
 
     return Projection(
         name=OPEN_REQUESTS_TABLE,
-        version=3,
+        version=4,
         table=TableSpec(
             name=OPEN_REQUESTS_TABLE,
             columns={
@@ -100,7 +103,7 @@ def open_requests_projection(sources: Sequence[RequestSource] = (INTERACTION_SOU
                 "version": "integer",
                 "to_party": "text",
                 "delivery": "json",
-                "message": "text",
+                "message": "json",
                 "takes_answer": "integer",
                 "answer_schema": "json",
                 "requested_at": "text",
@@ -133,7 +136,7 @@ def listed(row: Mapping[str, Any]) -> dict[str, Any]:
         "version": row["version"],
         "to": row["to_party"],
         "delivery": decoded["delivery"],
-        "message": row["message"],
+        "message": decoded["message"],
         "takes_answer": bool(row["takes_answer"]),
         "answer_schema": decoded["answer_schema"],
         "requested_at": row["requested_at"],

@@ -11,8 +11,9 @@ both paths agree. An operation whose model takes more than its schema (`SCHEMA_F
 checked path.
 
 Two rules hold for every operation, over HTTP and MCP alike, besides its schema:
-- A text field (a place the schema types as a string) holds valid Unicode: JSON can write a lone surrogate
-  (`"\\ud800"`), UTF-8 cannot, so a source, a name or a reason holding one could not be stored or sent on.
+- The text rule (`auto_runtime.text_rule`): no text anywhere in the input holds a lone surrogate, JSON data
+  included, and a text field (a place the schema types as a string) holds no U+0000 either. A text field's
+  issue is worded with its description, as a schema issue; a lone surrogate in data by its path.
 - No number is too large for a double (`1e400`, or an integer longer than the interpreter converts, which the
   body readers read as an infinity): JSON has no such number, so it could not be measured, recorded or handed
   on. The words are the computation page's, at the number's pointer; any other issue there is left out.
@@ -36,37 +37,27 @@ from auto_runtime.json_limits import non_finite_pointer
 from auto_runtime.operations.operation import Operation
 from auto_runtime.operations.schemas import input_schema_of
 from auto_runtime.problems import InputIssue, invalid_input
-from auto_runtime.schema_issues import issues_from_errors, pointer_of
+from auto_runtime.schema_issues import MAX_ISSUES, issues_from_errors, pointer_of
+from auto_runtime.text_rule import lone_surrogate_paths, not_unicode_issue, text_field_fault
 
 ROOT_NAME = "The request"
-NOT_UNICODE = "text that is valid Unicode, without a lone surrogate"
 TOO_LARGE_FOR_A_DOUBLE = "The input holds a number too large for a double."
 SCHEMA_FIRST = frozenset({"publish_event"})
 """Operations whose model takes more than their schema: `publish_event`'s event is any object to its model,
 and its hand-written schema (`publish_operations.CLOUD_EVENT_SCHEMA`) checks the attributes' types."""
 
 
-def is_unicode(text: str) -> bool:
-    """Whether `text` can be written in UTF-8: JSON's decoder joins every proper surrogate pair, so a
-    surrogate left in a decoded string is a lone one."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _type_and_unicode(
     validator: Validator, types: Any, instance: Any, schema: Mapping[str, Any]
 ) -> Iterator[ValidationError]:
-    """The `type` keyword, and a text the schema types as a string holds valid Unicode. The issue's own
+    """The `type` keyword, and a text the schema types as a string keeps the text rule. The issue's own
     `validator` name makes `schema_issues.rule_of` word it as `expected <message>`. The message of a wrong type
     leaves the value out: it is never shown, and the `repr` of a value nested past the recursion limit raises."""
     declared = types if isinstance(types, list) else [types]
     if not any(validator.is_type(instance, name) for name in declared):
         yield ValidationError(f"is not of type {', '.join(repr(name) for name in declared)}")
-    elif "string" in declared and isinstance(instance, str) and not is_unicode(instance):
-        yield ValidationError(NOT_UNICODE, validator="unicode")
+    elif "string" in declared and isinstance(instance, str) and (fault := text_field_fault(instance)) is not None:
+        yield ValidationError(fault, validator="text")
 
 
 def _enum(validator: Validator, enums: Any, instance: Any, schema: Mapping[str, Any]) -> Iterator[ValidationError]:
@@ -103,6 +94,13 @@ def input_issues(operation: Operation, raw: Mapping[str, Any]) -> list[InputIssu
     """Every issue of the raw input against the operation's schema and the two rules above."""
     validator = _input_validator(operation.name, operation.input_model)
     issues = issues_from_errors(list(validator.iter_errors(dict(raw))), "", ROOT_NAME)
+    pointed = {issue.pointer for issue in issues}
+    for path in lone_surrogate_paths(dict(raw)):
+        if len(issues) >= MAX_ISSUES:
+            break
+        issue = not_unicode_issue(path, "", ROOT_NAME)
+        if issue.pointer not in pointed:
+            issues.append(issue)
     not_finite = non_finite_pointer(dict(raw))
     if not_finite is not None:
         issues = [issue for issue in issues if issue.pointer != not_finite]
@@ -111,14 +109,17 @@ def input_issues(operation: Operation, raw: Mapping[str, Any]) -> list[InputIssu
 
 
 def keeps_both_rules(raw: Mapping[str, Any]) -> bool:
-    """Whether every text of `raw` (keys included) is valid Unicode and every number finite: `json.dumps` refuses
-    a non-finite number, the UTF-8 codec a lone surrogate. False too for input nested past the encoder's
-    recursion, which the checked path reads iteratively."""
+    """Whether every text of `raw` (keys included) is valid Unicode without U+0000 and every number finite:
+    `json.dumps` refuses a non-finite number, the UTF-8 codec a lone surrogate, and it writes U+0000 as the
+    escape `\\u0000` (text holding that escape itself takes the checked path too, which decodes it alike). False
+    too for input nested past the encoder's recursion, which the checked path reads iteratively. U+0000 in JSON
+    data is kept; the checked path tells a text field's from data's."""
     try:
-        json.dumps(raw, ensure_ascii=False, allow_nan=False, check_circular=False).encode("utf-8")
+        text = json.dumps(raw, ensure_ascii=False, allow_nan=False, check_circular=False)
+        text.encode("utf-8")
     except (ValueError, RecursionError):
         return False
-    return True
+    return "\\u0000" not in text
 
 
 def decode_input(operation: Operation, raw: Mapping[str, Any]) -> BaseModel:

@@ -65,6 +65,7 @@ def test_an_inbox_question_is_listed_with_every_field() -> None:
     stored = {**row, "org": "acme", "playbook": "desk", "run_id": "r-1"}
     stored["delivery"] = None
     stored["answer_schema"] = '{"type":"object"}'
+    stored["message"] = '"May it go out?"'
     assert listed(stored) == {
         "run_id": "r-1",
         "type": "interaction",

@@ -242,10 +242,15 @@ def test_a_surrogate_pair_is_ordinary_text(client: httpx.Client) -> None:
     assert response.json()["name"] == "A \U0001f600"
 
 
-def test_a_lone_surrogate_in_a_run_input_keeps_the_computation_words(client: httpx.Client, playbook_url: str) -> None:
+def test_a_lone_surrogate_in_a_run_input_is_refused_in_the_words_of_every_text(
+    client: httpx.Client, playbook_url: str
+) -> None:
     text = '{"input": {"a": "\\ud800"}}'
     body = problem(post_text(client, f"{playbook_url}/definitions/computation/echo/run", text), 422, "invalid_input")
-    assert only_issue(body) == {"detail": "The input holds text that is not valid Unicode.", "pointer": "/input/a"}
+    assert only_issue(body) == {
+        "detail": "input, then a: expected text that is valid Unicode, without a lone surrogate.",
+        "pointer": "/input/a",
+    }
 
 
 # Raw HTTP: framing and WebSocket --------------------------------------------------------------------------------

@@ -208,6 +208,21 @@ def test_the_strict_path_leaves_the_two_rules_to_the_checked_path() -> None:
     assert not keeps_both_rules({"a": {"b": "\ud800"}})
     assert not keeps_both_rules({"\udc00": 1})
     assert not keeps_both_rules({"a": _deep_list(DEEP)})
+    assert not keeps_both_rules({"a": "no\x00nul"})
+    assert not keeps_both_rules({"\x00": 1})
+
+
+def test_nul_is_refused_in_a_text_field_and_kept_in_data() -> None:
+    """The checked path tells a text field (refused at its pointer) from JSON data (kept)."""
+    create = catalog().named("create_playbook")
+    refused = _outcome(decode_input, create, {"playbook": "bench", "name": "Be\x00nch"})
+    assert refused[0] == "refused"
+    words = "name, The name of the playbook, 1 to 100 characters: expected text without the character U+0000."
+    assert refused[1]["errors"] == [{"detail": words, "pointer": "/name"}]
+    run = catalog().named("run_definition")
+    decoded = _outcome(decode_input, run, {"type": "computation", "name": "echo", "input": {"\x00": "a\x00"}})
+    assert decoded[0] == "decoded"
+    assert decoded[2]["input"] == {"\x00": "a\x00"}
 
 
 @pytest.mark.parametrize(("name", "field"), [("create_playbook", "name"), ("list_runs", "status")])

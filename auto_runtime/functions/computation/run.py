@@ -24,6 +24,7 @@ from auto_runtime.sandbox.outcomes import Broken, Returned
 from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.sandbox.workers import NoWorkerFree
 from auto_runtime.schema_issues import check_off_the_loop
+from auto_runtime.text_rule import is_unicode, not_unicode_issue
 
 OUTPUT_LIMIT = 1_048_320
 INPUT_LIMIT = 256 * 1024
@@ -51,22 +52,14 @@ def input_problem(value: object) -> Issue | None:
                 return Issue("The input nests deeper than 512 levels.", "/input")
             children = enumerate(item) if isinstance(item, list) else item.items()
             for key, child in reversed(list(children)):
-                if isinstance(key, str) and _lone_surrogate(key):
-                    return Issue("The input holds text that is not valid Unicode.", "/input" + pointer_of(path))
+                if isinstance(key, str) and not is_unicode(key):
+                    return not_unicode_issue(["input", *path, key])
                 stack.append((child, [*path, key], depth + 1))
         elif isinstance(item, float) and not math.isfinite(item):
             return Issue("The input holds a number too large for a double.", "/input" + pointer_of(path))
-        elif isinstance(item, str) and _lone_surrogate(item):
-            return Issue("The input holds text that is not valid Unicode.", "/input" + pointer_of(path))
+        elif isinstance(item, str) and not is_unicode(item):
+            return not_unicode_issue(["input", *path])
     return None
-
-
-def _lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def invalid_input(issues: list[Issue]) -> Rejection:

@@ -271,14 +271,17 @@ def test_data_nests_at_most_510_levels(local_server: ServerProcess) -> None:
 
 
 def test_data_holds_no_lone_surrogate(local_server: ServerProcess) -> None:
+    """A lone surrogate is refused at its place in the data, in the words of every text."""
     playbook = new_playbook(local_server)
-    for body in (
-        '{"event":{"source":"/s","type":"t","data":{"a":"\\ud800"}}}',
-        '{"event":{"source":"/s","type":"t","data":{"\\udc00":1}}}',
+    for body, pointer in (
+        ('{"event":{"source":"/s","type":"t","data":{"a":"\\ud800"}}}', "/event/data/a"),
+        ('{"event":{"source":"/s","type":"t","data":{"\\udc00":1}}}', "/event/data/\udc00"),
+        ('{"event":{"source":"/s","type":"t","data":"\\udfff"}}', "/event/data"),
     ):
         response = publish_raw(local_server, playbook, body)
         assert response.status_code == 422
-        assert pointers_of(response) == ["/event/data"]
+        assert pointers_of(response) == [pointer]
+        assert response.json()["detail"].endswith(": expected text that is valid Unicode, without a lone surrogate.")
 
 
 def test_the_whole_event_with_id_and_time_is_at_most_240_kib(local_server: ServerProcess) -> None:
