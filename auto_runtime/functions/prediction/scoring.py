@@ -42,7 +42,7 @@ from auto_runtime.functions.prediction.build_facts import (
 from auto_runtime.functions.prediction.candidates import tensor
 from auto_runtime.functions.prediction.document import PredictionDocument
 from auto_runtime.functions.prediction.model_pool import ModelJobFailed
-from auto_runtime.functions.prediction.model_work import ModelWork
+from auto_runtime.functions.prediction.model_work import ModelWork, job_owner
 from auto_runtime.functions.prediction.shadow import shadow_entry
 from auto_runtime.functions.prediction.versions import VERSION_ACTIVATED, VERSION_BUILT
 from auto_runtime.functions.prediction.walk import (
@@ -286,7 +286,7 @@ class Scoring(ModelWork):
                 raise Disqualified("timed_out")
             try:
                 reply = await self.pool.build_work(
-                    {"op": "run", "model": str(path), "fresh": start == 0, "inputs": inputs}, left
+                    {"op": "run", "model": str(path), "fresh": start == 0, "inputs": inputs}, left, job_owner(scope)
                 )
             except ModelJobFailed as failed:
                 raise Disqualified(failed.because if failed.because != "not_loadable" else "failed_to_run") from None

@@ -42,7 +42,7 @@ from auto_runtime.functions.prediction.candidates import tensor
 from auto_runtime.functions.prediction.dataset_csv import DatasetReading
 from auto_runtime.functions.prediction.document import PredictionDocument, parse_document
 from auto_runtime.functions.prediction.model_pool import ModelJobFailed
-from auto_runtime.functions.prediction.model_work import ModelWork
+from auto_runtime.functions.prediction.model_work import ModelWork, job_owner
 from auto_runtime.functions.prediction.periods import ordinal_of, period_text
 from auto_runtime.functions.prediction.versions import (
     ACTIVATION_REFUSED,
@@ -271,7 +271,8 @@ class Shadow(ModelWork):
             log.warning("shadow work: the model file %s is missing", candidate)
             return None
         try:
-            reply = await self.pool.build_work({"op": "run", "model": str(path), "inputs": inputs}, MODEL_SECONDS)
+            job = {"op": "run", "model": str(path), "inputs": inputs}
+            reply = await self.pool.build_work(job, MODEL_SECONDS, job_owner(scope))
         except ModelJobFailed as failed:
             log.warning("shadow work: the model %s could not run (%s)", candidate, failed.because)
             return None
