@@ -232,8 +232,8 @@ class ModelPool:
     async def _acquire(self, owner: JobOwner, build: bool, wait: float | None) -> None:
         """Hold a slot for `owner`'s job: at once when one is free (no waiter may take it then: every release
         hands slots to the waiters first), else after waiting in the fair queue; `wait` seconds at most (None:
-        as long as it takes, 0: not at all), then `ModelProcessBusy`. A waiter cancelled or out of time after
-        its slot was handed over gives it back to the next."""
+        as long as it takes, 0: not at all), then `ModelProcessBusy`. A waiter handed a slot as its wait ended
+        takes it; one cancelled after its slot was handed over gives it back to the next."""
         if self._may_take(build):
             self._hold(build)
             self._queue.served(owner)
