@@ -213,12 +213,17 @@ class ProcessChild:
         await self._ready.wait()
 
     async def exchange(self, line: bytes, *, timeout: float) -> bytes:
-        """Write one line and read one line back; kills the process when it takes longer than `timeout`."""
+        """Write one line and read one line back; kills the process when it takes longer than `timeout`. A
+        process that died before it took the line is `ProcessNotRunningError`, as one that died before it
+        answered."""
         async with self._exchange_lock:
             process, reader = self._require()
             assert process.stdin is not None
             with trio.move_on_after(timeout) as deadline:
-                await process.stdin.send_all(line + b"\n")
+                try:
+                    await process.stdin.send_all(line + b"\n")
+                except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
+                    raise ProcessNotRunningError(f"process {self.name!r} ended before it took the line") from error
                 return await reader.read_line()
             if deadline.cancelled_caught:
                 log.warning("process %s: no reply within %gs; killing it", self.name, timeout)

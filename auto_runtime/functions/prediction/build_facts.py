@@ -33,6 +33,9 @@ DEADLINE_KEY: Final = DUE_PREFIX + "deadline"
 """Armed by `build_asked` at the build's start + the trainer's `expires` + 20 minutes (§14): a build still
 queued or scoring then ends `not_built`, `timed_out`."""
 DEADLINE_GRACE_MS: Final = 20 * 60 * 1000
+CANCEL_KEY: Final = DUE_PREFIX + "cancel"
+"""Armed, due at once, by the `run_cancel_requested` of a `cancel_run` (`Builds.cancel`): the lease holder then
+ends the build `cancelled` (`build_ended`, then the run's end), whatever it was doing."""
 ANSWER_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
     "required": ["candidates"],
@@ -78,6 +81,8 @@ class BuildState:
     ended: dict[str, Any] | None = None
     run_ended: bool = False
     cancel_requested: bool = False
+    cancel: Record | None = None
+    """The build's `run_cancel_requested`, once recorded."""
     stream_version: int = 0
 
     @property
@@ -132,6 +137,7 @@ def fold_build(run_id: str, history: Sequence[Record]) -> BuildState | None:
             state.ended = dict(data)
         elif record.type == RUN_CANCEL_REQUESTED:
             state.cancel_requested = True
+            state.cancel = record
         elif record.type in RUN_ENDINGS:
             state.run_ended = True
     return state

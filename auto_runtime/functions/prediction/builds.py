@@ -40,13 +40,13 @@ from auto_runtime.functions.prediction.build_facts import (
     BASELINE_SCORED,
     BUILD_ASKED,
     BUILD_ENDED,
+    CANCEL_KEY,
     DATASET_ASSEMBLED,
     DEADLINE_GRACE_MS,
     DEADLINE_KEY,
     EXPIRE_KEY,
     SCORE_KEY,
     BuildState,
-    candidate_key,
     fold_build,
 )
 from auto_runtime.functions.prediction.datasets import Datasets
@@ -65,20 +65,20 @@ from auto_runtime.functions.prediction.walk import (
 from auto_runtime.functions.reasoning.front_matter import read_front_matter
 from auto_runtime.functions.workflow.durations import duration_ms
 from auto_runtime.json_limits import canonical_digest
-from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict
+from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
+from auto_runtime.playbooks.cancel_requests import record_cancel_request
 from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion, definitions_stream
-from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_REJECTED, run_stream
+from auto_runtime.playbooks.run_facts import RUN_REJECTED, run_stream
 from auto_runtime.playbooks.run_ids import is_run_id
-from auto_runtime.playbooks.run_view import RunState
+from auto_runtime.playbooks.run_view import RunState, fold_run
 from auto_runtime.problems import Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.tools import ToolServers
 
 BUILD_INPUT_DIGEST: Final = canonical_digest({"build": {}})
 DAY_US: Final = 24 * 3600 * 1_000_000
 KEPT_CONTRACTS: Final = 4096
-CANCEL_TRIES: Final = 8
 _TEMPLATES: Final = Environment(undefined=StrictUndefined)
 
 
@@ -173,9 +173,9 @@ class Builds:
         self._contracts: dict[tuple[str, str, int], dict[str, Any]] = {}
 
     def wake_with(self, wake: Callable[[], None]) -> None:
-        """The timer loop's wake, called once a build arms its first delivery attempt (due at once), so the
-        attempt does not wait for the next sweep. Set once, when the server is composed: the loop is made after
-        the function types, which hold this object."""
+        """The timer loop's wake, called once a build arms its first delivery attempt or its cancellation (both
+        due at once), so neither waits for the next sweep. Set once, when the server is composed: the loop is
+        made after the function types, which hold this object."""
         self._wake = wake
 
     async def state(self, scope: PlaybookScope, run_id: str) -> BuildState | None:
@@ -431,28 +431,21 @@ class Builds:
         await self.ledger.append([StreamWrite(run_stream(scope, run_id), 0, records)])
 
     async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
-        """Ends a build at once, whether it waits for its trainer, is queued or is being scored: `rejected`,
-        `cancelled`, with the kind asked; its staged candidates are discarded. Its scoring, if any, sees the
-        cancel and ends its model process (`scoring`). A stream that moved meanwhile (a delivery attempt, an
-        upload) is read again."""
-        for _ in range(CANCEL_TRIES):
-            build = await self.state(scope, state.run_id)
-            if build is None or build.cancel_requested or build.run_ended:
-                return
-            metadata = {**state.started_metadata, "by": caller_id}
-            ending = Rejection("cancelled", reason or "The build was cancelled.", kind="requested")
-            records = [
-                NewRecord(RUN_CANCEL_REQUESTED, {"reason": reason} if reason else {}, metadata),
-                NewRecord(BUILD_ENDED, {"outcome": "cancelled", "because": "requested"}, metadata),
-                NewRecord(RUN_REJECTED, ending.as_record(), metadata),
-            ]
-            try:
-                await self.ledger.append([StreamWrite(run_stream(scope, state.run_id), build.stream_version, records)])
-            except VersionConflict:
-                continue
-            await self.ledger.content.discard(candidate_key(scope, state.run_id))
-            return
-        raise unavailable("The build kept moving while the cancellation was recorded; send it again.", retry_after=1)
+        """Records the request to cancel a build, whether it waits for its trainer, is queued or is being scored:
+        `run_cancel_requested` and, in the same append, the due entry `prediction-build/cancel` (due at once) by
+        which the lease holder ends it (`Scoring.fire`: `build_ended`, `cancelled`, then `rejected`,
+        `cancelled`, with the kind asked), then wakes the timer loop. The run is answered as it stands, still
+        `started`. A build being scored sees the request and ends its model process; a second request records
+        nothing."""
+
+        async def read_run(at: PlaybookScope, run_id: str) -> RunState | None:
+            return fold_run(run_id, await self.ledger.read_stream(run_stream(at, run_id)))
+
+        def entry_of(record: NewRecord) -> DueEntry:
+            return DueEntry(scope, state.run_id, CANCEL_KEY, self.clock(), {"run_id": state.run_id})
+
+        if await record_cancel_request(self.ledger, read_run, scope, state, reason, caller_id, entry_of):
+            self._wake()
 
     async def waiting(self, scope: PlaybookScope, run_id: str) -> BuildState:
         """The build waiting for its answer, as the three build routes need it (§8.6): `not_found` for a run the

@@ -34,6 +34,7 @@ from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.document import PredictionDocument
 from auto_runtime.functions.prediction.model_file import NotLoadable, opset_problem, read_model_file, signature_problem
 from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPool, ModelProcessBusy
+from auto_runtime.functions.prediction.model_work import job_owner
 from auto_runtime.ledger import NewRecord, PlaybookScope, StreamWrite, VersionConflict
 from auto_runtime.ledger.content import SpooledContent, open_spool
 from auto_runtime.playbooks.run_facts import run_stream
@@ -150,7 +151,7 @@ class Candidates:
         inputs = first_rows(rows, document)
         try:
             reply = await self.pool.check(
-                {"op": "run", "model": str(path), "fresh": True, "inputs": inputs}, CHECK_SECONDS
+                {"op": "run", "model": str(path), "fresh": True, "inputs": inputs}, CHECK_SECONDS, job_owner(scope)
             )
         except ModelProcessBusy:
             raise unavailable(

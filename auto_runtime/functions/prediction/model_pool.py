@@ -5,13 +5,23 @@ Shares and waits (§13):
 - Every job holds one slot of `processes` for its whole run, so no more processes run than the setting.
 - Build work (checks, scoring, shadow work) also holds one of `builds_at_once` slots, so at least
   `processes − builds_at_once` slots stay free for questions.
-- A question waits for a slot in arrival order (Trio's semaphores wake FIFO) up to `QUESTION_WAIT` seconds, then
-  is `ModelProcessBusy`. A check never waits (`ModelProcessBusy` at once). Scoring and shadow work queue.
+- A job that finds no slot it may take waits in the pool's `FairQueue` (the sandbox's, `sandbox.fair_queue`),
+  under the `JobOwner` (org, playbook) it is for: a slot that frees goes to the waiter of the org served least
+  recently, then of its playbook served least recently, first come first served within a playbook; build work
+  waits while build work holds its share, and the questions behind it may go first. So one org's slow questions
+  delay another org's by at most the time until one of the busy processes frees. A slot is handed to its waiter
+  as it frees, never left for arrivals to race for.
+- A question waits up to `QUESTION_WAIT` seconds for its slot, then is `ModelProcessBusy`; its model then has
+  its own time (`timed_out` past it), the wait not counted. A check never waits (`ModelProcessBusy` at once).
+  Scoring and shadow work wait as long as it takes.
 
 Processes: a job takes an idle process, or starts one when none is idle; one idle for `IDLE_SECONDS` ends. A
 process that dies during a job, runs past the job's time, or answers `out_of_memory` is ended (its child is
 temporary, so its supervisor never restarts it and a model that fails repeatedly cannot exhaust the tree's
 restart intensity); the pool then starts a replacement at once, so the pool is whole again before the next job.
+
+Concurrency: the slots, the queue and the processes belong to the Trio thread; no lock guards the slots (each
+change of them runs without a checkpoint).
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -28,6 +39,7 @@ from typing import Any, Final
 
 import trio
 
+from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, FairQueue, JobOwner
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor
 from auto_runtime.supervision.process_child import ProcessChild, ProcessChildError, ProcessTimeoutError
 
@@ -41,6 +53,15 @@ READY: Final = b"ready"
 
 class ModelProcessBusy(Exception):
     """No model process was free within the job's wait (a question's 10 s; a check does not wait)."""
+
+
+@dataclass(eq=False)
+class _Waiter:
+    """A job waiting for a slot: `granted` once one (and, for build work, a build slot) is held for it."""
+
+    build: bool
+    event: trio.Event = field(default_factory=trio.Event)
+    granted: bool = False
 
 
 class ModelJobFailed(Exception):
@@ -70,8 +91,11 @@ class ModelPool:
         self.builds_at_once = builds_at_once
         self.memory_mib = memory_mib
         self.supervisor = Supervisor("model-processes", [ChildSpec("model-process-keeper", self._keep)])
-        self._slots = trio.Semaphore(processes)
-        self._build_slots = trio.Semaphore(builds_at_once)
+        self._free = processes
+        """Slots no job holds."""
+        self._builds_holding = 0
+        """Slots build work holds (at most `builds_at_once`)."""
+        self._queue: FairQueue[_Waiter] = FairQueue()
         self._live: list[_Process] = []
         self._numbers = itertools.count(1)
         self._starting = trio.Lock()
@@ -92,6 +116,16 @@ class ModelPool:
     @property
     def live(self) -> int:
         return len(self._live)
+
+    @property
+    def held(self) -> int:
+        """Slots jobs hold (for logs and tests)."""
+        return self.processes - self._free
+
+    @property
+    def waiting(self) -> int:
+        """Jobs waiting for a slot (for logs and tests)."""
+        return len(self._queue)
 
     async def _start_process(self) -> _Process:
         name = f"model-process-{next(self._numbers)}"
@@ -116,7 +150,8 @@ class ModelPool:
                 if not process.busy:
                     process.busy = True
                     return process
-            process = await self._start_process()
+            with trio.CancelScope(shield=True):  # a job cancelled meanwhile leaves a process the pool counts
+                process = await self._start_process()
             process.busy = True
             return process
 
@@ -172,45 +207,79 @@ class ModelPool:
                 with trio.CancelScope(shield=True):
                     await self._end(process, replace=True)
 
-    async def question(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """A question's job: waits for a slot up to `QUESTION_WAIT` seconds, in arrival order."""
-        with trio.move_on_after(QUESTION_WAIT):
-            async with self._slots:
-                return await self._run(request, timeout)
-        raise ModelProcessBusy
+    def _may_take(self, build: bool) -> bool:
+        return self._free > 0 and (not build or self._builds_holding < self.builds_at_once)
+
+    def _hold(self, build: bool) -> None:
+        self._free -= 1
+        if build:
+            self._builds_holding += 1
+
+    def _release(self, build: bool) -> None:
+        """A slot frees: it goes to the next waiter in the fair order that may take it, and so on while slots
+        are free (a build slot freeing may let a build waiter behind free slots go)."""
+        self._free += 1
+        if build:
+            self._builds_holding -= 1
+        while self._free > 0:
+            waiter = self._queue.pop_next(lambda waiting: self._may_take(waiting.build))
+            if waiter is None:
+                return
+            self._hold(waiter.build)
+            waiter.granted = True
+            waiter.event.set()
+
+    async def _acquire(self, owner: JobOwner, build: bool, wait: float | None) -> None:
+        """Hold a slot for `owner`'s job: at once when one is free (no waiter may take it then: every release
+        hands slots to the waiters first), else after waiting in the fair queue; `wait` seconds at most (None:
+        as long as it takes, 0: not at all), then `ModelProcessBusy`. A waiter handed a slot as its wait ended
+        takes it; one cancelled after its slot was handed over gives it back to the next."""
+        if self._may_take(build):
+            self._hold(build)
+            self._queue.served(owner)
+            return
+        if wait == 0:
+            raise ModelProcessBusy
+        waiter = _Waiter(build)
+        self._queue.add(waiter, owner)
+        try:
+            with trio.move_on_after(math.inf if wait is None else wait):
+                await waiter.event.wait()
+        except BaseException:
+            self._take_back(waiter)
+            raise
+        if not waiter.granted:
+            self._queue.remove(waiter)
+            raise ModelProcessBusy
+
+    def _take_back(self, waiter: _Waiter) -> None:
+        if waiter.granted:
+            self._release(waiter.build)
+        else:
+            self._queue.remove(waiter)
 
     @asynccontextmanager
-    async def _build_share(self, wait: bool) -> AsyncIterator[None]:
-        if wait:
-            await self._build_slots.acquire()
-        else:
-            try:
-                self._build_slots.acquire_nowait()
-            except trio.WouldBlock:
-                raise ModelProcessBusy from None
+    async def _slot(self, owner: JobOwner, build: bool, wait: float | None) -> AsyncIterator[None]:
+        await self._acquire(owner, build, wait)
         try:
-            if wait:
-                await self._slots.acquire()
-            else:
-                try:
-                    self._slots.acquire_nowait()
-                except trio.WouldBlock:
-                    raise ModelProcessBusy from None
-            try:
-                yield
-            finally:
-                self._slots.release()
+            yield
         finally:
-            self._build_slots.release()
+            self._release(build)
 
-    async def check(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """A candidate check's job: never waits for a process (`ModelProcessBusy`)."""
-        async with self._build_share(wait=False):
+    async def question(self, request: dict[str, Any], timeout: float, owner: JobOwner) -> dict[str, Any]:
+        """A question's job: waits its turn for a slot up to `QUESTION_WAIT` seconds (`ModelProcessBusy`), then
+        its model has `timeout` seconds (`ModelJobFailed`, `timed_out`)."""
+        async with self._slot(owner, build=False, wait=QUESTION_WAIT):
             return await self._run(request, timeout)
 
-    async def build_work(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Scoring or shadow work: queues for a build slot and a process."""
-        async with self._build_share(wait=True):
+    async def check(self, request: dict[str, Any], timeout: float, owner: JobOwner) -> dict[str, Any]:
+        """A candidate check's job: never waits for a process (`ModelProcessBusy`)."""
+        async with self._slot(owner, build=True, wait=0):
+            return await self._run(request, timeout)
+
+    async def build_work(self, request: dict[str, Any], timeout: float, owner: JobOwner) -> dict[str, Any]:
+        """Scoring or shadow work: waits its turn for a build slot and a process."""
+        async with self._slot(owner, build=True, wait=None):
             return await self._run(request, timeout)
 
     async def running_job(self) -> int:
@@ -223,5 +292,5 @@ class ModelPool:
 
     async def probe(self) -> int:
         """The pid of the process a question would use now (tests: which process served)."""
-        reply = await self.question({"op": "probe"}, 5.0)
+        reply = await self.question({"op": "probe"}, 5.0, UNATTRIBUTED)
         return int(reply["pid"])

@@ -7,6 +7,13 @@ from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.model_pool import ModelPool
+from auto_runtime.ledger import PlaybookScope
+from auto_runtime.sandbox.fair_queue import JobOwner
+
+
+def job_owner(scope: PlaybookScope) -> JobOwner:
+    """Whom a model job is for: the org and playbook whose turn it waits for in the pool's fair queue."""
+    return JobOwner(scope.org, scope.playbook)
 
 
 class ModelWork:

@@ -4,7 +4,8 @@ version, from the latest document version's dataset, as a `series` output.
 Endings, in the order they are found: `invalid_input` at `/input/series` for a series the dataset lacks;
 `conflict`, `no_version` without an active version (`because: contract_changed` when it no longer fits);
 `conflict`, `unworkable`, `too_short` for a series shorter than `lags`; `unavailable`, `model_process_busy`
-(`Retry-After: 1`) when no process was free within 10 s; `unavailable` (`Retry-After: 1`) past the model's 10 s;
+(`Retry-After: 1`) when no process was free within 10 s (its turn in the pool's fair queue, by org, did not come);
+`unavailable` (`Retry-After: 1`) past the model's own 10 s, counted from the moment it holds its process;
 `conflict`, `unworkable`, `failed_to_run` or `out_of_memory`; `unavailable`, `model_unfit`, `not_finite` or
 `not_in_order` for an answer that cannot be given.
 """
@@ -22,12 +23,16 @@ from auto_runtime.functions.function_type import Rejected, RunEnding, RunRequest
 from auto_runtime.functions.prediction.candidates import tensor
 from auto_runtime.functions.prediction.document import PredictionDocument
 from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelProcessBusy
-from auto_runtime.functions.prediction.model_work import ModelWork
+from auto_runtime.functions.prediction.model_work import ModelWork, job_owner
 from auto_runtime.functions.prediction.periods import period_text
 from auto_runtime.ledger import PlaybookScope
 from auto_runtime.problems import InputIssue, conflict, invalid_input, unavailable
 
 MODEL_SECONDS: Final = 10.0
+NO_PROCESS_FREE: Final = "No model process was free within 10 seconds; ask again shortly."
+"""A question that waited its turn for a model process for `QUESTION_WAIT` seconds (§12, `model_process_busy`)."""
+RAN_TOO_LONG: Final = "The model ran longer than 10 seconds; its process is ended."
+"""A question whose model ran past `MODEL_SECONDS`, however long it waited for its process first (§12)."""
 
 
 def json_number(value: float) -> int | float:
@@ -96,18 +101,13 @@ class Questions(ModelWork):
             at_origin = [series.columns[feature][-1] for feature in document.features]
             inputs["covariates"] = tensor([at_origin], len(document.features))
         try:
-            reply = await self.pool.question({"op": "run", "model": str(path), "inputs": inputs}, MODEL_SECONDS)
+            job = {"op": "run", "model": str(path), "inputs": inputs}
+            reply = await self.pool.question(job, MODEL_SECONDS, job_owner(scope))
         except ModelProcessBusy:
-            return Rejected(
-                unavailable(
-                    "No model process was free within 10 seconds; ask again shortly.",
-                    kind="model_process_busy",
-                    retry_after=1,
-                )
-            )
+            return Rejected(unavailable(NO_PROCESS_FREE, kind="model_process_busy", retry_after=1))
         except ModelJobFailed as failed:
             if failed.because == "timed_out":
-                return Rejected(unavailable("The model ran longer than 10 seconds; ask again shortly.", retry_after=1))
+                return Rejected(unavailable(RAN_TOO_LONG, retry_after=1))
             because = "out_of_memory" if failed.because == "out_of_memory" else "failed_to_run"
             return Rejected(
                 conflict(

@@ -1,11 +1,14 @@
 """Scoring an answered build (prediction-format §8.7–§8.8, §9 activation): the due entry `prediction-build/score`
 that `request_answered` arms, carried out by the workflow lease's holder.
 
-A build cancelled while it is queued or scored stops at once (the cancel itself ends it, `Builds.cancel`, on
-whichever server took it): while it scores, a watcher follows the build's stream, woken by the ledger's append
-signal (every commit of this process and, on PostgreSQL, of every server sharing the ledger), and once the stream
-holds a cancel or an ending it cancels the scoring, which ends the model process running the candidate (the
-pool replaces it, as it does a process that dies or overruns). The entry is then marked fired, nothing recorded.
+A cancelled build is ended here too: `cancel_run` records `run_cancel_requested` with the due entry
+`prediction-build/cancel` (`Builds.cancel`, on whichever server took it, answering the run still `started`), and
+its firing records `build_ended` (`cancelled`, `because` the cancel's kind) and the run's end (`rejected`,
+`cancelled`), by the cancel's caller, caused by the request. A build queued or scored meanwhile stops at once:
+while it scores, a watcher follows the build's stream, woken by the ledger's append signal (every commit of this
+process and, on PostgreSQL, of every server sharing the ledger), and once the stream holds a cancel or an ending
+it cancels the scoring, which ends the model process running the candidate (the pool replaces it, as it does a
+process that dies or overruns). Its `score` entry is then marked fired, nothing recorded.
 
 The build holds one model process available to builds (queued until one is), and scores its candidates one at a
 time in answer order, each loaded afresh, on every backtest row in batches of at most `BATCH_ROWS`, within
@@ -33,6 +36,7 @@ import trio
 from auto_runtime.functions.prediction.approval import approval_entry
 from auto_runtime.functions.prediction.build_facts import (
     BUILD_ENDED,
+    CANCEL_KEY,
     DEADLINE_KEY,
     EXPIRE_KEY,
     SCORE_KEY,
@@ -42,7 +46,7 @@ from auto_runtime.functions.prediction.build_facts import (
 from auto_runtime.functions.prediction.candidates import tensor
 from auto_runtime.functions.prediction.document import PredictionDocument
 from auto_runtime.functions.prediction.model_pool import ModelJobFailed
-from auto_runtime.functions.prediction.model_work import ModelWork
+from auto_runtime.functions.prediction.model_work import ModelWork, job_owner
 from auto_runtime.functions.prediction.shadow import shadow_entry
 from auto_runtime.functions.prediction.versions import VERSION_ACTIVATED, VERSION_BUILT
 from auto_runtime.functions.prediction.walk import (
@@ -84,11 +88,12 @@ class Scoring(ModelWork):
     """See the module. `fire` is the due handler of `prediction-build/`."""
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
-        """Scores an answered build (`SCORE_KEY`), or ends one that its trainer left unanswered (`EXPIRE_KEY`) or
-        that passed its deadline while queued or scoring (`DEADLINE_KEY`); a build that moved on since is left
-        as it is. The entry is marked fired in the append that ends the build, or alone. A stream that moved
-        while the build was scored (a delivery attempt ending) is read again and the same facts appended after
-        it, unless the build ended or was asked to cancel meanwhile."""
+        """Scores an answered build (`SCORE_KEY`), or ends one that its trainer left unanswered (`EXPIRE_KEY`),
+        that passed its deadline while queued or scoring (`DEADLINE_KEY`) or that was asked to cancel
+        (`CANCEL_KEY`); a build that moved on since is left as it is. The entry is marked fired in the append
+        that ends the build, or alone. A stream that moved while the build was scored (a delivery attempt
+        ending) is read again and the same facts appended after it, unless the build ended or was asked to
+        cancel meanwhile."""
         scope = entry.scope
         assert isinstance(scope, PlaybookScope)
         state = await self.builds.state(scope, entry.run_id)
@@ -123,7 +128,11 @@ class Scoring(ModelWork):
         self, scope: PlaybookScope, entry: DueEntry, state: BuildState | None, scored: list[NewRecord] | None
     ) -> list[NewRecord] | None:
         """What `entry` records on the build as it now stands, or None when nothing is left to record."""
-        if state is None or not _going_on(state):
+        if state is None or state.ended is not None or state.run_ended:
+            return None
+        if entry.key == CANCEL_KEY:
+            return self._cancelled(state)
+        if state.cancel_requested:
             return None
         if entry.key == SCORE_KEY and state.answer is not None:
             return scored
@@ -237,6 +246,21 @@ class Scoring(ModelWork):
         metadata = {**state.started_metadata, "by": f"playbook:{scope.playbook}", "causation_id": None}
         return lambda kind, data: NewRecord(kind, data, metadata)
 
+    @staticmethod
+    def _cancelled(state: BuildState) -> list[NewRecord] | None:
+        """The ending a recorded cancel asks: by its caller, caused by it."""
+        asked = state.cancel
+        if asked is None:
+            return None
+        kind = str(asked.data.get("kind", "requested"))
+        reason = asked.data.get("reason")
+        metadata = {**state.started_metadata, "by": asked.metadata.get("by"), "causation_id": asked.id}
+        ending = Rejection("cancelled", reason if isinstance(reason, str) else "The build was cancelled.", kind=kind)
+        return [
+            NewRecord(BUILD_ENDED, {"outcome": "cancelled", "because": kind}, metadata),
+            NewRecord(RUN_REJECTED, ending.as_record(), metadata),
+        ]
+
     def _unanswered(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord]:
         fact = self._runtime_fact(scope, state)
         ending = Rejection("unanswered", "The trainer did not answer the build in time.", kind="expired")
@@ -286,7 +310,7 @@ class Scoring(ModelWork):
                 raise Disqualified("timed_out")
             try:
                 reply = await self.pool.build_work(
-                    {"op": "run", "model": str(path), "fresh": start == 0, "inputs": inputs}, left
+                    {"op": "run", "model": str(path), "fresh": start == 0, "inputs": inputs}, left, job_owner(scope)
                 )
             except ModelJobFailed as failed:
                 raise Disqualified(failed.because if failed.because != "not_loadable" else "failed_to_run") from None

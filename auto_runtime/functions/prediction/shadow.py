@@ -9,7 +9,7 @@ leaving its version `shadowing`, and by the reactions follower for each saved ve
 
 1. a version whose contract no longer fits fails (`shadow_failed`, `contract_changed`);
 2. a dataset the version already worked on changes nothing (so arming twice is harmless);
-3. **grade**: every stored point (the `predictions` of its `shadow_predicted` records) not graded before whose
+3. **grade**: every stored point (the points of its `shadow_predicted` records) not graded before whose
    target period the dataset holds is graded, both sides scaled by the version's build scales q_s (the walk of
    its build dataset): `shadow_graded` with the new count and the running MASE of both and the coverage;
 4. **decide**, once the dataset's last period is at least `shadow.periods` past the build dataset's: it passes
@@ -21,6 +21,12 @@ leaving its version `shadowing`, and by the reactions follower for each saved ve
 5. **predict**, when no verdict was reached: both versions predict from each walked series' last period
    (`shadow_predicted`); a shadowing prediction that is not finite or not in order fails the shadow at once.
 
+The points of a prediction are kept as playbook content (compact JSON, an array of `{ series, origin, period,
+horizon, value, low, high, against? }`, each number the double of the model's float32, without a fraction when
+whole), and `shadow_predicted` holds their count (`predictions`) and
+`predictions_bytes`, `predictions_sha256` (settled point 25), so the event stays small whatever the number of
+series. A `shadow_predicted` recorded before holds the points themselves as `predictions`; grading reads both.
+
 Every record goes to the function's `models/<function>` stream (no run), by `playbook:<id>`, its
 `metadata.definition` naming the function. A model that cannot run leaves the version as it is (logged); the
 next dataset tries again.
@@ -29,6 +35,7 @@ next dataset tries again.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -36,14 +43,16 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 import numpy as np
+import trio
 
 from auto_runtime.functions.prediction.approval import approval_entry
 from auto_runtime.functions.prediction.candidates import tensor
 from auto_runtime.functions.prediction.dataset_csv import DatasetReading
 from auto_runtime.functions.prediction.document import PredictionDocument, parse_document
 from auto_runtime.functions.prediction.model_pool import ModelJobFailed
-from auto_runtime.functions.prediction.model_work import ModelWork
+from auto_runtime.functions.prediction.model_work import ModelWork, job_owner
 from auto_runtime.functions.prediction.periods import ordinal_of, period_text
+from auto_runtime.functions.prediction.questions import json_number
 from auto_runtime.functions.prediction.versions import (
     ACTIVATION_REFUSED,
     SHADOW_FAILED,
@@ -181,10 +190,10 @@ class Shadow(ModelWork):
                 for name in dict.fromkeys(str(data["dataset"]) for data in graded)
                 if (seen := await self.datasets.reading(scope, name)) is not None
             ]
+            stored = [point for record in predicted for point in await self._points(scope, record)]
             fresh = [
                 point
-                for record in predicted
-                for point in record.data["predictions"]
+                for point in stored
                 if point["series"] in scales
                 and _actual(reading, point, document.target) is not None
                 and all(_actual(seen, point, document.target) is None for seen in earlier)
@@ -200,8 +209,31 @@ class Shadow(ModelWork):
         if because is not None:
             return [*facts, (SHADOW_FAILED, totals.verdict(version, against, because))]
         series = len({point["series"] for point in points})
-        shown = {"version": version, "against": against, "dataset": document.dataset, "series": series}
-        return [*facts, (SHADOW_PREDICTED, {**shown, "predictions": points})]
+        kept = await trio.to_thread.run_sync(_compact_json, points)
+        shown = {
+            "version": version,
+            "against": against,
+            "dataset": document.dataset,
+            "series": series,
+            "predictions": len(points),
+            "predictions_bytes": len(kept),
+            "predictions_sha256": await self.ledger.content.put(scope.key, kept),
+        }
+        return [*facts, (SHADOW_PREDICTED, shown)]
+
+    async def _points(self, scope: PlaybookScope, record: Record) -> list[dict[str, Any]]:
+        """The points of a `shadow_predicted`: kept as content by their SHA-256, or, recorded before they were,
+        in the event itself. Points whose content is missing are left ungraded (logged)."""
+        written = record.data.get("predictions")
+        if isinstance(written, list):
+            return written
+        sha256 = str(record.data.get("predictions_sha256", ""))
+        kept = await self.ledger.content.get(scope.key, sha256)
+        if kept is None:
+            log.warning("shadow work: the points %s of %s are missing; they are not graded", sha256, record.id)
+            return []
+        points: list[dict[str, Any]] = await trio.to_thread.run_sync(json.loads, kept)
+        return points
 
     def _decided(
         self, document: PredictionDocument, version: int, against: int | None, totals: _Totals
@@ -253,12 +285,12 @@ class Shadow(ModelWork):
                     "origin": period_text(document.period, origin),
                     "period": period_text(document.period, origin + horizon),
                     "horizon": horizon,
-                    "value": value,
-                    "low": low,
-                    "high": high,
+                    "value": json_number(value),
+                    "low": json_number(low),
+                    "high": json_number(high),
                 }
                 if theirs is not None:
-                    point["against"] = float(theirs["value"][index][position])
+                    point["against"] = json_number(float(theirs["value"][index][position]))
                 points.append(point)
         return None, points
 
@@ -271,7 +303,8 @@ class Shadow(ModelWork):
             log.warning("shadow work: the model file %s is missing", candidate)
             return None
         try:
-            reply = await self.pool.build_work({"op": "run", "model": str(path), "inputs": inputs}, MODEL_SECONDS)
+            job = {"op": "run", "model": str(path), "inputs": inputs}
+            reply = await self.pool.build_work(job, MODEL_SECONDS, job_owner(scope))
         except ModelJobFailed as failed:
             log.warning("shadow work: the model %s could not run (%s)", candidate, failed.because)
             return None
@@ -281,6 +314,10 @@ class Shadow(ModelWork):
             .tolist()
             for name in ("value", "low", "high")
         }
+
+
+def _compact_json(points: list[dict[str, Any]]) -> bytes:
+    return json.dumps(points, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def _actual(reading: DatasetReading, point: Mapping[str, Any], target: str) -> float | None:

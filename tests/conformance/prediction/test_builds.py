@@ -13,6 +13,7 @@ from tests.conformance.helpers import problem
 from tests.conformance.prediction.helpers import create, uploaded
 
 EXPIRY_BOUND_SECONDS = 150.0
+ENDING_BOUND_SECONDS = 60.0
 SMALL = (
     "period,series,units\n"
     + "".join(f"2025-{month:02d},a,{month}\n" for month in range(1, 13))
@@ -107,18 +108,52 @@ def test_one_build_at_a_time_per_function(client: httpx.Client, playbook: str) -
     problem(_build(client, function), 409, "conflict", "build_in_progress")
 
 
-def test_a_cancelled_waiting_build_ends_and_its_routes_answer_build_ended(client: httpx.Client, playbook: str) -> None:
+def _ended(client: httpx.Client, playbook: str, run_id: str) -> dict[str, Any]:
+    """The run once it ended (polled within a bound, not timed): a cancelled build is ended by the lease holder
+    within a moment of the cancel."""
+    deadline = time.monotonic() + ENDING_BOUND_SECONDS
+    while time.monotonic() < deadline:
+        run: dict[str, Any] = client.get(f"{playbook}/runs/{run_id}").json()
+        if run["status"] != "started":
+            return run
+        time.sleep(0.05)  # a poll of the run, not a bound: the loop ends on the run's end
+    raise AssertionError(f"the build {run_id} did not end within {ENDING_BOUND_SECONDS} s of its cancel")
+
+
+def cancelled(client: httpx.Client, playbook: str, run_id: str, **body: Any) -> dict[str, Any]:
+    """`cancel_run` on a build: it answers the run as it stands, still `started` (settled point 24); the run once
+    its owner ended it."""
+    response = client.post(f"{playbook}/runs/{run_id}/cancel", json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "started", response.json()
+    return _ended(client, playbook, run_id)
+
+
+def test_a_cancelled_waiting_build_answers_started_then_ends_and_its_routes_answer_build_ended(
+    client: httpx.Client, playbook: str
+) -> None:
     function = _function(client, playbook)
     run_id = _build(client, function).json()["run_id"]
-    cancelled = client.post(f"{playbook}/runs/{run_id}/cancel", json={})
-    assert cancelled.status_code == 200, cancelled.text
-    run = client.get(f"{playbook}/runs/{run_id}").json()
-    assert run["status"] == "rejected" and run["rejection"]["reason"] == "cancelled", run
-    assert run["rejection"]["kind"] == "requested"
-    ended = [event["data"] for event in _history(client, playbook, run_id) if event["type"] == "build_ended"]
-    assert ended == [{"outcome": "cancelled", "because": "requested"}]
+    answer = client.post(f"{playbook}/runs/{run_id}/cancel", json={"reason": "The data was wrong."})
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["run_id"], answer.json()["status"]) == (run_id, "started")
     for route in ("brief", "rows"):
         problem(client.get(f"{playbook}/runs/{run_id}/build/{route}"), 409, "conflict", "build_ended")
+    again = client.post(f"{playbook}/runs/{run_id}/cancel", json={})
+    assert again.status_code in (200, 409), again.text  # 200 while it is still started, 409 once it ended
+    run = _ended(client, playbook, run_id)
+    assert run["status"] == "rejected", run
+    rejection = run["rejection"]
+    assert (rejection["reason"], rejection["kind"]) == ("cancelled", "requested")
+    assert rejection["detail"] == "The data was wrong."
+    events = _history(client, playbook, run_id)
+    assert [event["type"] for event in events][-3:] == ["run_cancel_requested", "build_ended", "run_rejected"]
+    asked, ended, rejected = events[-3:]
+    assert [event["type"] for event in events].count("run_cancel_requested") == 1
+    assert ended["data"] == {"outcome": "cancelled", "because": "requested"}
+    for ending in (ended, rejected):
+        assert ending["metadata"]["by"] == asked["metadata"]["by"] == events[0]["metadata"]["by"]
+        assert ending["metadata"]["causation_id"] == asked["id"]
     assert _build(client, function).status_code == 200
 
 
@@ -127,7 +162,7 @@ def test_builds_of_the_day(client: httpx.Client, playbook: str) -> None:
     function = _function(client, playbook)
     for _ in range(4):
         run_id = _build(client, function).json()["run_id"]
-        assert client.post(f"{playbook}/runs/{run_id}/cancel", json={}).status_code == 200
+        assert cancelled(client, playbook, run_id)["status"] == "rejected"
     refused = problem(_build(client, function), 503, "unavailable", "builds_full")
     assert refused["because"] == "builds_of_the_day"
     assert "Retry-After" not in _build(client, function).headers

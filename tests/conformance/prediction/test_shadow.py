@@ -8,6 +8,8 @@ ledgers."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import httpx
@@ -59,23 +61,27 @@ def test_a_shadowing_version_predicts_is_graded_passes_and_is_activated(
     assert _built(prediction_server, client, playbook, function, LINEAR)["state"] == "shadowing"
     events = waited_for(prediction_server, scope, "shadow_predicted")
     ((_kind, predicted),) = [event for event in events if event[0] == "shadow_predicted"]
+    points = [
+        {
+            "series": "a",
+            "origin": "2025-12",
+            "period": "2026-01",
+            "horizon": 1,
+            "value": 13,
+            "low": 12.5,
+            "high": 13.5,
+            "against": 13,
+        }
+    ]
+    kept = json.dumps(points, separators=(",", ":")).encode()
     assert predicted == {
         "version": 2,
         "against": 1,
         "dataset": uploaded(client, playbook, SMALL)["dataset"],
         "series": 1,
-        "predictions": [
-            {
-                "series": "a",
-                "origin": "2025-12",
-                "period": "2026-01",
-                "horizon": 1,
-                "value": 13,
-                "low": 12.5,
-                "high": 13.5,
-                "against": 13,
-            }
-        ],
+        "predictions": 1,
+        "predictions_bytes": len(kept),
+        "predictions_sha256": hashlib.sha256(kept).hexdigest(),
     }
     metadata = models_events(prediction_server, scope)[-1][2]
     assert metadata["by"] == f"playbook:{scope.playbook}"
@@ -201,3 +207,44 @@ def test_a_decision_with_no_point_graded_fails_nothing_graded(
         "because": "nothing_graded",
     }
     assert _states(client, function) == {1: "active", 2: "failed"}
+
+
+MANY = 60
+MANY_SERIES = b"period,series,units\n" + b"".join(
+    f"2025-{month:02d},s{index:02d},{index * 100 + month}\n".encode() for index in range(MANY) for month in range(1, 13)
+)
+MANY_LATER = MANY_SERIES + b"".join(f"2026-01,s{index:02d},{index * 100 + 13}\n".encode() for index in range(MANY))
+
+
+def test_sixty_series_keep_their_points_as_content_and_are_graded_from_there(
+    prediction_server: PredictionServer, client: httpx.Client, playbook: str
+) -> None:
+    """Settled point 25: with 60 series the points no longer fit an event's data; `shadow_predicted` holds their
+    count, and their bytes and SHA-256 as content, whole in the history, and grading reads them from there."""
+    function = _function(client, playbook, MANY_SERIES)
+    scope = PlaybookScope("acme", playbook.rsplit("/", 1)[1])
+    _built(prediction_server, client, playbook, function, LINEAR)
+    assert _built(prediction_server, client, playbook, function, LINEAR)["state"] == "shadowing"
+    waited_for(prediction_server, scope, "shadow_predicted")
+    shown = client.get(f"{playbook}/events", params={"type": "shadow_predicted"})
+    assert shown.status_code == 200, shown.text
+    ((event),) = shown.json()["events"]
+    predicted = event["data"]
+    assert (predicted["series"], predicted["predictions"]) == (MANY, MANY), predicted
+    assert predicted["predictions_bytes"] > 4096 and len(predicted["predictions_sha256"]) == 64
+    assert set(predicted) == {
+        "version",
+        "against",
+        "dataset",
+        "series",
+        "predictions",
+        "predictions_bytes",
+        "predictions_sha256",
+    }
+    dataset = uploaded(client, playbook, MANY_LATER)["dataset"]
+    source = client.get(function).json()["source"].replace(uploaded(client, playbook, MANY_SERIES)["dataset"], dataset)
+    assert client.put(function, json={"source": source}).status_code == 200
+    events = waited_for(prediction_server, scope, "shadow_passed")
+    graded = {kind: fact for kind, fact in events}["shadow_graded"]
+    assert (graded["graded"], graded["graded_total"], graded["mase"], graded["coverage"]) == (MANY, MANY, 0, 1)
+    assert _states(client, function) == {1: "replaced", 2: "active"}

@@ -15,7 +15,7 @@ import httpx
 
 from auto_runtime.ledger import PlaybookScope
 from tests.conformance.prediction.conftest import PredictionServer
-from tests.conformance.prediction.test_builds import _build, _function
+from tests.conformance.prediction.test_builds import _build, _function, cancelled
 from tests.conformance.prediction.test_candidates import NAIVE, _upload
 from tests.conformance.prediction.test_full_cycle import LINEAR, _ended, _inbox
 
@@ -44,7 +44,7 @@ def _content_rows(prediction_server: PredictionServer, scope_key: str) -> list[s
 def _discarded(prediction_server: PredictionServer, scope_key: str) -> list[str]:
     """The rows under `scope_key` once they are gone, or what is left after `DISCARD_BOUND_SECONDS`: the lease
     holder discards a scored build's candidates right after the append that ends the build, so a reader that
-    saw the ending may still find them for a moment."""
+    saw the ending may still find them for a moment (a cancelled build's as well: the holder ends it too)."""
     deadline = time.monotonic() + DISCARD_BOUND_SECONDS
     while (rows := _content_rows(prediction_server, scope_key)) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -62,8 +62,8 @@ def test_a_cancelled_build_discards_its_staged_candidates(
     assert _upload(client, playbook, run_id, NAIVE).status_code == 200
     staged = _staged_key(playbook, run_id)
     assert _content_rows(prediction_server, staged) == [hashlib.sha256(NAIVE).hexdigest()]
-    assert client.post(f"{playbook}/runs/{run_id}/cancel", json={}).status_code == 200
-    assert _content_rows(prediction_server, staged) == []
+    assert cancelled(client, playbook, run_id)["status"] == "rejected"
+    assert _discarded(prediction_server, staged) == []
 
 
 def test_a_scored_build_discards_its_staged_candidates_and_keeps_the_winner(

@@ -108,9 +108,19 @@ def endless(lags: int, horizons: int) -> bytes:
     return model.SerializeToString()
 
 
-def _gated(lags: int, weights: list[list[float]], half_width: float, gate: float, name: str, *, past: str) -> bytes:
+def _gated(
+    lags: int,
+    weights: list[list[float]],
+    half_width: float,
+    gate: float,
+    name: str,
+    *,
+    past: str,
+    steps_per_unit: float = 0.0,
+) -> bytes:
     """A linear candidate (`history @ weights ± half_width`, one horizon) that behaves only while every history
-    value is at most `gate`; past it, it loops without end (`endless`), allocates 1.6 GB (`allocating`) or
+    value is at most `gate`; past it, it loops without end (`endless`), loops `steps_per_unit` steps for each unit
+    its largest history value passes the gate and then answers (`slow`), allocates 1.6 GB (`allocating`) or
     answers NaN (`not_finite`: the square root of a negative)."""
     nodes = [
         helper.make_node("ReduceMax", ["history"], ["top"], keepdims=0),
@@ -138,7 +148,7 @@ def _gated(lags: int, weights: list[list[float]], half_width: float, gate: float
             numpy_helper.from_array(np.asarray(400_000_000, np.int64), "big"),
             numpy_helper.from_array(np.asarray([1], np.int64), "one_dim"),
         ]
-    elif past == "endless":
+    elif past in ("endless", "slow"):
         body = helper.make_graph(
             [
                 helper.make_node("Identity", ["cond_in"], ["cond_out"]),
@@ -156,17 +166,26 @@ def _gated(lags: int, weights: list[list[float]], half_width: float, gate: float
             ],
             initializer=[numpy_helper.from_array(np.ones(1, np.float32), "one")],
         )
+        if past == "endless":
+            nodes += [
+                helper.make_node("Greater", ["top", "gate"], ["past"]),
+                helper.make_node("Cast", ["past"], ["past_steps"], to=TensorProto.INT64),
+                helper.make_node("Mul", ["past_steps", "many"], ["steps"]),
+            ]
+            initializers.append(numpy_helper.from_array(np.asarray(2**62, np.int64), "many"))
+        else:
+            nodes += [
+                helper.make_node("Sub", ["top", "gate"], ["over"]),
+                helper.make_node("Relu", ["over"], ["past"]),
+                helper.make_node("Mul", ["past", "per_unit"], ["past_steps"]),
+                helper.make_node("Cast", ["past_steps"], ["steps"], to=TensorProto.INT64),
+            ]
+            initializers.append(numpy_helper.from_array(np.asarray(steps_per_unit, np.float32), "per_unit"))
         nodes += [
-            helper.make_node("Greater", ["top", "gate"], ["past"]),
-            helper.make_node("Cast", ["past"], ["past_steps"], to=TensorProto.INT64),
-            helper.make_node("Mul", ["past_steps", "many"], ["steps"]),
             helper.make_node("Loop", ["steps", "yes", "zero"], ["total"], body=body),
             helper.make_node("Mul", ["total", "zero"], ["nothing"]),
         ]
-        initializers += [
-            numpy_helper.from_array(np.asarray(2**62, np.int64), "many"),
-            numpy_helper.from_array(np.asarray(True), "yes"),
-        ]
+        initializers.append(numpy_helper.from_array(np.asarray(True), "yes"))
     else:
         nodes += [
             helper.make_node("Sub", ["gate", "top"], ["room"]),
@@ -203,3 +222,9 @@ def allocating_past(lags: int, weights: list[list[float]], half_width: float, ga
 def not_finite_past(lags: int, weights: list[list[float]], half_width: float, gate: float) -> bytes:
     """A linear candidate whose value is NaN once a history value passes `gate`."""
     return _gated(lags, weights, half_width, gate, "not_finite_past", past="not_finite")
+
+
+def slow_past(lags: int, weights: list[list[float]], half_width: float, gate: float, steps_per_unit: float) -> bytes:
+    """A linear candidate that loops `steps_per_unit` steps for each unit its largest history value passes `gate`
+    (a few microseconds a step), then answers as the linear one."""
+    return _gated(lags, weights, half_width, gate, "slow_past", past="slow", steps_per_unit=steps_per_unit)

@@ -19,6 +19,7 @@ import pytest
 from auto_runtime.functions.interaction import InteractionType
 from auto_runtime.functions.prediction.build_facts import SCORE_KEY
 from auto_runtime.functions.prediction.build_requests import BuildRequests
+from auto_runtime.functions.prediction.model_work import job_owner
 from auto_runtime.ledger import PlaybookScope
 from auto_runtime.ledger.lease import WORKFLOW_HOST_LEASE
 from auto_runtime.problems import Rejection
@@ -94,7 +95,7 @@ async def test_a_candidate_check_while_build_work_holds_its_share_is_model_proce
 ) -> None:
     async with composed(tmp_path, database_url) as parts:
         run_id = await _build(parts, "units")
-        async with parts.pool._build_share(wait=True):  # build work (scoring, say) holds the one build process
+        async with parts.pool._slot(job_owner(SCOPE), build=True, wait=None):  # build work holds the build process
             with pytest.raises(Rejection) as refused:
                 await parts.candidates.upload(SCOPE, run_id, _chunks(LINEAR), "local")
         assert (refused.value.reason, refused.value.kind, refused.value.retry_after) == (

@@ -1,7 +1,8 @@
-"""prediction-format §8.8: a build cancelled while it is scored ends at once, `rejected`, `cancelled`, kind
-`requested`, with `build_ended` outcome `cancelled`, "ending its scoring process": the model process running the
-candidate is ended and the pool replaces it, and the next build and question succeed. In this process on both
-ledgers, with the real model processes (see `test_build_shares`).
+"""prediction-format §8.8: a build cancelled while it is scored stops scoring at once, "ending its scoring
+process": the model process running the candidate is ended and the pool replaces it. `cancel_run` answers the
+build still `started` (settled point 24); its `prediction-build/cancel` entry, fired as the lease holder would,
+then ends it `rejected`, `cancelled`, kind `requested`, with `build_ended` outcome `cancelled`, and the next build
+and question succeed. In this process on both ledgers, with the real model processes (see `test_build_shares`).
 
 The candidate passes its check (its history values stay under its gate on the first two training rows) and never
 finishes on the backtest rows (past the gate it loops 2⁶² steps), so only the cancel can end its scoring before
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import trio
 
-from auto_runtime.functions.prediction.build_facts import SCORE_KEY
+from auto_runtime.functions.prediction.build_facts import CANCEL_KEY, SCORE_KEY
 from auto_runtime.functions.prediction.build_requests import BuildRequests
 from auto_runtime.functions.prediction.scoring import CANDIDATE_SECONDS
 from auto_runtime.ledger import DueEntry
@@ -59,8 +60,13 @@ async def test_a_cancel_while_scoring_ends_the_model_process_at_once_and_the_nex
                 cancelled = await parts.runs.cancel_run(SCOPE, run_id, None, "key:owner")
         assert parts.pool.replaced == replaced_before + 1
         assert await parts.pool.probe() != scoring_pid
-        rejection = cancelled["rejection"]
-        assert (cancelled["status"], rejection["reason"], rejection["kind"]) == ("rejected", "cancelled", "requested")
+        assert cancelled["status"] == "started"
+        (cancel,) = await parts.ledger.due_work.due(datetime.now(UTC) + timedelta(seconds=1), 100)
+        assert (cancel.key, cancel.run_id) == (CANCEL_KEY, run_id)
+        await parts.scoring.fire(cancel, lease.fence())
+        ended = await parts.runs.get_run(SCOPE, run_id)
+        rejection = ended["rejection"]
+        assert (ended["status"], rejection["reason"], rejection["kind"]) == ("rejected", "cancelled", "requested")
         records = await parts.ledger.read_stream(SCOPE.stream("runs", run_id))
         assert [record.type for record in records][-4:] == [
             "request_answered",
