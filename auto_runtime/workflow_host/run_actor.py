@@ -12,6 +12,10 @@ append states the run stream's version the state stands for, so when something e
 cancel request recorded by `WorkflowRuntime.cancel`, `RunStore.fail_run`, another applier) the append clashes,
 the state is read again and the input applied again (`RunStore.apply_to`); nothing stale is ever appended.
 
+Between two inputs, the actor also runs work that must not race the run's inputs (`between_inputs`): recording
+a request to cancel the run states the stream's version like an input does, and would otherwise lose every race
+against a run that moves without pause. The work drops the kept state, since it may move the stream.
+
 Faults: an error the callers expect (`UnknownRun`, `RunStoreConflict`, a `LedgerError` such as a lost lease or
 a full disk) is the answer to that input (`InputRefused`), and the state is dropped (the next input reads it
 again). Any other error while applying (a breakdown inside the runtime) ends the life: the playbook's
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from auto_runtime.ledger import LedgerError
 from auto_runtime.playbooks.run_actor import RunStep
+from auto_runtime.problems import Rejection
 from auto_runtime.workflow_host.run_errors import RunStoreConflict, UnknownRun
 
 if TYPE_CHECKING:
@@ -56,6 +61,19 @@ def input_step(apply_to: ApplyTo) -> RunStep:
         try:
             return await apply_to(kept)
         except EXPECTED as error:
+            return InputRefused(error), None
+
+    return RunStep(step)
+
+
+def between_inputs(work: Callable[[], Awaitable[Any]]) -> RunStep:
+    """The run actor's message for `work` done between two of the run's inputs: its answer, or the `Rejection` or
+    `LedgerError` it raised as `InputRefused`. Nothing is kept for the next input, which reads the run again."""
+
+    async def step(_kept: Any) -> tuple[Any, None]:
+        try:
+            return await work(), None
+        except (Rejection, LedgerError) as error:
             return InputRefused(error), None
 
     return RunStep(step)

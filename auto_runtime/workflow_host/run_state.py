@@ -8,6 +8,10 @@ repeats, and `version`, the position of the last record of the run's stream: the
 states. `tree` is the run's `correlation_id` (the top run of its call tree) and `open_calls` how many calls it
 waits for, so the calls waiting in one tree add up in one query (`WORKFLOW_MAX_OPEN_CALLS`). A run stream
 without a `workflow_input_applied` record (another type's run) has no row.
+
+`cancel` is the request to cancel the run that `run_cancel_requested` recorded (the `cancel:` entry's payload,
+`outbox.cancel_payload`), from that record until the run ended, else null: the run takes it before any other
+input (`RunStore.apply_to`), whoever recorded it and whenever.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from auto_runtime.ledger import Projection, Record, Row, TableSpec
-from auto_runtime.playbooks.run_facts import RUN_ENDINGS
+from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_ENDINGS
 from auto_runtime.telemetry import APPEND_TRACE_FIELDS
+from auto_runtime.workflow_host.outbox import cancel_payload
 
 WORKFLOW_INPUT_APPLIED = "workflow_input_applied"
 STATE_METADATA = "state"
@@ -41,6 +46,7 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
         correlation = record.metadata.get("correlation_id")
         return {
             **(row or {}),
+            "cancel": None if state.get("ended") else (row or {}).get("cancel"),
             "state": state,
             "tree": correlation if isinstance(correlation, str) else "",
             "open_calls": _open_calls(state),
@@ -56,13 +62,23 @@ def _row_after(row: Row | None, record: Record) -> Row | None:
     if record.type in RUN_ENDINGS and not row["state"].get("ended"):
         # An ending the engine did not decide (`run_failed` of a breakdown) ends the state too, so every later
         # input of the run is stale.
-        return {**row, "state": {**row["state"], "ended": True}, "version": record.position}
+        return {**row, "cancel": None, "state": {**row["state"], "ended": True}, "version": record.position}
+    if record.type == RUN_CANCEL_REQUESTED and not row["state"].get("ended"):
+        reason = record.data.get("reason")
+        kind = record.data.get("kind")
+        request = cancel_payload(
+            kind if isinstance(kind, str) else "requested",
+            str(record.metadata.get("by")),
+            record.id,
+            reason if isinstance(reason, str) else None,
+        )
+        return {**row, "cancel": request, "version": record.position}
     return {**row, "version": record.position}
 
 
 WORKFLOW_RUNS_PROJECTION = Projection(
     name="workflow_runs",
-    version=3,
+    version=4,
     table=TableSpec(
         name="workflow_runs",
         columns={
@@ -71,6 +87,7 @@ WORKFLOW_RUNS_PROJECTION = Projection(
             "run_id": "text",
             "tree": "text",
             "open_calls": "integer",
+            "cancel": "json",
             "state": "json",
             "metadata": "json",
             "version": "integer",

@@ -28,11 +28,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -41,6 +41,7 @@ from auto_runtime.functions.workflow.engine.decider import apply, new_state
 from auto_runtime.functions.workflow.engine.model import (
     ArmTimer,
     CancelCall,
+    CancelRequested,
     CancelTimer,
     EmitEvent,
     Input,
@@ -85,10 +86,12 @@ from auto_runtime.workflow_host.outbox import (
     call_payload,
     callee_cancel_key,
     caller_call_key,
+    cancel_key,
+    cancel_of,
     cancel_payload,
     in_request,
 )
-from auto_runtime.workflow_host.run_actor import InputRefused, input_step
+from auto_runtime.workflow_host.run_actor import InputRefused, between_inputs, input_step
 from auto_runtime.workflow_host.run_errors import RunStoreConflict, TransitionTooLarge, UnknownRun
 from auto_runtime.workflow_host.run_state import (
     STATE_METADATA,
@@ -98,6 +101,7 @@ from auto_runtime.workflow_host.run_state import (
 
 __all__ = ["Applied", "Definition", "LoadedRun", "RunStore", "RunStoreConflict", "TransitionTooLarge", "UnknownRun"]
 
+T = TypeVar("T")
 RUN_DEFERRED = "run_deferred"
 PARENT_ENDED = "The workflow run {run_id} that waited for this run ended first."
 DEADLINE = "The workflow that waited for this run ran out of time."
@@ -154,6 +158,8 @@ class LoadedRun:
     version: int
     document_digest: str | None = None
     """The digest its document is kept under as content (None in a state that still holds its document)."""
+    cancel: dict[str, Any] | None = None
+    """The request to cancel the run recorded and not yet taken (`run_state`: the `cancel:` entry's payload)."""
 
     @property
     def call_depth(self) -> int:
@@ -268,8 +274,13 @@ class RunStore:
         digest = stored.pop(DOCUMENT_DIGEST, None)
         if isinstance(digest, str):
             stored["document"] = await self._document(scope, digest)
+        cancel = row.get("cancel")
         return LoadedRun(
-            load_state(stored), dict(row["metadata"]), int(row["version"]), digest if isinstance(digest, str) else None
+            load_state(stored),
+            dict(row["metadata"]),
+            int(row["version"]),
+            digest if isinstance(digest, str) else None,
+            cancel if isinstance(cancel, dict) else None,
         )
 
     async def _document(self, scope: PlaybookScope, digest: str) -> dict[str, Any]:
@@ -388,6 +399,20 @@ class RunStore:
         assert isinstance(outcome, Applied)
         return outcome
 
+    async def between_inputs(self, scope: PlaybookScope, run_id: str, work: Callable[[], Awaitable[T]]) -> T:
+        """Do `work` in the run's actor, between two of its inputs, so that no input of the run is applied in this
+        process meanwhile (`run_actor.between_inputs`); raises what `work` raised. A full mailbox raises
+        `MailboxFull`."""
+        key = (scope.org, scope.playbook, run_id)
+        try:
+            outcome = await self.actors.ask(key, between_inputs(work), timeout=None)
+        finally:
+            self.actors.passivate(key)
+        if isinstance(outcome, InputRefused):
+            raise outcome.error
+        answer: T = outcome
+        return answer
+
     async def apply_to(
         self,
         scope: PlaybookScope,
@@ -403,7 +428,10 @@ class RunStore:
 
         A stale answer is only given on the state as the ledger holds it now: a kept state that finds the input
         stale is read again first (another applier may have moved the run to where the input applies), since a
-        stale input appends nothing and so meets no version check."""
+        stale input appends nothing and so meets no version check.
+
+        A run asked to cancel takes the cancel before any other input (the request is a fact of its stream,
+        `LoadedRun.cancel`): it ends then, and `applied` is stale."""
         stream = run_stream(scope, run_id)
         for _ in range(MAX_ATTEMPTS):
             read_now = loaded is None
@@ -411,6 +439,16 @@ class RunStore:
                 loaded = await self.load(scope, run_id)
                 if loaded is None:
                     raise UnknownRun(f"the playbook {scope.playbook} has no workflow run {run_id}")
+            if loaded.cancel is not None and not isinstance(applied, CancelRequested):
+                taken, after = await self.apply_to(
+                    scope,
+                    run_id,
+                    loaded,
+                    cancel_of(loaded.cancel, str(uuid7()), self.clock()),
+                    fence,
+                    (DueKey(scope, run_id, cancel_key(run_id)),),
+                )
+                return Applied(stale=True, arms=taken.arms), after
             transition = await self._transition(scope, loaded.state, applied)
             if transition.stale:
                 if not read_now:

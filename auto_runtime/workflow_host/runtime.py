@@ -27,6 +27,7 @@ from typing import Any
 
 import trio
 
+from auto_runtime.actors import MailboxFull
 from auto_runtime.events.cloudevents import read_event
 from auto_runtime.functions.workflow.engine.model import EventReceived
 from auto_runtime.json_limits import json_size
@@ -213,13 +214,26 @@ class WorkflowRuntime:
     async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
         """Record `run_cancel_requested` and the `cancel:` entry that makes the run apply it, unless the run
         was asked already (a second request records nothing). `state` is the run as `RunService` read it; it
-        is read again only when the run moved meanwhile."""
+        is read again only when the run moved meanwhile.
+
+        The request is recorded in the run's actor, between two of its inputs (`RunStore.between_inputs`), so a
+        run that moves without pause on this server never moves its stream under the request; the run then
+        takes the cancel before any other input (`RunStore.apply_to`)."""
 
         def entry_of(record: NewRecord) -> DueEntry:
             payload = cancel_payload("requested", caller_id, record.id, reason)
             return DueEntry(scope, state.run_id, cancel_key(state.run_id), now_utc(), payload)
 
-        if await record_cancel_request(self.ledger, self.runs.read_run, scope, state, reason, caller_id, entry_of):
+        async def record() -> bool:
+            return await record_cancel_request(
+                self.ledger, self.runs.read_run, scope, state, reason, caller_id, entry_of
+            )
+
+        try:
+            recorded = await self.store.between_inputs(scope, state.run_id, record)
+        except MailboxFull:
+            recorded = await record()
+        if recorded:
             self.loop.wake()
 
     async def send_event(

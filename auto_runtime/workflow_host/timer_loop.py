@@ -24,6 +24,10 @@ Rules:
   and cancels the same timer wakes nothing).
 - Only one server fires timers at a time; within it, the entries of different runs fire concurrently, those
   of one run one after another in due order (concurrent appliers of one run would only race on its version).
+  The runs of a sweep take the `FIRING_AT_ONCE` slots in turn fairly across orgs, then playbooks
+  (`fair_firing`), so an org whose runs keep coming due, such as a run that loops on a zero wait, cannot keep
+  another org's due runs waiting behind its own; the sweeps read the entries in due order, so an entry read in
+  no sweep yet is read before any entry that came due after it.
   `fence()` tells the server's other parts (starts, sent events) whether it holds the lease.
 - Calls kept in the outbox (`outbox`) are dispatched by the loop's `CallDispatcher` in tasks of their own,
   outside the claim's time (a call may outlast it): one task per entry at a time, the entry marked fired
@@ -66,6 +70,7 @@ from auto_runtime.ledger import (
 from auto_runtime.ledger.due_work import MAX_DUE_LIMIT
 from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.workflow_host.calls import CallDispatcher
+from auto_runtime.workflow_host.fair_firing import FairSlots, owner_of
 from auto_runtime.workflow_host.outbox import answer_of, call_of, cancel_of, is_answer_key, is_call_key, is_cancel_key
 from auto_runtime.workflow_host.run_store import Applied, RunStore, RunStoreConflict, UnknownRun, now_ms
 from auto_runtime.workflow_host.store_faults import FaultPause
@@ -76,7 +81,7 @@ DUE_BATCH = 100
 LATEST_DUE = datetime(9999, 1, 1, tzinfo=UTC)
 """Later than any entry's due time: `due(LATEST_DUE)` reads the armed entries in due order."""
 FIRING_AT_ONCE = 16
-"""Runs whose due entries fire at the same time within one sweep."""
+"""Runs whose due entries fire at the same time within one sweep (their slots handed out fairly by org)."""
 HELD_SHARE = 0.9
 """The share of a claim's remaining time during which `fence()` answers it (the fenced writes are the guard)."""
 DueHandler = Callable[[DueEntry, LeaseFence], Awaitable[None]]
@@ -112,7 +117,7 @@ class TimerLoop:
         """The time entries are due against (a test's own clock; the claim's times stay Trio's)."""
         self.lapse = workflow_lease_lapse(sweep)
         self.calls = trio.CapacityLimiter(nested_runs)
-        self.firing = trio.CapacityLimiter(FIRING_AT_ONCE)
+        self.firing = FairSlots(FIRING_AT_ONCE)
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._in_flight: set[DueKey] = set()
@@ -244,7 +249,7 @@ class TimerLoop:
     async def _fire_in_order(self, group: list[DueEntry], fence: LeaseFence, sweep: trio.CancelScope) -> None:
         """Fire one run's due entries in order; `LeaseLost` or `LedgerUnavailable` ends the whole sweep (nothing
         more is fired)."""
-        async with self.firing:
+        async with self.firing.held(owner_of(group[0].scope)):
             for entry in group:
                 try:
                     await self.fire(entry, fence)

@@ -176,6 +176,33 @@ async def test_a_cancel_that_meets_an_ended_run_is_refused_the_same_on_either_pa
     assert "run_cancel_requested" not in types
 
 
+async def test_a_run_takes_a_cancel_recorded_elsewhere_before_any_other_input(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService
+) -> None:
+    holder = runtime_of(ledger, engine, runs, "server-a")
+    await holder.loop.sweep_once()  # claims the lease; the loop does not run, so the cancel's entry stays armed
+    run_id = str(uuid7())
+    await holder.runs.run_definition(SCOPE, "workflow", "listens", {}, run_id, "caller-1")
+    standby = runtime_of(ledger, engine, runs, "server-b")
+    state = await runs.read_run(SCOPE, run_id)
+    assert state is not None
+    await standby.cancel(SCOPE, state, "Not needed.", "caller-2")
+    (entry,) = [row for row in await ledger.due_work.entries_of_run(SCOPE, run_id) if row.key.startswith("cancel:")]
+    assert entry.state == "armed"
+
+    await holder.send_event(SCOPE, run_id, {"type": "com.acme.go"}, "caller-3")
+
+    records = await ledger.read_stream(run_stream(SCOPE, run_id))
+    types = [r.type for r in records]
+    assert types[-3:] == ["run_cancel_requested", "workflow_input_applied", "run_rejected"]
+    assert records[-2].data["input"]["kind"] == "cancel_requested"
+    assert records[-2].metadata["causation_id"] == records[-3].id
+    assert records[-1].data["reason"] == "cancelled" and records[-1].data["detail"] == "Not needed."
+    assert types.count("workflow_input_applied") == 2, "the event was applied after the cancel"
+    (entry,) = [row for row in await ledger.due_work.entries_of_run(SCOPE, run_id) if row.key.startswith("cancel:")]
+    assert entry.state == "fired"
+
+
 async def test_a_timer_armed_by_a_start_fires_when_due_not_at_the_next_sweep(
     ledger: Ledger, engine: SandboxEngine, runs: RunService
 ) -> None:

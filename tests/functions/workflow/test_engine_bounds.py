@@ -1,8 +1,9 @@
-"""Time and work bounds in the engine: attempt durations, the document timeout, call waits, overrun, and
-the 10,000 tasks without waiting."""
+"""Time and work bounds in the engine: attempt durations, the document timeout, call waits, overrun, the
+10,000 tasks without waiting and the 1,000 inputs in a row a run may wake itself."""
 
 from __future__ import annotations
 
+from auto_runtime.functions.workflow.engine.decider import INPUTS_WITHOUT_WAITING
 from auto_runtime.functions.workflow.engine.model import ArmTimer, CancelCall, Settle, TimerFired, Transition
 from auto_runtime.sandbox.engine import SandboxEngine
 from tests.functions.workflow.runner import MAX_DURATION_MS, T0, Run, calls, outputs_of, settled, steps
@@ -129,6 +130,69 @@ def test_ten_thousand_tasks_without_waiting_end_the_run(engine: SandboxEngine) -
             "detail": "The workflow ran 10000 tasks without waiting for anything; it would never end (at /do/0/spin)",
         },
     )
+
+
+def loop_of_waits(transition: Transition, run: Run, limit: int) -> tuple[Transition, int]:
+    """Fire the run's wait timers, each at its due time, until it ends or `limit` inputs were applied."""
+    inputs = 1
+    while settled(transition) is None and inputs < limit:
+        armed = timer(transition, "wait")
+        transition = run.fire(armed.timer_id, armed.due_at)
+        inputs += 1
+    return transition, inputs
+
+
+def test_a_run_that_wakes_itself_a_thousand_times_in_a_row_ends(engine: SandboxEngine) -> None:
+    run = Run(engine, HEAD + "do:\n  - a: { wait: PT0S, then: a }\n")
+    transition, inputs = loop_of_waits(run.start({}), run, 5_000)
+    assert inputs == 1 + INPUTS_WITHOUT_WAITING + 1
+    assert transition.facts[0].data["step_count"] == 0 and len(transition.facts) == 1
+    assert settled(transition) == Settle(
+        "rejected",
+        rejection={
+            "reason": "unavailable",
+            "detail": "The workflow woke itself 1000 times in a row without waiting for anything outside itself; "
+            "it would never end (at /do/0/a)",
+        },
+    )
+
+
+def test_a_wait_shorter_than_a_second_is_no_wait(engine: SandboxEngine) -> None:
+    source = HEAD + "do:\n  - spin: { set: {}, then: nap }\n  - nap: { wait: PT0.999S, then: spin }\n"
+    run = Run(engine, source)
+    transition, _ = loop_of_waits(run.start({}), run, 11)
+    assert settled(transition) is None
+    assert (run.state.tasks_since_wait, run.state.quick_inputs) == (2 + 2 * 10, 10)
+    transition, _ = loop_of_waits(transition, run, 5_000)
+    assert run.state.inputs == 1 + INPUTS_WITHOUT_WAITING + 1
+    assert settled(transition) is not None
+    assert settled(transition).rejection["detail"].endswith("(at /do/1/nap)")  # type: ignore[union-attr]
+
+
+def test_a_wait_of_a_second_is_a_wait(engine: SandboxEngine) -> None:
+    source = HEAD + "do:\n  - spin: { set: {}, then: nap }\n  - nap: { wait: PT1S, then: spin }\n"
+    run = Run(engine, source)
+    transition, inputs = loop_of_waits(run.start({}), run, 2 * INPUTS_WITHOUT_WAITING)
+    assert settled(transition) is None and inputs == 2 * INPUTS_WITHOUT_WAITING
+    assert run.state.tasks_since_wait == 0 and run.state.quick_inputs == 0
+
+
+def test_an_answer_starts_the_count_of_inputs_the_run_woke_itself_again(engine: SandboxEngine) -> None:
+    source = (
+        HEAD + "do:\n  - ask: { call: run_definition, with: { type: computation, name: c } }\n"
+        "  - nap: { wait: PT0S, then: ask }\n"
+    )
+    run = Run(engine, source)
+    transition = run.start({})
+    at = T0
+    for _ in range(INPUTS_WITHOUT_WAITING + 1):
+        (call,) = calls(transition)
+        at += 1
+        transition = run.answer(call.key, at, output={})
+        assert run.state.quick_inputs == 0
+        transition = run.fire(timer(transition, "wait").timer_id, at)
+        assert run.state.quick_inputs == 1
+    assert settled(transition) is None
 
 
 def test_an_input_past_half_its_work_yields_between_tasks(engine: SandboxEngine) -> None:

@@ -62,6 +62,18 @@ from auto_runtime.problems import Rejection
 CALL_NAMESPACE = uuid.UUID("9b1f3a52-6c0d-4b8e-9f27-3e5d1c7a2b40")
 TASKS_PER_INPUT = 100
 TASKS_WITHOUT_WAITING = 10_000
+OUTSIDE_WAIT_MS = 1_000
+"""The shortest timer a run waits on that counts as waiting (spec 13): a wait, a retry delay or a timeout of at
+least a second, the default `WORKFLOW_SWEEP_INTERVAL`. A shorter one, or a yield, is the run waking itself: it
+neither resets `tasks_since_wait` nor counts as an input from outside (`quick_inputs`). Fixed rather than read
+from the server's sweep, so that a run moves alike on every server whatever its settings."""
+INPUTS_WITHOUT_WAITING = 1_000
+"""How many inputs in a row a run may wake itself (`OUTSIDE_WAIT_MS`) before it ends `unavailable` with
+`WOKE_ITSELF`: a run that loops on a zero wait would otherwise take inputs as fast as the server applies them,
+for as long as `MAX_INPUTS` lets it, recording three facts and its state each time. A real workflow does not
+get near it: its short waits sit between calls, events or answers, each of which starts the count again, and a
+straight run of `TASKS_WITHOUT_WAITING` tasks yields only 100 times (`TASKS_PER_INPUT`). A runaway run ends
+after at most this many inputs, so what it records is bounded by it."""
 MAX_INPUTS = 100_000
 TOO_MANY_INPUTS = "The run took more than the 100,000 inputs a run may take"
 MAX_OUTPUT_BYTES = 1_048_574
@@ -84,6 +96,10 @@ NOT_FINISHED = "The task did not finish within {ms} ms"
 INVALID_DURATION = "A duration of the task is not valid: {problem}"
 EMIT_REFUSED = "The event to emit is not one the playbook takes: {why}"
 TOO_MANY_TASKS = "The workflow ran 10000 tasks without waiting for anything; it would never end (at {reference})"
+WOKE_ITSELF = (
+    "The workflow woke itself 1000 times in a row without waiting for anything outside itself; "
+    "it would never end (at {reference})"
+)
 INBOX_FULL = "The run's inbox holds more than 64 events or 1 MiB that no listen took"
 INBOX_LIFE = "The run received more than 1,024 events or 4 MiB over its life"
 EMIT_TOO_LARGE = "The event to emit takes {n} bytes as JSON, more than the 245760 an event takes"
@@ -648,7 +664,8 @@ class _Apply:
         a.timer = self.timer_id(a, "wait")
         self.arm(a.timer, self.now + (ms or 0), "wait", a.id)
         a.phase = "waiting"
-        self.state.tasks_since_wait = 0
+        if (ms or 0) >= OUTSIDE_WAIT_MS:
+            self.state.tasks_since_wait = 0
         self.move(a, "waiting", waits_for="timer")
 
     def body_emit(self, a: Activation, definition: dict[str, Any]) -> None:
@@ -808,7 +825,8 @@ class _Apply:
                 a.failed_child = child.id
                 a.attempt += 1
                 if delay > 0:
-                    self.state.tasks_since_wait = 0
+                    if delay >= OUTSIDE_WAIT_MS:
+                        self.state.tasks_since_wait = 0
                     a.phase = "delay"
                     a.timer = self.timer_id(a, "retry")
                     self.arm(a.timer, self.now + delay, "retry", a.id)
@@ -1105,16 +1123,37 @@ def apply(state: RunState, applied: Input, evaluator: Evaluator) -> Transition:
     now = max(applied.at, s.last_at)
     s.last_at = now
     s.inputs += 1
+    woken = s.timers[applied.timer_id] if isinstance(applied, TimerFired) else None
+    s.quick_inputs = s.quick_inputs + 1 if woken is not None and _wakes_itself(woken) else 0
     work = _Apply(s, applied, evaluator, now, input_cause=cause)
     with contextlib.suppress(_Ended):
         if s.inputs > MAX_INPUTS:
             work.end_rejected(E.RunRejection("unavailable", TOO_MANY_INPUTS))
+        if woken is not None and s.quick_inputs > INPUTS_WITHOUT_WAITING:
+            work.end_rejected(E.RunRejection("unavailable", WOKE_ITSELF.format(reference=_woken_at(s, woken))))
         _run_input(work, applied)
         if not work.stale:
             _check_holdings(work)
     if work.stale:
         return Transition(state, stale=True)
     return _transition(work, applied, work.input_cause)
+
+
+def _wakes_itself(timer: TimerInfo) -> bool:
+    """Whether a fired timer is the run waking itself rather than waiting on something outside it: a yield, or a
+    timer armed for less than `OUTSIDE_WAIT_MS`."""
+    return timer.purpose == "yield" or timer.due_at - timer.armed_at < OUTSIDE_WAIT_MS
+
+
+def _woken_at(state: RunState, timer: TimerInfo) -> str:
+    """The reference of the task a run woke itself for: the next task a yield goes on with, else the task that
+    armed the timer (`/` for the run's own)."""
+    pending = [state.activations.get(activation) for _message, activation, _payload in state.pending]
+    going_on = next((a for a in pending if a is not None), None)
+    if timer.purpose == "yield" and going_on is not None:
+        return going_on.reference
+    armed_by = state.activations.get(timer.activation) if timer.activation is not None else None
+    return armed_by.reference if armed_by is not None else "/"
 
 
 def _run_input(work: _Apply, applied: Input) -> None:

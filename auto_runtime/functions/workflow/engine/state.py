@@ -103,6 +103,9 @@ class RunState:
     emitted: int = 0
     emitted_bytes: int = 0
     tasks_since_wait: int = 0
+    quick_inputs: int = 0
+    """Inputs in a row in which the run woke itself (a yield, a timer of less than `decider.OUTSIDE_WAIT_MS`); any
+    other input sets it back to 0 (spec 13, "Inputs without waiting")."""
     inputs: int = 0
     started: bool = False
     ended: bool = False

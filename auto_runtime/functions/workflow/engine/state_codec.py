@@ -13,6 +13,9 @@ from typing import Any
 from auto_runtime.functions.workflow.engine.state import Activation, CallInfo, RunState, TimerInfo
 
 FORMAT = 1
+LEFT_OUT_AT_ZERO = ("quick_inputs",)
+"""Counters added within format 1, written only once they are not 0: a state that never used them is written
+exactly as before, and an earlier state loads with them at 0."""
 
 
 class StateFormatError(ValueError):
@@ -33,6 +36,7 @@ def dump_state(state: RunState) -> dict[str, Any]:
         field.name: getattr(state, field.name)
         for field in dataclasses.fields(state)
         if field.name not in ("activations", "timers", "calls", "pending")
+        and not (field.name in LEFT_OUT_AT_ZERO and getattr(state, field.name) == 0)
     }
     shown["format"] = FORMAT
     shown["activations"] = [_activation_json(a) for a in sorted(state.activations.values(), key=lambda a: a.id)]
