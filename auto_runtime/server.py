@@ -122,6 +122,7 @@ from auto_runtime.start_banner import Announcer
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor, describe_tree
 from auto_runtime.telemetry import install_tracing
 from auto_runtime.telemetry.asgi import RequestTelemetry
+from auto_runtime.telemetry.server_log import ServerLog
 from auto_runtime.tools import ToolServers
 from auto_runtime.tools.connection_servers import ConnectionServers
 from auto_runtime.tools.connections import Connections, Who
@@ -499,6 +500,7 @@ def http_child(app: RequestTelemetry, settings: Settings) -> ChildSpec:
     config.graceful_timeout = GRACEFUL_STOP_SECONDS
     config.accesslog = None
     config.errorlog = logging.getLogger("auto_runtime.hypercorn")
+    config.logger_class = ServerLog
 
     async def run(context: ChildContext) -> None:
         stopping = trio.Event()

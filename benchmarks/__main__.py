@@ -23,6 +23,7 @@ BENCHMARKS = (
     "tools",
     "interaction",
     "recall",
+    "recall_fair_share",
     "prediction",
 )
 

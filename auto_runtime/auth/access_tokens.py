@@ -6,10 +6,11 @@ A token is accepted when all of these hold, else it is an invalid credential (`I
   `KEY_FAMILIES` (never `none`, never an HMAC: a key the server holds is public, so HS256 "signed" with it proves
   nothing) and a `kid` the issuer publishes, whose key fits that algorithm;
 - its signature verifies with that key;
-- `iss` is `IDENTITY_ISSUER` exactly, and `aud` (a string or a list) names `PUBLIC_URL`, with or without a
-  trailing `/`;
-- `exp` and `iat` are present, and `exp`, `nbf` (when present) and `iat` hold with `CLOCK_SKEW_SECONDS` of
-  leeway either way;
+- `iss` is `IDENTITY_ISSUER` exactly, and `aud` (a string or a list) names `PUBLIC_URL` exactly, as the server
+  holds it (without a trailing `/`): `https://runtime.example/` is another audience than `https://runtime.example`;
+- `exp` and `iat` are present, `exp`, `iat` and `nbf` (when present) are NumericDates, JSON numbers (never a
+  string such as `"1900000000"`, which the JWT library would read as one, nor `true`), and they hold with
+  `CLOCK_SKEW_SECONDS` of leeway either way;
 - `sub` is a non-empty string.
 
 The caller a token names (the mapping of the identity service's claims, Clerk's session-token claims in either
@@ -31,7 +32,8 @@ version, decided here; the seeds' authentication reference does not give it):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import jwt
@@ -46,6 +48,10 @@ CLOCK_SKEW_SECONDS = 60
 and up to this long before its `nbf` or `iat`."""
 MAX_TOKEN_CHARS = 16 * 1024
 REQUIRED_CLAIMS = ("exp", "iat", "iss", "aud", "sub")
+TIME_CLAIMS = ("exp", "iat", "nbf")
+TIME_CLAIM_WORDS = "The access token's times (exp, iat, nbf) must be numbers of seconds."
+EXPIRED_WORDS = "The access token has expired: sign in again."
+NOT_YET_WORDS = "The access token is not valid yet."
 ORG_ID = re.compile(f"^{ORG_PATTERN}$")
 PERMISSION_OF_CLERK_KEY: Mapping[str, Permission] = {f"org:{p.value}": p for p in Permission}
 COMPACT_JWS = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$")
@@ -65,10 +71,6 @@ def looks_like_a_token(credential: str) -> bool:
 
 
 def _words_for(error: jwt.PyJWTError, audience: str, issuer: str) -> str:
-    if isinstance(error, jwt.ExpiredSignatureError):
-        return "The access token has expired: sign in again."
-    if isinstance(error, jwt.ImmatureSignatureError):
-        return "The access token is not valid yet."
     if isinstance(error, jwt.InvalidAudienceError):
         return f"The access token is not for this server: its audience is not {audience}."
     if isinstance(error, jwt.InvalidIssuerError):
@@ -83,10 +85,11 @@ def _words_for(error: jwt.PyJWTError, audience: str, issuer: str) -> str:
 class AccessTokens:
     """Verifies access tokens for one audience (`PUBLIC_URL`) from one issuer (`IDENTITY_ISSUER`)."""
 
-    def __init__(self, *, audience: str, issuer: str, keys: IssuerKeys) -> None:
+    def __init__(self, *, audience: str, issuer: str, keys: IssuerKeys, clock: Callable[[], float] = time.time) -> None:
         self.audience = audience.rstrip("/")
         self.issuer = issuer
         self.keys = keys
+        self._clock = clock
 
     async def caller_of(self, token: str) -> Caller:
         """The caller a valid token names. Raises `InvalidToken`, `KeysUnavailable` (the issuer cannot be
@@ -116,14 +119,35 @@ class AccessTokens:
                 token,
                 key.key,
                 algorithms=[algorithm],
-                audience=[self.audience, self.audience + "/"],
+                audience=[self.audience],
                 issuer=self.issuer,
-                leeway=CLOCK_SKEW_SECONDS,
-                options={"require": list(REQUIRED_CLAIMS)},
+                options={
+                    "require": list(REQUIRED_CLAIMS),
+                    "verify_exp": False,
+                    "verify_nbf": False,
+                    "verify_iat": False,
+                },
             )
         except jwt.PyJWTError as error:
             raise InvalidToken(_words_for(error, self.audience, self.issuer)) from None
+        check_times(claims, self._clock())
         return caller_of_claims(claims)
+
+
+def check_times(claims: Mapping[str, Any], now: float) -> None:
+    """`exp`, `iat` and `nbf` are numbers (checked before any of them is compared, so that `"exp": true` is
+    refused for what it is, not as expired), and hold at `now` with `CLOCK_SKEW_SECONDS` of leeway."""
+    if not all(_is_numeric_date(claims[name]) for name in TIME_CLAIMS if name in claims):
+        raise InvalidToken(TIME_CLAIM_WORDS)
+    if claims["exp"] <= now - CLOCK_SKEW_SECONDS:
+        raise InvalidToken(EXPIRED_WORDS)
+    if any(claims[name] > now + CLOCK_SKEW_SECONDS for name in ("nbf", "iat") if name in claims):
+        raise InvalidToken(NOT_YET_WORDS)
+
+
+def _is_numeric_date(value: object) -> bool:
+    """Whether a claim is a JSON number (RFC 7519 NumericDate); `bool` is an `int` to Python, not to JSON."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def caller_of_claims(claims: Mapping[str, Any]) -> Caller:

@@ -10,23 +10,33 @@ for signatures (`use` absent or `sig`; RSA of at least 2,048 bits, EC or OKP) wi
 
 When they are fetched: once at start, then again
 
-- when a token names a `kid` the cache does not hold (the request waits for that fetch, at most
-  `FETCH_TIMEOUT_SECONDS` and a second);
+- when a token names a `kid` the cache does not hold: the request waits for the next fetch that begins after it
+  arrived (at most `FETCH_SPACING_SECONDS` and twice `FETCH_TIMEOUT_SECONDS` and a second), so a key the issuer
+  has just rotated in is found by that fetch;
 - once the set is `MAX_AGE_SECONDS` old: a request that finds the set that old is verified with the keys held
   and wakes the refresher, which also wakes by itself at that age.
 
-Rate limits, so that a stream of tokens naming made-up `kid`s cannot make the server fetch constantly: after a
-fetch that did not hold a `kid` a token named, no token naming an unknown `kid` causes another fetch for
-`REFRESH_INTERVAL_SECONDS` (such tokens are refused at once). After a failed fetch, nothing is fetched for
-`REFRESH_INTERVAL_SECONDS`, and a token whose key is not held is answered `unavailable` with a `Retry-After` of
-the time left; the keys already held keep verifying tokens while the issuer cannot be reached.
+Rate limits, so that a stream of tokens naming made-up `kid`s cannot make the server fetch constantly, and yet
+cannot starve a real rotation (a made-up `kid` and a rotated-in one look alike until a fetch tells them apart):
+
+- Fetches begin at least `FETCH_SPACING_SECONDS` apart, and every request waiting for a `kid` shares the next
+  one: a flood of tokens naming ever new `kid`s costs at most one fetch a spacing, and a token of a real rotation
+  is never refused for the flood, only kept waiting for the next fetch.
+- A `kid` that a fetch did not hold is refuted: a token naming it is refused at once, with no fetch, for
+  `REFRESH_INTERVAL_SECONDS` after that fetch. The refutation is of that `kid` alone (at most
+  `MAX_REFUTED_KIDS` are remembered, the oldest forgotten first), so tokens repeating made-up `kid`s cost
+  nothing, and they take no budget from a `kid` no fetch has refuted yet.
+- After a failed fetch, nothing is fetched for `REFRESH_INTERVAL_SECONDS`, and a token whose key is not held is
+  answered `unavailable` with a `Retry-After` of the time left; the keys already held keep verifying tokens while
+  the issuer cannot be reached.
 
 Concurrency: all state lives on the Trio thread and changes only between checkpoints. Fetches run in the
 refresher (`run`, a child of the supervision tree), never in a request's task: a request that needs a key sets
 `_wanted` and waits for the `_next_done` event of the fetch in flight or the next one, so concurrent requests
-share one fetch. The refresher replaces `_next_done` and `_wanted` in one step with no checkpoint, so no wish
-made after a fetch ended is lost. The rate limits are kept where a fetch is wished for, on the request side,
-against the injected `clock`; the refresher fetches whenever it is asked.
+share one fetch; a request that arrived while a fetch was in flight waits for the one after it too. The
+refresher replaces `_next_done` and `_wanted` in one step with no checkpoint, so no wish made after a fetch ended
+is lost. The refusals are decided on the request side against the injected `clock`; the spacing is kept by the
+refresher on Trio's clock.
 """
 
 from __future__ import annotations
@@ -54,8 +64,13 @@ FETCH_TIMEOUT_SECONDS = 5.0
 MAX_AGE_SECONDS = 3600.0
 """How old the held key set may grow before it is fetched again."""
 REFRESH_INTERVAL_SECONDS = 30.0
-"""After a fetch that failed, or that did not hold a `kid` a token named, no fetch for an unknown `kid` before
-this has passed."""
+"""After a fetch that failed, no fetch before this has passed; after a fetch that did not hold a `kid` a token
+named, no fetch for that `kid` before this has passed."""
+FETCH_SPACING_SECONDS = 5.0
+"""The least time between the starts of two fetches: what a flood of made-up `kid`s can cost the issuer at
+most, and what a token of a key rotated in a moment ago may wait at most for the fetch that finds it."""
+MAX_REFUTED_KIDS = 4096
+"""How many `kid`s that fetches did not hold are remembered to be refused at once."""
 MAX_DOCUMENT_BYTES = 64 * 1024
 MAX_KEYS = 32
 MIN_RSA_BITS = 2048
@@ -202,14 +217,20 @@ class IssuerKeys:
         client: Callable[[], httpx.AsyncClient],
         *,
         clock: Callable[[], float] = time.monotonic,
+        fetch_spacing: float = FETCH_SPACING_SECONDS,
     ) -> None:
         self.issuer = issuer
         self._client = client
         self._clock = clock
+        self._fetch_spacing = fetch_spacing
         self._keys: Mapping[str, PublishedKey] = {}
         self._fetched_at: float | None = None
         self._failed_at: float | None = None
-        self._fruitless_at: float | None = None
+        self._refuted: dict[str, float] = {}
+        """The `kid`s fetches did not hold, oldest first, with when (`clock`) the fetch that refuted each ended."""
+        self._fetching = False
+        self._last_started: float | None = None
+        """When (Trio's clock) the last fetch began."""
         self._wanted = trio.Event()
         self._next_done = trio.Event()
 
@@ -223,18 +244,24 @@ class IssuerKeys:
             if self._is_old() and not self._backing_off():
                 self._wanted.set()
             return key
-        self._check_rate_limits()
-        done = self._next_done
-        self._wanted.set()
-        with trio.move_on_after(FETCH_TIMEOUT_SECONDS + 1):
-            await done.wait()
-        key = self._keys.get(kid)
-        if key is not None:
-            return key
-        if not done.is_set() or self._failed_at is not None:
+        if self._backing_off():
             raise KeysUnavailable(self._retry_after())
-        self._fruitless_at = self._clock()
-        raise UnknownKey(kid)
+        if self._is_refuted(kid):
+            raise UnknownKey(kid)
+        with trio.move_on_after(self._fetch_spacing + 2 * FETCH_TIMEOUT_SECONDS + 1):
+            while True:
+                done, begins_after = self._next_done, not self._fetching
+                self._wanted.set()
+                await done.wait()
+                key = self._keys.get(kid)
+                if key is not None:
+                    return key
+                if self._failed_at is not None:
+                    raise KeysUnavailable(self._retry_after())
+                if begins_after:
+                    self._refute(kid)
+                    raise UnknownKey(kid)
+        raise KeysUnavailable(self._retry_after())
 
     async def refreshed(self) -> None:
         """Wait for the end of the fetch in flight, or of the next one (which this does not ask for)."""
@@ -247,11 +274,16 @@ class IssuerKeys:
         """Whether the last fetch failed less than `REFRESH_INTERVAL_SECONDS` ago."""
         return self._failed_at is not None and self._clock() - self._failed_at < REFRESH_INTERVAL_SECONDS
 
-    def _check_rate_limits(self) -> None:
-        if self._backing_off():
-            raise KeysUnavailable(self._retry_after())
-        if self._fruitless_at is not None and self._clock() - self._fruitless_at < REFRESH_INTERVAL_SECONDS:
-            raise UnknownKey()
+    def _is_refuted(self, kid: str) -> bool:
+        """Whether a fetch that ended less than `REFRESH_INTERVAL_SECONDS` ago did not hold `kid`."""
+        refuted_at = self._refuted.get(kid)
+        return refuted_at is not None and self._clock() - refuted_at < REFRESH_INTERVAL_SECONDS
+
+    def _refute(self, kid: str) -> None:
+        self._refuted.pop(kid, None)
+        while len(self._refuted) >= MAX_REFUTED_KIDS:
+            del self._refuted[next(iter(self._refuted))]
+        self._refuted[kid] = self._clock()
 
     def _retry_after(self) -> int:
         since = self._clock() - self._failed_at if self._failed_at is not None else 0.0
@@ -277,8 +309,11 @@ class IssuerKeys:
             while True:
                 await self._fetch(client)
                 await self._until_next_fetch()
+                if self._last_started is not None:
+                    await trio.sleep_until(self._last_started + self._fetch_spacing)
 
     async def _fetch(self, client: httpx.AsyncClient) -> None:
+        self._fetching, self._last_started = True, trio.current_time()
         try:
             keys = await fetch_key_set(client, self.issuer)
         except KeySetError as error:
@@ -289,6 +324,8 @@ class IssuerKeys:
             if self._failed_at is not None:
                 log.info("the identity service's keys are fetched again")
             self._keys, self._fetched_at, self._failed_at = keys, self._clock(), None
+        finally:
+            self._fetching = False
         done, self._next_done, self._wanted = self._next_done, trio.Event(), trio.Event()
         done.set()
 

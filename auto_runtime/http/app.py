@@ -26,7 +26,7 @@ from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.dispatcher import Dispatcher, incident
 from auto_runtime.operations.operation import Operation
 from auto_runtime.problems import Rejection
-from auto_runtime.telemetry import current_request_id
+from auto_runtime.telemetry import current_request_id, logged_path
 
 MAX_REQUEST_BODY = 64 * 1024 * 1024 + 1
 CORS_ALLOWED_HEADERS = "Authorization, Content-Type, If-None-Match, traceparent"
@@ -164,7 +164,7 @@ def create_app(
                 return await on_too_large(error)
             reason = "bad_request" if 400 <= code < 500 else "internal"
             return problem_response(Rejection(reason, error.description or "The request failed."), _request_id())
-        return problem_response(incident(error, request.path, _request_id()), _request_id())
+        return problem_response(incident(error, logged_path(request.path), _request_id()), _request_id())
 
     @app.route("/health", methods=["GET"], provide_automatic_options=False)
     async def health() -> Response:

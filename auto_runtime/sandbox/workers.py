@@ -20,6 +20,10 @@ Concurrency rules:
   the next waiter (or back to the idle workers).
 - Jobs of kind `"fold"` use at most half the workers (at least one): a fold waits, keeping its place, while
   that many run, and the waiters behind it may go first.
+- Accounting: the pool counts the workers each owner holds (`held_by`, by kind), changed only where a worker
+  is handed to a job and where its job ends, and writes one `debug` line each time a worker is handed (the
+  kind, the owner, what the owner holds then, the folds running and their limit): what an operator, a
+  benchmark or a test reads to see that one playbook's folds never held more than their share.
 - A job is asked of its worker's thread actor by a task of the pool (not the caller's), so the pool learns
   when it ends even after its caller gave up; the caller waits for that task's answer. No thread and no
   `trio.to_thread` per job.
@@ -126,6 +130,8 @@ class _Worker:
     down: bool = False
     retired: bool = False
     idle_since: float = 0.0
+    owner: JobOwner = UNATTRIBUTED
+    """Whom the job it runs is for, while it is busy."""
 
 
 @dataclass(eq=False)
@@ -133,6 +139,7 @@ class _Waiter:
     """A caller waiting for a worker: `worker` is set when one is handed to it."""
 
     kind: Kind
+    owner: JobOwner
     event: trio.Event = field(default_factory=trio.Event)
     worker: _Worker | None = None
     closed: bool = False
@@ -185,6 +192,8 @@ class WorkerPool:
         self._idle: list[_Worker] = []
         self._unborn: deque[_Worker] = deque()
         self._busy_folds = 0
+        self._held: dict[tuple[JobOwner, Kind], int] = {}
+        """Workers held, by owner and kind; an owner holding none has no entry (bounded by `size`)."""
         self._queue: FairQueue[_Waiter] = FairQueue()
         self._numbers = itertools.count(1)
         self._closed = False
@@ -201,6 +210,11 @@ class WorkerPool:
         """Why each retired worker ended, the last `ENDINGS_KEPT` of them: `job`, `max_runs` or `idle`."""
         self.crashed = 0
         """Worker lives that crashed (each restarted by the supervisor, unless it gave up)."""
+
+    def held_by(self, owner: JobOwner, kind: Kind | None = None) -> int:
+        """How many workers `owner`'s jobs (of `kind`, or of any kind) hold now."""
+        kinds: tuple[Kind, ...] = ("run", "fold") if kind is None else (kind,)
+        return sum(self._held.get((owner, k), 0) for k in kinds)
 
     @property
     def live(self) -> int:
@@ -448,6 +462,13 @@ class WorkerPool:
         worker.busy = False
         if kind == "fold":
             self._busy_folds -= 1
+        key = (worker.owner, kind)
+        left = self._held.get(key, 0) - 1
+        if left > 0:
+            self._held[key] = left
+        else:
+            self._held.pop(key, None)
+        worker.owner = UNATTRIBUTED
 
     # Workers and waiters, on the Trio thread.
 
@@ -498,7 +519,7 @@ class WorkerPool:
             if first:
                 self._rearm_reaper()
 
-    def _take(self, kind: Kind) -> _Worker | None:
+    def _take(self, kind: Kind, owner: JobOwner) -> _Worker | None:
         self._check_open()
         if kind == "fold" and self._busy_folds >= self.fold_limit:
             return None
@@ -510,13 +531,41 @@ class WorkerPool:
             worker = self._new_worker()
         else:
             return None
-        self._hold(worker, kind)
+        self._hold(worker, kind, owner)
         return worker
 
-    def _hold(self, worker: _Worker, kind: Kind) -> None:
+    def _hold(self, worker: _Worker, kind: Kind, owner: JobOwner) -> None:
         worker.busy = True
+        worker.owner = owner
         if kind == "fold":
             self._busy_folds += 1
+        key = (owner, kind)
+        self._held[key] = self._held.get(key, 0) + 1
+        if log.isEnabledFor(logging.DEBUG):
+            held, folds = self.held_by(owner), self.held_by(owner, "fold")
+            log.debug(
+                "pool %s: worker-%d takes a %s of %s/%s, which holds %d (%d folding); folds %d of %d",
+                self.name,
+                worker.number,
+                kind,
+                owner.org,
+                owner.playbook,
+                held,
+                folds,
+                self._busy_folds,
+                self.fold_limit,
+                extra={
+                    "pool": self.name,
+                    "kind": kind,
+                    "org": owner.org,
+                    "playbook": owner.playbook,
+                    "owner_holds": held,
+                    "owner_folds": folds,
+                    "folds": self._busy_folds,
+                    "fold_limit": self.fold_limit,
+                    "workers": self.size,
+                },
+            )
         self._changed()
 
     def _may_take(self, waiter: _Waiter) -> bool:
@@ -532,7 +581,7 @@ class WorkerPool:
                 self._make_idle(worker)
         else:
             waiter.worker = worker
-            self._hold(worker, waiter.kind)
+            self._hold(worker, waiter.kind, waiter.owner)
             waiter.event.set()
         self._changed()
 
@@ -547,7 +596,7 @@ class WorkerPool:
             if not self._idle:
                 self._rearm_reaper()
             waiter.worker = worker
-            self._hold(worker, waiter.kind)
+            self._hold(worker, waiter.kind, waiter.owner)
             waiter.event.set()
 
     def _give_back(self, worker: _Worker, kind: Kind) -> None:
@@ -556,11 +605,11 @@ class WorkerPool:
         self._free(worker)
 
     async def _acquire(self, kind: Kind, owner: JobOwner, wait_until: float) -> _Worker:
-        worker = self._take(kind)
+        worker = self._take(kind, owner)
         if worker is not None:
             self._queue.served(owner)
             return worker
-        waiter = _Waiter(kind)
+        waiter = _Waiter(kind, owner)
         self._queue.add(waiter, owner)
         try:
             with trio.move_on_after(max(0.0, wait_until - time.monotonic())):

@@ -6,7 +6,8 @@
   it sent a W3C `traceparent` (TraceContext propagator), else a new trace starts. The span is named by the
   operation once one is matched (`name_request`), and every response start gets `x-trace-id`, the span's trace id;
   `/health` gets neither span nor header.
-- A `debug` log line ends each request (method, path, status), with the request's id and trace id.
+- A `debug` log line ends each request (method, path, status), with the request's id and trace id. The path of
+  the line and of the span is `logged_path`'s, without the secret of a connection link.
 
 With telemetry off, the request's only cost here is its id and one context variable.
 """
@@ -23,6 +24,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from auto_runtime.asgi_messages import AsgiApp, header_values
 from auto_runtime.telemetry.ids import trace_id_text
+from auto_runtime.telemetry.logged_paths import logged_path
 from auto_runtime.telemetry.request_context import REQUEST_ID, REQUEST_SPAN
 from auto_runtime.telemetry.spans import started_span
 from auto_runtime.telemetry.tracing import TRACING
@@ -83,7 +85,7 @@ class RequestTelemetry:
         try:
             await self.app(scope, receive, sending)
         finally:
-            method, path = scope.get("method", ""), scope.get("path", "")
+            method, path = scope.get("method", ""), logged_path(scope.get("path", ""))
             log.debug("%s %s %s", method, path, status, extra={"method": method, "path": path, "status": status})
         return status
 
@@ -94,7 +96,7 @@ class RequestTelemetry:
         parent = PROPAGATOR.extract(scope, getter=SCOPE_HEADERS)
         attributes = {
             "http.request.method": method,
-            "url.path": scope.get("path", ""),
+            "url.path": logged_path(scope.get("path", "")),
             "auto_runtime.request_id": REQUEST_ID.get() or "",
         }
         with started_span(tracer, method, attributes, kind=SpanKind.SERVER, parent=parent) as span:

@@ -1,11 +1,12 @@
 """The key set of the identity service as the server holds it (`IssuerKeys`), against the fake service over
 https, with a clock the test moves: discovery and its fallback, the maximum age, the rate limits, a failed
-fetch and the recovery after it, and one fetch shared by concurrent requests."""
+fetch and the recovery after it, and one fetch shared by concurrent requests. The spacing of fetches is 0 but in
+the tests of it, which move Trio's clock (`mock_clock`) instead of waiting."""
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 
 import httpx
@@ -13,6 +14,7 @@ import pytest
 import trio
 
 from auto_runtime.auth.issuer_keys import (
+    FETCH_SPACING_SECONDS,
     MAX_AGE_SECONDS,
     REFRESH_INTERVAL_SECONDS,
     IssuerKeys,
@@ -38,10 +40,14 @@ def normal(identity: IdentityServiceProcess) -> Iterator[IdentityServiceProcess]
 
 
 @asynccontextmanager
-async def held_keys(identity: IdentityServiceProcess, clock: ManualClock) -> AsyncIterator[IssuerKeys]:
+async def held_keys(
+    identity: IdentityServiceProcess, clock: Callable[[], float], fetch_spacing: float = 0.0
+) -> AsyncIterator[IssuerKeys]:
     """The keys with their refresher running, after its first fetch."""
     verify = ssl.create_default_context(cafile=str(identity.certificate))
-    keys = IssuerKeys(identity.issuer, lambda: httpx.AsyncClient(verify=verify), clock=clock)
+    keys = IssuerKeys(
+        identity.issuer, lambda: httpx.AsyncClient(verify=verify), clock=clock, fetch_spacing=fetch_spacing
+    )
     async with trio.open_nursery() as nursery:
         await nursery.start(keys.run)
         await keys.refreshed()
@@ -96,18 +102,62 @@ async def test_a_failed_fetch_is_unavailable_until_the_interval_has_passed(norma
         assert (await keys.key_for(kid)).kid == kid
 
 
-async def test_unknown_key_ids_fetch_again_only_after_the_interval(normal: IdentityServiceProcess) -> None:
+async def test_a_key_id_a_fetch_did_not_hold_fetches_again_only_after_the_interval(
+    normal: IdentityServiceProcess,
+) -> None:
     clock = ManualClock()
     unpublished = [await trio.to_thread.run_sync(lambda: normal.new_key("RS256", publish=False)) for _ in range(3)]
     async with held_keys(normal, clock) as keys:
         before = await fetches(normal)
-        for kid in unpublished:
-            with pytest.raises(UnknownKey):
-                await keys.key_for(kid)
-        assert await fetches(normal) == before + 1
+        for _ in range(4):
+            for kid in unpublished:
+                with pytest.raises(UnknownKey):
+                    await keys.key_for(kid)
+        assert await fetches(normal) == before + len(unpublished), "one fetch for each key id, none for a repeat"
         clock.now += REFRESH_INTERVAL_SECONDS
         with pytest.raises(UnknownKey):
             await keys.key_for(unpublished[0])
+        assert await fetches(normal) == before + len(unpublished) + 1
+
+
+async def test_a_key_rotated_in_after_a_flood_is_found_by_the_next_spaced_fetch(
+    normal: IdentityServiceProcess, mock_clock: trio.testing.MockClock
+) -> None:
+    """Trio's clock stands still but where the test moves it, so the spacing is seen, not waited for: a flood of
+    made-up key ids costs one fetch, and the key rotated in next waits for the spaced fetch instead of being
+    refused."""
+    made_up = [await trio.to_thread.run_sync(lambda: normal.new_key("ES256", publish=False)) for _ in range(20)]
+    async with held_keys(normal, trio.current_time, FETCH_SPACING_SECONDS) as keys:
+        mock_clock.jump(FETCH_SPACING_SECONDS)
+        before = await fetches(normal)
+        refused: list[str] = []
+
+        async def ask(kid: str) -> None:
+            with pytest.raises(UnknownKey):
+                await keys.key_for(kid)
+            refused.append(kid)
+
+        async with trio.open_nursery() as nursery:
+            for kid in made_up:
+                nursery.start_soon(ask, kid)
+        assert sorted(refused) == sorted(made_up)
+        assert await fetches(normal) == before + 1, "the flood shared one fetch"
+
+        rotated = await trio.to_thread.run_sync(normal.new_key, "RS256")
+        found: list[str] = []
+
+        async def find() -> None:
+            found.append((await keys.key_for(rotated)).kid)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(find)
+            await trio.testing.wait_all_tasks_blocked()
+            assert found == [] and await fetches(normal) == before + 1, "no fetch before the spacing has passed"
+            for kid in made_up:
+                with pytest.raises(UnknownKey):
+                    await keys.key_for(kid)
+            mock_clock.jump(FETCH_SPACING_SECONDS)
+        assert found == [rotated]
         assert await fetches(normal) == before + 2
 
 

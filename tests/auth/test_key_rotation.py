@@ -1,5 +1,6 @@
 """The identity service rotates its keys mid-test: a token of a new key is taken once the set is fetched again,
-and a key gone from the set stops verifying; a stream of made-up key ids does not make the server fetch."""
+and a key gone from the set stops verifying; a stream of made-up key ids does not make the server fetch again for
+an id it already asked about (`tests/security/test_access_tokens.py` has the flood before a rotation)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_keys_rotate_mid_test(signed_in: SignedIn, identity: IdentityServiceProc
     assert not accepted(signed_in, signed_in.token(first))
 
 
-def test_a_stream_of_unknown_key_ids_fetches_at_most_once(
+def test_a_stream_of_unknown_key_ids_fetches_at_most_once_for_each(
     signed_in: SignedIn, identity: IdentityServiceProcess
 ) -> None:
     made_up = [identity.new_key("ES256", publish=False) for _ in range(3)]
@@ -56,4 +57,4 @@ def test_a_stream_of_unknown_key_ids_fetches_at_most_once(
         for kid in made_up:
             body = problem(signed_in.get("/v1/orgs/acme/playbooks", signed_in.token(kid)), 401, "unauthenticated")
             assert "does not publish" in body["detail"]
-    assert identity.fetches() - fetched <= 1
+    assert identity.fetches() - fetched <= len(made_up)

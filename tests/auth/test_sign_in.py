@@ -176,8 +176,7 @@ def test_each_token_that_fails_a_check_is_an_invalid_credential(signed_in: Signe
 
 
 def test_a_key_the_issuer_does_not_publish_is_an_invalid_credential(signed_in: SignedIn) -> None:
-    """The last test to ask for an unknown key here: the fetch it causes finds no such key, so for a while no
-    other unknown key causes one."""
+    """The fetch it causes finds no such key, so the second ask of that key is refused without a fetch."""
     token = signed_in.token(KEYS.unpublished)
     body = problem(signed_in.get("/v1/orgs/acme/playbooks", token), 401, "unauthenticated")
     assert "does not publish" in body["detail"]
