@@ -72,8 +72,9 @@ INPUTS_WITHOUT_WAITING = 1_000
 `WOKE_ITSELF`: a run that loops on a zero wait would otherwise take inputs as fast as the server applies them,
 for as long as `MAX_INPUTS` lets it, recording three facts and its state each time. A real workflow does not
 get near it: its short waits sit between calls, events or answers, each of which starts the count again, and a
-straight run of `TASKS_WITHOUT_WAITING` tasks yields only 100 times (`TASKS_PER_INPUT`). A runaway run ends
-after at most this many inputs, so what it records is bounded by it."""
+straight run of `TASKS_WITHOUT_WAITING` tasks yields only 100 times (`TASKS_PER_INPUT`); more yields in a row
+come only from expressions that pass half an input's work each time, minutes of work waiting for nothing. A
+runaway run ends after at most this many inputs, so what it records is bounded by it."""
 MAX_INPUTS = 100_000
 TOO_MANY_INPUTS = "The run took more than the 100,000 inputs a run may take"
 MAX_OUTPUT_BYTES = 1_048_574
