@@ -47,7 +47,7 @@ SCHEMA_FIRST = frozenset({"publish_event"})
 and its hand-written schema (`publish_operations.CLOUD_EVENT_SCHEMA`) checks the attributes' types."""
 
 
-def _type_and_unicode(
+def _type_and_text(
     validator: Validator, types: Any, instance: Any, schema: Mapping[str, Any]
 ) -> Iterator[ValidationError]:
     """The `type` keyword, and a text the schema types as a string keeps the text rule. The issue's own
@@ -70,7 +70,7 @@ def _enum(validator: Validator, enums: Any, instance: Any, schema: Mapping[str, 
 
 
 OperationInputValidator: type[Validator] = extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator, {"type": _type_and_unicode, "enum": _enum}
+    Draft202012Validator, {"type": _type_and_text, "enum": _enum}
 )
 
 
