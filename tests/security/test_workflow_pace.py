@@ -116,7 +116,14 @@ def test_a_run_looping_on_a_zero_wait_is_cancelled_before_its_next_step(client: 
     assert len(inputs_of(events)) <= INPUTS_WITHOUT_WAITING + 2
 
 
-def test_a_run_that_wakes_itself_without_end_is_ended_with_the_pages_words(client: httpx.Client) -> None:
+def test_a_run_that_wakes_itself_without_end_is_ended_with_the_pages_words(
+    request: pytest.FixtureRequest, client: httpx.Client
+) -> None:
+    """The bound is the engine's, whichever ledger keeps the run; it is reached on SQLite only, since reaching it
+    applies 1,001 inputs one after the other (minutes on a loaded PostgreSQL, where the cancel and the fair turns
+    above are checked)."""
+    if request.node.callspec.params["server"] == "postgres":
+        pytest.skip("the bound is the engine's: reached once, on the SQLite ledger")
     playbook = new_playbook(client)
     saved(client, playbook, "spin", LOOP)
     run_id = new_run_id()
