@@ -7,6 +7,10 @@
 
 A line written while a request is served carries its ``request_id``, and within a span the server sends its
 ``trace_id`` and ``span_id`` (``ContextFields``), unless the call gave those fields itself.
+
+A library logger that would write what callers send or get whole is kept at ``info`` or above even at
+``debug`` (``QUIETED``): ``sse_starlette`` logs every chunk of an MCP answer it streams, outputs and tool
+results in full, up to megabytes a line.
 """
 
 import json
@@ -26,6 +30,8 @@ LEVELS: dict[LogLevel, int] = {
     "warn": logging.WARNING,
     "error": logging.ERROR,
 }
+
+QUIETED = ("sse_starlette.sse",)
 
 _STANDARD_ATTRIBUTES = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 _MARKS = {
@@ -127,6 +133,8 @@ def configure_logging(log_format: LogFormat, log_level: LogLevel, stream: TextIO
         root.removeHandler(existing)
     root.addHandler(handler)
     root.setLevel(LEVELS[log_level])
+    for name in QUIETED:
+        logging.getLogger(name).setLevel(max(LEVELS[log_level], logging.INFO))
 
 
 def _is_terminal(stream: TextIO) -> bool:

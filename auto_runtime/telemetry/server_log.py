@@ -3,17 +3,19 @@ for a request whose client went away before its answer was sent whole.
 
 Hypercorn tells its logger of every request it ends (`access`); it gives no response when the connection closed
 before the answer's last byte was handed to the socket: the client disconnected while the answer was computed or
-while it streamed. That is one `info` line here, with the method, the path (`logged_path`) and the request's id,
-and never a traceback. An error Hypercorn reports from the app (`exception`) that is only the connection breaking
-under the answer (`CLIENT_GONE`, alone or in a group) is that same single line too; any other error keeps its
-traceback.
+while it streamed. That is one `info` line here, with the method and the path (`logged_path`), and never a
+traceback. Hypercorn may tell it twice for one request (a failed write and the read side each see the close, and
+its handling of the first awaits before it forgets the stream), so the request's scope is marked once logged.
+
+An error Hypercorn reports from the app (`exception`) that is only the connection breaking under the answer
+(`CLIENT_GONE`, alone or in a group) is one `info` line too; any other error keeps its traceback.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Any, cast
 
 import trio
 from hypercorn.logging import Logger
@@ -22,6 +24,8 @@ from hypercorn.typing import ResponseSummary, WWWScope
 from auto_runtime.telemetry.logged_paths import logged_path
 
 log = logging.getLogger("auto_runtime.http")
+LOGGED_MARK = "auto_runtime.client_gone_logged"
+"""The key set in a request's scope once its client's going is logged."""
 
 CLIENT_GONE: tuple[type[BaseException], ...] = (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError)
 """What sending to a client that has gone raises, from the socket up."""
@@ -47,8 +51,10 @@ class ServerLog(Logger):
     """The logger Hypercorn is configured with (`Config.logger_class`); see the module docstring."""
 
     async def access(self, request: WWWScope, response: ResponseSummary | None, request_time: float) -> None:
-        if response is None and request["type"] == "http":
-            log_client_gone(request.get("method", ""), logged_path(request.get("path", "")))
+        scope = cast(dict[str, Any], request)
+        if response is None and scope["type"] == "http" and not scope.get(LOGGED_MARK):
+            scope[LOGGED_MARK] = True
+            log_client_gone(scope.get("method", ""), logged_path(scope.get("path", "")))
 
     async def exception(self, message: str, *args: Any, **kwargs: Any) -> None:
         error = sys.exc_info()[1]

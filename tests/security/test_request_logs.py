@@ -108,3 +108,16 @@ def test_a_client_that_goes_away_while_a_large_answer_streams_is_one_line(server
     entries = log_entries(server)
     assert not [e for e in entries if "exception" in e or "Traceback" in str(e.get("message"))]
     assert not [e for e in entries if e.get("level") in ("warn", "error")]
+
+
+def test_an_mcp_answer_is_not_written_whole_to_the_log(server: ServerProcess) -> None:
+    """At debug, the SSE library would log every chunk of an MCP answer whole; it is kept at info."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    with server.client() as client:
+        response = client.post("/mcp", headers=headers, json=call)
+    assert response.status_code == 200 and "list_playbooks" in response.text
+    assert wait_for_entries(server, "/mcp", level="debug"), "the request's own line is written"
+    entries = log_entries(server)
+    assert not [e for e in entries if str(e.get("logger", "")).startswith("sse_starlette")]
+    assert not [e for e in entries if "list_playbooks" in str(e.get("message"))]
