@@ -8,7 +8,8 @@ key, standing `delivered` or `retrying`, at most 100, oldest first); with none k
 
 One read: render `replies.with` of the oldest kept request, call the reading tool, take the array at
 `read.list`, and judge each item in the tool's order (§5.2): an answer that fits records `request_answered` on its
-request's run (with the `interaction:settle` entry that ends it), a reply that gives none `reply_refused`; a reply
+request's run (with the `interaction:settle` entry that ends it), a reply that gives none `reply_refused` (an
+answer holding a lone surrogate is `invalid` at its pointer, by the text rule of `auto_runtime.text_rule`); a reply
 from anyone but the answerer, for no kept request, or already judged leaves no trace. The read is recorded when
 its list held an item (`replies_read`, whose `since` is the cursor of the next read) or it failed
 (`reading_failed`); the next read is armed in the same append, on the cadence of §5.1 (5, 10, 20, 40 s, then 60 s
@@ -62,6 +63,7 @@ from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.playbooks.run_facts import carried_metadata, run_stream
 from auto_runtime.playbooks.run_view import fold_run
 from auto_runtime.schema_issues import check_off_the_loop
+from auto_runtime.text_rule import lone_surrogate_paths, not_unicode_issue
 from auto_runtime.tools import ToolCallFailed, ToolNotOffered, ToolServerFailed, ToolServers, WantedTool
 from auto_runtime.tools.hand_calls import answer_of
 
@@ -388,7 +390,7 @@ class ReplyReads:
         answer: dict[str, Any] | None = None
         if ambiguous:
             because = "ambiguous"
-        elif len(text.encode("utf-8")) > MAX_REPLY_BYTES:
+        elif len(text.encode("utf-8", "surrogatepass")) > MAX_REPLY_BYTES:
             because = "too_long"
         else:
             rule = request.get("reply") if isinstance(request.get("reply"), dict) else {}
@@ -398,7 +400,8 @@ class ReplyReads:
             if answer is None:
                 because = "not_an_answer"
             else:
-                found = await check_off_the_loop(schema, answer, "/answer")
+                found = [not_unicode_issue(["answer", *path]) for path in lone_surrogate_paths(answer)]
+                found = found or await check_off_the_loop(schema, answer, "/answer")
                 if found:
                     because = "invalid"
                     issues = [{"pointer": issue.pointer, "detail": issue.detail} for issue in found[:5]]

@@ -23,7 +23,9 @@ With ``--interaction-tools`` it also lists the tools the interaction tests call:
 * ``replies`` (``readOnlyHint: true``): answers ``structuredContent`` ``{"items": [...]}``: one reply
   ``{"key": "<parent>-reply", "author": <who>, "body": <words>, "parent": <parent>}`` while ``since`` is empty,
   none after (a reader that keeps its cursor reads it once); with ``count`` N, N such replies, the n-th from
-  the second on keyed ``<parent>-reply-<n>``.
+  the second on keyed ``<parent>-reply-<n>``. When ``words`` hold ``LONE_SURROGATE_MARK``, it answers the JSON
+  as a text block alone, with the mark written as the escape ``\\ud800``: its reader parses a lone surrogate,
+  which no MCP message could carry as text.
 
 With ``--extra-tools N`` it also lists ``N`` more tools, ``extra_1`` to ``extra_N`` (``Extra tool <n>.``), which
 answer ``extra <n>``.
@@ -56,6 +58,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
+
+LONE_SURROGATE_MARK = "<lone surrogate>"
+"""A mark in the `replies` tool's `words` that its answer writes as the JSON escape of a lone surrogate."""
 
 OBJECT = {"type": "object", "properties": {"id": {"type": "string"}}, "additionalProperties": True}
 TOOLS = [
@@ -152,9 +157,12 @@ def build(log: Path | None, extra: int = 0, interaction: bool = False) -> Server
             keys = [f"{parent}-reply", *(f"{parent}-reply-{n}" for n in range(2, count + 1))]
             replies = [{"key": key, "author": arguments.get("who"), "body": arguments.get("words")} for key in keys]
             items = [] if arguments.get("since") else [{**reply, "parent": parent} for reply in replies]
-            return types.CallToolResult(
-                content=[types.TextContent(text=json.dumps({"items": items}))], structured_content={"items": items}
-            )
+            text = json.dumps({"items": items})
+            if LONE_SURROGATE_MARK in text:
+                return types.CallToolResult(
+                    content=[types.TextContent(text=text.replace(LONE_SURROGATE_MARK, "\\ud800"))]
+                )
+            return types.CallToolResult(content=[types.TextContent(text=text)], structured_content={"items": items})
         if params.name == "hang" and interaction:
             await trio.sleep_forever()
         if params.name == "say" and interaction:

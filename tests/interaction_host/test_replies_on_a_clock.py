@@ -10,8 +10,10 @@ from typing import Any
 
 from auto_runtime.interaction_host.replies import MAX_REFUSALS, MAX_TOLD, cadence
 from auto_runtime.ledger import Ledger, Record
+from auto_runtime.text_rule import NOT_UNICODE
 from auto_runtime.workflow_host.run_store import RunStore
 from tests.fakes.gateway_process import McpToolServerProcess
+from tests.fakes.mcp_tool_server import LONE_SURROGATE_MARK
 from tests.interaction_host.clocked import Host, desk, hosted
 from tests.workflow_host.conftest import SCOPE, engine, ledger, postgres_database, postgres_url, store, target
 
@@ -133,6 +135,26 @@ async def test_a_reply_past_8_kib_is_too_long_and_one_that_fails_the_schema_is_i
         assert [issue["pointer"] for issue in invalid["issues"]] == ["/answer/reason"]
         told = [record.data["because"] for record in await host.until_playbook("telling_started", 2)]
         assert sorted(told) == ["invalid", "too_long"]
+
+
+async def test_a_reply_with_a_lone_surrogate_is_invalid_at_its_pointer_and_the_request_stays_open(
+    ledger: Ledger, store: RunStore, desk: McpToolServerProcess
+) -> None:
+    """The text rule holds for a reply's words as for `answer_interaction`'s answer: the tool's text parses to a
+    lone surrogate, the answer it gives is refused as `invalid` at its pointer, never taken."""
+    async with hosted(ledger, store, desk) as host:
+        run_id = await ask(host, "deploy", question(f"ship ok{LONE_SURROGATE_MARK}"))
+        await delivered(host, run_id)
+        await host.sweep_at(host.clock() + FIRST_READ)
+        await host.until(run_id, "reply_refused")
+        (refused,) = refusals(await host.history(run_id))
+        assert refused["because"] == "invalid"
+        assert refused["issues"] == [
+            {"pointer": "/answer/reason", "detail": "answer, then reason: " + "expected " + NOT_UNICODE + "."}
+        ]
+        (read,) = await host.until_playbook("replies_read")
+        assert (read.data["taken"], read.data["refused"]) == (0, 1)
+        assert all(record.type != "request_answered" for record in await host.history(run_id))
 
 
 async def test_a_reply_in_a_conversation_of_several_requests_that_names_none_is_ambiguous(
