@@ -32,7 +32,9 @@ from auto_runtime.tools.connection_rules import (
     credential_issues,
     entry_issues,
     rule_refusal,
+    sent_in_a_header,
     server_issues,
+    text_problem,
     tool_server_of,
 )
 from auto_runtime.tools.connections import Connections
@@ -156,7 +158,11 @@ class ConnectionServers:
         except ValidationError:
             words = f"The runtime no longer takes the entry of the connection {name}."
             return self._keep(connection, ToolNotOffered("connection_not_allowed", words))
-        servers = self._set_of(name, server, value)
+        try:
+            servers = self._set_of(name, server, value)
+        except (UnicodeError, ValueError):  # what the HTTP client cannot send: this connection alone is refused
+            words = f"The runtime no longer takes the entry of the connection {name}."
+            return self._keep(connection, ToolNotOffered("connection_not_allowed", words))
         document_refusal = await self._document_server_refusal(connection, servers)
         if document_refusal is not None:
             await servers.aclose()
@@ -190,6 +196,13 @@ class ConnectionServers:
             if value is None:
                 words = f"The variable {variable} the credential of the connection {connection.name} names is not set."
                 return self._keep(connection, ToolNotOffered("connection_not_allowed", words))
+            problem = text_problem(value, header=sent_in_a_header(connection.credential))
+            if problem is not None:
+                words = (
+                    f"The variable {variable} the credential of the connection {connection.name} names holds a value "
+                    f"that cannot be sent: {problem}."
+                )
+                return self._keep(connection, ToolNotOffered("connection_not_allowed", words))
             return value
         try:
             value = await self.connections.store.read(OrgScope(connection.org), connection.id)
@@ -198,6 +211,9 @@ class ConnectionServers:
         if value is None:
             return await self._record_broken(connection, "its credential is not in the secret store")
         self.connections.secret_set.add(value)
+        problem = text_problem(value, header=sent_in_a_header(connection.credential)) if kind == "secret" else None
+        if problem is not None:  # kept before the rule was checked when it was given
+            return await self._record_broken(connection, f"its credential cannot be sent: {problem}")
         return value
 
     async def _record_broken(self, connection: Connection, why: str) -> ToolNotOffered:
