@@ -10,8 +10,8 @@ closed and forgotten.
 The sets share the runtime's one `SecretSet`, so a credential read here is scrubbed everywhere; they reach only
 the hosts `connections.allowed_hosts` allows, checked before every request is sent.
 
-Concurrency: everything runs on the Trio thread; two first uses of one connection at once may both read its
-credential, and the second set built replaces the first (both are equal).
+Concurrency: everything runs on the Trio thread; the first uses of one connection take turns (a lock per
+connection), so its credential is read and its document converted once.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import trio
 from pydantic import ValidationError
 
 from auto_runtime.ledger import NewRecord, OrgScope, StreamWrite, VersionConflict
@@ -83,6 +84,8 @@ class ConnectionServers:
         self.hosts = HostPolicy.of(connections.policy.allowed_hosts)
         self._ready: dict[str, ToolServerSet] = {}
         self._refused: dict[str, ToolNotOffered] = {}
+        self._checking: dict[str, trio.Lock] = {}
+        """One check at a time per connection: a document that takes its conversion's whole bound costs it once."""
         for value in self.reference_values.values():
             connections.secret_set.add(value)
 
@@ -97,6 +100,11 @@ class ConnectionServers:
         return sorted(served, key=lambda server: server.name)
 
     async def _served(self, connection: Connection) -> ConnectionServer:
+        """The connection as a server; its first use checks it (reading its document) once, whoever waits."""
+        async with self._checking.setdefault(connection.id, trio.Lock()):
+            return await self._served_now(connection)
+
+    async def _served_now(self, connection: Connection) -> ConnectionServer:
         kept = self._ready.get(connection.id)
         if kept is not None:
             not_allowed = kept.not_allowed()
@@ -244,6 +252,7 @@ class ConnectionServers:
     async def forget(self, org: str, connection_id: str) -> None:
         """A removed connection: close its set."""
         self._refused.pop(connection_id, None)
+        self._checking.pop(connection_id, None)
         kept = self._ready.pop(connection_id, None)
         if kept is not None:
             await kept.aclose()
