@@ -27,7 +27,7 @@ from auto_runtime.settings.connections import ConnectionsPolicy
 from auto_runtime.settings.credentials import has_credential_shape, names_a_credential, written_out_problem
 from auto_runtime.settings.identifiers import HEADER_PATTERN, VARIABLE_PATTERN
 from auto_runtime.settings.references import parse_template
-from auto_runtime.settings.tool_servers import RUNTIME_HEADERS, tool_server_problems
+from auto_runtime.settings.tool_servers import RUNTIME_HEADERS, is_header_text, tool_server_problems
 from auto_runtime.tools.hosts import HostPolicy, host_refusal
 
 NO_CONNECTION = "This runtime uses no connection: its operator sets up its tool servers itself."
@@ -53,14 +53,13 @@ HEADER_TEXT = "expected text a header can carry: printable ASCII characters, spa
 NO_CONTROL = "expected no control character, such as NUL or a line break"
 URL_TEXT = "expected a URL without spaces or control characters"
 URL_FIELDS = frozenset({"url", "document", "base_url", "issuer"})
-_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _URL_REFUSED = re.compile(r"[\x00-\x20\x7f]")
 
 
 def text_problem(text: str, *, header: bool = False, url: bool = False) -> str | None:
     """Why `text` cannot travel where it goes (a header's value, a URL, any other field), or None."""
-    if header and not _HEADER_VALUE.fullmatch(text):
+    if header and not is_header_text(text):
         return HEADER_TEXT
     if url and _URL_REFUSED.search(text):
         return URL_TEXT

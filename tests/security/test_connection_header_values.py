@@ -2,12 +2,14 @@
 non-ASCII character, a line break or NUL, a header value or URL of an entry with NUL. Before, the secret was
 kept, then every tool operation of its org answered 500 (the HTTP client could not encode the header) or a
 misleading "could not be reached". A value that reaches the runtime another way (an operator's variable, a
-secret kept before the rule) makes only its own connection unavailable; the org's other tools answer.
+secret kept before the rule) makes only its own connection unavailable; the org's other tools answer. An
+operator's header value that a header cannot carry stops the start with one line (it was a traceback).
 
 Through the real server (local mode, SQLite) and the fake OpenAPI service, real processes."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ import httpx
 import pytest
 
 from tests.conformance.helpers import pointers, problem
-from tests.e2e.server_process import ServerProcess, start_server
+from tests.e2e.server_process import ServerProcess, free_port, run_command, start_server
 from tests.fakes.gateway_process import HttpFakeProcess, start_openapi_service
 
 SIGNING_KEY = "signing-key-for-the-fakes-0123456789"
@@ -166,3 +168,21 @@ def test_an_operators_variable_a_header_cannot_carry_makes_only_its_connection_u
     answered = client.post(f"{base}/billing/tools/plainText/execute", json={})
     assert answered.status_code == 200 and answered.json()["outcome"] == "result", answered.text
     assert ODD_VALUE not in search.text + body["detail"]
+
+
+@pytest.mark.parametrize("command", ["serve", "check-config"])
+def test_an_operators_header_value_a_header_cannot_carry_stops_the_start_with_one_line(
+    tmp_path: Path, command: str
+) -> None:
+    entry = {"url": "https://crm.example.com/mcp", "headers": {"X-Key": "${CRM_KEY}"}, "org": "acme"}
+    settings = {
+        "TOOL_SERVERS": json.dumps({"crm": entry}),
+        "CRM_KEY": ODD_VALUE,
+        "PORT": str(free_port()),
+        "LOG_LEVEL": "error",
+    }
+    result = run_command(tmp_path, command, settings=settings)
+    assert result.returncode == 1, result.stdout + result.stderr
+    output = (result.stdout + result.stderr).strip()
+    assert "Traceback" not in output and ODD_VALUE not in output, output
+    assert output.splitlines()[-1] == f"TOOL_SERVERS: crm.headers.X-Key: {HEADER_TEXT.replace('expected', 'expects')}"
