@@ -191,17 +191,21 @@ async def convert_in_worker(name: str, entry: ToolServer, raw: bytes, seconds: f
             )
     if bound.cancelled_caught:
         raise refused(name, "document", f"could not be checked within {seconds:g} seconds")
-    try:
-        answer = json.loads(done.stdout)
-    except ValueError:
-        ended = f"could not be checked: its check ended with status {done.returncode}"
-        raise refused(name, "document", ended) from None
-    if not answer["ok"]:
-        raise SettingsError(str(answer["refused"]))
-    document = ApiDocument.of_json(answer["document"])
+    document = await trio.to_thread.run_sync(_answered, name, done.stdout, done.returncode)
     for note in document.notes:
         log.warning("%s", note)
     return document
+
+
+def _answered(name: str, stdout: bytes, returncode: int) -> ApiDocument:
+    """The conversion's answer (up to the 16 MiB its tools may take, so read in a worker thread)."""
+    try:
+        answer = json.loads(stdout)
+    except ValueError:
+        raise refused(name, "document", f"could not be checked: its check ended with status {returncode}") from None
+    if not answer["ok"]:
+        raise SettingsError(str(answer["refused"]))
+    return ApiDocument.of_json(answer["document"])
 
 
 async def fetch_document(
