@@ -21,6 +21,7 @@ BENCHMARKS = (
     "reasoning_overhead",
     "workflows",
     "tools",
+    "stderr_flood",
     "interaction",
     "recall",
     "recall_fair_share",

@@ -59,6 +59,16 @@ RUNTIME_HEADERS = frozenset(
 EVERY_ORG = "*"
 
 _URL_EXPECTS = "expects an https URL, or an http URL on a loopback address"
+HEADER_TEXT_EXPECTS = "expects text a header can carry: printable ASCII characters, spaces and tabs"
+_HEADER_TEXT = re.compile(r"[\t\x20-\x7e]*")
+
+
+def is_header_text(text: str) -> bool:
+    """Whether `text` can be a header's value as the HTTP client sends it: printable ASCII, spaces and tabs (RFC
+    9110's field value less the obsolete octets, which it cannot encode; no line break, no NUL)."""
+    return _HEADER_TEXT.fullmatch(text) is not None
+
+
 _org_id = matching(ORG_PATTERN, "expects an org id of 1 to 64 letters, digits, _ and -, a list of them, or *")
 
 
@@ -233,6 +243,11 @@ def _type_problems(server: ToolServer) -> Iterator[tuple[KeyPath, str]]:
 
 
 def _header_problems(server: ToolServer) -> Iterator[tuple[KeyPath, str]]:
+    """The headers' names and the values sent in a header (a header's, a security scheme's), never a value."""
+    for field, values in (("headers", server.headers), ("security", server.security)):
+        for key, value in (values or {}).items():
+            if not is_header_text(value):
+                yield (field, key), HEADER_TEXT_EXPECTS
     for header in server.headers or {}:
         lowered = header.lower()
         if lowered == "authorization" and server.auth is not None:

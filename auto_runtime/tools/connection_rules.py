@@ -3,6 +3,11 @@
 
 The same checks run when `add_connection` is asked and when a connection is first used after the runtime
 starts (seeds, "A connection that is not ready"), so a rule changed since reaches the connections already added.
+
+What cannot travel is refused when it is given, never when it is sent: a header's value (an entry's header, a
+credential's value sent in a header or through a security scheme) is printable ASCII, spaces and tabs
+(`HEADER_TEXT`, RFC 9110's field value less the obsolete octets, which the HTTP client cannot encode); a URL holds
+no space or control character; every other string holds no control character (NUL, a line break).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from auto_runtime.settings.connections import ConnectionsPolicy
 from auto_runtime.settings.credentials import has_credential_shape, names_a_credential, written_out_problem
 from auto_runtime.settings.identifiers import HEADER_PATTERN, VARIABLE_PATTERN
 from auto_runtime.settings.references import parse_template
-from auto_runtime.settings.tool_servers import RUNTIME_HEADERS, tool_server_problems
+from auto_runtime.settings.tool_servers import RUNTIME_HEADERS, is_header_text, tool_server_problems
 from auto_runtime.tools.hosts import HostPolicy, host_refusal
 
 NO_CONNECTION = "This runtime uses no connection: its operator sets up its tool servers itself."
@@ -44,6 +49,35 @@ CREDENTIAL_FIELDS: Mapping[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 CREDENTIAL_ORDER = ("kind", "name", "in", "variable", "issuer", "client_id", "scope")
 PLACEHOLDER = "placeholder"
+HEADER_TEXT = "expected text a header can carry: printable ASCII characters, spaces and tabs"
+NO_CONTROL = "expected no control character, such as NUL or a line break"
+URL_TEXT = "expected a URL without spaces or control characters"
+URL_FIELDS = frozenset({"url", "document", "base_url", "issuer"})
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_URL_REFUSED = re.compile(r"[\x00-\x20\x7f]")
+
+
+def text_problem(text: str, *, header: bool = False, url: bool = False) -> str | None:
+    """Why `text` cannot travel where it goes (a header's value, a URL, any other field), or None."""
+    if header and not is_header_text(text):
+        return HEADER_TEXT
+    if url and _URL_REFUSED.search(text):
+        return URL_TEXT
+    if _CONTROL.search(text):
+        return NO_CONTROL
+    return None
+
+
+def sent_in_a_header(credential: Mapping[str, Any]) -> bool:
+    """Whether a credential's value may be sent in a header: `in: header`, or a security scheme (an apiKey in a
+    header or a bearer token; the document says which only once it is read)."""
+    return credential.get("in") in ("header", "security")
+
+
+def value_issues(credential: Mapping[str, Any], field: str, value: str) -> list[InputIssue]:
+    """The issue of a credential's value given on Studio's page, at `/<field>`, or none."""
+    problem = text_problem(value, header=field == "value" and sent_in_a_header(credential))
+    return [InputIssue(f"{field}: {problem}.", f"/{field}")] if problem is not None else []
 
 
 def _issue(pointer: str, words: str) -> InputIssue:
@@ -88,7 +122,10 @@ def entry_issues(kind: str, entry: Mapping[str, Any]) -> list[InputIssue]:
             issues.append(_issue(f"/entry/{field}", URL_EXPECTS))
     for pointer, text, key in _strings(dict(entry), "/entry"):
         under = pointer.split("/")[2]
-        if REFERENCE.search(text):
+        problem = text_problem(text, header=under == "headers" and key is not None, url=under in URL_FIELDS)
+        if problem is not None:
+            issues.append(_issue(pointer, problem))
+        elif REFERENCE.search(text):
             issues.append(_issue(pointer, "expected no reference such as ${NAME}: a connection refers to no variable"))
         elif _looks_like_a_credential(key if key != under else None, text, under):
             issues.append(
@@ -102,6 +139,13 @@ def credential_issues(kind: str, credential: Mapping[str, Any]) -> list[InputIss
     credential_kind = str(credential.get("kind"))
     needs, may = CREDENTIAL_FIELDS[credential_kind]
     issues: list[InputIssue] = []
+    for field in CREDENTIAL_ORDER[1:]:
+        text = credential.get(field)
+        problem = text_problem(text, url=field in URL_FIELDS) if isinstance(text, str) else None
+        if problem is not None:
+            issues.append(_issue(f"/credential/{field}", problem))
+    if issues:
+        return issues
     for field in CREDENTIAL_ORDER[1:]:
         given = credential.get(field) is not None
         if field in needs and not given:

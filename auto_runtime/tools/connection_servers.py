@@ -10,8 +10,8 @@ closed and forgotten.
 The sets share the runtime's one `SecretSet`, so a credential read here is scrubbed everywhere; they reach only
 the hosts `connections.allowed_hosts` allows, checked before every request is sent.
 
-Concurrency: everything runs on the Trio thread; two first uses of one connection at once may both read its
-credential, and the second set built replaces the first (both are equal).
+Concurrency: everything runs on the Trio thread; the first uses of one connection take turns (a lock per
+connection), so its credential is read and its document converted once.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import trio
 from pydantic import ValidationError
 
 from auto_runtime.ledger import NewRecord, OrgScope, StreamWrite, VersionConflict
@@ -32,7 +33,9 @@ from auto_runtime.tools.connection_rules import (
     credential_issues,
     entry_issues,
     rule_refusal,
+    sent_in_a_header,
     server_issues,
+    text_problem,
     tool_server_of,
 )
 from auto_runtime.tools.connections import Connections
@@ -81,6 +84,8 @@ class ConnectionServers:
         self.hosts = HostPolicy.of(connections.policy.allowed_hosts)
         self._ready: dict[str, ToolServerSet] = {}
         self._refused: dict[str, ToolNotOffered] = {}
+        self._checking: dict[str, trio.Lock] = {}
+        """One check at a time per connection: a document that takes its conversion's whole bound costs it once."""
         for value in self.reference_values.values():
             connections.secret_set.add(value)
 
@@ -95,6 +100,11 @@ class ConnectionServers:
         return sorted(served, key=lambda server: server.name)
 
     async def _served(self, connection: Connection) -> ConnectionServer:
+        """The connection as a server; its first use checks it (reading its document) once, whoever waits."""
+        async with self._checking.setdefault(connection.id, trio.Lock()):
+            return await self._served_now(connection)
+
+    async def _served_now(self, connection: Connection) -> ConnectionServer:
         kept = self._ready.get(connection.id)
         if kept is not None:
             not_allowed = kept.not_allowed()
@@ -156,7 +166,11 @@ class ConnectionServers:
         except ValidationError:
             words = f"The runtime no longer takes the entry of the connection {name}."
             return self._keep(connection, ToolNotOffered("connection_not_allowed", words))
-        servers = self._set_of(name, server, value)
+        try:
+            servers = self._set_of(name, server, value)
+        except (UnicodeError, ValueError):  # what the HTTP client cannot send: this connection alone is refused
+            words = f"The runtime no longer takes the entry of the connection {name}."
+            return self._keep(connection, ToolNotOffered("connection_not_allowed", words))
         document_refusal = await self._document_server_refusal(connection, servers)
         if document_refusal is not None:
             await servers.aclose()
@@ -190,6 +204,13 @@ class ConnectionServers:
             if value is None:
                 words = f"The variable {variable} the credential of the connection {connection.name} names is not set."
                 return self._keep(connection, ToolNotOffered("connection_not_allowed", words))
+            problem = text_problem(value, header=sent_in_a_header(connection.credential))
+            if problem is not None:
+                words = (
+                    f"The variable {variable} the credential of the connection {connection.name} names holds a value "
+                    f"that cannot be sent: {problem}."
+                )
+                return self._keep(connection, ToolNotOffered("connection_not_allowed", words))
             return value
         try:
             value = await self.connections.store.read(OrgScope(connection.org), connection.id)
@@ -198,6 +219,9 @@ class ConnectionServers:
         if value is None:
             return await self._record_broken(connection, "its credential is not in the secret store")
         self.connections.secret_set.add(value)
+        problem = text_problem(value, header=sent_in_a_header(connection.credential)) if kind == "secret" else None
+        if problem is not None:  # kept before the rule was checked when it was given
+            return await self._record_broken(connection, f"its credential cannot be sent: {problem}")
         return value
 
     async def _record_broken(self, connection: Connection, why: str) -> ToolNotOffered:
@@ -228,6 +252,7 @@ class ConnectionServers:
     async def forget(self, org: str, connection_id: str) -> None:
         """A removed connection: close its set."""
         self._refused.pop(connection_id, None)
+        self._checking.pop(connection_id, None)
         kept = self._ready.pop(connection_id, None)
         if kept is not None:
             await kept.aclose()

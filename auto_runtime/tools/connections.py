@@ -42,7 +42,13 @@ from auto_runtime.tools.connection_records import (
     connections_stream,
     fold,
 )
-from auto_runtime.tools.connection_rules import credential_issues, entry_issues, rule_refusal, server_issues
+from auto_runtime.tools.connection_rules import (
+    credential_issues,
+    entry_issues,
+    rule_refusal,
+    server_issues,
+    value_issues,
+)
 from auto_runtime.tools.scrubbing import SecretSet
 from auto_runtime.tools.secret_store import SecretStore
 
@@ -280,6 +286,10 @@ class Connections:
                 "approve it instead."
             )
         value, algorithm = _given_value(found.credential_kind, given)
+        given_as = "value" if given.value is not None else "client_secret" if given.client_secret is not None else None
+        issues = value_issues(found.credential, given_as, value) if given_as is not None else []
+        if issues:
+            raise invalid_input(issues)
         self.secret_set.add(value)
         show_end = found.credential_kind == "secret" or given.client_secret is not None
         await self.store.keep(OrgScope(org), connection_id, value, show_end=show_end)

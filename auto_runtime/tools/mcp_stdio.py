@@ -7,7 +7,12 @@
 - The MCP session speaks newline-delimited JSON-RPC over the process's stdin and stdout, bound to one life of
   the process: when that process ends, the session ends, its calls in flight fail (`server_failure`), and the
   next request waits for the restarted process (within the connect limit) and opens a new session.
-- The process's stderr goes to the server's log line by line, scrubbed of the shared secrets.
+- The process's stderr goes to the server's log line by line, scrubbed of the shared secrets, within a rate and a
+  line length (`stderr_log`), with a count of the lines dropped.
+- A process that fails to start is told apart from a server that cannot be reached (`stdio_lives`): a listing
+  that fails says that the process exited with its status before it answered, with its last stderr line; that
+  its command could not be run (at once, without waiting for the connect limit); or that it started but did not
+  answer within the connect limit.
 - A message past 4 MiB answers its request `too_large`; one past the process child's line cap ends the process.
 
 Concurrency rules: all on the Trio thread; one reader and one writer task per session; the process child
@@ -16,9 +21,12 @@ serialises nothing else, since the session alone talks to the pipes.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
+import struct
+import termios
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -45,13 +53,17 @@ from auto_runtime.tools.mcp_connection import McpConnection
 from auto_runtime.tools.mcp_tools import TOO_LARGE_CODE, McpTools
 from auto_runtime.tools.scrubbing import SecretSet
 from auto_runtime.tools.servers import ToolCallResult, ToolServerFailed
+from auto_runtime.tools.stderr_log import REPORT_SECONDS, StderrLog
+from auto_runtime.tools.stdio_lives import WatchedChild, could_not_start, did_not_answer, ended_before_answering
 from auto_runtime.tools.tracking import RequestTracker
 
 log = logging.getLogger("auto_runtime.tools")
 
-STDERR_LINE_CHARS = 4096
 STOP_SECONDS = 5.0
 SETTLE_POLL_SECONDS = 0.005
+STDERR_SETTLE_SECONDS = 2.0
+"""The longest a failure's words wait for the stderr pipe to be read to its end (a process that exited wrote
+everything already; this bounds a live one that keeps writing)."""
 
 
 def _too_large(line: bytes) -> SessionMessage | Exception:
@@ -101,7 +113,8 @@ class StdioProcess:
         self.backoff = backoff
         self.intensity = intensity
         self._stderr_read, self._stderr_write = os.pipe()
-        self.child = ProcessChild(
+        self.stderr = StderrLog(name, secrets, trio.current_time)
+        self.child = WatchedChild(
             f"stdio:{name}",
             [entry.command, *(entry.args or ())],
             memory_limit=memory_limit,
@@ -134,6 +147,8 @@ class StdioProcess:
             while True:
                 await self._ensure_supervised()
                 child = self.child
+                if child.spawn_failure is not None:
+                    raise ToolServerFailed("unreachable", could_not_start(self.name, child.spawn_failure), 5)
                 if child.ready and child.pid is not None and child.starts > self.ended_life:
                     return child.starts
                 if child.ready:
@@ -168,28 +183,48 @@ class StdioProcess:
             self._supervisor = supervisor
 
     async def _log_stderr(self) -> None:
+        """Read the pipe into the bounded log; a quiet pipe still reports the lines dropped before it."""
         stream = trio.lowlevel.FdStream(self._stderr_read)
-        buffer = bytearray()
         try:
             while True:
-                chunk = await stream.receive_some(65536)
-                if not chunk:
-                    return
-                buffer += chunk
-                while (end := buffer.find(b"\n")) >= 0:
-                    self._log_line(bytes(buffer[:end]))
-                    del buffer[: end + 1]
-                if len(buffer) > STDERR_LINE_CHARS:
-                    self._log_line(bytes(buffer))
-                    buffer.clear()
+                with trio.move_on_after(REPORT_SECONDS):
+                    chunk = await stream.receive_some(65536)
+                    if not chunk:
+                        return
+                    self.stderr.feed(chunk)
+                    continue
+                self.stderr.report_if_due()
         finally:
+            self.stderr.report()
             with trio.CancelScope(shield=True):
                 await stream.aclose()
 
-    def _log_line(self, line: bytes) -> None:
-        text = line.decode("utf-8", errors="replace").rstrip()[:STDERR_LINE_CHARS]
-        if text:
-            log.warning("tool server %s (stderr): %s", self.name, self.secrets(text))
+    async def stderr_read(self) -> None:
+        """Wait, within `STDERR_SETTLE_SECONDS`, until the pipe holds nothing unread, so `stderr.last_line` is
+        the newest line a process that ended wrote (the reader task feeds each chunk as soon as it reads it)."""
+        with trio.move_on_after(STDERR_SETTLE_SECONDS):
+            while True:
+                if not self._reading or self._unread() == 0:
+                    return
+                await trio.sleep(SETTLE_POLL_SECONDS)
+
+    async def life_ended(self, life: int) -> None:
+        """Wait, within `STDERR_SETTLE_SECONDS`, until the supervisor has seen `life` end (its status known).
+
+        `ProcessChild` offers no event for it, so this looks again every `SETTLE_POLL_SECONDS`."""
+        with trio.move_on_after(STDERR_SETTLE_SECONDS):
+            while True:
+                end = self.child.last_end
+                if (end is not None and end.life >= life) or self.child.starts > life:
+                    return
+                await trio.sleep(SETTLE_POLL_SECONDS)
+
+    def _unread(self) -> int:
+        try:
+            answer = fcntl.ioctl(self._stderr_read, termios.FIONREAD, b"\0\0\0\0")
+        except OSError:
+            return 0
+        return int(struct.unpack("i", answer)[0])
 
     def close_pipe(self) -> None:
         """Close the write end kept for the next lives; the read end closes with its reader task, or here when
@@ -273,6 +308,8 @@ class StdioServer:
             name, entry, secrets, memory_limit=memory_limit, backoff=backoff, intensity=intensity, cwd=cwd
         )
         self._life = 0
+        self._answered = 0
+        """The newest life of the process that answered a listing or a call."""
         self.connection = McpConnection(name, self._open_transport, connect_seconds=limits.connect, backoff=backoff)
         self.tools = McpTools(
             name, entry, self.connection, self.tracker, secrets, limits, STDIO_RESULT_CAP, before_request=self._ready
@@ -299,12 +336,40 @@ class StdioServer:
         self.tools.attach(nursery)
 
     async def list_tools(self) -> list[ListedTool]:
-        return await self.tools.list_tools()
+        connects = self.tools.connection.connects
+        try:
+            listed = await self.tools.list_tools()
+        except ToolServerFailed as failed:
+            if failed.because != "unreachable":
+                raise
+            raise await self._explained(failed, connects) from None
+        self._answered = max(self._answered, self._life)
+        return listed
+
+    async def _explained(self, failed: ToolServerFailed, connects: int) -> ToolServerFailed:
+        """An unreachable server told apart, when its process is why: its command could not be run; its newest
+        life ended before any life since answered; or a live process opened no session (it hangs)."""
+        if self._life and self.process.ended_life >= self._life:
+            await self.process.life_ended(self._life)  # its pipes ended: the process is being reaped
+        await self.process.stderr_read()
+        child = self.process.child
+        last_line = self.process.secrets(self.process.stderr.last_line)  # scrubbed before it is cut
+        if child.spawn_failure is not None:
+            words = could_not_start(self.name, child.spawn_failure)
+        elif child.last_end is not None and child.last_end.life > self._answered:
+            words = ended_before_answering(self.name, child.last_end.status, last_line)
+        elif child.pid is not None and child.starts > self._answered and self.tools.connection.connects == connects:
+            words = did_not_answer(self.name, self.limits.connect, last_line)
+        else:
+            return failed
+        return ToolServerFailed("unreachable", words, failed.retry_after)
 
     async def call(
         self, tool: str, arguments: Mapping[str, Any], run_id: str, *, delivery_id: str | None = None
     ) -> ToolCallResult:
-        return await self.tools.call(tool, arguments, run_id, delivery_id=delivery_id)
+        result = await self.tools.call(tool, arguments, run_id, delivery_id=delivery_id)
+        self._answered = max(self._answered, self._life)
+        return result
 
     async def aclose(self) -> None:
         await self.tools.aclose()

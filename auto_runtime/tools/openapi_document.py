@@ -6,14 +6,23 @@ operations, read within 10 seconds, never through a redirect; it is checked with
 the entry (and, for the document's shape, the place in the document). Operations that cannot be tools are left
 out with a warning naming the entry and the reason; so are those whose security the entry does not give.
 
-The validator and the schema work are CPU-bound, so `read_document` runs them in a worker thread.
+A document is hostile input (a person adds a connection; its document comes from a server the rules allow), so
+it is read with the bounds of a definition before anything walks it: in YAML no anchor, alias or merge key (the
+same pre-scan as a definition's front matter, reading only the parser's events), no collection nested past
+`MAX_DEPTH` levels (checked on the events for YAML, iteratively on the value for JSON), and no chain of `$ref`
+that loops. What is left, the validator's walk above all, is third-party work whose cost on a crafted document
+cannot be bounded from outside, so `convert_document` runs in a process of its own (`openapi_worker`), killed at
+a time bound; `read_document` fetches, then converts there.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +34,8 @@ import yaml
 from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
+from auto_runtime.functions.yaml_refusals import NO_MERGE_KEYS, NestedTooDeep, bounded_events, refusals_in
+from auto_runtime.json_limits import depth_of
 from auto_runtime.settings import ToolServer
 from auto_runtime.settings.addresses import has_query_or_fragment, is_https_or_loopback
 from auto_runtime.settings.errors import SettingsError
@@ -41,6 +52,18 @@ MAX_INPUT_SCHEMA_BYTES = 64 * 1024
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 READ_ONLY = frozenset({"get", "head"})
 IDEMPOTENT = frozenset({"get", "head", "put", "delete"})
+MAX_DEPTH = 64
+"""The deepest a document may nest (objects and arrays): far past any API's, and within what the validator's
+recursive walk can follow."""
+CONVERT_SECONDS = 20.0
+"""The time bound of one document's conversion (its process is killed then): a 4 MiB document that passes
+takes a few seconds."""
+CONVERT_MEBIBYTES = 1024
+"""The data segment the conversion's process may take."""
+CONVERSIONS_AT_ONCE = 2
+"""Conversions running at once in this server, whichever org's: the others wait their turn."""
+WORKER_ENVIRONMENT = ("PATH", "PYTHONPATH", "LANG", "LC_ALL")
+"""The variables the conversion's process inherits: what starts Python, no secret."""
 _NOT_IN_TOOL_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 _COMPONENT_SCHEMA = "#/components/schemas/"
 
@@ -86,19 +109,115 @@ class ApiDocument:
     base_url: str
     operations: Mapping[str, Operation]
     schemes: Mapping[str, Scheme] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    """The operations left out, each with why, for the log (the conversion itself logs nothing)."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The document as JSON, as the conversion's process hands it back."""
+        return {
+            "base_url": self.base_url,
+            "operations": [
+                {
+                    "tool": [o.tool.name, o.tool.description, o.tool.input_schema, dict(o.tool.annotations)],
+                    "method": o.method,
+                    "path": o.path,
+                    "parameters": [[p.name, p.location, p.required, p.is_array] for p in o.parameters],
+                    "has_body": o.has_body,
+                    "security": [list(alternative) for alternative in o.security],
+                }
+                for o in self.operations.values()
+            ],
+            "schemes": [[s.name, s.kind, s.location, s.parameter, s.http_scheme] for s in self.schemes.values()],
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def of_json(cls, data: Mapping[str, Any]) -> ApiDocument:
+        operations: dict[str, Operation] = {}
+        for item in data["operations"]:
+            name, description, input_schema, annotations = item["tool"]
+            operations[name] = Operation(
+                ListedTool(name, description, input_schema, annotations),
+                item["method"],
+                item["path"],
+                tuple(Parameter(*parameter) for parameter in item["parameters"]),
+                item["has_body"],
+                tuple(tuple(alternative) for alternative in item["security"]),
+            )
+        schemes = {scheme[0]: Scheme(*scheme) for scheme in data["schemes"]}
+        return cls(data["base_url"], operations, schemes, tuple(data["notes"]))
 
 
 async def read_document(
     name: str, entry: ToolServer, directory: Path, hosts: HostPolicy, seconds: float = READ_SECONDS
 ) -> ApiDocument:
-    """Read, check and convert the entry's document; raises `SettingsError` naming the entry."""
+    """Read, check and convert the entry's document (in the conversion's process); raises `SettingsError`
+    naming the entry."""
+    return await convert_in_worker(name, entry, await fetch_document(name, entry, directory, hosts, seconds))
+
+
+_CONVERSIONS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("openapi_conversions")
+
+
+def _conversions() -> trio.CapacityLimiter:
+    try:
+        return _CONVERSIONS.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(CONVERSIONS_AT_ONCE)
+        _CONVERSIONS.set(limiter)
+        return limiter
+
+
+async def _kill(process: trio.Process) -> None:
+    process.kill()
+
+
+async def convert_in_worker(name: str, entry: ToolServer, raw: bytes, seconds: float = CONVERT_SECONDS) -> ApiDocument:
+    """`convert_document` in a process of its own (`openapi_worker`), killed after `seconds`; raises
+    `SettingsError` naming the entry. Logs the operations left out."""
+    request = json.dumps({"name": name, "entry": entry.model_dump(mode="json", exclude_none=True)}).encode()
+    command = [sys.executable, "-m", "auto_runtime.tools.openapi_worker", str(CONVERT_MEBIBYTES)]
+    environment = {key: os.environ[key] for key in WORKER_ENVIRONMENT if key in os.environ}
+    async with _conversions():
+        with trio.move_on_after(seconds) as bound:
+            done = await trio.run_process(
+                command,
+                stdin=request + b"\n" + raw,
+                capture_stdout=True,
+                stderr=subprocess.DEVNULL,
+                check=False,
+                env=environment,
+                deliver_cancel=_kill,
+            )
+    if bound.cancelled_caught:
+        raise refused(name, "document", f"could not be checked within {seconds:g} seconds")
+    document = await trio.to_thread.run_sync(_answered, name, done.stdout, done.returncode)
+    for note in document.notes:
+        log.warning("%s", note)
+    return document
+
+
+def _answered(name: str, stdout: bytes, returncode: int) -> ApiDocument:
+    """The conversion's answer (up to the 16 MiB its tools may take, so read in a worker thread)."""
+    try:
+        answer = json.loads(stdout)
+    except ValueError:
+        raise refused(name, "document", f"could not be checked: its check ended with status {returncode}") from None
+    if not answer["ok"]:
+        raise SettingsError(str(answer["refused"]))
+    return ApiDocument.of_json(answer["document"])
+
+
+async def fetch_document(
+    name: str, entry: ToolServer, directory: Path, hosts: HostPolicy, seconds: float = READ_SECONDS
+) -> bytes:
+    """The entry's document as it was read, at most 4 MiB within `seconds`; raises `SettingsError`."""
     assert entry.document is not None
     try:
         with trio.fail_after(seconds):
-            raw = await _fetch(name, entry.document, directory, hosts)
+            return await _fetch(name, entry.document, directory, hosts)
     except trio.TooSlowError:
         raise refused(name, "document", f"could not be read within {seconds:g} seconds") from None
-    return await trio.to_thread.run_sync(convert_document, name, entry, raw)
 
 
 async def _fetch(name: str, document: str, directory: Path, hosts: HostPolicy) -> bytes:
@@ -136,12 +255,14 @@ def _read_file(name: str, document: str, directory: Path) -> bytes:
 
 
 def convert_document(name: str, entry: ToolServer, raw: bytes) -> ApiDocument:
-    """The synchronous part: parse, check the shape and the rules, build the tools."""
+    """The synchronous part: parse within the bounds, check the shape and the rules, build the tools.
+
+    Its cost on a crafted document is bounded only by the process it runs in (`openapi_worker`)."""
     document = _parse(name, raw)
     version = str(document.get("openapi", document.get("swagger", "")))
     if not re.fullmatch(r"3\.[01](\.\d+)?(-.+)?", version):
         raise refused(name, "document", "expects an OpenAPI document of version 3.0 or 3.1 (Swagger 2.0 is refused)")
-    _check_references(name, document, document, "#")
+    _check_references(name, document)
     converter = _Converter(name, entry, document)
     paths = document.get("paths")
     for path in paths if isinstance(paths, dict) else ():
@@ -152,35 +273,95 @@ def convert_document(name: str, entry: ToolServer, raw: bytes) -> ApiDocument:
         place = "#" + "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in error.absolute_path)
         words = error.message.splitlines()[0][:200] if error.message else "not valid"
         raise refused(name, "document", f"is not of the shape OpenAPI gives it at {place}: {words}") from None
+    except RecursionError:
+        raise refused(name, "document", REFERENCES_WITHOUT_END) from None
     return converter.convert()
+
+
+NESTS_TOO_DEEP = f"expects a document nested at most {MAX_DEPTH} levels deep"
+REFERENCES_WITHOUT_END = (
+    "holds references the server cannot follow to an end, such as a schema that holds itself through allOf"
+)
 
 
 def _parse(name: str, raw: bytes) -> dict[str, Any]:
     try:
         document = json.loads(raw)
+    except RecursionError:
+        raise refused(name, "document", NESTS_TOO_DEEP) from None
     except ValueError:
-        try:
-            document = yaml.safe_load(raw)
-        except yaml.YAMLError:
-            raise refused(name, "document", "expects JSON or YAML") from None
+        document = _parse_yaml(name, raw)
     if not isinstance(document, dict):
         raise refused(name, "document", "expects an object at its root")
+    if depth_of(document) > MAX_DEPTH:
+        raise refused(name, "document", NESTS_TOO_DEEP)
     return document
 
 
-def _check_references(name: str, document: dict[str, Any], value: Any, place: str) -> None:
-    if isinstance(value, dict):
-        reference = value.get("$ref")
-        if isinstance(reference, str):
-            if not reference.startswith("#"):
-                raise refused(name, "document", f"holds a reference outside the document at {place}, never fetched")
-            if _pointer(document, reference) is _MISSING:
-                raise refused(name, "document", f"holds a reference that does not resolve at {place}")
-        for key, item in value.items():
-            _check_references(name, document, item, f"{place}/{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_references(name, document, item, f"{place}/{index}")
+def _parse_yaml(name: str, raw: bytes) -> Any:
+    """YAML read as a definition's is: its events first (nesting bounded, no anchor, alias or merge key), so
+    nothing is built from a document that would expand."""
+    try:
+        text = raw.decode("utf-8")
+        events = list(bounded_events(text, MAX_DEPTH))
+    except NestedTooDeep as deep:
+        raise refused(name, "document", f"{NESTS_TOO_DEEP}, at line {deep.line + 1}") from None
+    except (UnicodeDecodeError, yaml.YAMLError):
+        raise refused(name, "document", "expects JSON or YAML") from None
+    for refusal in refusals_in(events, 1):
+        what = "a YAML merge key (<<)" if refusal.words == NO_MERGE_KEYS else "a YAML anchor or alias"
+        raise refused(name, "document", f"holds {what} at line {refusal.line}; write the value out where it is used")
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        raise refused(name, "document", "expects JSON or YAML") from None
+
+
+def _check_references(name: str, document: dict[str, Any]) -> None:
+    """Every `$ref` points inside the document, resolves, and does not start a chain of references that loops.
+
+    Iterative, and each reference's chain is followed once (`ends` keeps what each one leads to)."""
+    ends: dict[str, bool] = {}
+    stack: list[tuple[Any, str]] = [(document, "#")]
+    while stack:
+        value, place = stack.pop()
+        if isinstance(value, dict):
+            reference = value.get("$ref")
+            if isinstance(reference, str):
+                if not reference.startswith("#"):
+                    raise refused(name, "document", f"holds a reference outside the document at {place}, never fetched")
+                if _pointer(document, reference) is _MISSING:
+                    raise refused(name, "document", f"holds a reference that does not resolve at {place}")
+                if _loops(document, reference, ends):
+                    raise refused(name, "document", f"holds references that loop, at {place}")
+            stack.extend((item, f"{place}/{_escaped(str(key))}") for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((item, f"{place}/{index}") for index, item in reversed(list(enumerate(value))))
+
+
+def _escaped(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _loops(document: dict[str, Any], reference: str, ends: dict[str, bool]) -> bool:
+    """Whether following `reference` from one `$ref` object to the next comes back to one of them."""
+    chain: list[str] = []
+    current: str | None = reference
+    loops = False
+    while current is not None:
+        if current in ends:
+            loops = ends[current]
+            break
+        if current in chain:
+            loops = True
+            break
+        chain.append(current)
+        target = _pointer(document, current)
+        following = target.get("$ref") if isinstance(target, dict) else None
+        current = following if isinstance(following, str) and following.startswith("#") else None
+    for seen in chain:
+        ends[seen] = loops
+    return loops
 
 
 _MISSING: Any = object()
@@ -204,13 +385,14 @@ class _Converter:
         self.name = name
         self.entry = entry
         self.document = document
+        self.notes: list[str] = []
         self.schemes = self._schemes()
 
     def fail(self, where: str, expects: str) -> SettingsError:
         return refused(self.name, where, expects)
 
     def warn(self, what: str, reason: str) -> None:
-        log.warning("tool_servers.%s: %s is not offered as a tool: %s", self.name, what, reason)
+        self.notes.append(f"tool_servers.{self.name}: {what} is not offered as a tool: {reason}")
 
     def resolve(self, value: Any) -> Any:
         """A value with a `$ref` (not to a component schema) replaced by what it points to."""
@@ -246,7 +428,7 @@ class _Converter:
         )
         if listed > MAX_LISTED_BYTES:
             raise self.fail("document", "has tools that take more than 16 MiB when listed")
-        return ApiDocument(base_url, operations, self.schemes)
+        return ApiDocument(base_url, operations, self.schemes, tuple(self.notes))
 
     def _schemes(self) -> dict[str, Scheme]:
         declared = ((self.document.get("components") or {}).get("securitySchemes")) or {}
@@ -418,12 +600,8 @@ class _Converter:
         usable = tuple(alternative for alternative in alternatives if set(alternative) <= given)
         if not usable:
             needed = " or ".join("+".join(alternative) or "(none)" for alternative in alternatives)
-            log.warning(
-                "tool_servers.%s: %s is not offered as a tool: the entry gives none of the schemes it needs (%s)",
-                self.name,
-                operation.get("operationId") or "an operation",
-                needed,
-            )
+            what = str(operation.get("operationId") or "an operation")
+            self.warn(what, f"the entry gives none of the schemes it needs ({needed})")
             return None
         return usable
 

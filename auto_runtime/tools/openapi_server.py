@@ -18,6 +18,7 @@ One pooled HTTP client per entry; every request passes the host policy.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,11 +31,12 @@ import trio
 
 from auto_runtime.models.failures import retry_after_seconds
 from auto_runtime.settings import ToolServer
+from auto_runtime.settings.errors import SettingsError
 from auto_runtime.tools.hosts import HostNotAllowed, HostPolicy
 from auto_runtime.tools.kinds import HTTP_RESULT_CAP, RATE_LIMIT_TRIES, Limits, ListedTool
 from auto_runtime.tools.mcp_remote import http_client
 from auto_runtime.tools.oauth import ClientCredentials, TokenFailed
-from auto_runtime.tools.openapi_document import ApiDocument, Operation, read_document
+from auto_runtime.tools.openapi_document import ApiDocument, Operation, convert_in_worker, fetch_document
 from auto_runtime.tools.scrubbing import SecretSet
 from auto_runtime.tools.servers import ContentBlock, ToolCallFailed, ToolCallResult, ToolServerFailed
 
@@ -67,6 +69,9 @@ class OpenApiServer:
         self.limits = limits
         self.directory = directory
         self.document: ApiDocument | None = None
+        self._reading = trio.Lock()
+        self._refused: tuple[str, str] | None = None
+        """The SHA-256 of the last document refused, and the refusal: the same bytes are refused again at once."""
         self.http = http_client(hosts, headers=entry.headers, params=entry.query_params)
         self.credentials = (
             ClientCredentials(name, entry.auth, self.http, secrets, resource_url=None, limit_seconds=limits.token)
@@ -75,9 +80,22 @@ class OpenApiServer:
         )
 
     async def prepare(self) -> None:
-        """Read and check the document; raises `SettingsError` naming the entry."""
-        if self.document is None:
-            self.document = await read_document(self.name, self.entry, self.directory, self.hosts)
+        """Read and check the document, once at a time; raises `SettingsError` naming the entry.
+
+        A refused document is read again at the next need (its server may have mended it), but the same bytes
+        are not converted again: a document that took the conversion's whole time bound costs it once."""
+        async with self._reading:
+            if self.document is not None:
+                return
+            raw = await fetch_document(self.name, self.entry, self.directory, self.hosts)
+            digest = hashlib.sha256(raw).hexdigest()
+            if self._refused is not None and self._refused[0] == digest:
+                raise SettingsError(self._refused[1])
+            try:
+                self.document = await convert_in_worker(self.name, self.entry, raw)
+            except SettingsError as refusal:
+                self._refused = (digest, str(refusal))
+                raise
 
     def attach(self, nursery: trio.Nursery) -> None:
         return None

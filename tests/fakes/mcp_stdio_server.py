@@ -1,8 +1,9 @@
 """A small MCP server over stdio, a real process the stdio tool-server tests run under the supervisor.
 
-    python -m tests.fakes.mcp_stdio_server --starts starts.log
+    python -m tests.fakes.mcp_stdio_server --starts starts.log [--flood-stderr N]
 
-Each start appends its pid to the `--starts` file. Its tools:
+Each start appends its pid to the `--starts` file. With `--flood-stderr N`, it first writes to stderr one line of
+100,000 characters, then the lines `flood line 1` to `flood line N-1`, as fast as the pipe takes them. Its tools:
 
 * ``echo`` (``readOnlyHint: true``): answers the text it is given;
 * ``secret_echo``: answers the value of its environment variable ``NOTES_API_KEY`` JSON-escaped, percent-encoded
@@ -84,7 +85,12 @@ async def run() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="A small MCP server over stdio for tests")
     parser.add_argument("--starts", type=Path)
+    parser.add_argument("--flood-stderr", type=int, default=0)
     arguments = parser.parse_args(argv)
+    if arguments.flood_stderr:
+        sys.stderr.write("flood line 0 " + "y" * 100_000 + "\n")
+        sys.stderr.writelines(f"flood line {index}\n" for index in range(1, arguments.flood_stderr))
+        sys.stderr.flush()
     if arguments.starts is not None:
         with arguments.starts.open("a") as file:
             file.write(f"{os.getpid()}\n")

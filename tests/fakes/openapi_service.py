@@ -6,7 +6,7 @@
 to it; ``GET /swagger.json`` serves a Swagger 2.0 one. ``GET /_fake/requests`` answers every request it got
 under ``/v2`` (method, path, query, headers). The credentials it takes: ``X-Api-Key`` and ``api_key`` must be
 ``KEY``; the bearer token ``TOKEN``; basic ``ada`` with ``PASSWORD``; an oauth2 token is an HS256 JWT of the
-signing key for the audience.
+signing key for the audience. ``GET /hostile/<name>`` serves the hostile documents of `hostile_documents`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from tests.fakes.asgi_serving import serve_on_loopback
+from tests.fakes.hostile_documents import HOSTILE
 
 KEY = "api-key-0123456789abcdef"
 TOKEN = "bearer-token-0123456789"
@@ -218,6 +219,13 @@ def build(signing_key: str, audience: str) -> Starlette:
     async def requests(request: Request) -> Response:
         return JSONResponse(seen)
 
+    async def hostile(request: Request) -> Response:
+        found = HOSTILE.get(request.path_params["name"])
+        if found is None:
+            return PlainTextResponse("no such document", status_code=404)
+        media = "application/yaml" if request.path_params["name"].endswith(".yaml") else "application/json"
+        return Response(found, media_type=media)
+
     methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
     return Starlette(
         routes=[
@@ -225,6 +233,7 @@ def build(signing_key: str, audience: str) -> Starlette:
             Route("/moved.json", moved_document),
             Route("/swagger.json", swagger),
             Route("/_fake/requests", requests),
+            Route("/hostile/{name}", hostile),
             Route("/v2/{rest:path}", api, methods=methods),
         ]
     )

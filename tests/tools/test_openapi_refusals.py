@@ -12,8 +12,9 @@ import pytest
 from auto_runtime.settings import ToolServer
 from auto_runtime.settings.errors import SettingsError
 from auto_runtime.tools.hosts import HostPolicy
-from auto_runtime.tools.openapi_document import convert_document, read_document
+from auto_runtime.tools.openapi_document import convert_document, convert_in_worker, read_document
 from tests.fakes.gateway_process import HttpFakeProcess
+from tests.fakes.hostile_documents import HOSTILE
 
 OK = {"200": {"description": "ok"}}
 BASE: dict[str, Any] = {
@@ -230,3 +231,44 @@ async def test_the_set_refuses_to_start_naming_the_entry(tmp_path: Path) -> None
     with pytest.raises(SettingsError, match=r"^tool_servers\.billing\.document: expects an OpenAPI document"):
         await tools.run()  # it reads the documents before it reports started, and before it opens its nursery
     await tools.aclose()
+
+
+@pytest.mark.parametrize(
+    ("text", "expects"),
+    [
+        (
+            "openapi: '3.1.0'\nbase: &base {a: 1}\nother:\n  <<: *base\n",
+            "document: holds a YAML anchor or alias at line 2; write the value out where it is used",
+        ),
+        (
+            "openapi: '3.1.0'\nother:\n  <<: {a: 1}\n",
+            "document: holds a YAML merge key (<<) at line 3; write the value out where it is used",
+        ),
+        ("openapi: '3.1.0'\ndeep: " + "[" * 70 + "]" * 70 + "\n", "nested at most 64 levels deep, at line 2"),
+    ],
+)
+def test_yaml_is_read_with_a_definitions_bounds(text: str, expects: str) -> None:
+    assert expects in refusal(text.encode())
+
+
+def test_a_chain_of_references_that_loops_is_refused_at_its_first_reference() -> None:
+    document = changed(**{"/items": {"$ref": "#/components/pathItems/One"}})
+    document["components"]["pathItems"] = {
+        "One": {"$ref": "#/components/pathItems/Two"},
+        "Two": {"$ref": "#/components/pathItems/One"},
+    }
+    assert "document: holds references that loop, at #/components/pathItems/One" in refusal(document)
+
+
+async def test_a_conversion_past_its_time_bound_is_killed_and_refused() -> None:
+    raw = HOSTILE["fan.json"]
+    with pytest.raises(SettingsError) as refused:
+        await convert_in_worker("billing", entry(), raw, seconds=1.0)
+    assert str(refused.value) == "tool_servers.billing.document: could not be checked within 1 seconds"
+
+
+async def test_a_conversion_in_its_process_gives_the_same_document() -> None:
+    raw = json.dumps(BASE).encode()
+    assert await convert_in_worker("billing", entry(security={"key": SECRET}), raw) == convert_document(
+        "billing", entry(security={"key": SECRET}), raw
+    )
