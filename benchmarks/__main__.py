@@ -24,6 +24,7 @@ BENCHMARKS = (
     "interaction",
     "recall",
     "prediction",
+    "metrics_cost",
 )
 
 

@@ -206,7 +206,7 @@ def create_app(
                 check_scraper(await gate.authenticate(request.headers.getlist("Authorization")))
             except Rejection as rejection:
                 return problem_response(rejection, _request_id())
-            response = Response(prometheus_text(), status=200, content_type=MEDIA_TYPE)
+            response = Response(await prometheus_text(), status=200, content_type=MEDIA_TYPE)
             response.headers["Cache-Control"] = "no-store"
             return response
 
