@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from auto_runtime.bench.load import LoadFailed, LoadRun
-from auto_runtime.bench.own_server import OwnServer, ServerFailed
+from auto_runtime.bench.own_server import BenchFolder, OwnServer, ServerFailed
 from auto_runtime.bench.table import PathFigures, render
 from auto_runtime.bench.target import Target, TargetRefused, target_of
 from auto_runtime.bench.workload import BenchPlaybook, SetupFailed
@@ -122,8 +122,8 @@ def measure(
 
 
 @contextmanager
-def own_server(settings: Path | None, changed: dict[str, str]) -> Iterator[OwnServer]:
-    server = OwnServer(settings, changed)
+def own_server(place: BenchFolder, settings: Path | None, changed: dict[str, str]) -> Iterator[OwnServer]:
+    server = OwnServer(place, settings, changed)
     try:
         server.wait_until_healthy()
         yield server
@@ -146,16 +146,17 @@ def run_bench(arguments: argparse.Namespace, out: TextIO = sys.stdout, err: Text
     runs = len(compared[1]) if compared else 1
     progress = Progress(err, runs * 3 * arguments.seconds)
     columns: list[tuple[str, Sequence[PathFigures]]] = []
+    place = BenchFolder()
     try:
         if target is not None:
             columns.append((target.base_url, measure(target, arguments.org, key, arguments, progress, "")))
         elif compared is None:
-            with own_server(arguments.settings, {}) as server:
+            with own_server(place, arguments.settings, {}) as server:
                 columns.append(("own server", measure(server.target, arguments.org, key, arguments, progress, "")))
         else:
             name, values = compared
             for value in values:
-                with own_server(arguments.settings, {name: value}) as server:
+                with own_server(place, arguments.settings, {name: value}) as server:
                     label = f"{name}={value}"
                     figures = measure(server.target, arguments.org, key, arguments, progress, f"{label}: ")
                     columns.append((label, figures))
@@ -163,6 +164,8 @@ def run_bench(arguments: argparse.Namespace, out: TextIO = sys.stdout, err: Text
         progress.end()
         print(f"auto-runtime bench: {failed}", file=err)
         return 1
+    finally:
+        place.remove()
     progress.end()
     print(
         f"{arguments.processes} load processes x {arguments.connections} connections, {arguments.seconds:g} s a path",

@@ -2,8 +2,10 @@
 with the operator's environment and settings file (`--settings`: a YAML configuration file is `CONFIG_FILE`,
 any other file is taken as the folder's `.env`), and one setting changed for `--compare`.
 
-Its ledger is a SQLite file in that folder (`LEDGER_FILE`; `DATABASE_URL` is dropped), so a benchmark never
-writes to the operator's own ledger; the folder is removed when it stops."""
+Its ledger is a SQLite file of its own (`LEDGER_FILE`; `DATABASE_URL` is dropped), so a benchmark never writes
+to the operator's own ledger. The servers of one benchmark share a folder (`BenchFolder`), so the sandbox's
+compiled module, cached beside the ledger, is compiled by the first server only; the folder is removed at the
+end."""
 
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ import httpx
 from auto_runtime.bench.load import free_port
 from auto_runtime.bench.target import Target
 
-START_BOUND_SECONDS = 60.0
+START_BOUND_SECONDS = 300.0
+"""How long a server may take to answer `/health`: the first compiles the sandbox's module (a minute or more on a
+busy machine)."""
 STOP_BOUND_SECONDS = 30.0
 DROPPED = ("PORT", "HOST", "LEDGER_FILE", "DATABASE_URL", "CONFIG_FILE", "PUBLIC_URL")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -32,12 +36,30 @@ class ServerFailed(RuntimeError):
     """The benchmark's own server did not start (its log says why)."""
 
 
+class BenchFolder:
+    """The folder of one benchmark's servers, each in a folder of its own inside, their ledgers side by side."""
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="auto-runtime-bench-"))
+        self.servers = 0
+
+    def next_server(self) -> tuple[Path, Path]:
+        """A new server's working folder and ledger file."""
+        self.servers += 1
+        folder = self.path / f"server-{self.servers}"
+        folder.mkdir()
+        return folder, self.path / f"ledger-{self.servers}.db"
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
 class OwnServer:
-    def __init__(self, settings_file: Path | None, changed: Mapping[str, str]) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="auto-runtime-bench-"))
+    def __init__(self, place: BenchFolder, settings_file: Path | None, changed: Mapping[str, str]) -> None:
+        self.folder, ledger_file = place.next_server()
         self.port = free_port()
         environment = {name: value for name, value in os.environ.items() if name not in DROPPED}
-        environment |= {"PORT": str(self.port), "HOST": "127.0.0.1", "LEDGER_FILE": str(self.folder / "ledger.db")}
+        environment |= {"PORT": str(self.port), "HOST": "127.0.0.1", "LEDGER_FILE": str(ledger_file)}
         if settings_file is not None:
             if settings_file.suffix in YAML_SUFFIXES:
                 environment["CONFIG_FILE"] = str(settings_file.resolve())
@@ -78,4 +100,3 @@ class OwnServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        shutil.rmtree(self.folder, ignore_errors=True)
