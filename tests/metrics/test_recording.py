@@ -1,6 +1,6 @@
 """The metrics room in-process, read back through the SDK's in-memory reader: nothing is recorded while off;
 run facts become runs started, ended and their duration; a sandbox job records its wait, its ending and its
-work; the labels are bounded."""
+work; actors' refusals, mailbox depth, live count and restarts by kind; the labels are bounded."""
 
 from __future__ import annotations
 
@@ -13,12 +13,15 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from auto_runtime.metrics import METERING, appended, sandbox_job
-from auto_runtime.metrics.actors import kind_of
+from auto_runtime.actors import Actor, ActorRef, MailboxFull, Registry
+from auto_runtime.metrics import METERING, appended, restarted, sandbox_job
+from auto_runtime.metrics.actors import kind_of, observe
 from auto_runtime.metrics.sandbox import ending_of, share_bucket
 from auto_runtime.sandbox.outcomes import OutOfWork, PastDeadline, Returned
 
 AT = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
+LIVE = "auto_runtime.actors.live"
+HIGH_WATER = "auto_runtime.actors.mailbox.high_water"
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,9 @@ class Fact:
 def reader() -> Iterator[InMemoryMetricReader]:
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
-    METERING.start(provider.get_meter("test"))
+    meter = provider.get_meter("test")
+    METERING.start(meter)
+    observe(meter)
     yield reader
     METERING.stop()
     provider.shutdown()
@@ -117,3 +122,43 @@ def test_labels_are_bounded() -> None:
     ]
     assert ending_of((OutOfWork(work=5), True)) == ("out_of_work", 5)
     assert ending_of((PastDeadline(), True)) == ("past_deadline", None)
+
+
+class Echo(Actor[int, int]):
+    async def receive(self, message: int) -> int:
+        return message
+
+
+async def test_a_full_mailbox_counts_a_refusal_and_the_depth_it_reached(reader: InMemoryMetricReader) -> None:
+    ref = ActorRef[int, int]("org-actors['acme']", capacity=2)
+    ref.tell(1)
+    ref.tell(2)
+    with pytest.raises(MailboxFull):
+        ref.tell(3)
+    found = points(reader)
+    [refused] = found["auto_runtime.actors.mailbox.refusals"]
+    assert (refused.value, dict(refused.attributes)) == (1, {"auto_runtime.actor.kind": "org-actors"})
+    depths = {dict(point.attributes)["auto_runtime.actor.kind"]: point.value for point in found[HIGH_WATER]}
+    assert depths["org-actors"] == 2
+    assert "org-actors" not in {
+        dict(point.attributes)["auto_runtime.actor.kind"] for point in points(reader).get(HIGH_WATER, [])
+    }  # the high-water starts again after each collection
+
+
+async def test_live_actors_are_counted_by_registry_kind(reader: InMemoryMetricReader) -> None:
+    registry = Registry[str, int, int]("run-id-actors[acme/finance]", lambda _: Echo(), idle_timeout=60.0)
+    async with registry.serving():
+        assert await registry.ask("one", 1) == 1
+        assert await registry.ask("two", 2) == 2
+        live = {dict(point.attributes)["auto_runtime.actor.kind"]: point.value for point in points(reader)[LIVE]}
+        assert live["run-id-actors"] == 2
+
+
+def test_a_supervisor_s_restart_is_counted_by_its_name(reader: InMemoryMetricReader) -> None:
+    restarted("sandbox")
+    restarted("run-id-actors[acme/finance]")
+    counted = {
+        dict(point.attributes)["auto_runtime.supervisor"]: point.value
+        for point in points(reader)["auto_runtime.supervisor.restarts"]
+    }
+    assert counted == {"sandbox": 1, "run-id-actors": 1}
