@@ -106,7 +106,7 @@ class Instruments:
         self.reader_waits = meter.create_counter(
             "auto_runtime.ledger.reader.waits",
             unit="{read}",
-            description="Reads that found every reader connection of the SQLite ledger busy and waited.",
+            description="Reads that found every connection of the ledger's pool busy and waited, by store.",
         )
         self.due_entries = meter.create_counter(
             "auto_runtime.due_work.entries", unit="{entry}", description="Due-work entries taken up when due."

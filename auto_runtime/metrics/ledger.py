@@ -1,4 +1,5 @@
-"""The ledger's writer: each commit's batch size and duration, by store; reads that waited for a reader.
+"""The ledger's writer: each commit's batch size and duration, by store; reads that waited for a connection (the
+SQLite store's readers, the PostgreSQL store's pool, which its other statements than appends share).
 
 `commit` is a context manager around one batch's transaction, entered in the writer's thread (SQLite) or on
 its loop (PostgreSQL); a batch that raised is not recorded (it committed nothing)."""
@@ -27,7 +28,7 @@ def commit(store: str, size: int) -> Iterator[None]:
     instruments.commit_batch.record(size, attributes)
 
 
-def reader_waits(free_readers: float) -> None:
-    """A read is about to take a reader connection: it waits when none is free."""
+def reader_waits(store: str, free_readers: float) -> None:
+    """A read is about to take a connection of the store's pool: it waits when none is free."""
     if METERING.on and free_readers < 1:
-        METERING.instruments.reader_waits.add(1)
+        METERING.instruments.reader_waits.add(1, {STORE: store})

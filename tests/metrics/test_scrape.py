@@ -118,7 +118,9 @@ def run(client: httpx.Client, kind: str, name: str, value: object) -> dict[str, 
     return body
 
 
-def test_the_named_metrics_move_after_a_run_of_each_type(metered: ServerProcess, gateway: FakeGatewayProcess) -> None:
+def test_the_named_metrics_move_after_a_run_of_each_type(
+    metered: ServerProcess, gateway: FakeGatewayProcess, request: pytest.FixtureRequest
+) -> None:
     with metered.client() as client:
         before = scrape(client)
         define(client, "computation", "echo", TRIVIAL)
@@ -158,6 +160,8 @@ def test_the_named_metrics_move_after_a_run_of_each_type(metered: ServerProcess,
     assert moved("auto_runtime_ledger_records_total") >= 8
     assert moved("auto_runtime_ledger_commit_batch_size_count") >= 1
     assert moved("auto_runtime_ledger_commit_duration_seconds_count") >= 1
+    store = {"auto_runtime_ledger_store": request.node.callspec.params["metered"]}
+    assert moved("auto_runtime_ledger_commit_batch_size_count", **store) >= 1
     assert moved("auto_runtime_tool_calls_total", auto_runtime_call_outcome="ok") == 1
     assert moved("auto_runtime_model_calls_total", gen_ai_provider_name="fake", auto_runtime_call_outcome="ok") == 2
     assert (

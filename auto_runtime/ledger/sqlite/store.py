@@ -74,7 +74,7 @@ class _ReaderPool:
             self._idle.put(conn)
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        reader_waits(self._limiter.available_tokens)
+        reader_waits("sqlite", self._limiter.available_tokens)
         return await trio.to_thread.run_sync(self._call, work, limiter=self._limiter)
 
     def close(self) -> None:
