@@ -1,11 +1,13 @@
 """Issue 35, metrics: `GET /metrics` on a real server (METRICS=on), scraped after a run of each type the test
-drives here (computation, workflow, reasoning with a model call and a tool call: the fake gateway and tool server),
+drives here (computation, workflows that end in the request and one that waits on a call and a timer, reasoning with
+a model call and a tool call: the fake gateway and tool server),
 parsed with prometheus-client's own parser; the named metrics moved. Refusals: a key without `playbook:read` is
 `403 forbidden`, no key `401 unauthenticated`; with METRICS off the path is not served."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -37,6 +39,15 @@ do:
   - two: { set: '${ {"n": data["n"] + 1} }' }
   - three: { set: '${ {"n": data["n"] + 1} }' }
 """
+WAITS = """document: { dsl: '1.0.3', namespace: bench, name: waits, version: '1.0.0' }
+do:
+  - echoed:
+      call: run_definition
+      with: { type: computation, name: echo, input: '${ data["n"] }' }
+  - pause: { wait: PT0.05S }
+  - done: { set: { done: true } }
+"""
+ENDED_BOUND_SECONDS = 60.0
 REASONING = """---
 model: fake/{model}
 tools: [helpdesk/get_customer]
@@ -125,6 +136,7 @@ def test_the_named_metrics_move_after_a_run_of_each_type(
         before = scrape(client)
         define(client, "computation", "echo", TRIVIAL)
         define(client, "workflow", "steps", STEPS)
+        define(client, "workflow", "waits", WAITS)
         model = gateway.new_script(
             {
                 "tool_calls": [
@@ -138,6 +150,13 @@ def test_the_named_metrics_move_after_a_run_of_each_type(
         assert run(client, "computation", "echo", 7)["output"] == 7
         assert run(client, "workflow", "steps", {"n": 1})["status"] == "succeeded"
         assert run(client, "reasoning", "helper", {"name": "Zed"})["status"] == "succeeded"
+        waiting = run(client, "workflow", "waits", {"n": 1})
+        assert waiting["status"] == "started", waiting
+        deadline = time.monotonic() + ENDED_BOUND_SECONDS
+        while (status := client.get(f"{PLAYBOOK}/runs/{waiting['run_id']}").json()["status"]) == "started":
+            assert time.monotonic() < deadline, "the waiting workflow run did not end"
+            time.sleep(0.1)
+        assert status == "succeeded"
         after = scrape(client)
 
     def moved(name: str, **labels: str) -> float:
@@ -153,6 +172,10 @@ def test_the_named_metrics_move_after_a_run_of_each_type(
             >= 1
         ), kind
         assert moved("auto_runtime_run_duration_seconds_count", auto_runtime_definition_type=kind) >= 1, kind
+    assert moved("auto_runtime_runs_started_total", auto_runtime_definition_type="workflow") >= 2
+    assert moved("auto_runtime_workflow_inputs_applied_total") >= 2  # the call's answer and the timer
+    assert moved("auto_runtime_due_work_entries_total") >= 1
+    assert moved("auto_runtime_due_work_lateness_seconds_count") >= 1
     assert moved("auto_runtime_sandbox_jobs_total", auto_runtime_sandbox_ending="returned") >= 1
     assert moved("auto_runtime_sandbox_queue_wait_seconds_count") >= 1
     assert moved("auto_runtime_sandbox_work_count") >= 1
