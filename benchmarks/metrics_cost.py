@@ -12,6 +12,11 @@ median of each round's CPU ratio to the server with metrics off. `--scrapes` the
 `/metrics` on the server with metrics on (the Prometheus text built from the SDK's aggregation).
 
 The commit before: `git archive <commit> | tar -x -C /tmp/before` and `--server-path /tmp/before`.
+
+First, in this process (`--recording-only` stops there): what recording one request's duration costs through
+the OpenTelemetry SDK (what the server uses) and through prometheus-client's own histogram (the other way the
+issue named), with the same labels and buckets; the no-op meter's cost (metrics off, if a helper skipped its
+test); and the time to turn 200 labelled series into the Prometheus text both ways.
 """
 
 from __future__ import annotations
@@ -19,11 +24,17 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Sequence
+import timeit
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx
+from opentelemetry.metrics import NoOpMeter
+from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import Histogram as PrometheusHistogram
 
+from auto_runtime.metrics.instruments import SECONDS
 from benchmarks.http_routes import ROUTES, Measurements, Server, measure, start_runtime
 
 MEASURED = ("GET /health", "run_definition (computation)")
@@ -58,6 +69,52 @@ def scrape_cost(server: Server, scrapes: int) -> None:
     )
 
 
+SERIES = 200
+LABELS = {"http.request.method": "POST", "http.response.status_code": 200, "auto_runtime.operation": "run_definition"}
+
+
+def _best(call: Callable[[], object], number: int) -> float:
+    return min(timeit.repeat(call, number=number, repeat=5)) / number
+
+
+def recording() -> None:
+    """Microseconds a record, and milliseconds a text of `SERIES` series, the OpenTelemetry SDK's way and
+    prometheus-client's, in this process (best of 5)."""
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader
+
+    registry = CollectorRegistry()
+    reader = PrometheusMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    histogram = provider.get_meter("bench").create_histogram(
+        "http.server.request.duration", unit="s", explicit_bucket_boundaries_advisory=SECONDS
+    )
+    plain = PrometheusHistogram(
+        "http_server_request_duration_seconds",
+        "",
+        ["method", "status", "operation"],
+        buckets=SECONDS,
+        registry=registry,
+    )
+    noop = NoOpMeter("bench").create_histogram("http.server.request.duration")
+    labels = ("POST", "200", "run_definition")
+    print("recording one request's duration, in this process (best of 5):")
+    print(f"  OpenTelemetry SDK histogram      {_best(lambda: histogram.record(0.003, LABELS), 20_000) * 1e6:6.2f} us")
+    observe = plain.labels(*labels).observe
+    print(f"  prometheus-client histogram      {_best(lambda: observe(0.003), 20_000) * 1e6:6.2f} us")
+    looked_up = _best(lambda: plain.labels(*labels).observe(0.003), 20_000)
+    print(f"  (with its labels looked up)      {looked_up * 1e6:6.2f} us")
+    print(f"  no-op meter (metrics off)        {_best(lambda: noop.record(0.003, LABELS), 20_000) * 1e6:6.2f} us")
+    for number in range(SERIES):
+        histogram.record(0.003, {**LABELS, "auto_runtime.operation": f"operation-{number}"})
+        plain.labels("POST", "200", f"operation-{number}").observe(0.003)
+    from prometheus_client import REGISTRY
+
+    print(f"the Prometheus text of {SERIES} histogram series:")
+    print(f"  OpenTelemetry exporter           {_best(lambda: generate_latest(REGISTRY), 20) * 1e3:6.2f} ms")
+    print(f"  prometheus-client                {_best(lambda: generate_latest(registry), 20) * 1e3:6.2f} ms")
+    provider.shutdown()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
@@ -66,7 +123,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--server-path", action="append", default=[], help="another checkout to serve from")
     parser.add_argument("--scrapes", type=int, default=50)
+    parser.add_argument("--recording-only", action="store_true", help="measure in this process only")
     arguments = parser.parse_args(argv)
+    recording()
+    if arguments.recording_only:
+        return
     here = str(Path(__file__).resolve().parent.parent)
     routes = [route for route in ROUTES if route.name in MEASURED]
     servers: list[Server] = []
