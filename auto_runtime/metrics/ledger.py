@@ -2,7 +2,9 @@
 SQLite store's readers, the PostgreSQL store's pool, which its other statements than appends share).
 
 `commit` is a context manager around one batch's transaction, entered in the writer's thread (SQLite) or on
-its loop (PostgreSQL); a batch that raised is not recorded (it committed nothing)."""
+its loop (PostgreSQL). A batch that raised out of it is not recorded; the SQLite writer answers a failed
+transaction's appends with their errors rather than raising, so its failed batches count too (they are rare:
+a full disk, a broken statement)."""
 
 from __future__ import annotations
 
