@@ -1,6 +1,6 @@
 """Issue 35, metrics: `GET /metrics` on a real server (METRICS=on), scraped after a run of each type the test
-drives here (computation, workflows that end in the request and one that waits on a call and a timer, reasoning with
-a model call and a tool call: the fake gateway and tool server),
+drives here (computation, workflows that end in the request and one that waits on a call and a timer, recall,
+reasoning with a model call and a tool call: the fake gateway and tool server),
 parsed with prometheus-client's own parser; the named metrics moved. Refusals: a key without `playbook:read` is
 `403 forbidden`, no key `401 unauthenticated`; with METRICS off the path is not served."""
 
@@ -19,6 +19,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from auto_runtime.auth.api_keys import issue_api_key
 from auto_runtime.auth.caller import Permission
 from tests.conformance.helpers import problem
+from tests.conformance.recall.documents import counting, output_of, publish
+from tests.conformance.recall.documents import run as run_recall
+from tests.conformance.recall.documents import saved as saved_recall
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.fakes.gateway_process import (
     FakeGatewayProcess,
@@ -137,6 +140,8 @@ def test_the_named_metrics_move_after_a_run_of_each_type(
         define(client, "computation", "echo", TRIVIAL)
         define(client, "workflow", "steps", STEPS)
         define(client, "workflow", "waits", WAITS)
+        saved_recall(client, PLAYBOOK, "tally", counting("com.acme.metered"))
+        publish(client, PLAYBOOK, "com.acme.metered", {"n": 1})
         model = gateway.new_script(
             {
                 "tool_calls": [
@@ -150,6 +155,7 @@ def test_the_named_metrics_move_after_a_run_of_each_type(
         assert run(client, "computation", "echo", 7)["output"] == 7
         assert run(client, "workflow", "steps", {"n": 1})["status"] == "succeeded"
         assert run(client, "reasoning", "helper", {"name": "Zed"})["status"] == "succeeded"
+        assert output_of(run_recall(client, PLAYBOOK, "tally"))["count"] >= 0
         waiting = run(client, "workflow", "waits", {"n": 1})
         assert waiting["status"] == "started", waiting
         deadline = time.monotonic() + ENDED_BOUND_SECONDS
@@ -162,9 +168,9 @@ def test_the_named_metrics_move_after_a_run_of_each_type(
     def moved(name: str, **labels: str) -> float:
         return total(after, name, **labels) - total(before, name, **labels)
 
-    for kind in ("computation", "workflow", "reasoning"):
+    for kind in ("computation", "workflow", "reasoning", "recall"):
         assert moved("auto_runtime_runs_started_total", auto_runtime_definition_type=kind) >= 1, kind
-    for kind in ("computation", "workflow", "reasoning"):
+    for kind in ("computation", "workflow", "reasoning", "recall"):
         assert (
             moved(
                 "auto_runtime_runs_ended_total", auto_runtime_definition_type=kind, auto_runtime_run_outcome="succeeded"
