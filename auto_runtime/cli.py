@@ -1,4 +1,5 @@
-"""The command line: `auto-runtime serve`, `auto-runtime check-config` and `auto-runtime key`."""
+"""The command line: `auto-runtime serve`, `auto-runtime check-config`, `auto-runtime key` and
+`auto-runtime bench` (`auto_runtime.bench`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 from auto_runtime import __version__
 from auto_runtime.auth.api_keys import issue_api_key
 from auto_runtime.auth.caller import Permission
+from auto_runtime.bench.command import add_parser as add_bench_parser
 
 if TYPE_CHECKING:
     from auto_runtime.settings.variables import Mode
@@ -68,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         help="a playbook the key is limited to; repeat for several (default: every playbook of the org)",
     )
+    add_bench_parser(commands)
     return parser
 
 
@@ -82,6 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     if arguments.command == "key":
         return _issue_key(arguments.org, arguments.permissions, arguments.playbooks)
+    if arguments.command == "bench":
+        from auto_runtime.bench.command import run_bench
+
+        return run_bench(arguments)
     from auto_runtime.settings import check_config
 
     mode: Mode = "image" if arguments.image else "command_line"

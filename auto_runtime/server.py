@@ -98,6 +98,7 @@ from auto_runtime.ledger.serving import ledger_supervisor
 from auto_runtime.logs import configure_logging
 from auto_runtime.mcp_server.asgi import McpRoot
 from auto_runtime.mcp_server.service import McpService
+from auto_runtime.metrics import install_metrics
 from auto_runtime.models import ModelDirectory
 from auto_runtime.models.aws_credentials import AwsDefaultChain
 from auto_runtime.models.http_client import model_http_client
@@ -466,7 +467,12 @@ def compose_app(
     )
     dispatcher = Dispatcher(services=services, playbooks=services.playbooks)
     app = create_app(
-        catalog=catalog, dispatcher=dispatcher, gate=gate, documents=documents, public_url=settings.public_url
+        catalog=catalog,
+        dispatcher=dispatcher,
+        gate=gate,
+        documents=documents,
+        public_url=settings.public_url,
+        metrics_served=settings.metrics == "on",
     )
     mcp = McpService(
         catalog=catalog,
@@ -648,6 +654,7 @@ def run_server(environ: Mapping[str, str], cwd: Path, mode: Mode = "command_line
         log.info(line)
     settings = loaded.settings
     tracing = install_tracing(settings.otel_exporter_otlp_endpoint, settings.telemetry_content, __version__, environ)
+    metrics = install_metrics(settings.metrics == "on", settings.otel_exporter_otlp_endpoint, __version__, environ)
     try:
         trio.run(serve_runtime, loaded, environ, announcer)
     except (SecretsKeyError, LedgerStartError, SettingsError) as error:
@@ -659,6 +666,7 @@ def run_server(environ: Mapping[str, str], cwd: Path, mode: Mode = "command_line
         print(full_disk_line(error, loaded.settings), file=sys.stderr)
         return 1
     finally:
+        metrics.shutdown()
         tracing.shutdown()
         gc.collect()
     announcer.stopped()

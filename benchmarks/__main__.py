@@ -26,6 +26,7 @@ BENCHMARKS = (
     "recall",
     "recall_fair_share",
     "prediction",
+    "metrics_cost",
 )
 
 

@@ -28,7 +28,8 @@ refused input still takes).
 The load generator is `--processes` processes (2 by default), each driving `--connections` keep-alive sockets
 (4 by default) with raw HTTP/1.1 written once and read back by `Content-Length`: it costs a few tens of
 microseconds a request, well under either server's cost (`load_answers` also gives each request's latency,
-drives a fixed number of requests and keeps their bodies: `benchmarks.workflows` uses it). Beside each rate,
+drives a fixed number of requests and keeps their bodies: `benchmarks.workflows` uses it); it lives in
+`auto_runtime.bench.load`, which `auto-runtime bench` uses too. Beside each rate,
 the server's CPU a request (every thread, from `/proc`). Printed: the median of the rounds, and the median of
 each round's ratio to the bare twin.
 `--server-path` runs the real server from another checkout too (its `PYTHONPATH`), for a before-and-after in
@@ -40,12 +41,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
-import selectors
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -57,9 +55,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import httpx
+
+from auto_runtime.bench.load import Route, cpu_seconds, free_port, load
 
 ORG = "bench"
 PLAYBOOK = "bench"
@@ -72,34 +71,12 @@ START_BOUND_SECONDS = 60.0
 """How long a server may take to answer `/health` before the benchmark gives up (a bound, not a measurement)."""
 
 
-@dataclass(frozen=True)
-class Route:
-    name: str
-    method: str
-    path: str
-    body: bytes
-    status: int
-
-    def request_bytes(self, port: int) -> bytes:
-        lines = [f"{self.method} {self.path} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
-        if self.body:
-            lines += ["Content-Type: application/json", f"Content-Length: {len(self.body)}"]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode() + self.body
-
-
 ROUTES = (
     Route("GET /health", "GET", "/health", b"", 200),
     Route("get_playbook", "GET", PATH, b"", 200),
     Route("update_playbook (no change)", "PUT", PATH, UPDATE_BODY, 200),
     Route("run_definition (computation)", "POST", RUN_PATH, RUN_BODY, 200),
 )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 # The bare twin ------------------------------------------------------------------------------------------------
@@ -258,139 +235,6 @@ def _headers(route: Route) -> dict[str, str]:
     return {"Content-Type": "application/json"} if route.body else {}
 
 
-# The load generator -------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Answers:
-    """What one load process measured."""
-
-    done: int
-    failed: str
-    """The first unexpected answer (or why the load stopped early); empty when every answer was expected."""
-    latencies: list[float]
-    """Seconds from each answered request's send to its full response, in the load process."""
-    kept: list[tuple[float, bytes]]
-    """With `keep`: each answered request's send time (`time.time()`, for comparing with the server's own
-    times on the same machine) and its response body, in the order of `latencies`."""
-
-
-def _load_worker(
-    port: int,
-    request: bytes,
-    status: int,
-    connections: int,
-    seconds: float,
-    out: Any,
-    requests: int | None = None,
-    keep: bool = False,
-) -> None:
-    """Keeps `connections` sockets busy, one request in flight on each, for `seconds`; or, given `requests`,
-    until that many are answered (each socket sends again while some are left; unanswered after `seconds` is a
-    failure). Sends its `Answers`."""
-    expected = f"HTTP/1.1 {status} ".encode()
-    selector = selectors.DefaultSelector()
-    buffers: dict[socket.socket, bytearray] = {}
-    in_flight: dict[socket.socket, tuple[float, float]] = {}
-    latencies: list[float] = []
-    kept: list[tuple[float, bytes]] = []
-    issued = 0
-
-    def send(sock: socket.socket) -> None:
-        nonlocal issued
-        in_flight[sock] = (time.monotonic(), time.time())
-        sock.sendall(request)
-        issued += 1
-
-    for _ in range(connections if requests is None else min(connections, requests)):
-        sock = socket.create_connection(("127.0.0.1", port))
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.setblocking(False)
-        buffers[sock] = bytearray()
-        selector.register(sock, selectors.EVENT_READ)
-        send(sock)
-    failed = ""
-    until = time.monotonic() + seconds
-    while in_flight and not failed:
-        if time.monotonic() >= until:
-            if requests is not None:
-                failed = f"{len(in_flight)} requests unanswered after {seconds:g} s"
-            break
-        for key, _ in selector.select(timeout=1.0):
-            ready = key.fileobj
-            assert isinstance(ready, socket.socket)
-            buffer = buffers[ready]
-            received = ready.recv(65536)
-            if not received:
-                failed = "the server closed a connection"
-                break
-            buffer += received
-            head_end = buffer.find(b"\r\n\r\n")
-            if head_end < 0:
-                continue
-            head = bytes(buffer[:head_end]).lower()
-            start = head.find(b"content-length:")
-            length = int(head[start + 15 : head.find(b"\r\n", start) if b"\r\n" in head[start:] else None])
-            if len(buffer) < head_end + 4 + length:
-                continue
-            answered = time.monotonic()
-            if not buffer.startswith(expected):
-                failed = bytes(buffer[:300]).decode(errors="replace")
-                break
-            sent, sent_at = in_flight.pop(ready)
-            latencies.append(answered - sent)
-            if keep:
-                kept.append((sent_at, bytes(buffer[head_end + 4 : head_end + 4 + length])))
-            del buffer[: head_end + 4 + length]
-            if requests is None or issued < requests:
-                send(ready)
-    for sock in buffers:
-        sock.close()
-    out.send(Answers(len(latencies), failed, latencies, kept))
-
-
-def load_answers(
-    port: int,
-    route: Route,
-    processes: int,
-    connections: int,
-    seconds: float,
-    requests: int | None = None,
-    keep: bool = False,
-) -> list[Answers]:
-    """What `processes` load processes measured driving `route` on `port` with `connections` sockets each (see
-    `_load_worker`); given `requests`, they are shared out among the processes. An unexpected answer raises."""
-    request = route.request_bytes(port)
-    shares: list[int | None] = [None] * processes
-    if requests is not None:
-        shares = [requests // processes + (index < requests % processes) for index in range(processes)]
-    context = multiprocessing.get_context("fork")
-    pipes = []
-    workers = []
-    for share in shares:
-        if share == 0:
-            continue
-        receiver, sender = context.Pipe(duplex=False)
-        worker = context.Process(
-            target=_load_worker, args=(port, request, route.status, connections, seconds, sender, share, keep)
-        )
-        worker.start()
-        pipes.append(receiver)
-        workers.append(worker)
-    answers: list[Answers] = [receiver.recv() for receiver in pipes]
-    for worker in workers:
-        worker.join()
-    for answer in answers:
-        if answer.failed:
-            raise RuntimeError(f"{route.name} answered: {answer.failed}")
-    return answers
-
-
-def load(port: int, route: Route, processes: int, connections: int, seconds: float) -> float:
-    """Requests a second of `route` on `port`, from `processes` load processes."""
-    return sum(answer.done for answer in load_answers(port, route, processes, connections, seconds)) / seconds
-
-
 # Decoding alone ----------------------------------------------------------------------------------------------
 
 DECODED = (
@@ -424,12 +268,6 @@ def decoding(repeats: int = 5, calls: int = 2000) -> None:
 
 
 # The run ------------------------------------------------------------------------------------------------------
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of a process, every thread, from `/proc/<pid>/stat`."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 Measurements = dict[tuple[str, str], list[tuple[float, float]]]

@@ -68,8 +68,8 @@ import asyncpg
 import httpx
 import trio
 
+from auto_runtime.bench.load import Route, load_answers
 from auto_runtime.ledger import open_ledger
-from benchmarks.http_routes import Route, load_answers
 from benchmarks.ledger_appends import ledger_rate
 from tests.conformance.helpers import create_computation, new_playbook
 from tests.e2e.server_process import ServerProcess, start_server

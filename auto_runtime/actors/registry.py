@@ -52,6 +52,7 @@ from auto_runtime.actors.trio_actor import (
     ActorRef,
     LifeEnd,
 )
+from auto_runtime.metrics import registry_made, restarted
 from auto_runtime.supervision.child_spec import DEFAULT_SHUTDOWN_SECONDS, ChildContext, ChildSpec, Restart
 from auto_runtime.supervision.intensity import RestartIntensity, RestartWindow
 
@@ -123,6 +124,7 @@ class Registry(Generic[K, M, R]):
         self._closing = False
         self._stop_before_run = False
         self._trim_wanted: trio.Event | None = None
+        registry_made(self)
 
     @property
     def spawns(self) -> int:
@@ -405,6 +407,7 @@ class Registry(Generic[K, M, R]):
     def _count_restart(self, key: K, error: BaseException) -> None:
         """One more restart; past the intensity the registry fails (see the module's rules)."""
         self.stats.restarts += 1
+        restarted(self.name)
         if self._restarts is None or self._failure is not None or self._restarts.admit(trio.current_time()):
             return
         log.error("registry %s: restart intensity exceeded (last: actor %r after %r)", self.name, key, error)

@@ -27,6 +27,7 @@ import trio
 
 from auto_runtime.actors.errors import ActorCrashedError, ActorStoppedError, MailboxFull
 from auto_runtime.actors.reply import Reply
+from auto_runtime.metrics import mailbox_posted, mailbox_refused
 from auto_runtime.supervision.child_spec import DEFAULT_SHUTDOWN_SECONDS, ChildContext, ChildSpec, Restart
 
 M = TypeVar("M")
@@ -266,7 +267,9 @@ class ActorRef(Generic[M, R]):
         try:
             self._send.send_nowait(envelope)
         except trio.WouldBlock:
+            mailbox_refused(self.name)
             raise MailboxFull(self.name, self.capacity) from None
+        mailbox_posted(self)
 
     def _wake(self) -> None:
         if self._receive.statistics().tasks_waiting_receive:

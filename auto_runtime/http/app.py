@@ -22,6 +22,7 @@ from auto_runtime.http.byte_body import body_chunks, check_byte_body
 from auto_runtime.http.caching import cached_document
 from auto_runtime.http.request_input import operation_input
 from auto_runtime.http.responses import json_bytes, problem_response, success_response
+from auto_runtime.metrics.scrape import MEDIA_TYPE, check_scraper, prometheus_text
 from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.dispatcher import Dispatcher, incident
 from auto_runtime.operations.operation import Operation
@@ -85,6 +86,7 @@ def create_app(
     gate: AccessGate,
     documents: PublishedDocuments,
     public_url: str | None,
+    metrics_served: bool = False,
 ) -> QuartTrio:
     app = QuartTrio("auto_runtime")
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BODY
@@ -194,6 +196,19 @@ def create_app(
         )
         response.headers["Link"] = catalog_link_header(base)
         return response
+
+    if metrics_served:
+
+        @app.route("/metrics", methods=["GET"], provide_automatic_options=False)
+        async def metrics() -> Response:
+            """The Prometheus text (METRICS=on), to a caller holding `playbook:read` (anyone in local mode)."""
+            try:
+                check_scraper(await gate.authenticate(request.headers.getlist("Authorization")))
+            except Rejection as rejection:
+                return problem_response(rejection, _request_id())
+            response = Response(await prometheus_text(), status=200, content_type=MEDIA_TYPE)
+            response.headers["Cache-Control"] = "no-store"
+            return response
 
     for operation in catalog:
         app.add_url_rule(

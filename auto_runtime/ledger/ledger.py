@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from auto_runtime.metrics import appended
 from auto_runtime.telemetry import ledger_append_span
 
 from . import paging
@@ -124,6 +125,7 @@ class Ledger(abc.ABC):
             else:
                 records = await self._append_guarded(encoded, changes or EncodedChanges(), fence)
         self.scopes_appended.tell(frozenset(scope_key_of(write.stream) for write in writes))
+        appended(records)
         return records
 
     def lease(self, name: str = WORKFLOW_HOST_LEASE) -> Lease:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+from auto_runtime.metrics import sandbox_job
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.evaluate import Evaluation, evaluate
 from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, JobOwner
@@ -66,8 +67,8 @@ class SandboxPool:
             outcome = evaluate(engine, evaluation, job_control)
             return outcome, ends_worker(outcome)
 
-        with sandbox_run_span(kind):
-            return await self.workers.submit(job, control, kind, owner)
+        with sandbox_run_span(kind), sandbox_job(kind, owner.org) as measured:
+            return await self.workers.submit(measured(job), control, kind, owner)
 
     def child_spec(self, *, shutdown: float) -> ChildSpec:
         """The pool as the tree's `sandbox` child: its supervisor and its workers (see `WorkerPool.child_spec`)."""

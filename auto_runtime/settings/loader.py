@@ -157,6 +157,7 @@ def _settings(
         actor_mailbox_capacity=read(v.ACTOR_MAILBOX_CAPACITY),
         otel_exporter_otlp_endpoint=read(v.OTEL_EXPORTER_OTLP_ENDPOINT),
         telemetry_content=read(v.TELEMETRY_CONTENT),
+        metrics=read(v.METRICS),
         computation_workers=read(v.COMPUTATION_WORKERS),
         recall_max_functions=read(v.RECALL_MAX_FUNCTIONS),
         recall_max_rebuilds=read(v.RECALL_MAX_REBUILDS),

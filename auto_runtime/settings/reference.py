@@ -116,6 +116,11 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         (
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "Turns telemetry on: where traces are sent over OTLP."),
             ("TELEMETRY_CONTENT", "true records content in telemetry."),
+            (
+                "METRICS",
+                "on serves the metrics at GET /metrics in the Prometheus text format, to a caller with "
+                "playbook:read (anyone in local mode); see docs/operating.md.",
+            ),
         ),
     ),
     (

@@ -12,7 +12,7 @@ from auto_runtime.settings.connections import ConnectionsPolicy
 from auto_runtime.settings.model_settings import ModelGateway
 from auto_runtime.settings.parsers import S3Location
 from auto_runtime.settings.tool_servers import ToolServer
-from auto_runtime.settings.variables import DatabaseCredentials, OpenAIApi
+from auto_runtime.settings.variables import DatabaseCredentials, MetricsSwitch, OpenAIApi
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +81,7 @@ class Settings:
     # Telemetry
     otel_exporter_otlp_endpoint: str | None
     telemetry_content: bool
+    metrics: MetricsSwitch
     # Computation and recall functions
     computation_workers: int
     recall_max_functions: int

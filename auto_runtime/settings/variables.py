@@ -18,6 +18,7 @@ T = TypeVar("T")
 Mode = Literal["command_line", "image"]
 DatabaseCredentials = Literal["url", "aws-iam"]
 OpenAIApi = Literal["responses", "chat_completions"]
+MetricsSwitch = Literal["off", "on"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +144,7 @@ ACTOR_MAILBOX_CAPACITY = _count("ACTOR_MAILBOX_CAPACITY", 1, 100_000, 100)
 # Telemetry
 OTEL_EXPORTER_OTLP_ENDPOINT = _url("OTEL_EXPORTER_OTLP_ENDPOINT")
 TELEMETRY_CONTENT = Variable("TELEMETRY_CONTENT", parsers.boolean, _same(False))
+METRICS: Variable[MetricsSwitch] = Variable("METRICS", _choice("off", "on"), _same("off"))
 
 # Computation and recall functions
 COMPUTATION_WORKERS = _count("COMPUTATION_WORKERS", 1, 64, 4)

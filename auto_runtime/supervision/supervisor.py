@@ -22,6 +22,7 @@ from typing import Any
 
 import trio
 
+from auto_runtime.metrics import restarted
 from auto_runtime.supervision.backoff import Backoff
 from auto_runtime.supervision.child_spec import ChildContext, ChildSpec, Restart
 from auto_runtime.supervision.intensity import RestartIntensity, RestartWindow
@@ -259,6 +260,7 @@ class Supervisor:
         failures += 1
         self._consecutive_failures[name] = failures
         delay = self.backoff.delay(failures)
+        restarted(self.name)
         log.warning(
             "supervisor %s: restarting child %s after %s (%s, back-off %gs)",
             self.name,

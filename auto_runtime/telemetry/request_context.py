@@ -17,6 +17,9 @@ from auto_runtime.telemetry.ids import span_id_text, trace_id_text
 
 REQUEST_ID: ContextVar[str | None] = ContextVar("auto_runtime_request_id", default=None)
 REQUEST_SPAN: ContextVar[Span | None] = ContextVar("auto_runtime_request_span", default=None)
+REQUEST_OPERATION: ContextVar[list[str] | None] = ContextVar("auto_runtime_request_operation", default=None)
+"""While metrics are on: a holder of the operation the request was matched to, set in the request's task and
+filled in by `name_request` in whichever task copied the context (a list, so the outer task sees it)."""
 
 
 def current_request_id() -> str:
@@ -27,7 +30,11 @@ def current_request_id() -> str:
 
 
 def name_request(operation: str) -> None:
-    """Names the request's span by the operation it was matched to (nothing when the server sends no telemetry)."""
+    """Names the request's span by the operation it was matched to, and its metrics (nothing when the server
+    sends no telemetry and measures nothing)."""
+    holder = REQUEST_OPERATION.get()
+    if holder is not None:
+        holder.append(operation)
     span = REQUEST_SPAN.get()
     if span is not None:
         span.update_name(operation)

@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from auto_runtime.metrics.calls import model_called, tool_called
 from auto_runtime.telemetry.content import CONTENT_PREFIX, content_text
 from auto_runtime.telemetry.ids import new_span_id, new_trace_id, span_id_text, trace_id_text
 from auto_runtime.telemetry.request_context import REQUEST_ID
@@ -138,7 +139,12 @@ def model_call_span(provider: str, model: str, run_id: str | None, request: Any)
     if run_id is not None:
         attributes["auto_runtime.run_id"] = run_id
     with _span("model call", attributes, {"prompt": request}, "answer", kind=SpanKind.CLIENT) as note:
-        yield note
+        try:
+            yield note
+        except BaseException as error:
+            model_called(provider, error)
+            raise
+        model_called(provider, None)
 
 
 @contextmanager
@@ -151,7 +157,12 @@ def tool_call_span(
     with _span(
         "tool call", attributes, {"arguments": arguments}, "result", kind=SpanKind.CLIENT, record_content=record_content
     ) as note:
-        yield note
+        try:
+            yield note
+        except BaseException as error:
+            tool_called(error)
+            raise
+        tool_called(None)
 
 
 @contextmanager

@@ -68,6 +68,7 @@ from auto_runtime.ledger import (
     workflow_lease_renewal,
 )
 from auto_runtime.ledger.due_work import MAX_DUE_LIMIT
+from auto_runtime.metrics import taken_up
 from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.fair_firing import FairSlots, owner_of
@@ -207,6 +208,7 @@ class TimerLoop:
         with trio.move_on_at(self._firing_until):
             limit = DUE_BATCH + len(self._in_flight)
             entries = await self.ledger.due_work.due(self.clock(), limit=limit)
+            taken_up(entries, self.clock(), self._in_flight)
             for entry in entries:
                 if is_call_key(entry.key):
                     if self.dispatcher is not None and entry.due_key not in self._in_flight:

@@ -1,11 +1,13 @@
-"""A local OTLP/HTTP trace receiver, a real process for the telemetry tests.
+"""A local OTLP/HTTP trace and metrics receiver, a real process for the telemetry tests.
 
     python -m tests.fakes.otlp_receiver --port 0 --spans FILE
 
 It takes `POST /v1/traces` with an `ExportTraceServiceRequest` in protobuf (gzip-compressed or not), decodes it
 with `opentelemetry-proto`, and appends one JSON line per span to FILE: `trace_id`, `span_id`, `parent_span_id`
 (hex; "" for a root), `name`, `kind` (the protobuf enum's name), `attributes` (name to value) and `service`
-(the resource's `service.name`). It answers an empty `ExportTraceServiceResponse`. Anything else is `404`.
+(the resource's `service.name`). It answers an empty `ExportTraceServiceResponse`. It takes `POST /v1/metrics`
+with an `ExportMetricsServiceRequest` the same way, and appends one JSON line per metric to the file beside
+FILE named `metrics_file_of(FILE)`: `name`, `unit` and `service`. Anything else is `404`.
 
 `start_otlp_receiver` starts it and waits for its `listening on <url>` line; `OtlpReceiver.wait_for_spans` reads
 the file until a condition holds, within a bound.
@@ -25,6 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -78,11 +84,40 @@ def _span_line(span: Span, resource: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def metrics_file_of(spans_file: Path) -> Path:
+    return spans_file.with_name(spans_file.stem + ".metrics.jsonl")
+
+
+def metric_lines(request: ExportMetricsServiceRequest) -> list[dict[str, Any]]:
+    lines = []
+    for resource_metrics in request.resource_metrics:
+        resource = {item.key: _value(item.value) for item in resource_metrics.resource.attributes}
+        for scope_metrics in resource_metrics.scope_metrics:
+            lines.extend(
+                {"name": metric.name, "unit": metric.unit, "service": resource.get("service.name")}
+                for metric in scope_metrics.metrics
+            )
+    return lines
+
+
+async def _body(request: Request) -> bytes:
+    body = await request.body()
+    if request.headers.get("content-encoding", "").lower() == "gzip":
+        body = gzip.decompress(body)
+    return body
+
+
 def build(spans_file: Path) -> Starlette:
+    async def metrics(request: Request) -> Response:
+        message = ExportMetricsServiceRequest()
+        message.ParseFromString(await _body(request))
+        with metrics_file_of(spans_file).open("a", encoding="utf-8") as out:
+            for line in metric_lines(message):
+                out.write(json.dumps(line) + "\n")
+        return Response(ExportMetricsServiceResponse().SerializeToString(), media_type="application/x-protobuf")
+
     async def traces(request: Request) -> Response:
-        body = await request.body()
-        if request.headers.get("content-encoding", "").lower() == "gzip":
-            body = gzip.decompress(body)
+        body = await _body(request)
         message = ExportTraceServiceRequest()
         message.ParseFromString(body)
         with spans_file.open("a", encoding="utf-8") as out:
@@ -90,7 +125,9 @@ def build(spans_file: Path) -> Starlette:
                 out.write(json.dumps(line) + "\n")
         return Response(ExportTraceServiceResponse().SerializeToString(), media_type="application/x-protobuf")
 
-    return Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])
+    return Starlette(
+        routes=[Route("/v1/traces", traces, methods=["POST"]), Route("/v1/metrics", metrics, methods=["POST"])]
+    )
 
 
 @dataclass
@@ -109,6 +146,19 @@ class OtlpReceiver:
             except ValueError:
                 break  # the last line, still being written
         return spans
+
+    def metric_names(self) -> set[str]:
+        """The names of every metric received so far."""
+        path = metrics_file_of(self.spans_file)
+        if not path.exists():
+            return set()
+        names = set()
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                names.add(json.loads(line)["name"])
+            except ValueError:
+                break  # the last line, still being written
+        return names
 
     def wait_for_spans(
         self, condition: Callable[[list[dict[str, Any]]], bool], bound_seconds: float = 30.0

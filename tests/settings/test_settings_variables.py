@@ -38,6 +38,7 @@ from tests.settings.start_folder import StartFolder
         ("DATABASE_CREDENTIALS", "kerberos", "expects one of url, aws-iam"),
         ("OPENAI_API", "legacy", "expects one of responses, chat_completions"),
         ("TELEMETRY_CONTENT", "maybe", "expects true or false"),
+        ("METRICS", "yes", "expects one of off, on"),
         (
             "IDENTITY_ISSUER",
             "http://clerk.example.com",
@@ -88,6 +89,7 @@ def test_a_value_the_setting_refuses_stops_the_start(start: StartFolder, name: s
         ("LOG_LEVEL", "warn", "log_level", "warn"),
         ("LOG_FORMAT", "pretty", "log_format", "pretty"),
         ("TELEMETRY_CONTENT", "true", "telemetry_content", True),
+        ("METRICS", "on", "metrics", "on"),
         ("OPENAI_API", "chat_completions", "openai_api", "chat_completions"),
         (
             "IDENTITY_ISSUER",

@@ -39,6 +39,7 @@ from typing import Any, Final
 
 import trio
 
+from auto_runtime.metrics import watch_model_pool
 from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, FairQueue, JobOwner
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor
 from auto_runtime.supervision.process_child import ProcessChild, ProcessChildError, ProcessTimeoutError
@@ -101,7 +102,8 @@ class ModelPool:
         self._starting = trio.Lock()
         self._job_sent = trio.Event()
         self.replaced = 0
-        """How many processes were ended by a job and replaced (for logs and tests)."""
+        """How many processes were ended by a job and replaced (for logs, tests and metrics)."""
+        watch_model_pool(self)
 
     def child_spec(self) -> ChildSpec:
         """The pool's supervisor: the keeper that ends idle processes, then each process's temporary child."""
@@ -126,6 +128,10 @@ class ModelPool:
     def waiting(self) -> int:
         """Jobs waiting for a slot (for logs and tests)."""
         return len(self._queue)
+
+    @property
+    def busy(self) -> int:
+        return sum(process.busy for process in self._live)
 
     async def _start_process(self) -> _Process:
         name = f"model-process-{next(self._numbers)}"

@@ -28,6 +28,8 @@ from typing import Any
 
 import asyncpg
 
+from auto_runtime.metrics import commit
+
 from ..projections import Projection
 from ..records import Record
 from . import statements
@@ -131,9 +133,10 @@ class AppendBatcher:
         try:
             async with self._pool.acquire() as conn:
                 try:
-                    results: Sequence[list[Record] | Exception] = await statements.append_batch(
-                        conn, [append for append, _ in batch], self._projections
-                    )
+                    with commit("postgres", len(batch)):
+                        results: Sequence[list[Record] | Exception] = await statements.append_batch(
+                            conn, [append for append, _ in batch], self._projections
+                        )
                 except Exception as error:
                     if not _may_run_again(error):
                         raise

@@ -23,6 +23,7 @@ import trio
 from auto_runtime.actors.errors import ActorCrashedError
 from auto_runtime.actors.loop_actor import LoopActor, LoopActorRef
 from auto_runtime.actors.thread_bridge import TrioPort
+from auto_runtime.metrics import reader_waits
 from auto_runtime.supervision.child_spec import ChildSpec
 
 from ..content import ContentObjects, KeptContent, LedgerContent, SpooledContent, chunks_of
@@ -120,6 +121,7 @@ class PostgresLoop(LoopActor[LoopMessage, Any]):
     async def receive(self, message: LoopMessage) -> Any:
         if isinstance(message, Append):
             return await self.batcher.append(message)
+        reader_waits("postgres", self._pool.get_idle_size() + self._pool.get_max_size() - self._pool.get_size())
         async with self._pool.acquire() as conn:
             result = await message.work(conn)
         if message.notify:

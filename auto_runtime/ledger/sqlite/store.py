@@ -20,6 +20,7 @@ import trio
 
 from auto_runtime.actors.thread_actor import ThreadActorRef
 from auto_runtime.actors.thread_bridge import TrioPort
+from auto_runtime.metrics import reader_waits
 from auto_runtime.supervision.child_spec import ChildSpec
 
 from ..content import ContentObjects, KeptContent, LedgerContent, SpooledContent, chunks_of
@@ -73,6 +74,7 @@ class _ReaderPool:
             self._idle.put(conn)
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        reader_waits("sqlite", self._limiter.available_tokens)
         return await trio.to_thread.run_sync(self._call, work, limiter=self._limiter)
 
     def close(self) -> None:

@@ -49,6 +49,7 @@ from typing import Any, ClassVar, Final
 import outcome
 
 from auto_runtime.actors.thread_actor import BatchFill, ThreadActor
+from auto_runtime.metrics import commit
 
 from ..faults import FaultLog
 from ..projections import Projection
@@ -143,7 +144,8 @@ class SqliteWriter(ThreadActor[WriterMessage, Any]):
         """Commit the batch in one transaction and give each message its outcome (see the module docstring)."""
         self._last_batch = len(messages)
         try:
-            return self._commit(messages)
+            with commit("sqlite", len(messages)):
+                return self._commit(messages)
         except Exception as error:  # the life outlives every batch
             log.exception("the SQLite writer failed a batch outside its transaction")
             return [outcome.Error(error) for _ in messages]

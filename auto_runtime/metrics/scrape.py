@@ -1,0 +1,35 @@
+"""`GET /metrics`: the Prometheus text of everything the meter provider aggregated, and prometheus-client's
+process collectors (CPU, memory, open files).
+
+Collected on a worker thread, one scrape at a time (`SCRAPES`): building the text takes tens of milliseconds
+on a loaded machine, which would pause every request on the Trio thread. The observable gauges' callbacks
+read what the Trio thread owns as plain reads (a length, a sum over a list, a swap of a dict), and take a copy
+of a weak set again when the Trio thread changed it meanwhile (`actors`, `model_processes`); the SDK's
+aggregation is thread-safe. Its size is bounded: every attribute set is.
+"""
+
+from __future__ import annotations
+
+import trio
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+from auto_runtime.auth.caller import Caller, Permission
+from auto_runtime.problems import forbidden
+
+MEDIA_TYPE = CONTENT_TYPE_LATEST
+SCRAPE_PERMISSIONS = frozenset({Permission.PLAYBOOK_READ})
+
+
+SCRAPES = trio.CapacityLimiter(1)
+
+
+async def prometheus_text() -> bytes:
+    return await trio.to_thread.run_sync(generate_latest, REGISTRY, limiter=SCRAPES)
+
+
+def check_scraper(caller: Caller) -> None:
+    """A scrape needs `playbook:read` (of any org: the metrics name none); local mode's caller holds it."""
+    if not caller.holds_any(SCRAPE_PERMISSIONS):
+        raise forbidden(
+            f"GET /metrics needs the permission playbook:read, which this {caller.credential_named} does not have."
+        )
