@@ -24,6 +24,7 @@ BENCHMARKS = (
     "interaction",
     "recall",
     "prediction",
+    "health_under_attack",
 )
 
 

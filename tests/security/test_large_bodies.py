@@ -119,3 +119,29 @@ def test_a_large_shallow_body_reads_as_ever(client: httpx.Client) -> None:
     )
     assert response.status_code == 200, response.text[:300]
     assert response.json()["output"] == {"rows": rows}
+
+
+def test_an_mcp_body_of_a_mebibyte_is_read_like_a_route_body(client: httpx.Client) -> None:
+    """The MCP endpoints read their bodies with the same reader, off the event loop when large: a member given
+    twice below the kept depth is still their parse error, at its pointer."""
+    depth = 200_000
+    body = (
+        '{"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"x": '
+        + "[" * depth
+        + '{"a": 1, "a": 2}'
+        + "]" * depth
+        + "}}"
+    )
+    response = client.post(
+        "/mcp",
+        content=body.encode(),
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "MCP-Protocol-Version": "2025-11-25",
+        },
+    )
+    assert response.status_code == 400, response.text[:300]
+    error = response.json()
+    assert error["error"]["code"] == -32700
+    assert error["error"]["message"].startswith("Parse error: the field a is given more than once, at /params/x/0/0/")
