@@ -7,7 +7,8 @@ waits for a turn each time it wants it back: every request slowed for the whole 
 second. So a dataset larger than `READ_IN_THREAD_BYTES` is read by a child process
 (`python -m auto_runtime.functions.prediction.dataset_process`), from the spooled file as its standard input,
 a line at a time, as the thread reads it; the child writes what the upload needs (the problems, `because` and
-the summary's facts, never the values) as one JSON document, and the server only waits for it. A smaller
+the summary's facts, never the values) as one JSON document, and the server only waits for it. The child
+runs at a lower priority, so on a busy machine the server's requests still come first. A smaller
 dataset is read in a worker thread, in less time than a process takes to start.
 
 Concurrency: at most `READ_AT_ONCE` datasets are read at once (the caller's `trio.CapacityLimiter`, shared by
@@ -18,6 +19,7 @@ reading raised) is `DatasetReaderFailed`, an incident, never a reading.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import IO, Any, Final
 
@@ -30,6 +32,9 @@ READ_IN_THREAD_BYTES: Final = 1_048_576
 """The largest dataset read in a worker thread: a fifth of a second of reading at most."""
 READ_AT_ONCE: Final = 2
 """How many datasets are read at once, each on a core of its own at most."""
+READER_NICENESS: Final = 10
+"""How much lower the reading process's priority is than the server's: where they share a core, the server's
+requests go first and the reading takes the time they leave."""
 READER_COMMAND: Final = (sys.executable, "-m", "auto_runtime.functions.prediction.dataset_process")
 
 
@@ -82,7 +87,9 @@ async def read_spooled(spool: IO[bytes], size: int, limiter: trio.CapacityLimite
 
 
 def main() -> None:
-    """The child's work: read standard input as a dataset, write the reading as JSON to standard output."""
+    """The child's work: read standard input as a dataset, write the reading as JSON to standard output, at a
+    lower priority than the server (`READER_NICENESS`)."""
+    os.nice(READER_NICENESS)
     reading = read_dataset(sys.stdin.buffer)
     sys.stdout.write(json.dumps(reading_as_json(reading)))
 
