@@ -10,6 +10,10 @@ from typing import Any
 MAX_INPUT_BYTES = 256 * 1024
 MAX_INPUT_DEPTH = 512
 MAX_OUTPUT_AND_RECORD_BYTES = 1_048_576
+MAX_BODY_DEPTH_KEPT = MAX_INPUT_DEPTH + 128
+"""How deep a request body is kept as read: no field takes a value nesting past `MAX_INPUT_DEPTH`, and no
+envelope (a body's object, an MCP call's `params` and `arguments`) adds more than a few levels, so a body
+kept to this depth is refused at the same place, in the same words, as the whole of it would be."""
 
 
 def compact_json(value: Any) -> str:
@@ -43,20 +47,31 @@ def depth_of(value: Any) -> int:
     return deepest
 
 
+_Place = tuple[Any, str | int] | None
+"""A node's place: None for the root, else its parent's place and its key or index."""
+
+
+def _pointer(place: _Place) -> str:
+    parts: list[str] = []
+    while place is not None:
+        place, part = place
+        parts.append("/" + str(part).replace("~", "~0").replace("/", "~1"))
+    return "".join(reversed(parts))
+
+
 def non_finite_pointer(value: Any) -> str | None:
     """The JSON Pointer of the first number too large for a double (read as an infinity), or None.
 
-    JSON has no such number, so it cannot be measured, recorded or handed on: it is refused at its place."""
-    stack: list[tuple[Any, str]] = [(value, "")]
+    JSON has no such number, so it cannot be measured, recorded or handed on: it is refused at its place.
+    Each node carries a link to its parent's place, and only the found one is written out as a pointer, so
+    the walk costs one step a node however deep or wide the value is."""
+    stack: list[tuple[Any, _Place]] = [(value, None)]
     while stack:
-        node, pointer = stack.pop()
+        node, place = stack.pop()
         if isinstance(node, float) and not math.isfinite(node):
-            return pointer
+            return _pointer(place)
         if isinstance(node, dict):
-            stack.extend(
-                (child, f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}")
-                for key, child in reversed(node.items())
-            )
+            stack.extend((child, (place, str(key))) for key, child in reversed(node.items()))
         elif isinstance(node, list):
-            stack.extend((child, f"{pointer}/{index}") for index, child in reversed(list(enumerate(node))))
+            stack.extend((node[index], (place, index)) for index in range(len(node) - 1, -1, -1))
     return None

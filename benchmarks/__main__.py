@@ -27,6 +27,7 @@ BENCHMARKS = (
     "recall_fair_share",
     "prediction",
     "metrics_cost",
+    "health_under_attack",
 )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from quart import Request
 
 from auto_runtime.http.deep_json import json_integer
-from auto_runtime.http.json_body import BodyNotJson, DuplicateField, duplicate_field_rejection, read_json
+from auto_runtime.http.json_body import BodyNotJson, DuplicateField, duplicate_field_rejection, read_json_bytes
 from auto_runtime.operations.operation import Operation
 from auto_runtime.operations.schemas import input_schema_of
 from auto_runtime.problems import Rejection, bad_request
@@ -104,11 +104,9 @@ async def read_json_object(request: Request) -> dict[str, Any]:
     if not body:
         return {}
     try:
-        text = body.decode("utf-8")
+        value = await read_json_bytes(body)
     except UnicodeDecodeError:
         raise bad_request("The body is not UTF-8.") from None
-    try:
-        value = read_json(text)
     except BodyNotJson as error:
         raise bad_request(f"The body is not JSON: {error}.") from None
     except DuplicateField as duplicate:

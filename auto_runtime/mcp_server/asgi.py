@@ -34,7 +34,7 @@ from auto_runtime.asgi_messages import (
 )
 from auto_runtime.auth.access import AccessGate
 from auto_runtime.auth.caller import Caller
-from auto_runtime.http.json_body import DuplicateField, duplicate_field_rejection, read_json
+from auto_runtime.http.json_body import DuplicateField, duplicate_field_rejection, read_json_bytes
 from auto_runtime.mcp_server.connection import SCOPE_KEY, Connection
 from auto_runtime.mcp_server.endpoints import Endpoint, metadata_path_of, parse_endpoint, parse_metadata_path
 from auto_runtime.mcp_server.service import MAX_BODY_BYTES, SERVER_TITLE, McpService
@@ -226,7 +226,7 @@ class McpRoot:
             )
             return None
         try:
-            message = read_json(body.decode("utf-8"))
+            message = await read_json_bytes(body)
         except DuplicateField as duplicate:
             return await _given_twice(body, duplicate, send)
         except (ValueError, RecursionError):

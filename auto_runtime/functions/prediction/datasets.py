@@ -5,9 +5,11 @@ answer, JSON) under the scope key `<playbook scope>/datasets/<sha256>`, which ho
 "uploaded to the playbook" when its summary is kept; the summary is written only after the bytes, so a summary
 never names missing bytes. Nothing here is a record: an upload records no event.
 
-An upload is spooled to a temporary file as it arrives (hashed on the way), then read line by line in a worker
-thread (`dataset_csv`), and the content store keeps it from the file a chunk at a time (`put_spooled`), so the
-server never holds the whole body. A body whose SHA-256 is not the path's is refused before anything is kept.
+An upload is spooled to a temporary file as it arrives (hashed on the way), then read line by line
+(`dataset_csv`) in a worker thread or, when large, in a process of its own (`dataset_process`), at most
+`READ_AT_ONCE` at once, so the event loop never waits for a reading; the content store keeps it from the file
+a chunk at a time (`put_spooled`), so the server never holds the whole body. A body whose SHA-256 is not the
+path's is refused before anything is kept.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import AsyncIterator
-from typing import IO, Any, Final
+from typing import Any, Final
 
 import trio
 
 from auto_runtime.functions.prediction.dataset_csv import DatasetReading, read_dataset
+from auto_runtime.functions.prediction.dataset_process import READ_AT_ONCE, read_spooled
 from auto_runtime.ledger import Ledger, PlaybookScope
 from auto_runtime.ledger.content import open_spool
 from auto_runtime.problems import InputIssue, Rejection, invalid_input
@@ -39,6 +42,8 @@ class Datasets:
         self.ledger = ledger
         self._readings: OrderedDict[tuple[str, str], DatasetReading] = OrderedDict()
         """The last `KEPT_READINGS` datasets read with their values (immutable: a dataset never changes)."""
+        self._uploads_read = trio.CapacityLimiter(READ_AT_ONCE)
+        """Bounds the uploads being read at once (`dataset_process`)."""
 
     async def summary(self, scope: PlaybookScope, dataset: str) -> dict[str, Any] | None:
         """The summary of a dataset uploaded to the playbook, or None."""
@@ -90,7 +95,7 @@ class Datasets:
             if kept is not None:
                 return kept
             await spool.rewind()
-            reading = await trio.to_thread.run_sync(_read_spooled, spool.file)
+            reading = await read_spooled(spool.file, spooled.size, self._uploads_read)
             if reading.errors:
                 refusal = invalid_input(reading.errors)
                 refusal.because = reading.because
@@ -99,7 +104,3 @@ class Datasets:
             await self.ledger.content.put_spooled(scope.key, spooled)
         await self.ledger.content.put(summary_key(scope, dataset), json.dumps(summary).encode("utf-8"))
         return summary
-
-
-def _read_spooled(spool: IO[bytes]) -> DatasetReading:
-    return read_dataset(spool)
