@@ -26,8 +26,8 @@ HEAPS: dict[str, int] = {"240M": 240 * 1024 * 1024, "64M": 64 * 1024 * 1024}
 expressions (workflow-format.md 4.5)."""
 
 SNAPSHOT_SHA256: dict[str, str] = {
-    "240M": "b0044532055e3c4ce01f65198de8b1b857b49f19e971eb31a1465c3b28df293a",
-    "64M": "ff9cffad110e67bd64d66dd82b2fbb1e06762fc0a729e305eaeae086b57467ba",
+    "240M": "b5d641c4f27ace59e2e5afb5302509dbefee9911f6608b5d46d4d9315128bff5",
+    "64M": "c0097f3e11cf4222079613852609e534d0e59411068b90ac5957bff27913d5de",
 }
 
 REBUILD = "run `make install` (or `python -m auto_runtime.sandbox.build`), which needs Node.js and npm"

@@ -69,6 +69,7 @@ def test_the_shim_replaces_every_setjmp_import(merged: bytes) -> None:
         "_emscripten_throw_longjmp"
     }
     assert shim_text([]).count("(export ") == 1
+    assert "(loop $charge" in shim_text([])
 
 
 def test_the_snapshot_keeps_the_code_and_bakes_only_the_state(merged: bytes) -> None:
