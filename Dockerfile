@@ -13,6 +13,12 @@ ARG PYTHON_VERSION=3.12
 FROM python:${PYTHON_VERSION}-slim-bookworm AS build
 ARG AZURE_IDENTITY=false
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+# Node.js and npm build the sandbox's snapshots (auto_runtime/sandbox/build.py); the final image has neither.
+COPY --from=node:20-bookworm-slim /usr/local/bin/node /usr/local/bin/node
+COPY --from=node:20-bookworm-slim /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/npm
+RUN ln -s /usr/local/lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm
+COPY sandbox-build/package.json sandbox-build/package-lock.json /src/sandbox-build/
+RUN cd /src/sandbox-build && npm ci --ignore-scripts --no-audit --no-fund
 RUN python -m venv /opt/auto-runtime
 COPY pyproject.toml README.md /src/
 COPY auto_runtime /src/auto_runtime
@@ -21,6 +27,7 @@ RUN case "$AZURE_IDENTITY" in \
       false) /opt/auto-runtime/bin/pip install /src ;; \
       *) echo "AZURE_IDENTITY is true or false, not $AZURE_IDENTITY" >&2; exit 1 ;; \
     esac
+RUN /opt/auto-runtime/bin/python -m auto_runtime.sandbox.build --sources /src/sandbox-build
 
 FROM python:${PYTHON_VERSION}-slim-bookworm
 RUN groupadd --system --gid 10001 runtime \

@@ -1,8 +1,15 @@
-# Two commands: `make serve` and `make test`. Both create .venv when it is missing and install into it.
+# Two commands: `make serve` and `make test`. Both create .venv when it is missing and install into it, and build
+# the sandbox's snapshots (Node.js and npm on the machine: `npm ci` fetches the two pinned packages they are made
+# from, auto_runtime/sandbox/build.py makes them).
 PYTHON ?= python3
+NPM ?= npm
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SANDBOX_PACKAGES := sandbox-build/node_modules/.package-lock.json
+SANDBOX_STAMP := auto_runtime/sandbox/built/.built
+SANDBOX_SOURCES := $(addprefix auto_runtime/sandbox/,artifact.py build.py snapshot.py wasm_binary.py guest.py \
+	prelude.py expression_prelude.py fold_prelude.py host_imports.py bridge.py)
 
 .PHONY: serve test install lint types pytest bench
 
@@ -14,7 +21,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+$(SANDBOX_PACKAGES): sandbox-build/package.json sandbox-build/package-lock.json
+	cd sandbox-build && $(NPM) ci --ignore-scripts --no-audit --no-fund
+	touch $@
+
+$(SANDBOX_STAMP): $(STAMP) $(SANDBOX_PACKAGES) $(SANDBOX_SOURCES)
+	$(BIN)/python -m auto_runtime.sandbox.build
+	touch $@
+
+install: $(STAMP) $(SANDBOX_STAMP)
 
 serve: install
 	$(BIN)/auto-runtime serve

@@ -116,6 +116,7 @@ from auto_runtime.playbooks.playbook_registry import PLAYBOOKS_PROJECTION, Playb
 from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.recall_host.keeper import ViewKeeper
+from auto_runtime.sandbox.artifact import ArtifactMismatchError, verify_artifacts
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.settings.variables import Mode
@@ -647,6 +648,11 @@ def run_server(environ: Mapping[str, str], cwd: Path, mode: Mode = "command_line
     try:
         loaded = load_settings(environ, cwd, mode)
     except SettingsError as error:
+        print(str(error), file=sys.stderr)
+        return 1
+    try:
+        verify_artifacts()
+    except ArtifactMismatchError as error:
         print(str(error), file=sys.stderr)
         return 1
     configure_logging(loaded.settings.log_format, loaded.settings.log_level)

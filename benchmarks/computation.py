@@ -3,7 +3,7 @@
 Runs a second and p50/p99 latency of a trivial program and of the spec's example (4 invoices):
 
 - the sandbox half: through `SandboxPool` with 1 and 4 workers, and the sandbox floor: a bare loop of fresh
-  store + instantiate + `_start` of the same program with the same heap, no prelude, bridge or pool;
+  store + instance of the snapshot executing the program and a call of `main` on a literal, no bridge or pool;
 - the HTTP half: `run_definition` through the real server, started as a process with `COMPUTATION_WORKERS=1`
   and `=4` and driven by `HTTP_CLIENTS` concurrent httpx clients from this process, and the HTTP floor:
   `GET /health` through the same server with the same clients. Every HTTP run is recorded in the server's
@@ -32,12 +32,13 @@ from pathlib import Path
 
 import httpx
 import trio
-import wasmtime
 
+from auto_runtime.sandbox.bridge import Bridge
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.evaluate import Evaluation
-from auto_runtime.sandbox.limits import HEAP_SIZE, MEMORY_BYTES
+from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.pool import SandboxPool
+from auto_runtime.sandbox.store_run import StoreSession, run_store
 from tests.conformance.computation.example import EXAMPLE_FRONT_MATTER, EXAMPLE_PROGRAM, INVOICES
 
 ROUNDS = 3
@@ -50,22 +51,16 @@ FRONT_MATTER = {"trivial": "---\nlanguage: python\n---\n", "example": EXAMPLE_FR
 
 
 def floor(engine: SandboxEngine, program: str, value: object) -> list[float]:
-    """Bare fresh store + instantiate + `_start` of `program` calling `main` on a literal, one thread."""
+    """Bare fresh store + instance of the snapshot, `program` and a call of `main` on a literal executed as one
+    line, one thread: no bridge, no input read, no output written."""
     code = f"{program}\nmain({value!r})\n"
     latencies: list[float] = []
     until = time.monotonic() + SECONDS_PER_ROUND
     while time.monotonic() < until:
         began = time.perf_counter()
-        store = wasmtime.Store(engine.engine)
-        store.set_limits(memory_size=MEMORY_BYTES, instances=1, memories=1)
-        store.set_fuel(10**10)
-        store.set_epoch_deadline(10**6)
-        wasi = wasmtime.WasiConfig()
-        wasi.argv = ["micropython", "-X", f"heapsize={HEAP_SIZE}", "-c", code]
-        store.set_wasi(wasi)
-        instance = engine.pre.instantiate(store)
-        instance.exports(store)["_start"](store)
-        del instance, store
+        session = StoreSession(engine, 10**10)
+        run_store(engine, session, code, Bridge((), {}, 0), RunControl(time.monotonic() + 10.0))
+        del session
         latencies.append(time.perf_counter() - began)
     return latencies
 

@@ -6,7 +6,7 @@ Close the pool and the checkers, then the engine, before the interpreter exits. 
 `SandboxOutcome`; its cases (`Returned`, `Raised`, ...) are in `auto_runtime.sandbox.outcomes`.
 """
 
-from auto_runtime.sandbox.artifact import ARTIFACT_SHA256, Artifact, ArtifactMismatchError, load_artifact
+from auto_runtime.sandbox.artifact import SOURCE_SHA256, Artifact, ArtifactMismatchError, load_artifact
 from auto_runtime.sandbox.checker import (
     CheckBroken,
     Checkers,
@@ -23,7 +23,7 @@ from auto_runtime.sandbox.program_rules import EntryRule, check_program
 from auto_runtime.sandbox.workers import NoWorkerFree
 
 __all__ = [
-    "ARTIFACT_SHA256",
+    "SOURCE_SHA256",
     "Artifact",
     "ArtifactMismatchError",
     "CheckBroken",

@@ -26,8 +26,8 @@ from typing import Generic, TypeVar
 from auto_runtime.sandbox.bridge import Bridge
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
-from auto_runtime.sandbox.limits import PRELUDE_FUEL
-from auto_runtime.sandbox.prelude import COMPILE_PRELUDE
+from auto_runtime.sandbox.limits import COMPILE_FUEL
+from auto_runtime.sandbox.prelude import COMPILE_ENTRY
 from auto_runtime.sandbox.program_rules import FOLDED_BITS, SANDBOX_CANNOT_READ, Problem, largest_folded_number
 from auto_runtime.sandbox.store_run import StoreSession, run_store
 from auto_runtime.sandbox.workers import NoWorkerFree, WorkerPool
@@ -99,9 +99,9 @@ def compile_pass(engine: SandboxEngine, source: str, first_line: int, control: R
     import json
 
     request = json.dumps({"source": source, "first_line": first_line}, ensure_ascii=False).encode()
-    session = StoreSession(engine, PRELUDE_FUEL)
+    session = StoreSession(engine, COMPILE_FUEL)
     bridge = Bridge(("program", "result"), {"program": request}, clock_ns=0)
-    ending = run_store(engine, session, COMPILE_PRELUDE, bridge, control)
+    ending = run_store(engine, session, COMPILE_ENTRY, bridge, control)
     del session
     if control.stopped is not None:
         raise CheckTimedOut()

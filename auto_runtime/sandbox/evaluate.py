@@ -33,7 +33,7 @@ from auto_runtime.sandbox.outcomes import (
     Returned,
     SandboxOutcome,
 )
-from auto_runtime.sandbox.prelude import EVALUATE_PRELUDE
+from auto_runtime.sandbox.prelude import EVALUATE_ENTRY
 from auto_runtime.sandbox.regex_frames import overflowed_in_regex
 from auto_runtime.sandbox.store_run import StoreEnding, StoreSession, run_store
 from auto_runtime.sandbox.wire import read_wire, wire_prefix_size
@@ -101,7 +101,7 @@ def evaluate(engine: SandboxEngine, evaluation: Evaluation, control: RunControl)
         on_call={"start": fuel.start, "end": fuel.end},
     )
     try:
-        ending = run_store(engine, session, EVALUATE_PRELUDE, bridge, control)
+        ending = run_store(engine, session, EVALUATE_ENTRY, bridge, control)
     finally:
         del session
     return _outcome(engine, evaluation, bridge, fuel, ending, control)

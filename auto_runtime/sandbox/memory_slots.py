@@ -1,16 +1,17 @@
-"""The engine's linear memories come from Wasmtime's pooling allocator, which keeps each slot's first pages
-resident between stores, so a fresh sandbox does not pay to fault its heap's tables in again.
+"""The engine's linear memories come from Wasmtime's pooling allocator: slots reserved once and reused, each
+instance's memory laid copy-on-write over the snapshot's image.
 
-Why: MicroPython clears its allocation tables when it starts (for a 240 MiB heap, about 5.9 MB of memory near
-the start of linear memory). On memory fresh from the kernel each of those ~1,450 pages is a page fault, which
-was most of a fresh sandbox's start (measured: 3.2 ms of a 240 MiB start against 0.18 ms for a 1 MiB heap; with
-the slots kept resident, 0.5 ms). The work (fuel) of a run does not change: the same artifact runs the same
-instructions; only where its pages come from does.
+Why: an instance of the snapshot (`snapshot.py`) starts with its interpreter, heap and prelude set up, as
+pages of the module's memory image that Wasmtime maps copy-on-write into the slot; a run faults in only the
+pages it reads or writes. Keeping pages resident between stores (`KEEP_RESIDENT`) once saved a fresh
+interpreter's start from faulting its heap's tables in again; with the snapshot there is no such start, and
+zeroing resident pages at every drop costs more than it saves (measured: instantiate and drop 0.03 ms with
+none kept, 0.08 ms with 1 MiB, 0.46 ms with 7 MiB). The work (fuel) of a run does not depend on it.
 
 Isolation is unchanged: every run still gets a new `Store` and instance. When a store is dropped, Wasmtime
-resets its slot before any other instance may take it: the first `KEEP_RESIDENT` bytes are zeroed in place,
-the rest is given back to the kernel (read as zeros again), and the module's data is laid over it afresh at
-the next instantiation. Nothing one run wrote is readable by the next (`tests/sandbox/test_isolation.py`).
+resets its slot before any other instance may take it: what the run wrote is given back to the kernel and the
+snapshot's image is mapped afresh at the next instantiation. Nothing one run wrote is readable by the next
+(`tests/sandbox/test_isolation.py`).
 
 Bounds: `SLOTS` memories (and instances) may be live at once per engine. Stores live only on the threads that
 run sandboxes: the workers and their companions (at most `MAX_WORKERS` each), the save-time checkers, and Trio's
@@ -29,10 +30,8 @@ from wasmtime import _bindings as wasmtime_c
 
 from auto_runtime.sandbox.limits import MEMORY_BYTES
 
-KEEP_RESIDENT: Final = 7 * 1024 * 1024
-"""Bytes of each slot zeroed in place rather than given back: the 240 MiB heap's allocation tables and the
-interpreter's own data lie within the first ~6.3 MiB. More costs more zeroing at each drop than it saves
-(measured at 8 and 10 MiB)."""
+KEEP_RESIDENT: Final = 0
+"""Bytes of each slot zeroed in place rather than given back at a drop: none (see the module's docstring)."""
 MAX_WORKERS: Final = 64
 """The most sandbox workers a server runs (`COMPUTATION_WORKERS`' upper bound); each has a companion."""
 CHECKERS: Final = 2

@@ -1,14 +1,17 @@
 """The runtime's own MicroPython code that runs before, around and after a program.
 
-Two preludes share the bridge (`host.call`), whose functions answer once each and in order:
+`PRELUDE_SETUP` runs once, when the snapshot is made (`guest.py`, `snapshot.py`): it turns the collector off
+(`gc.disable()`: nothing is collected during a run), keeps private references to what it needs, guards
+imports, replaces the refused builtins, and defines the writer. Every run starts from that state and calls one
+of its entry functions, which talk to the host through the bridge (`host.call`), whose functions answer once
+each and in order:
 
-- `EVALUATE_PRELUDE` asks for `program`, then `input`, then calls `start` right before the entry function
-  and `end` right after it, then sends `result` once. It turns the collector off first (the artifact's
-  collector gives wrong answers), keeps private references to what it needs, guards imports, replaces the
-  refused builtins, and writes the output with its own iterative writer. `dir()` without an argument
-  lists the program's own top-level names, not the `__name__` the prelude gives it (MicroPython's lists
-  the module the entry function was called from, which is the prelude's).
-- `COMPILE_PRELUDE` asks for `program`, compiles it without running it, and sends `result`.
+- `_run` (`RUN_DEFINITION`, entered by `EVALUATE_ENTRY`) asks for `program`, then `input`, then calls `start`
+  right before the entry function and `end` right after it, then sends `result` once. `dir()` without an
+  argument lists the program's own top-level names, not the `__name__` the prelude gives it (MicroPython's
+  lists the module the entry function was called from, which is the prelude's).
+- `_compile_only` (`COMPILE_DEFINITION`, entered by `COMPILE_ENTRY`) asks for `program`, compiles it without
+  running it, and sends `result`.
 
 Isolation invariant: nothing the prelude hands to a program leads back to the prelude. In MicroPython a
 function defined in Python exposes `__globals__` (its module's dict; there is no `__closure__`, no
@@ -42,7 +45,7 @@ text written before a problem, which is too large when it passes the bound befor
 
 from __future__ import annotations
 
-EVALUATE_PRELUDE = r"""
+PRELUDE_SETUP = r"""
 import gc
 gc.disable()
 import builtins
@@ -79,7 +82,6 @@ _StringIO = io.StringIO
 _import = builtins.__import__
 _time = _clock_module.time
 _time_ns = _clock_module.time_ns
-_gmtime = _clock_module.gmtime
 _INF = float("inf")
 _MAX_INT = 9007199254740991
 _DEPTH = 512
@@ -91,9 +93,25 @@ _OUTSIDE = "an integer outside \u00b19,007,199,254,740,991"
 # the dict the program runs in, which `dir()` lists.
 _guards = {"__name__": "__main__"}
 _exec('''
-def _guards(_import, _time, _time_ns, _gmtime, _int, _dir, _sorted, ImportError, NameError):
+def _guards(_import, _time, _time_ns, _int, _dir, _sorted, ImportError, NameError):
     _ALLOWED = ("math", "re", "json", "collections", "heapq")
     _program_names = [{}]
+    _BEFORE = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
+
+    def _gmtime(seconds):
+        days = seconds // 86400
+        rest = seconds - days * 86400
+        era = (days + 719468) // 146097
+        day = days + 719468 - era * 146097
+        year = (day - day // 1460 + day // 36524 - day // 146096) // 365
+        day -= 365 * year + year // 4 - year // 100
+        month = (5 * day + 2) // 153
+        date = day - (153 * month + 2) // 5 + 1
+        month = month + 3 if month < 10 else month - 9
+        year += era * 400 + (1 if month <= 2 else 0)
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return (year, month, date, rest // 3600, rest % 3600 // 60, rest % 60, (days + 3) % 7,
+                _BEFORE[month - 1] + date + (1 if leap and month > 2 else 0), 0)
 
     class _RunClock:
         @staticmethod
@@ -131,7 +149,7 @@ def _guards(_import, _time, _time_ns, _gmtime, _int, _dir, _sorted, ImportError,
     return _guarded_import, _refused, _program_dir, _program_names
 ''', _guards)
 _guarded_import, _refused, _program_dir, _program_names = _guards.pop("_guards")(
-    _import, _time, _time_ns, _gmtime, _int, dir, _sorted, ImportError, NameError
+    _import, _time, _time_ns, _int, dir, _sorted, ImportError, NameError
 )
 _guards.clear()
 builtins.__import__ = _guarded_import
@@ -293,8 +311,10 @@ def _report_raised(error):
     if _len(text) > 1025:
         text = text[:1025]
     return "R" + _dumps([_type(error).__name__, head, text])
+"""
+"""The setup every entry shares: run once, in the snapshot."""
 
-
+RUN_DEFINITION = r"""
 def _run():
     request = _loads(_call("program", ""))
     names = {"__name__": "program"}
@@ -322,28 +342,24 @@ def _run():
     except _MemoryError:
         _reserve.clear()
         return "H"
-
-
-_call("result", _run())
 """
 
-COMPILE_PRELUDE = r"""
-import gc
-gc.disable()
-import host
-import json
-import sys
-import io
-
-_request = json.loads(host.call("program", ""))
-try:
-    compile("\n" * (_request["first_line"] - 1) + _request["source"], "program", "exec")
-    _answer = "C"
-except SyntaxError as _error:
-    _trace = io.StringIO()
-    sys.print_exception(_error, _trace)
-    _answer = "S" + json.dumps([_trace.getvalue(), str(_error.args[0]) if _error.args else ""])
-except BaseException as _error:
-    _answer = "E" + type(_error).__name__
-host.call("result", _answer)
+COMPILE_DEFINITION = r"""
+def _compile_only():
+    request = _loads(_call("program", ""))
+    try:
+        _compile("\n" * (request["first_line"] - 1) + request["source"], "program", "exec")
+        return "C"
+    except SyntaxError as error:
+        stream = _StringIO()
+        _print_exception(error, stream)
+        return "S" + _dumps([stream.getvalue(), _str(error.args[0]) if error.args else ""])
+    except _BaseException as error:
+        return "E" + _type(error).__name__
 """
+
+EVALUATE_ENTRY = '_call("result", _run())'
+"""What a computation run, a recall answer or a `where` test executes in a fresh instance of the snapshot."""
+
+COMPILE_ENTRY = '_call("result", _compile_only())'
+"""What the save-time compile pass executes in a fresh instance of the snapshot."""

@@ -4,8 +4,9 @@ MicroPython's `re` is a recursive backtracking engine: a pattern such as `(a*)*b
 nested groups, recurses without bound and overflows the sandbox's stack, a `STACK_OVERFLOW` trap. The page
 counts re's steps as work, so such a trap while `main` runs is work used up, not the runtime breaking.
 
-The artifact carries no function names, so the first time an engine needs to know, two probes overflow the
-stack on purpose, in re's matcher and in its compiler, and the functions on their traps' stacks are re's.
+The snapshot carries no function names, so the first time an engine needs to know, two probes overflow the
+stack on purpose, in re's matcher and in its compiler (executed in a fresh instance of the snapshot, where the
+prelude's import guard allows `re`), and the functions on their traps' stacks are re's.
 The answer is kept per engine (the module is fixed for an engine's life); the probes run on the calling
 thread, under a lock, in small stores of their own, and cost a few milliseconds once.
 """
@@ -26,7 +27,6 @@ PROBES = (
     "import re\nre.match('(a*)*b', 'a')\n",
     "import re\nre.compile('(' * 100000 + 'a' + ')' * 100000)\n",
 )
-PROBE_HEAP = "8M"
 PROBE_SECONDS = 5.0
 
 _lock = threading.Lock()
@@ -35,9 +35,7 @@ _known: weakref.WeakKeyDictionary[SandboxEngine, frozenset[int]] = weakref.WeakK
 
 def _probe(engine: SandboxEngine, code: str) -> frozenset[int]:
     session = StoreSession(engine, PRELUDE_FUEL)
-    ending = run_store(
-        engine, session, code, Bridge((), {}, clock_ns=0), RunControl(time.monotonic() + PROBE_SECONDS), PROBE_HEAP
-    )
+    ending = run_store(engine, session, code, Bridge((), {}, clock_ns=0), RunControl(time.monotonic() + PROBE_SECONDS))
     del session
     return frozenset(ending.trap_functions) if ending.trap == "STACK_OVERFLOW" else frozenset()
 

@@ -1,44 +1,39 @@
-"""One fresh store and instance, run from `_start` to its end on the calling thread.
+"""One fresh store and instance of the snapshot, one line of the prelude executed in it, on the calling thread.
 
-Every run gets a new `Store`: the memory limit, one instance and one memory, the prelude's fuel, the
-deadline callback, WASI with the given argv, an empty environment, no preopened directory, no stdin, and
-stdout and stderr kept up to `LOG_BYTES` each. The store, its instance and its callback handle are dropped
-before this returns, so nothing of a run outlives it.
+Every run gets a new `Store` (the memory limit, one instance and one memory, the prelude's fuel, the deadline
+callback) and a new instance of the snapshot of its heap size (`engine.pres`), laid copy-on-write over the
+snapshot's memory: the interpreter, its heap and the prelude are already set up, and nothing of another run is
+reachable; the snapshot's tail (a few bytes far above the rest, `snapshot.py`) is written into it. The line
+given (an entry of the prelude, such as `prelude.EVALUATE_ENTRY`) is written into the instance's memory and executed
+with `mp_js_do_exec`, which returns once it ran; a Python exception it did not
+catch comes back as the exception's text (kept with the run's stderr). The bridge's `result` call ends the
+instance at once, a clean ending: nothing runs after the result. A guest the host stopped for any other reason
+(`Bridge.stopped`) ends with that reason as its error, never as work used up. The store, its
+instance and its callback handle are dropped before this returns, so nothing of a run outlives it.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import wasmtime
 
-from auto_runtime.sandbox.bridge import Bridge, activate
+from auto_runtime.sandbox.bridge import FINISHED, Bridge, activate
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl, install_deadline
-from auto_runtime.sandbox.limits import HEAP_SIZE, LOG_BYTES, MEMORY_BYTES
+from auto_runtime.sandbox.limits import HEAP_SIZE, MEMORY_BYTES
 
-
-class _BoundedLog:
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-        self.kept = 0
-
-    def write(self, data: bytes) -> None:
-        room = LOG_BYTES - self.kept
-        if room > 0:
-            piece = bytes(data[:room])
-            self.parts.append(piece)
-            self.kept += len(piece)
-
-    def text(self) -> str:
-        return b"".join(self.parts).decode("utf-8", "replace")
+_RESULT_CELL = 12
+_PROXY_EXCEPTION = -1
 
 
 @dataclass(frozen=True)
 class StoreEnding:
-    """How `_start` ended: it returned (`exit_code` 0), exited, trapped, or was stopped with an error.
+    """How the line ended: it returned (`exit_code` 0), raised (`exit_code` 1), trapped, or was stopped with an
+    error.
 
-    `trap_functions` are the artifact's function indices of a trap's innermost frames, innermost first, as
+    `trap_functions` are the snapshot's function indices of a trap's innermost frames, innermost first, as
     far as Wasmtime reports them: what the guest was doing when it trapped."""
 
     exit_code: int | None
@@ -69,6 +64,24 @@ class StoreSession:
         return int(self.store.get_fuel())
 
 
+def _execute(engine: SandboxEngine, store: wasmtime.Store, code: bytes, heap_size: str) -> str | None:
+    """Instantiate the snapshot and execute `code`; the text of an exception it let escape, or None."""
+    instance = engine.pres[heap_size].instantiate(store)
+    exports = instance.exports(store)
+    memory = exports["memory"]
+    assert isinstance(memory, wasmtime.Memory)
+    for offset, data in engine.tails[heap_size]:
+        memory.write(store, data, offset)
+    place = int(exports["malloc"](store, len(code) + 1 + _RESULT_CELL))
+    out = place + len(code) + 1
+    memory.write(store, code + bytes(1 + _RESULT_CELL), place)
+    exports["mp_js_do_exec"](store, place, len(code), out)
+    kind, length, text_at = struct.unpack("<iII", memory.read(store, out, out + _RESULT_CELL))
+    if kind == _PROXY_EXCEPTION:
+        return memory.read(store, text_at, text_at + length).decode("utf-8", "replace")
+    return None
+
+
 def run_store(
     engine: SandboxEngine,
     session: StoreSession,
@@ -77,38 +90,38 @@ def run_store(
     control: RunControl,
     heap_size: str = HEAP_SIZE,
 ) -> StoreEnding:
-    """Run MicroPython with `code` as its `-c` program in the session's store, on this thread."""
+    """Execute `code` in a fresh instance of the `heap_size` snapshot, in the session's store, on this thread."""
     store = session.store
-    stdout = _BoundedLog()
-    stderr = _BoundedLog()
-    wasi = wasmtime.WasiConfig()
-    wasi.argv = ["micropython", "-X", f"heapsize={heap_size}", "-c", code]
-    wasi.env = []
-    wasi.stdout_custom = stdout.write
-    wasi.stderr_custom = stderr.write
-    store.set_wasi(wasi)
     session.deadline_handle = install_deadline(store, control)
     exit_code: int | None = 0
     trap: str | None = None
     error: str | None = None
     trap_functions: tuple[int, ...] = ()
+    escaped: str | None = None
     activate(bridge)
     try:
         with engine.ticker.running():
-            instance = engine.pre.instantiate(store)
-            start = instance.exports(store)["_start"]
-            start(store)
-    except wasmtime.ExitTrap as exited:
-        exit_code = int(exited.code)
+            escaped = _execute(engine, store, code.encode(), heap_size)
     except wasmtime.Trap as trapped:
-        exit_code = None
-        trap = trapped.trap_code.name if trapped.trap_code is not None else f"trap: {trapped.message}"
-        trap_functions = tuple(frame.func_index for frame in trapped.frames or ())
+        # wasmtime-py raises a trap from inside a generator (`enter_wasm`) whose frame holds the trap and the
+        # store: a reference cycle that would keep the store's memory until Python's collector runs.
+        trapped.__traceback__ = None
+        if bridge.stopped == FINISHED:
+            pass
+        elif bridge.stopped is not None:
+            exit_code = None
+            error = f"the host stopped the guest: {bridge.stopped}"
+        else:
+            exit_code = None
+            trap = trapped.trap_code.name if trapped.trap_code is not None else f"trap: {trapped.message}"
+            trap_functions = tuple(frame.func_index for frame in trapped.frames or ())
     except wasmtime.WasmtimeError as failed:
+        failed.__traceback__ = None
         exit_code = None
         error = str(failed) or type(failed).__name__
     finally:
         activate(None)
-        instance = None
-        start = None
-    return StoreEnding(exit_code, trap, error, stdout.text(), stderr.text(), trap_functions)
+    if escaped is not None:
+        exit_code = 1
+        bridge.stderr.write(escaped.encode())
+    return StoreEnding(exit_code, trap, error, bridge.stdout.text(), bridge.stderr.text(), trap_functions)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import random
 import time
 
 from auto_runtime.sandbox.engine import SandboxEngine
@@ -196,3 +198,16 @@ def test_dir_lists_the_programs_names_only(engine: SandboxEngine) -> None:
     outcome = run(engine, program, {})
     assert isinstance(outcome, Returned)
     assert outcome.output == [["LIMIT", "main", "math"], True]
+
+
+def test_gmtime_breaks_any_moment_down_as_cpython_does(engine: SandboxEngine) -> None:
+    """The port's own `gmtime` clamps before 1970 and after 2106; the runtime's stand-in does not."""
+    generator = random.Random(31)
+    moments: list[float] = [0, -1, -2, -1.5, 86399, 951782400, 951868800, 2**31, -62135596800, 253402300799]
+    moments += [generator.randint(-62135596800, 253402300799) for _ in range(2000)]
+    outcome = run(engine, "import time\ndef main(x):\n    return [list(time.gmtime(v)) for v in x]\n", moments)
+    assert isinstance(outcome, Returned)
+    for moment, got in zip(moments, outcome.output, strict=True):
+        day = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=int(moment // 1))
+        expected = [day.year, day.month, day.day, day.hour, day.minute, day.second, day.weekday()]
+        assert got == [*expected, day.timetuple().tm_yday, 0], moment

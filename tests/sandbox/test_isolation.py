@@ -8,7 +8,8 @@ mutating run below shows that rewriting the names the prelude's import guard onc
 (`_ALLOWED`, `_import`) lets nothing through. Each test first shows the mutation took effect inside the
 mutating run (so the test can fail), then shows that the next run on the same engine, on the same thread
 (as a worker runs its jobs one after another), observes exactly what a run observed before any mutation.
-Whatever the sandbox's start (`_start` today, a pre-initialised snapshot later), these must hold.
+Each run is a fresh instance of the snapshot; the last test changes, from the host, what no program can reach
+(builtins, `sys.modules`, `sys.path`, the prelude's globals, memory) and the next instance sees none of it.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from typing import Any
 
 from auto_runtime.functions.workflow.engine.evaluation import Place
 from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator
+from auto_runtime.sandbox.bridge import Bridge
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.evaluate import Evaluation, evaluate
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.outcomes import Returned
+from auto_runtime.sandbox.store_run import StoreSession, run_store
 
 START_MS = 1_767_225_600_123
 
@@ -150,3 +153,51 @@ def test_a_workflow_input_that_mutates_its_interpreter_leaves_the_next_input_unt
     assert within[1][:2] == [["_ALLOWED", "_import", "leaked_guard_global"]] * 2
     (after,) = _expressions(engine, observe)
     assert json.dumps(after) == json.dumps(before)
+
+
+RAW_MUTATE = """
+_builtins = _import("builtins")
+_sys = _import("sys")
+_builtins.len = lambda value: -1
+_builtins.abs = _builtins.len
+_sys.modules["leaked_module"] = _sys
+_sys.path.append("/leaked")
+_run = None
+_reserve.clear()
+leaked_global = 1
+_fill = bytearray(b"\\xab" * (4 * 1024 * 1024))
+_call("result", repr([len([1, 2]), abs([1]), "leaked_module" in _sys.modules, _sys.path[-1],
+                      _fill[12345], _run]))
+"""
+
+RAW_OBSERVE = """
+_builtins = _import("builtins")
+_sys = _import("sys")
+_fresh = bytearray(4 * 1024 * 1024)
+try:
+    leaked_global
+    _leaked = True
+except NameError:
+    _leaked = False
+_call("result", repr([len([1, 2]), abs(-1), "leaked_module" in _sys.modules,
+                      _sys.path, max(_fresh), len(_reserve), callable(_run), _leaked]))
+"""
+
+
+def _raw_result(engine: SandboxEngine, code: str) -> str:
+    """A line run in the prelude's own namespace (what no program reaches), sending its answer as the result."""
+    session = StoreSession(engine, 10**10)
+    bridge = Bridge(("result",), {}, 0)
+    ending = run_store(engine, session, code, bridge, RunControl(time.monotonic() + 10))
+    assert ending.clean and bridge.result is not None, ending
+    return bridge.result.decode()
+
+
+def test_a_run_that_changes_builtins_modules_path_globals_and_memory_is_not_seen_by_the_next(
+    engine: SandboxEngine,
+) -> None:
+    """Issue 31: the host itself changes what no program can reach; a fresh instance of the snapshot sees none."""
+    before = _raw_result(engine, RAW_OBSERVE)
+    assert before == "[2, 1, False, ['', '.frozen', '/lib'], 0, 16384, True, False]"
+    assert _raw_result(engine, RAW_MUTATE) == "[-1, 1, True, '/leaked', 171, None]"
+    assert _raw_result(engine, RAW_OBSERVE) == before

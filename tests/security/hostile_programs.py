@@ -140,7 +140,7 @@ CORPUS: tuple[Hostile, ...] = (
         "recursion-mutual",
         "def main(input):\n    return ping(0)\ndef ping(n):\n    return pong(n + 1)\n"
         "def pong(n):\n    return ping(n + 1)\n",
-        raised(7, RECURSION),
+        raised(9, RECURSION),
     ),
     Hostile(
         "recursion-caught",

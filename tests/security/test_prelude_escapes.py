@@ -161,6 +161,10 @@ def test_no_attribute_of_a_stand_in_leads_further(engine: SandboxEngine, reach: 
         "    return seen\n"
     )
     expected = [[] if name == "__globals__" else "AttributeError" for name in FUNCTION_ATTRIBUTES]
+    if reach != "dir":
+        # This port gives a function its `__code__`: a `code` object with no attribute of its own (and a
+        # program can write no name that begins with two underscores, the save-time rules refuse it).
+        expected[FUNCTION_ATTRIBUTES.index("__code__")] = "code"
     assert returned(engine, program, list(FUNCTION_ATTRIBUTES)) == expected
 
 

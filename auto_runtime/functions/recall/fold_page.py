@@ -23,10 +23,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
-from auto_runtime.functions.recall.fold_prelude import FOLD_PRELUDE
 from auto_runtime.problems import cut_text
 from auto_runtime.sandbox.bridge import Bridge
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.sandbox.fold_prelude import FOLD_ENTRY
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.json_values import compact_json, pointer_of, utf8_size
 from auto_runtime.sandbox.limits import PRELUDE_FUEL, WRITER_FUEL
@@ -210,13 +210,6 @@ class FoldConversation(Bridge):
         event_text = compact_json(dict(item.event))
         self._job = f"{head}\n{walk.state.view_json}\n{event_text}".encode()
         return self._job
-
-    def next_answer_size(self) -> int:
-        if not self.loaded:
-            return len(self.request)
-        if self.walk.handed is None and not self.in_call:
-            return len(self._prepare_job())
-        return 0
 
     def call(self, name: str, payload: bytes) -> bytes | None:
         handler = self._handlers.get(name)
@@ -403,7 +396,7 @@ def fold_page(
         bridge = FoldConversation(program, walk, session, store_control, schema, event_seconds)
         before = walk.index
         try:
-            ending = run_store(engine, session, FOLD_PRELUDE, bridge, store_control)
+            ending = run_store(engine, session, FOLD_ENTRY, bridge, store_control)
         finally:
             del session
         current = walk.handed if walk.handed is not None else walk.index

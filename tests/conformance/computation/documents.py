@@ -13,7 +13,7 @@ import httpx
 HEAD = "---\nlanguage: python\n---\n"
 """Front matter of three lines: a program after it starts on line 4 of the document."""
 
-SANDBOX = "1c054a4d21d4/wasmtime-50.0.1"
+SANDBOX = "06338c955b03/wasmtime-50.0.1"
 
 RUNS_FOREVER = HEAD + "def main(input):\n    while True:\n        pass\n"
 """Spends work fast: it uses up its 10,000,000,000 units long before its 10 seconds."""

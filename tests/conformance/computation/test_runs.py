@@ -88,7 +88,7 @@ def test_work_is_the_same_for_a_program_that_sorts_matches_and_parses(client: ht
 
 
 def test_a_succeeded_run_records_language_sandbox_work_duration_and_sizes(client: httpx.Client, playbook: str) -> None:
-    """`language`, `sandbox` (`1c054a4d21d4/wasmtime-50.0.1`), `work`, `duration_ms`, `input_bytes` and
+    """`language`, `sandbox` (`06338c955b03/wasmtime-50.0.1`), `work`, `duration_ms`, `input_bytes` and
     `output_bytes` as compact JSON in UTF-8; the record stays well inside its 256 bytes."""
     value = {"name": "Zoë", "amounts": [1, 2.5], "note": None}
     response = run(client, playbook, "echo", value)

@@ -73,8 +73,8 @@ def test_the_most_recall_functions_and_what_lowering_it_does(server: OwnServer) 
 
 
 def slow_view(kind: str, loops: int) -> str:
-    """A view of `kind` whose fold spends `loops` empty iterations before counting (640 units each: 370,000 of
-    them take 237 million of a fold's 250 million units, about 17 ms here)."""
+    """A view of `kind` whose fold spends `loops` empty iterations before counting (1,154 units each on the pinned
+    snapshot: 200,000 of them take 231 million of a fold's 250 million units)."""
     return recall(
         f"source:\n  events:\n    - type: {kind}\nview:\n  initial: 0\n",
         f"def fold(view, event):\n    for _ in range({loops}):\n        pass\n    return view + 1\n",
@@ -95,10 +95,10 @@ def test_views_past_the_most_rebuilds_wait_their_turn(server: OwnServer) -> None
                 publish(client, busy, kind, {"n": index})
             for index in range(120):
                 publish(client, playbook, kind, {"n": index})
-            saved(client, busy, "keeps-the-keeper-busy", slow_view(kind, 370_000))
+            saved(client, busy, "keeps-the-keeper-busy", slow_view(kind, 200_000))
             busy_standing = standing_until(client, busy, "keeps-the-keeper-busy", lambda s: s["checkpoint"] is not None)
             assert busy_standing["state"] == "rebuilding", "the busy playbook's pass must still be going on"
-            saved(client, playbook, "turn-first", slow_view(kind, 370_000))
+            saved(client, playbook, "turn-first", slow_view(kind, 200_000))
             saved(client, playbook, "turn-second", slow_view(kind, 1))
             waiting = standing_until(
                 client, playbook, "turn-second", lambda s: s["checkpoint"] is not None or s["state"] == "waiting"

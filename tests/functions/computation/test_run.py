@@ -53,7 +53,7 @@ async def test_the_example_and_its_record(pool: SandboxPool) -> None:
     assert first.record["work"] == second.record["work"] > 0
     record = first.record
     assert record["language"] == "python"
-    assert record["sandbox"] == "1c054a4d21d4/wasmtime-50.0.1"
+    assert record["sandbox"] == "06338c955b03/wasmtime-50.0.1"
     assert record["input_bytes"] == len(json.dumps(INVOICES, separators=(",", ":")))
     assert record["output_bytes"] == len(EXAMPLE_OUTPUT)
     assert isinstance(record["duration_ms"], int)

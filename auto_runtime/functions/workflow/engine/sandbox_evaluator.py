@@ -1,9 +1,10 @@
 """Expressions on the sandbox: one MicroPython instance serves every expression of one input (spec 4.5).
 
-The instance runs the expression prelude (`sandbox/expression_prelude.py`: the computation prelude's guards
-and writer, loaded as bytecode compiled once, not compiled per input), then a loop that asks the host for the
-next request through the bridge (`request`), evaluates each expression of it in its own namespace, and sends one
-`answer` per expression (the writer's wire form, a truth value, or the exception), stopping at the first
+The instance is a fresh one of the sandbox's 64 MiB snapshot, where the expression prelude
+(`sandbox/expression_prelude.py`: the computation prelude's guards and writer) is already set up; it runs the
+prelude's loop, which asks the host for the next request through the bridge (`request`), evaluates each
+expression of it in its own namespace, and sends one `answer` per expression (the writer's wire form, a truth value,
+or the exception), stopping at the first
 that raises. The host side is a conversation between two threads: the thread that applies the input calls
 `evaluate`, which hands the request to the instance's thread and waits for its answers. A value is sent
 once per instance (by the digest of its JSON) and shared, since no expression changes what it reads.
@@ -38,7 +39,7 @@ from auto_runtime.problems import cut_text
 from auto_runtime.sandbox.bridge import Bridge
 from auto_runtime.sandbox.companion import Companion, CompanionBroken, current_companion
 from auto_runtime.sandbox.engine import SandboxEngine
-from auto_runtime.sandbox.expression_prelude import EXPRESSION_LOADER, EXPRESSION_PRELUDE, load_expression_image
+from auto_runtime.sandbox.expression_prelude import EXPRESSION_ENTRY
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.json_values import compact_json, pointer_of
 from auto_runtime.sandbox.limits import PRELUDE_FUEL, WRITER_FUEL
@@ -73,17 +74,12 @@ MORE_MEMORY = "it used more than the input's 64 MiB of memory"
 MORE_TIME = "the input ran more than its 5 seconds in the sandbox"
 MORE_READING = "reading its values and writing its results used more than their own allowance of work"
 
-EXPRESSION_IMAGE = load_expression_image()
-"""The expression prelude compiled once (`sandbox/expression_prelude.py`), checked when the server starts."""
-
 
 class _Conversation(Bridge):
     """A bridge whose answers come, one request at a time, from the thread applying the input."""
 
-    def __init__(self, clock_ns: int, image: bytes | None) -> None:
+    def __init__(self, clock_ns: int) -> None:
         super().__init__((), {}, clock_ns)
-        self.image = image
-        """The compiled prelude's base64 text, the answer to the loader's first call (`image`), until taken."""
         self.session: StoreSession | None = None
         self.input_left = 0
         """Fuel the input has left for its expressions; each expression may spend its bound of it."""
@@ -106,22 +102,7 @@ class _Conversation(Bridge):
             self._next = self.requests.get()
         return self._next
 
-    def next_answer_size(self) -> int:
-        if self.image is not None:
-            return len(self.image)
-        if self.values:
-            return len(self.values[0])
-        if self.expected > 0:
-            return 0
-        return len(self._take()[0])
-
     def call(self, name: str, payload: bytes) -> bytes | None:
-        if self.image is not None:
-            image, self.image = self.image, None
-            if name == "image":
-                return image
-            self.refused = self.refused or f"bridge call {name!r} before the prelude's image"
-            return None
         if name == "request" and self.expected == 0:
             request, values, expected, input_left = self._take()
             self._next = None
@@ -168,12 +149,9 @@ def launch_on_a_thread(run: Callable[[], None]) -> None:
 class _Instance:
     """One live instance, run to its end by `launch` while the input is applied."""
 
-    def __init__(
-        self, engine: SandboxEngine, clock_ms: int, deadline: float, launch: Launch, compiled_prelude: bool
-    ) -> None:
+    def __init__(self, engine: SandboxEngine, clock_ms: int, deadline: float, launch: Launch) -> None:
         self.deadline = deadline
-        self.code = EXPRESSION_LOADER if compiled_prelude else EXPRESSION_PRELUDE
-        self.bridge = _Conversation(clock_ms * 1_000_000, EXPRESSION_IMAGE.base64_text if compiled_prelude else None)
+        self.bridge = _Conversation(clock_ms * 1_000_000)
         self.control = RunControl(deadline)
         self.sent: set[str] = set()
         self.trap: str | None = None
@@ -187,7 +165,7 @@ class _Instance:
         session = StoreSession(engine, PRELUDE_FUEL, EXPRESSION_MEMORY)
         self.bridge.session = session
         try:
-            ending = run_store(engine, session, self.code, self.bridge, self.control, EXPRESSION_HEAP)
+            ending = run_store(engine, session, EXPRESSION_ENTRY, self.bridge, self.control, EXPRESSION_HEAP)
             self.trap = ending.trap or ending.error or (None if ending.clean else f"exit {ending.exit_code}")
             self.stderr = ending.stderr[-2000:]
         finally:
@@ -218,9 +196,7 @@ class SandboxEvaluator:
     """An `Evaluator` for one input. No instance starts until the first place is evaluated.
 
     Without `launch`, instances run on the companion of the worker this is made on, or on a thread of their
-    own outside a pool (see the module's docstring). `seconds` is the input's time in the sandbox. Instances
-    load the compiled prelude; `compiled_prelude=False` compiles its source in the guest instead (the
-    reference the tests compare it with)."""
+    own outside a pool (see the module's docstring). `seconds` is the input's time in the sandbox."""
 
     def __init__(
         self,
@@ -229,10 +205,8 @@ class SandboxEvaluator:
         launch: Launch | None = None,
         *,
         seconds: float = INPUT_SECONDS,
-        compiled_prelude: bool = True,
     ) -> None:
         self.engine = engine
-        self.compiled_prelude = compiled_prelude
         self.clock_ms = clock_ms
         self.companion: Companion | None = current_companion() if launch is None else None
         self.launch: Launch = launch if launch is not None else self._on_companion
@@ -297,7 +271,7 @@ class SandboxEvaluator:
         if self.fuel_left <= 0:
             return _bound(place.expressions[0], MORE_INPUT_WORK)
         if self.instance is None or not self.instance.alive:
-            self.instance = _Instance(self.engine, self.clock_ms, self.deadline, self.launch, self.compiled_prelude)
+            self.instance = _Instance(self.engine, self.clock_ms, self.deadline, self.launch)
         instance = self.instance
         read = set().union(*(names_read(source) for source in place.expressions))
         payloads, keys, long, names = self._values(instance, {k: v for k, v in place.variables.items() if k in read})

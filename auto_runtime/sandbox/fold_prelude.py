@@ -1,9 +1,10 @@
-"""The guest side of folding: the computation prelude's setup, then a loop that folds one event at a time.
+"""The guest side of folding (recall): a loop that folds one event at a time, in the snapshot beside the others.
 
-`FOLD_PRELUDE` is `EVALUATE_PRELUDE` up to its `_run` (the collector off, the import guard, the refused
-builtins, the writer), then `_fold_serve`, which asks the bridge for `program` (the module, its first line and
-the names of its `where` functions), loads it once, and then asks `next` for each event the host wants looked at.
-An answer to `next` is empty (the page is over) or three lines: a header `[where indices, taken without them,
+`FOLD_DEFINITION` is defined in the snapshot after the prelude's setup (the collector off, the import guard, the
+refused builtins, the writer: `prelude.py`); a folding sandbox executes `FOLD_ENTRY`. `_fold_serve` asks the
+bridge for `program` (the module, its first line and the names of its `where` functions), loads it once, and
+then asks `next` for each event the host wants looked at. An answer to `next` is empty (the page is over) or three
+lines: a header `[where indices, taken without them,
 bytes the view needs]`, the view's JSON, and the event's JSON. Each `where` call and the fold are bracketed by
 `start` and `end` (the host sets and reads the call's fuel); an event no `where` takes is reported with `skip`,
 a folded view is sent with `view` in the writer's wire form. Anything that ends the page early is the `result`:
@@ -19,10 +20,7 @@ costs tens of milliseconds, once per sandbox, to know where the heap ends.
 
 from __future__ import annotations
 
-from auto_runtime.sandbox.prelude import EVALUATE_PRELUDE
-
-_HEAD = EVALUATE_PRELUDE[: EVALUATE_PRELUDE.index("def _run():")]
-_FOLD = r"""
+FOLD_DEFINITION = r"""
 _mem_free = gc.mem_free
 _bytearray = bytearray
 _ROOM = 64 * 1024 * 1024
@@ -101,9 +99,7 @@ def _fold_serve():
             return written
         _call("view", written)
 
-
-_call("result", _fold_serve())
 """
 
-FOLD_PRELUDE = _HEAD + _FOLD
-"""The `-c` program of a folding sandbox."""
+FOLD_ENTRY = '_call("result", _fold_serve())'
+"""What a folding sandbox executes in a fresh instance of the snapshot."""
