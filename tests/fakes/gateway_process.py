@@ -25,12 +25,15 @@ def _started(command: list[str], what: str) -> tuple[subprocess.Popen[str], str]
     line = process.stdout.readline()
     if not line.startswith("listening on "):
         process.kill()
+        process.wait()
+        process.stdout.close()
         raise AssertionError(f"{what} did not start: {line!r}")
     return process, line.removeprefix("listening on ").strip()
 
 
 def _interrupt(process: subprocess.Popen[str]) -> None:
-    """SIGINT, then SIGKILL if it has not ended within 10 seconds."""
+    """SIGINT, then SIGKILL if it has not ended within 10 seconds; then the pipe of its first line is closed (left
+    to the garbage collector, it would be an unclosed file, which `filterwarnings = error` fails)."""
     if process.poll() is None:
         process.send_signal(signal.SIGINT)
         try:
@@ -38,6 +41,8 @@ def _interrupt(process: subprocess.Popen[str]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 @dataclass

@@ -181,6 +181,8 @@ class OtlpReceiver:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 def start_otlp_receiver(spans_file: Path) -> OtlpReceiver:
@@ -191,6 +193,8 @@ def start_otlp_receiver(spans_file: Path) -> OtlpReceiver:
     line = process.stdout.readline()
     if not line.startswith("listening on "):
         process.kill()
+        process.wait()
+        process.stdout.close()
         raise AssertionError(f"the OTLP receiver did not start: {line!r}")
     return OtlpReceiver(process, line.removeprefix("listening on ").strip(), spans_file)
 

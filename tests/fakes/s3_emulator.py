@@ -45,6 +45,8 @@ def _stop(process: subprocess.Popen[Any]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 @dataclass
@@ -67,7 +69,7 @@ class Forwarder:
         assert process.stdout is not None
         line = process.stdout.readline()
         if not line.startswith("listening on "):
-            process.kill()
+            _stop(process)
             raise AssertionError(f"the forwarder did not start: {line!r}")
         self.process = process
 

@@ -186,7 +186,7 @@ def _generate_client(keyed_server: KeyedServer, folder: Path) -> Any:
 
 
 def test_a_generated_client_sends_the_token_where_the_document_asks_for_it(
-    keyed_server: KeyedServer, tmp_path: Path
+    keyed_server: KeyedServer, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     client_package = _generate_client(keyed_server, tmp_path)
     from runtime_client.api.analytics import get_playbook_analytics
@@ -211,6 +211,8 @@ def test_a_generated_client_sends_the_token_where_the_document_asks_for_it(
     client = client_package.AuthenticatedClient(base_url=keyed_server.api_url, token=keyed_server.key)
     anonymous = client_package.Client(base_url=keyed_server.api_url)
     wrong = client_package.AuthenticatedClient(base_url=keyed_server.api_url, token="abk_00000000_not-a-key")
+    for generated in (client, anonymous, wrong):  # each holds an httpx client, whose sockets are closed at the end
+        request.addfinalizer(generated.get_httpx_client().close)
 
     playbook = f"client-{uuid.uuid4().hex[:12]}"  # its own: schemathesis may have retired the module's playbook
     made = create_playbook.sync_detailed(ORG, client=client, body=CreatePlaybookBody(playbook=playbook, name="Ledger"))

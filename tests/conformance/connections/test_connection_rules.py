@@ -36,7 +36,7 @@ from tests.conformance.connections.conftest import (
     secret_connection,
 )
 from tests.conformance.helpers import problem
-from tests.e2e.server_process import free_port, start_server
+from tests.e2e.server_process import ServerProcess, free_port, start_server
 from tests.e2e.test_access import issue_key
 from tests.fakes.gateway_process import start_oauth_server
 
@@ -239,49 +239,38 @@ def static_document(tmp_path: Path, connection_fakes: ConnectionFakes) -> Iterat
         process.wait(10)
 
 
+@pytest.fixture(scope="module")
+def loopback_only(
+    tmp_path_factory: pytest.TempPathFactory, connection_fakes: ConnectionFakes
+) -> Iterator[ServerProcess]:
+    """A server whose rules let connections reach 127.0.0.1 alone, shared by the tests of such rules: each adds
+    connections of fresh names and uses a playbook of its own."""
+    rules = {"allowed_hosts": ["127.0.0.1"], "variables": ["CRM_API_KEY"]}
+    server = start_server(
+        tmp_path_factory.mktemp("loopback-only"), connection_settings(connection_fakes, CONNECTIONS=json.dumps(rules))
+    )
+    yield server
+    assert server.stop() == 0, server.log()
+
+
 def test_the_server_a_document_names_is_checked_once_the_document_is_read(
-    tmp_path: Path, connection_fakes: ConnectionFakes, static_document: str
+    loopback_only: ServerProcess, static_document: str
 ) -> None:
-    settings = connection_settings(connection_fakes, CONNECTIONS=json.dumps({"allowed_hosts": ["127.0.0.1"]}))
-    server = start_server(tmp_path / "server", settings)
-    try:
-        with server.client() as client:
-            added, token = add(client, "openapi", {"document": static_document}, {"kind": "none"})
-            assert approve(client, added["id"], token).status_code == 200
-            refused = _because(client, new_playbook_id(client), added["name"])
-    finally:
-        assert server.stop() == 0, server.log()
+    with loopback_only.client() as client:
+        added, token = add(client, "openapi", {"document": static_document}, {"kind": "none"})
+        assert approve(client, added["id"], token).status_code == 200
+        refused = _because(client, new_playbook_id(client), added["name"])
     assert refused["because"] == "connection_not_allowed" and refused["detail"] == HOSTS.format("localhost")
 
 
-def test_an_entry_the_runtime_no_longer_takes_is_not_allowed(tmp_path: Path, connection_fakes: ConnectionFakes) -> None:
-    """A gateway named as the connection since it was added: its entry is one the runtime no longer takes."""
-    server = start_server(tmp_path, connection_settings(connection_fakes))
-    try:
-        with server.client() as client:
-            playbook = new_playbook_id(client)
-            added, token = add(client, "mcp", {"url": connection_fakes.open.url}, {"kind": "none"}, name="crmgw")
-            assert approve(client, added["id"], token).status_code == 200
-            assert execute(client, playbook, "crmgw", "get_customer", {"id": "1"}).status_code == 200
-    finally:
-        assert server.stop() == 0, server.log()
-    gateway = {"name": "crmgw", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "GATEWAY_KEY"}
-    settings = connection_settings(
-        connection_fakes, MODEL_GATEWAYS=json.dumps([gateway]), GATEWAY_KEY="gateway-key-0123456789"
-    )
-    server = start_server(tmp_path, settings)
-    try:
-        with server.client() as client:
-            refused = _because(client, playbook, "crmgw")
-    finally:
-        assert server.stop() == 0, server.log()
-    assert refused["because"] == "connection_not_allowed"
-    assert refused["detail"].startswith("The runtime no longer takes the entry of the connection crmgw: name:")
-
-
-def test_a_private_key_given_signs_the_client_assertion_after_a_restart_too(
+def test_after_a_restart_an_entry_no_longer_taken_is_not_allowed_and_a_private_key_still_signs(
     tmp_path: Path, connection_fakes: ConnectionFakes
 ) -> None:
+    """Two connections added on one server, which is then started again with a gateway named as one of them:
+
+    * the connection named as the gateway since it was added: its entry is one the runtime no longer takes;
+    * the connection given a private key signs its client assertion after the restart too, and the key is
+      never written to the log."""
     key = ec.generate_private_key(ec.SECP256R1())
     private = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
     public = tmp_path / "client.pub"
@@ -294,6 +283,11 @@ def test_a_private_key_given_signs_the_client_assertion_after_a_restart_too(
         try:
             with server.client() as client:
                 playbook = new_playbook_id(client)
+                gatewayed, token = add(
+                    client, "mcp", {"url": connection_fakes.open.url}, {"kind": "none"}, name="crmgw"
+                )
+                assert approve(client, gatewayed["id"], token).status_code == 200
+                assert execute(client, playbook, "crmgw", "get_customer", {"id": "1"}).status_code == 200
                 added, token = add(client, "openapi", {"document": f"{billing.origin}/openapi.json"}, credential)
                 given = give(client, added["id"], token, private_key=private, algorithm="ES256")
                 assert given.status_code == 200, given.text
@@ -302,42 +296,44 @@ def test_a_private_key_given_signs_the_client_assertion_after_a_restart_too(
                 assert called.json()["outcome"] == "result", called.text
         finally:
             assert server.stop() == 0, server.log()
-        server = start_server(tmp_path / "server", connection_settings(connection_fakes))
+        gateway = {"name": "crmgw", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "GATEWAY_KEY"}
+        settings = connection_settings(
+            connection_fakes, MODEL_GATEWAYS=json.dumps([gateway]), GATEWAY_KEY="gateway-key-0123456789"
+        )
+        server = start_server(tmp_path / "server", settings)
         try:
             with server.client() as client:
+                refused = _because(client, playbook, "crmgw")
                 again = execute(client, playbook, added["name"], "listReports", {})
                 assert again.json()["outcome"] == "result", again.text
         finally:
             assert server.stop() == 0, server.log()
     finally:
         oauth.stop()
+    assert refused["because"] == "connection_not_allowed"
+    assert refused["detail"].startswith("The runtime no longer takes the entry of the connection crmgw: name:")
     assert "BEGIN PRIVATE KEY" not in server.log()
     for line in private.splitlines()[1:-1]:
         assert line not in server.log()
 
 
 def test_a_request_to_a_host_the_rules_do_not_allow_makes_the_connection_not_allowed(
-    tmp_path: Path, connection_fakes: ConnectionFakes
+    loopback_only: ServerProcess, connection_fakes: ConnectionFakes
 ) -> None:
     """The authorization server's metadata names a token endpoint on a host `allowed_hosts` does not take: the
     call that would mint the token is stopped before the request is sent and fails, and from then on the
     connection is not ready, `connection_not_allowed` in the rule's sentence, in `execute` and in `search`."""
     oauth = start_oauth_server(SIGNING_KEY, "billing-api", mode="token_elsewhere")
     credential = {"kind": "client_credentials", "issuer": oauth.origin, "client_id": "tools-client", "scope": "reports"}
-    rules = {"allowed_hosts": ["127.0.0.1"], "variables": ["CRM_API_KEY"]}
     try:
-        server = start_server(tmp_path, connection_settings(connection_fakes, CONNECTIONS=json.dumps(rules)))
-        try:
-            with server.client() as client:
-                playbook = new_playbook_id(client)
-                document = f"{connection_fakes.billing.origin}/openapi.json"
-                added, token = add(client, "openapi", {"document": document}, credential)
-                assert give(client, added["id"], token, client_secret="tools-client-secret-0123").status_code == 200
-                called = execute(client, playbook, added["name"], "listReports", {})
-                assert called.status_code == 200 and called.json()["outcome"] == "server_failure", called.text
-                refused = _because(client, playbook, added["name"])
-        finally:
-            assert server.stop() == 0, server.log()
+        with loopback_only.client() as client:
+            playbook = new_playbook_id(client)
+            document = f"{connection_fakes.billing.origin}/openapi.json"
+            added, token = add(client, "openapi", {"document": document}, credential)
+            assert give(client, added["id"], token, client_secret="tools-client-secret-0123").status_code == 200
+            called = execute(client, playbook, added["name"], "listReports", {})
+            assert called.status_code == 200 and called.json()["outcome"] == "server_failure", called.text
+            refused = _because(client, playbook, added["name"])
         assert oauth.get("/_fake/minted") == {"minted": 0}
     finally:
         oauth.stop()

@@ -39,5 +39,7 @@ def server(ledger_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 @pytest.fixture(scope="module")
-def client(server: ServerProcess) -> httpx.Client:
-    return server.client()
+def client(server: ServerProcess) -> Iterator[httpx.Client]:
+    """Closed at the end of the module: a client left to the garbage collector leaves its sockets unclosed."""
+    with server.client() as client:
+        yield client

@@ -1,6 +1,12 @@
 """Spec, recall-format.md: "Settings and workers": `RECALL_MAX_FUNCTIONS` (the refusal, and what lowering it
 does) and `RECALL_MAX_REBUILDS` (the views past it wait, in the order their versions were saved), on a server of
-the tests' own, on each ledger."""
+the tests' own.
+
+SQLite only: the settings are applied by the recall host and the definitions' actors, the same code on either
+ledger. What the ledger does for them runs on both ledgers elsewhere: the views' rows
+(`tests/ledger/test_recall_views.py`), passes one playbook at a time (`tests/recall_host/test_keeper.py`), views
+resumed from their rows (`tests/recall_host/test_view_actors.py`), and views read from a playbook's recall
+functions on the shared server of each ledger (`test_views.py`, `test_saving.py`)."""
 
 from __future__ import annotations
 
@@ -29,10 +35,10 @@ from tests.conformance.recall.own_server import OwnServer, own_server
 WAITS = 'The view of "{name}" version 1 waits for other views of this playbook to finish building; try again shortly'
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnServer]:
-    folder = Path(tmp_path_factory.mktemp(f"recall-settings-{request.param}"))
-    with own_server(folder, request.param) as own:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnServer]:
+    folder = Path(tmp_path_factory.mktemp("recall-settings"))
+    with own_server(folder, "sqlite") as own:
         yield own
 
 

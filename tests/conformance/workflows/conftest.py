@@ -6,6 +6,8 @@ default 1 s sweep too, since every wait they poll has an overall limit, never a 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import httpx
 import pytest
 
@@ -14,8 +16,10 @@ from tests.e2e.server_process import ServerProcess
 
 
 @pytest.fixture(scope="module")
-def client(local_server: ServerProcess) -> httpx.Client:
-    return local_server.client()
+def client(local_server: ServerProcess) -> Iterator[httpx.Client]:
+    """Closed at the end of the module: a client left to the garbage collector leaves its sockets unclosed."""
+    with local_server.client() as client:
+        yield client
 
 
 @pytest.fixture(scope="module")
