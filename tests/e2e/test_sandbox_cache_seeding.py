@@ -1,9 +1,9 @@
-"""The suite's own plumbing: `start_server` copies the session's compiled sandbox module where the server looks
-for it (`tests/sandbox_engine.py`), on each ledger, and the server loads it instead of compiling its own.
+"""The suite's own plumbing: `start_server` copies the session's compiled sandbox modules where the server looks
+for them (`tests/sandbox_engine.py`), on each ledger, and the server loads them instead of compiling its own.
 
-Had the copy gone anywhere else, the server would have compiled a module into the folder it does read: the
-folder would hold two, or one with a time of its own (the copy keeps the session module's modification time,
-and a compile writes a new file)."""
+Had the copy gone anywhere else, the server would have compiled modules into the folder it does read: the folder
+would hold a module the session did not seed, or one with a time of its own (a copy keeps the session module's
+modification time, and a compile writes a new file)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,11 @@ def test_the_server_finds_the_seeded_module_where_it_looks(local_server: ServerP
     with local_server.client() as client:
         assert client.get("/health").status_code == 200
     compiled = sorted(local_server.folder.rglob("*.cwasm"))
-    assert [path.parent for path in compiled] == [local_server.folder / ".auto-runtime" / "cache"], compiled
-    (session,) = session_cache_folder().glob("*.cwasm")
-    assert compiled[0].name == session.name
-    assert compiled[0].stat().st_mtime_ns == session.stat().st_mtime_ns, "the server compiled its own module"
-    assert compiled[0].read_bytes() == session.read_bytes()
+    cache = local_server.folder / ".auto-runtime" / "cache"
+    session = {path.name: path for path in session_cache_folder().glob("*.cwasm")}
+    assert compiled and [path.parent for path in compiled] == [cache] * len(compiled), compiled
+    assert sorted(path.name for path in compiled) == sorted(session), "a module the session did not seed"
+    for module in compiled:
+        seeded = session[module.name]
+        assert module.stat().st_mtime_ns == seeded.stat().st_mtime_ns, f"the server compiled its own {module.name}"
+        assert module.read_bytes() == seeded.read_bytes()
