@@ -44,6 +44,7 @@ from pathlib import Path
 
 import httpx
 
+from auto_runtime.bench.workload import STEPS, TRIVIAL
 from benchmarks.http_routes import (
     ORG,
     PATH,
@@ -60,13 +61,6 @@ from benchmarks.sampled_rooms import print_shares, sampled
 from benchmarks.workflows import rss_mb
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-TRIVIAL = "---\nlanguage: python\n---\ndef main(x):\n    return x\n"
-STEPS = """document: { dsl: '1.0.3', namespace: bench, name: steps, version: '1.0.0' }
-do:
-  - one: { set: '${ {"n": data["n"]} }' }
-  - two: { set: '${ {"n": data["n"] + 1} }' }
-  - three: { set: '${ {"n": data["n"] + 1} }' }
-"""
 WAITS = """document: { dsl: '1.0.3', namespace: bench, name: waits, version: '1.0.0' }
 do:
   - pause: { wait: PT1H }

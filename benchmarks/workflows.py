@@ -69,6 +69,7 @@ import httpx
 import trio
 
 from auto_runtime.bench.load import Route, load_answers
+from auto_runtime.bench.workload import STEPS
 from auto_runtime.ledger import open_ledger
 from benchmarks.ledger_appends import ledger_rate
 from tests.conformance.helpers import create_computation, new_playbook
@@ -80,12 +81,6 @@ START_BODY = json.dumps({"input": {"n": 1}}).encode()
 """A start request of part (a): no `run_id`, so every request starts a new run under an id the server picks."""
 BOUND_SECONDS = 600.0
 """How long a wait for runs to end may last before the benchmark gives up (a bound, not a measurement)."""
-STEPS = """document: { dsl: '1.0.3', namespace: bench, name: steps, version: '1.0.0' }
-do:
-  - one: { set: '${ {"n": data["n"]} }' }
-  - two: { set: '${ {"n": data["n"] + 1} }' }
-  - three: { set: '${ {"n": data["n"] + 1} }' }
-"""
 CALLS = """document: { dsl: '1.0.3', namespace: bench, name: calls, version: '1.0.0' }
 do:
   - one: { set: '${ {"n": data["n"]} }' }
