@@ -16,7 +16,7 @@ from typing import Protocol
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
-from auto_runtime.metrics.state import METERING
+from auto_runtime.metrics.state import METERING, members_now
 
 KIND = "auto_runtime.actor.kind"
 SUPERVISOR = "auto_runtime.supervisor"
@@ -73,18 +73,9 @@ def restarted(supervisor: str) -> None:
         METERING.instruments.restarts.add(1, {SUPERVISOR: kind_of(supervisor)})
 
 
-def _registries_now() -> list[RegistryLike]:
-    """The registries alive now; a copy taken while the Trio thread adds one is taken again."""
-    while True:
-        try:
-            return list(_registries)
-        except RuntimeError:
-            continue
-
-
 def _live(_: CallbackOptions) -> Iterable[Observation]:
     totals: dict[str, int] = {}
-    for registry in _registries_now():
+    for registry in members_now(_registries):
         kind = kind_of(registry.name)
         totals[kind] = totals.get(kind, 0) + registry.live_count
     return [Observation(count, {KIND: kind}) for kind, count in totals.items()]

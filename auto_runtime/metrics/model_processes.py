@@ -9,6 +9,8 @@ from typing import Protocol
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
+from auto_runtime.metrics.state import members_now
+
 
 class PoolLike(Protocol):
     @property
@@ -28,24 +30,16 @@ def watch(pool: PoolLike) -> None:
     _pools.add(pool)
 
 
-def _pools_now() -> list[PoolLike]:
-    while True:
-        try:
-            return list(_pools)
-        except RuntimeError:
-            continue
-
-
 def _live(_: CallbackOptions) -> Iterable[Observation]:
-    return [Observation(sum(pool.live for pool in _pools_now()))]
+    return [Observation(sum(pool.live for pool in members_now(_pools)))]
 
 
 def _busy(_: CallbackOptions) -> Iterable[Observation]:
-    return [Observation(sum(pool.busy for pool in _pools_now()))]
+    return [Observation(sum(pool.busy for pool in members_now(_pools)))]
 
 
 def _replaced(_: CallbackOptions) -> Iterable[Observation]:
-    return [Observation(sum(pool.replaced for pool in _pools_now()))]
+    return [Observation(sum(pool.replaced for pool in members_now(_pools)))]
 
 
 def observe(meter: Meter) -> None:

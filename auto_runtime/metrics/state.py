@@ -12,13 +12,16 @@ unless its docstring says otherwise.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from opentelemetry.metrics import Meter, NoOpMeter
 
 from auto_runtime.metrics.instruments import Instruments
 
 INSTRUMENTATION_NAME = "auto_runtime"
+_Member = TypeVar("_Member")
 
 
 @dataclass
@@ -36,3 +39,13 @@ class Metering:
 
 
 METERING = Metering()
+
+
+def members_now(watched: weakref.WeakSet[_Member]) -> list[_Member]:
+    """The members of `watched` now, read from the exporter's thread while the Trio thread may add one: a copy that
+    met a change (`RuntimeError`, the set changed size during iteration) is taken again."""
+    while True:
+        try:
+            return list(watched)
+        except RuntimeError:
+            continue
