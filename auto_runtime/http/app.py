@@ -20,9 +20,10 @@ from auto_runtime.guides import Guide
 from auto_runtime.http.api_catalog import LINKSET_MEDIA_TYPE, build_api_catalog, catalog_link_header
 from auto_runtime.http.byte_body import body_chunks, check_byte_body
 from auto_runtime.http.caching import cached_document
+from auto_runtime.http.metrics_access import check_scraper
 from auto_runtime.http.request_input import operation_input
 from auto_runtime.http.responses import json_bytes, problem_response, success_response
-from auto_runtime.metrics.scrape import MEDIA_TYPE, check_scraper, prometheus_text
+from auto_runtime.metrics.scrape import MEDIA_TYPE, prometheus_text
 from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.dispatcher import Dispatcher, incident
 from auto_runtime.operations.operation import Operation

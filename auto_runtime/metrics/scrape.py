@@ -1,4 +1,4 @@
-"""`GET /metrics`: the Prometheus text of everything the meter provider aggregated, and prometheus-client's
+"""`GET /metrics`'s body: the Prometheus text of everything the meter provider aggregated, and prometheus-client's
 process collectors (CPU, memory, open files).
 
 Collected on a worker thread, one scrape at a time (`SCRAPES`): building the text takes tens of milliseconds
@@ -13,11 +13,7 @@ from __future__ import annotations
 import trio
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from auto_runtime.auth.caller import Caller, Permission
-from auto_runtime.problems import forbidden
-
 MEDIA_TYPE = CONTENT_TYPE_LATEST
-SCRAPE_PERMISSIONS = frozenset({Permission.PLAYBOOK_READ})
 
 
 SCRAPES = trio.CapacityLimiter(1)
@@ -25,11 +21,3 @@ SCRAPES = trio.CapacityLimiter(1)
 
 async def prometheus_text() -> bytes:
     return await trio.to_thread.run_sync(generate_latest, REGISTRY, limiter=SCRAPES)
-
-
-def check_scraper(caller: Caller) -> None:
-    """A scrape needs `playbook:read` (of any org: the metrics name none); local mode's caller holds it."""
-    if not caller.holds_any(SCRAPE_PERMISSIONS):
-        raise forbidden(
-            f"GET /metrics needs the permission playbook:read, which this {caller.credential_named} does not have."
-        )
