@@ -60,8 +60,8 @@ from auto_runtime.ledger import (
     VersionConflict,
 )
 from auto_runtime.playbooks.clock import now_utc
-from auto_runtime.playbooks.run_facts import carried_metadata, run_stream
-from auto_runtime.playbooks.run_view import fold_run
+from auto_runtime.runs.facts import carried_metadata, run_stream
+from auto_runtime.runs.view import fold_run
 from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.text_rule import lone_surrogate_paths, not_unicode_issue
 from auto_runtime.tools import ToolCallFailed, ToolNotOffered, ToolServerFailed, ToolServers, WantedTool

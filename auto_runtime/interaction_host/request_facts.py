@@ -15,7 +15,7 @@ from auto_runtime.functions.interaction.request_sources import RequestSource
 from auto_runtime.interaction_host.open_requests import INTERACTION_REQUESTED, INTERACTION_SOURCE, REQUEST_ANSWERED
 from auto_runtime.ledger import Record
 from auto_runtime.playbooks.clock import iso_utc
-from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_STARTED
+from auto_runtime.runs.facts import RUN_CANCEL_REQUESTED, RUN_STARTED
 
 INTERACTION_SOURCES: Final[Mapping[str, RequestSource]] = {INTERACTION_REQUESTED: INTERACTION_SOURCE}
 

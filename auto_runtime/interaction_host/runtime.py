@@ -63,7 +63,7 @@ from auto_runtime.playbooks.cancel_requests import record_cancel_request
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
-from auto_runtime.playbooks.run_facts import (
+from auto_runtime.runs.facts import (
     RUN_CANCEL_REQUESTED,
     RUN_REJECTED,
     RUN_STARTED,
@@ -71,9 +71,9 @@ from auto_runtime.playbooks.run_facts import (
     carried_metadata,
     run_stream,
 )
-from auto_runtime.playbooks.run_ids import canonical_run_id, is_run_id
+from auto_runtime.runs.ids import canonical_run_id, is_run_id
 from auto_runtime.playbooks.run_service import RunService
-from auto_runtime.playbooks.run_view import RunState, fold_run
+from auto_runtime.runs.view import RunState, fold_run
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.tools import ToolServers

@@ -17,7 +17,7 @@ from auto_runtime.auth.caller import Permission
 from auto_runtime.operations.fields import OrLeftOut
 from auto_runtime.operations.operation import Hints, Operation, OperationContext
 from auto_runtime.operations.services import services_of
-from auto_runtime.playbooks.run_ids import canonical_run_id
+from auto_runtime.runs.ids import canonical_run_id
 from auto_runtime.settings.tool_servers import SigningAlgorithm
 from auto_runtime.tools.connections import Connections, GivenCredential
 

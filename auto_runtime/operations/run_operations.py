@@ -18,10 +18,10 @@ from auto_runtime.operations.definition_operations import (
 from auto_runtime.operations.fields import ID_PATTERN, OrLeftOut
 from auto_runtime.operations.operation import Hints, Operation, OperationContext, ResponseLink
 from auto_runtime.operations.services import services_of
-from auto_runtime.playbooks.run_ids import RUN_ID_PATTERN, canonical_run_id
+from auto_runtime.runs.ids import RUN_ID_PATTERN, canonical_run_id
 
 RunId = Annotated[str, AfterValidator(canonical_run_id)]
-"""A run id as a request gives it, kept in its canonical lower-case form (`playbooks.run_ids`)."""
+"""A run id as a request gives it, kept in its canonical lower-case form (`runs.ids`)."""
 LIMIT_DESCRIPTION = "How many items a page holds, 1 to 100"
 CURSOR_DESCRIPTION = "The next_cursor of the page before, to read the next page"
 

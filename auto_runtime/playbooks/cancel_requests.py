@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from auto_runtime.ledger import DueEntry, DueWorkChanges, Ledger, NewRecord, PlaybookScope, StreamWrite, VersionConflict
-from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, carried_metadata, run_stream
-from auto_runtime.playbooks.run_view import RunState
+from auto_runtime.runs.facts import RUN_CANCEL_REQUESTED, carried_metadata, run_stream
+from auto_runtime.runs.view import RunState
 from auto_runtime.problems import Rejection, conflict, unavailable
 
 CANCEL_ATTEMPTS = 8

@@ -28,9 +28,9 @@ from auto_runtime.playbooks.cancel_requests import ended_run_refusal
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry, DefinitionVersion
 from auto_runtime.playbooks.run_actor import RunRefused, RunUnderId
-from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
-from auto_runtime.playbooks.run_ids import canonical_run_id, is_run_id
-from auto_runtime.playbooks.run_view import RunState, fold_run
+from auto_runtime.runs.facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
+from auto_runtime.runs.ids import canonical_run_id, is_run_id
+from auto_runtime.runs.view import RunState, fold_run
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found
 from auto_runtime.telemetry import run_span
 

@@ -11,7 +11,7 @@ from auto_runtime.functions.recall.fold_page import FoldProgram, PageItem
 from auto_runtime.ledger import Record
 from auto_runtime.ledger.paging import SortKey
 from auto_runtime.playbooks.clock import iso_utc
-from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED
+from auto_runtime.runs.facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED
 
 RUN_FACTS = frozenset({RUN_STARTED, RUN_SUCCEEDED, RUN_REJECTED, RUN_FAILED})
 

@@ -20,7 +20,7 @@ from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import PlaybookScope, Record
 from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.event_publishing import EVENT_PUBLISHED, recorded_cloud_event
-from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED
+from auto_runtime.runs.facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED
 
 RUN_FACTS = (RUN_STARTED, RUN_SUCCEEDED, RUN_REJECTED, RUN_FAILED)
 DEFINITION_FACTS = ("definition_created", "definition_updated", "definition_retired")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from auto_runtime.ledger import Projection, Record, Row, TableSpec
-from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_ENDINGS
+from auto_runtime.runs.facts import RUN_CANCEL_REQUESTED, RUN_ENDINGS
 from auto_runtime.telemetry import APPEND_TRACE_FIELDS
 from auto_runtime.workflow_host.outbox import cancel_payload
 

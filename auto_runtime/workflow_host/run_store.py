@@ -72,7 +72,7 @@ from auto_runtime.ledger import (
 from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.event_publishing import EVENT_PUBLISHED, event_stream, published_data
 from auto_runtime.playbooks.playbook_host import RUN_ACTORS_INTENSITY, PlaybookActors
-from auto_runtime.playbooks.run_facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
+from auto_runtime.runs.facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.fair_queue import JobOwner
 from auto_runtime.sandbox.interruption import RunControl

@@ -44,9 +44,9 @@ from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.cancel_requests import record_cancel_request
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
-from auto_runtime.playbooks.run_ids import canonical_run_id, is_run_id
+from auto_runtime.runs.ids import canonical_run_id, is_run_id
 from auto_runtime.playbooks.run_service import RunService
-from auto_runtime.playbooks.run_view import RunState
+from auto_runtime.runs.view import RunState
 from auto_runtime.problems import InputIssue, Rejection, invalid_input, not_found, unavailable
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.workers import WorkerPool

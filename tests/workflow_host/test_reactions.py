@@ -16,7 +16,7 @@ from auto_runtime.ledger import DueEntry, LeaseFence, Ledger, Record, uuid7
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.event_publishing import EventPublishing
 from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
-from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.runs.facts import run_stream
 from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.server import RUNTIME_PROJECTIONS

@@ -13,7 +13,7 @@ from auto_runtime.actors import ActorStoppedError
 from auto_runtime.functions.workflow.engine.model import TimerFired
 from auto_runtime.ledger import DueEntry, Ledger, LedgerError, NewRecord, PlaybookScope, StreamWrite, uuid7
 from auto_runtime.playbooks.playbook_host import PlaybookActors
-from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.runs.facts import run_stream
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.supervision import NO_BACKOFF, RestartIntensity, Supervisor, SupervisorFailedError
 from auto_runtime.workflow_host.calls import CallDispatcher

@@ -10,8 +10,8 @@ import trio
 
 from auto_runtime.functions.workflow.engine.model import TimerFired
 from auto_runtime.ledger import LeaseFence, LeaseLost, Ledger, Record, uuid7
-from auto_runtime.playbooks.run_facts import run_stream
-from auto_runtime.playbooks.run_view import fold_run
+from auto_runtime.runs.facts import run_stream
+from auto_runtime.runs.view import fold_run
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.workflow_host.run_store import RunStore, UnknownRun, now_ms

@@ -15,7 +15,7 @@ from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
 from auto_runtime.ledger import Ledger, uuid7
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.runs.facts import run_stream
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.checker import Checkers

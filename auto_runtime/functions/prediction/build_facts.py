@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from auto_runtime.ledger import PlaybookScope, Record
-from auto_runtime.playbooks.run_facts import RUN_CANCEL_REQUESTED, RUN_ENDINGS, RUN_STARTED
+from auto_runtime.runs.facts import RUN_CANCEL_REQUESTED, RUN_ENDINGS, RUN_STARTED
 
 DATASET_ASSEMBLED: Final = "dataset_assembled"
 BASELINE_SCORED: Final = "baseline_scored"

@@ -70,9 +70,9 @@ from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
 from auto_runtime.playbooks.cancel_requests import record_cancel_request
 from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion, definitions_stream
-from auto_runtime.playbooks.run_facts import RUN_REJECTED, run_stream
-from auto_runtime.playbooks.run_ids import is_run_id
-from auto_runtime.playbooks.run_view import RunState, fold_run
+from auto_runtime.runs.facts import RUN_REJECTED, run_stream
+from auto_runtime.runs.ids import is_run_id
+from auto_runtime.runs.view import RunState, fold_run
 from auto_runtime.problems import Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.tools import ToolServers
 

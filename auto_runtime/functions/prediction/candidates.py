@@ -37,7 +37,7 @@ from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPo
 from auto_runtime.functions.prediction.model_work import job_owner
 from auto_runtime.ledger import NewRecord, PlaybookScope, StreamWrite, VersionConflict
 from auto_runtime.ledger.content import SpooledContent, open_spool
-from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.runs.facts import run_stream
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, unavailable
 
 MAX_CANDIDATE_BYTES: Final = 67_108_864

@@ -17,7 +17,7 @@ import asyncpg
 import pytest
 
 from auto_runtime.ledger import Ledger, open_ledger
-from auto_runtime.playbooks.run_facts import RUNS_PROJECTION
+from auto_runtime.runs.facts import RUNS_PROJECTION
 
 POSTGRES_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, uuid7
 from auto_runtime.playbooks.analytics import PlaybookAnalytics
-from auto_runtime.playbooks.run_facts import run_stream
+from auto_runtime.runs.facts import run_stream
 
 SCOPE = PlaybookScope("acme", "sales")
 OTHER = PlaybookScope("acme", "other")

@@ -8,7 +8,7 @@ from typing import Any
 
 from auto_runtime.ledger import Record
 from auto_runtime.playbooks.clock import iso_utc
-from auto_runtime.playbooks.run_facts import (
+from auto_runtime.runs.facts import (
     RUN_CANCEL_REQUESTED,
     RUN_FAILED,
     RUN_REJECTED,

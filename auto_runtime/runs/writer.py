@@ -1,0 +1,94 @@
+"""The one writer of one run: load, decide, append with the version read, and the one version-clash retry.
+
+Held by the run's actor (`actor.RunActor`), so within this process the run's messages are decided one at a
+time, in arrival order. Across processes (another server, a tool that writes the ledger) the append's expected
+version guards: a `VersionConflict` means someone else moved the run, and the writer reads it again and decides
+again, up to `ATTEMPTS` times, then raises what the caller chose (`RunKeptMoving` unless told otherwise). This
+is the only place above the ledger that catches a version clash on a run's stream.
+
+Between two messages the writer keeps, per decider kind, the state the last append left, so a queued message
+is decided without reading the run again; every other kind's kept state is dropped when an append moves the
+stream, and all of it when a message fails (`forget`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from auto_runtime.ledger import Ledger, PlaybookScope, StreamWrite, VersionConflict
+from auto_runtime.runs.decision import Decision, Loaded, Written
+from auto_runtime.runs.deciders import RunDecider
+from auto_runtime.runs.facts import run_stream
+
+S = TypeVar("S")
+M = TypeVar("M")
+R = TypeVar("R")
+
+ATTEMPTS = 16
+"""Version clashes one message survives (each means another writer moved the run meanwhile)."""
+
+
+class RunKeptMoving(Exception):
+    """Other writers kept moving the run while a message was decided; nothing of the message was appended."""
+
+
+class RunWriter:
+    """The writer of the run `run_id` of `scope` (see the module's rules)."""
+
+    def __init__(self, ledger: Ledger, scope: PlaybookScope, run_id: str) -> None:
+        self.ledger = ledger
+        self.scope = scope
+        self.run_id = run_id
+        self.stream = run_stream(scope, run_id)
+        self._kept: dict[str, Loaded[Any]] = {}
+
+    def forget(self) -> None:
+        """Drop every kept state: the next message reads the run again."""
+        self._kept.clear()
+
+    def kept(self, kind: str) -> Loaded[Any] | None:
+        """The state of `kind` the last append left, if kept."""
+        return self._kept.get(kind)
+
+    async def write(
+        self,
+        decider: RunDecider[S, M, R],
+        message: M,
+        *,
+        kept_moving: Callable[[], Exception] | None = None,
+    ) -> Written[S, R]:
+        """Decide `message` on the run's state and append the decision (see the module's rules)."""
+        for _ in range(ATTEMPTS):
+            loaded: Loaded[S] | None = self._kept.pop(decider.kind, None)
+            fresh = loaded is None
+            if loaded is None:
+                loaded = await decider.load(self.ledger, self.scope, self.run_id)
+            decided = decider.decide(loaded, message)
+            decision: Decision[R] = await decided if inspect.isawaitable(decided) else decided
+            if decision.fresh_only and not fresh:
+                continue
+            if not decision.writes:
+                self._kept[decider.kind] = loaded
+                return Written(decision.reply, [], loaded)
+            try:
+                appended = await self.ledger.append(
+                    [StreamWrite(self.stream, loaded.version, list(decision.records)), *decision.other_writes]
+                    if decision.records
+                    else list(decision.other_writes),
+                    due_work=decision.due_work,
+                    fence=decision.fence,
+                )
+            except VersionConflict:
+                self._kept.clear()
+                continue
+            self._kept.clear()
+            own = appended[: len(decision.records)]
+            after = decider.evolve(loaded, own) if decision.records else loaded
+            if after is not None:
+                self._kept[decider.kind] = after
+            return Written(decision.reply, appended, after, decision.due_work)
+        raise kept_moving() if kept_moving is not None else RunKeptMoving(
+            f"other writers kept moving the run {self.run_id}; nothing was recorded, send it again"
+        )
