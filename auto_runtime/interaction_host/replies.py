@@ -17,20 +17,25 @@ to the 18th read, then 300 s; never shorter than the oldest kept request's `repl
 up to an hour). A read runs in a task beside the timer loop: it takes its entry (marked fired) and arms the same
 read a minute later, which its last append cancels; so a read a stop cut short is made again after a minute, and
 the cursor moves only after every item up to it was judged.
+
+A reply is judged in its request's run actor (`JudgeReply`, decided by `functions.interaction.delivery_decisions`);
+a reply its run's mailbox cannot take, or whose run other writers kept moving, is judged again at the next read.
+A read's own facts go to the conversation's stream with the version it was read at: a read another recorded first
+is not recorded (a `VersionConflict`, logged as a read not recorded) and its entry fires again.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import trio
 
+from auto_runtime.actors import MailboxFull
 from auto_runtime.functions.interaction.arguments import (
     MAX_ARGUMENTS_BYTES,
     REPLIES_NAMES,
@@ -38,12 +43,13 @@ from auto_runtime.functions.interaction.arguments import (
     ArgumentsUnreadable,
     recorded_arguments,
 )
+from auto_runtime.functions.interaction.conversations import READ_PREFIX, cadence, read_entry, wait_floor
+from auto_runtime.functions.interaction.delivery_decisions import ReplyJudgement, delivered_as
 from auto_runtime.functions.interaction.document import resolve_pointer
-from auto_runtime.functions.interaction.durations import duration_ms
-from auto_runtime.functions.interaction.reply_rule import answer_of_reply, rule_words
+from auto_runtime.functions.interaction.reply_rule import rule_words
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText
 from auto_runtime.interaction_host.call_measures import arguments_measures, named_server, result_measures
-from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE, REQUEST_ANSWERED
+from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE
 from auto_runtime.interaction_host.request_facts import request_facts
 from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import (
@@ -57,61 +63,25 @@ from auto_runtime.ledger import (
     PlaybookScope,
     Record,
     StreamWrite,
-    VersionConflict,
 )
 from auto_runtime.playbooks.clock import now_utc
-from auto_runtime.runs.facts import carried_metadata, run_stream
-from auto_runtime.runs.view import fold_run
-from auto_runtime.schema_issues import check_off_the_loop
-from auto_runtime.text_rule import lone_surrogate_paths, not_unicode_issue
+from auto_runtime.runs import RunKeptMoving, Runs, RunWriter
+from auto_runtime.runs.facts import run_stream
+from auto_runtime.runs.interaction_messages import JudgeReply, ReplyJudged, Telling
 from auto_runtime.tools import ToolCallFailed, ToolNotOffered, ToolServerFailed, ToolServers, WantedTool
 from auto_runtime.tools.hand_calls import answer_of
 
 log = logging.getLogger("auto_runtime.interactions")
 
-READ_PREFIX = "interaction:read:"
-SETTLE_KEY = "interaction:settle"
-REPLY_REFUSED = "reply_refused"
 REPLIES_READ = "replies_read"
 READING_FAILED = "reading_failed"
 KEPT_AT_MOST = 100
 MAX_DOCUMENT_BYTES = 64 * 1024
-MAX_REPLY_BYTES = 8 * 1024
-MAX_REFUSALS = 10
-MAX_TOLD = 3
 CONNECT_SECONDS = 10
 CALL_SECONDS = 30
 MAX_RETRY_AFTER = timedelta(hours=1)
 LOST_AFTER = timedelta(minutes=1)
 """A read still in flight a minute after it started is considered lost and made again (§5.1)."""
-
-
-def conversation_id(server: str, tool: str, key: str) -> str:
-    return hashlib.sha256(f"{server}\x00{tool}\x00{key}".encode()).hexdigest()[:32]
-
-
-def cadence(reads: int) -> timedelta:
-    """The wait before the next read, `reads` reads after the conversation's last activity (§5.1)."""
-    if reads == 0:
-        return timedelta(seconds=5)
-    if reads <= 3:
-        return timedelta(seconds=(10, 20, 40)[reads - 1])
-    if reads < 18:
-        return timedelta(seconds=60)
-    return timedelta(seconds=300)
-
-
-def read_entry(
-    scope: PlaybookScope, server: str, tool: str, key: str, reads: int, floor: timedelta, now: datetime
-) -> DueEntry:
-    wait = max(cadence(reads), floor)
-    payload = {"server": server, "tool": tool, "key": key, "reads": reads}
-    return DueEntry(scope, conversation_id(server, tool, key), f"{READ_PREFIX}{uuid.uuid4()}", now + wait, payload)
-
-
-def wait_floor(replies: Mapping[str, Any] | None) -> timedelta:
-    found = duration_ms(replies.get("wait")) if isinstance(replies, Mapping) and "wait" in replies else None
-    return timedelta(milliseconds=found or 5000)
 
 
 @dataclass(frozen=True)
@@ -132,8 +102,11 @@ class ReadCall:
 class ReplyReads:
     """The reads of one server while it holds the lease; `nursery` is the task group of the deliveries."""
 
-    def __init__(self, ledger: Ledger, tools: ToolServers | None, clock: Callable[[], datetime] = now_utc) -> None:
+    def __init__(
+        self, ledger: Ledger, runs: Runs, tools: ToolServers | None, clock: Callable[[], datetime] = now_utc
+    ) -> None:
         self.ledger = ledger
+        self.runs = runs
         self.tools = tools
         self.clock = clock
         """The time due work is armed at (a test's own clock)."""
@@ -259,10 +232,7 @@ class ReplyReads:
     ) -> None:
         expected = history[-1].position if history else 0
         due = DueWorkChanges(arm=[following], cancel=[entry.due_key])
-        try:
-            await self.ledger.append([StreamWrite(stream, expected, records)], due_work=due, fence=fence)
-        except VersionConflict:
-            return  # another read of the conversation recorded first: this entry fires again and reads on
+        await self.ledger.append([StreamWrite(stream, expected, records)], due_work=due, fence=fence)
 
     async def _call(
         self,
@@ -278,8 +248,12 @@ class ReplyReads:
         request = request_facts(history).request
         replies = request.get("replies") if isinstance(request.get("replies"), dict) else {}
         assert isinstance(replies, dict)
-        sent = next((r.data.get("delivered_as") for r in reversed(history) if r.type == "delivery_succeeded"), None)
-        values = {"to": request.get("to"), "sent": sent or {}, "conversation": key, "since": cursor or ""}
+        values = {
+            "to": request.get("to"),
+            "sent": delivered_as(history) or {},
+            "conversation": key,
+            "since": cursor or "",
+        }
         try:
             arguments = await trio.to_thread.run_sync(
                 recorded_arguments, replies.get("with", {}), REPLIES_NAMES, values
@@ -357,10 +331,7 @@ class ReplyReads:
         target: str | None = None
         if "to" in item:
             for run_id in kept:
-                sent = next(
-                    (r.data.get("delivered_as") for r in reversed(requests[run_id]) if r.type == "delivery_succeeded"),
-                    None,
-                )
+                sent = delivered_as(requests[run_id])
                 if isinstance(sent, dict) and sent.get("id") == item["to"]:
                     target = run_id
         elif len(kept) == 1:
@@ -369,86 +340,24 @@ class ReplyReads:
             target, ambiguous = kept[-1], True
         if target is None:
             return "nothing"
-        history = await self.ledger.read_stream(run_stream(scope, target))
-        state = fold_run(target, history)
-        facts = request_facts(history)
-        request = facts.request
-        reply_id = item["id"]
-        judged = any(
-            r.type in (REQUEST_ANSWERED, REPLY_REFUSED) and (r.data.get("reply") or {}).get("id") == reply_id
-            for r in history
-        )
-        if state is None or state.status != "started" or state.cancel_requested or facts.answered is not None:
-            return "nothing"
-        if item.get("sender") != request.get("answerer") or judged or facts.requested is None:
-            return "nothing"
-        text = item.get("text") if isinstance(item.get("text"), str) else ""
-        assert isinstance(text, str)
-        reply = {"id": reply_id, "sender": item["sender"]}
-        because: str | None = None
-        issues: list[dict[str, str]] = []
-        answer: dict[str, Any] | None = None
-        if ambiguous:
-            because = "ambiguous"
-        elif len(text.encode("utf-8", "surrogatepass")) > MAX_REPLY_BYTES:
-            because = "too_long"
-        else:
-            rule = request.get("reply") if isinstance(request.get("reply"), dict) else {}
-            schema = request.get("answer_schema") if isinstance(request.get("answer_schema"), dict) else {}
-            assert isinstance(rule, dict) and isinstance(schema, dict)
-            answer = answer_of_reply(rule, schema, text)
-            if answer is None:
-                because = "not_an_answer"
-            else:
-                found = [not_unicode_issue(["answer", *path]) for path in lone_surrogate_paths(answer)]
-                found = found or await check_off_the_loop(schema, answer, "/answer")
-                if found:
-                    because = "invalid"
-                    issues = [{"pointer": issue.pointer, "detail": issue.detail} for issue in found[:5]]
-        started = state.started_metadata
-        metadata = carried_metadata(started)
-        metadata = {**metadata, "causation_id": facts.requested.id, "by": f"playbook:{scope.playbook}"}
-        stream = run_stream(scope, target)
-        if because is None:
-            data: dict[str, Any] = {"answer": answer, "answered_by": f"playbook:{scope.playbook}", "reply": reply}
-            data.update({"server": server, "tool": tool})
-            settle = DueEntry(scope, target, SETTLE_KEY, self.clock(), {})
-            records = [NewRecord(REQUEST_ANSWERED, data, metadata)]
-            due = DueWorkChanges(arm=[settle])
-            result = "taken"
-        else:
-            if sum(1 for r in history if r.type == REPLY_REFUSED) >= MAX_REFUSALS:
-                return "nothing"
-            told = sum(1 for r in history if r.type == REPLY_REFUSED and r.data.get("told")) < MAX_TOLD
-            tell = (request.get("replies") or {}).get("tell")
-            told = told and isinstance(tell, dict)
-            data = {"server": server, "tool": tool, "reply": reply, "because": because, "told": told}  # never words
-            if issues:
-                data["issues"] = issues
-            records = [NewRecord(REPLY_REFUSED, data, metadata)]
-            due = DueWorkChanges()
-            result = "refused"
+        asked = JudgeReply(dict(item), server, tool, self.clock(), ambiguous)
         try:
-            await self.ledger.append([StreamWrite(stream, state.stream_version, records)], due_work=due or None)
-        except VersionConflict:
-            return "nothing"  # the request moved (an answer, a cancel): the reply is judged again at the next read
-        if result == "refused" and data.get("told"):
-            assert because is not None
-            await self._tell(scope, target, history, request, because, issues, records[0].id)
-        return result
+            judged = await self.runs.ask(scope, target, asked)
+        except (MailboxFull, RunKeptMoving):
+            return "nothing"  # the reply is judged again at the next read
+        if judged.telling is not None:
+            await self._tell(scope, target, judged.telling)
+        return judged.outcome
 
-    async def _tell(
-        self,
-        scope: PlaybookScope,
-        run_id: str,
-        history: list[Record],
-        request: Mapping[str, Any],
-        because: str,
-        issues: list[dict[str, str]],
-        refused_id: str,
-    ) -> None:
+    async def record_judgement(self, writer: RunWriter, message: JudgeReply) -> ReplyJudged:
+        """The run's actor's handler of a reply read: `request_answered` (and `interaction:settle`) or
+        `reply_refused`, or nothing."""
+        return (await writer.write(ReplyJudgement(writer.scope, writer.run_id), message)).reply
+
+    async def _tell(self, scope: PlaybookScope, run_id: str, telling: Telling) -> None:
         """Tell the answerer how to answer (§5.4): `telling_started`, then `telling_succeeded` or `telling_failed`,
         on a stream of its own; never retried."""
+        request, because, issues = telling.request, telling.because, telling.issues
         replies = request.get("replies") if isinstance(request.get("replies"), dict) else {}
         deliver = request.get("deliver") if isinstance(request.get("deliver"), dict) else {}
         assert isinstance(replies, dict) and isinstance(deliver, dict)
@@ -459,15 +368,14 @@ class ReplyReads:
         schema = request.get("answer_schema") if isinstance(request.get("answer_schema"), dict) else {}
         assert isinstance(rule, dict) and isinstance(schema, dict)
         message = telling_words(because, issues, rule, schema)
-        sent = next((r.data.get("delivered_as") for r in reversed(history) if r.type == "delivery_succeeded"), None)
         stream = scope.stream("tellings", str(uuid.uuid4()))
         metadata = {
             "by": f"playbook:{scope.playbook}",
             "run_id": run_id,
             "correlation_id": run_id,
-            "causation_id": refused_id,
+            "causation_id": telling.refused_id,
         }
-        values = {"to": request.get("to"), "sent": sent or {}, "message": message}
+        values = {"to": request.get("to"), "sent": telling.sent or {}, "message": message}
         try:
             arguments = await trio.to_thread.run_sync(recorded_arguments, tell.get("with", {}), TELL_NAMES, values)
         except (ArgumentsUnreadable, RenderProblem, StructureAmongText):
@@ -506,7 +414,7 @@ class ReplyReads:
 
 
 def telling_words(
-    because: str, issues: list[dict[str, str]], rule: Mapping[str, Any], schema: Mapping[str, Any]
+    because: str, issues: Sequence[Mapping[str, str]], rule: Mapping[str, Any], schema: Mapping[str, Any]
 ) -> str:
     """What a telling says for a refusal's `because` (§5.4, decision on wording)."""
     if because == "too_long":
@@ -518,12 +426,3 @@ def telling_words(
         shown = "; ".join(f"{issue['pointer']}: {issue['detail']}" for issue in issues[:5])
         return f"That reply does not fit this request: {shown}. {how}"
     return how
-
-
-def woken_read(
-    scope: PlaybookScope, replies_in: Mapping[str, Any], replies: Mapping[str, Any] | None, now: datetime
-) -> DueEntry:
-    """The read a delivery's `replies_in` wakes its conversation with: 5 s after (or the request's `wait`)."""
-    return read_entry(
-        scope, str(replies_in["server"]), str(replies_in["tool"]), str(replies_in["key"]), 0, wait_floor(replies), now
-    )

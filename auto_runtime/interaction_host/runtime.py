@@ -9,6 +9,9 @@ which hands entries under `interaction:` to `fire`.
 
 Rules:
 
+- Every change to a request's run is a message to the run's actor (`runs.interaction_messages`), decided by
+  `functions.interaction.decisions` and appended by the run's writer, which reads the run again and decides
+  again when another writer moved it; `start` and `cancel` are called inside the run's actor with its writer.
 - `answer` records `request_answered` on any server (the run's stream version guards it) and arms
   `interaction:settle` due at once; the lease holder then ends the run `succeeded` with the answer, so the run
   takes it within a sweep (`WORKFLOW_SWEEP_INTERVAL`).
@@ -29,6 +32,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from auto_runtime.actors import MailboxFull
 from auto_runtime.functions.function_type import Rejected, RunEnding, Succeeded
 from auto_runtime.functions.interaction.arguments import ArgumentText
 from auto_runtime.functions.interaction.call_run import (
@@ -36,59 +40,46 @@ from auto_runtime.functions.interaction.call_run import (
     rendered_arguments,
     tools_not_offered,
 )
+from auto_runtime.functions.interaction.decisions import (
+    CANCEL_KEY,
+    RequestAnswer,
+    RequestEnding,
+    RequestStart,
+    check_answer_bounds,
+)
 from auto_runtime.functions.interaction.document import InteractionDocument
-from auto_runtime.functions.interaction.request_sources import RequestSource, attempt_key
+from auto_runtime.functions.interaction.request_sources import RequestSource
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
 from auto_runtime.interaction_host.deliveries import Deliveries
-from auto_runtime.interaction_host.open_requests import (
-    INTERACTION_REQUESTED,
-    OPEN_REQUESTS_TABLE,
-    REQUEST_ANSWERED,
-    listed,
-)
-from auto_runtime.interaction_host.request_facts import RequestFacts, answer_shown, request_facts
-from auto_runtime.json_limits import canonical_digest, depth_of, json_size
-from auto_runtime.ledger import (
-    DueEntry,
-    DueKey,
-    DueWorkChanges,
-    LeaseFence,
-    Ledger,
-    NewRecord,
-    PlaybookScope,
-    StreamWrite,
-    VersionConflict,
-)
+from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE, listed
+from auto_runtime.interaction_host.request_facts import answer_shown
+from auto_runtime.json_limits import canonical_digest
+from auto_runtime.ledger import DueEntry, LeaseFence, Ledger, NewRecord, PlaybookScope
 from auto_runtime.playbooks.cancel_requests import record_cancel_request
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
-from auto_runtime.runs.facts import (
-    RUN_CANCEL_REQUESTED,
-    RUN_REJECTED,
-    RUN_STARTED,
-    RUN_SUCCEEDED,
-    carried_metadata,
-    run_stream,
-)
-from auto_runtime.runs.ids import canonical_run_id, is_run_id
 from auto_runtime.playbooks.run_service import RunService
-from auto_runtime.runs.view import RunState, fold_run
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
-from auto_runtime.schema_issues import check_off_the_loop
+from auto_runtime.runs import RunHandlers, RunKeptMoving, RunWriter
+from auto_runtime.runs.ids import canonical_run_id, is_run_id
+from auto_runtime.runs.interaction_messages import (
+    AnsweredElsewhere,
+    AnswerRequest,
+    EndDelivery,
+    EndRequest,
+    JudgeReply,
+    LoseDelivery,
+    StartDelivery,
+    StartInteractionRun,
+)
+from auto_runtime.runs.view import RunState
 from auto_runtime.tools import ToolServers
-from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller_call_key
 
 KEY_PREFIX = "interaction:"
-EXPIRE_KEY = "interaction:expire"
-SETTLE_KEY = "interaction:settle"
-CANCEL_KEY = "interaction:cancel"
 MAX_PARTY_BYTES = 256
 MAX_MESSAGE_BYTES = 8 * 1024
-MAX_ANSWER_BYTES = 64 * 1024
-MAX_ANSWER_DEPTH = 512
 REQUESTS_FULL_RETRY_AFTER = 5
-ATTEMPTS = 8
 
 
 def _bad_text(text: str) -> str | None:
@@ -136,9 +127,21 @@ class InteractionRuntime:
         self.wake = wake
         self.clock = clock
         """The time requests start and due work is armed at (a test's own clock)."""
-        self.deliveries = Deliveries(ledger, tools, clock)
+        self.run_actors = runs.definitions.actors.runs
+        """Every run's actor: the answers, endings, delivery facts and replies read are messages to it."""
+        self.deliveries = Deliveries(ledger, self.run_actors, tools, clock)
         """The delivery attempts; its `follow` runs beside the timer loop (`WorkflowRuntime.add_follower`)."""
         self._answerers: dict[str, RequestAnswerer] = {}
+        self._serve(self.run_actors.handlers)
+
+    def _serve(self, handlers: RunHandlers) -> None:
+        """Decide the interaction type's messages in the runs' actors (`runs.interaction_messages`)."""
+        handlers.add(AnswerRequest, self._record_answer)
+        handlers.add(EndRequest, self._record_ending)
+        handlers.add(StartDelivery, self.deliveries.record_start)
+        handlers.add(EndDelivery, self.deliveries.record_end)
+        handlers.add(LoseDelivery, self.deliveries.record_loss)
+        handlers.add(JudgeReply, self.deliveries.reads.record_judgement)
 
     def answer_for(self, definition_type: str, answerer: RequestAnswerer, source: RequestSource) -> None:
         """Hand `answer_interaction` on runs of `definition_type` to `answerer`, and deliver the requests `source`
@@ -153,6 +156,7 @@ class InteractionRuntime:
 
     async def start(
         self,
+        writer: RunWriter,
         scope: PlaybookScope,
         definition: DefinitionVersion,
         value: Any,
@@ -160,10 +164,8 @@ class InteractionRuntime:
         caller_id: str,
         metadata: Mapping[str, Any] | None,
     ) -> None:
-        """Start a request under `run_id`; raise its rejection when it ended rejected within the request."""
-        stream = run_stream(scope, run_id)
-        history = await self.ledger.read_stream(stream)
-        expected = history[-1].position if history else 0
+        """Start a request under `run_id`, in the run's actor; raise its rejection when it ended rejected within the
+        request."""
         reference = {"type": "interaction", "name": definition.name, "version": definition.version}
         run_metadata: dict[str, Any] = {
             "correlation_id": run_id,
@@ -177,29 +179,13 @@ class InteractionRuntime:
         document = await self.runs.definitions.actors.documents.parsed(
             (scope.org, scope.playbook), "interaction", definition.name, definition.version, definition.source
         )
-        ending = await self._first_ending(scope, document, value, run_id, definition.name)
-        if isinstance(ending, dict):
-            started = NewRecord(RUN_STARTED, {**started_data, "waits": True, "finishes_later": True}, run_metadata)
-            requested = NewRecord(INTERACTION_REQUESTED, ending, {**run_metadata, "causation_id": started.id})
-            expires_at = datetime.fromisoformat(ending["expires_at"].replace("Z", "+00:00"))
-            arm = [DueEntry(scope, run_id, EXPIRE_KEY, expires_at, {})]
-            if ending.get("delivery") is not None:
-                arm.append(DueEntry(scope, run_id, attempt_key(1), self.clock(), {}))
-            await self.ledger.append(
-                [StreamWrite(stream, expected, [started, requested])], due_work=DueWorkChanges(arm=arm)
-            )
+        first = await self._first_ending(scope, document, value, run_id, definition.name)
+        message = StartInteractionRun(started_data, run_metadata, first, self.clock())
+        written = await writer.write(RequestStart(scope, run_id), message)
+        if written.reply is not None:
+            raise written.reply
+        if isinstance(first, Mapping) and written.appended:
             self.wake()
-            return
-        started = NewRecord(RUN_STARTED, started_data, run_metadata)
-        after = {**run_metadata, "causation_id": started.id}
-        if isinstance(ending, Rejected):
-            data = ending.rejection.as_record()
-            if ending.record is not None:
-                data["record"] = dict(ending.record)
-            await self.ledger.append([StreamWrite(stream, expected, [started, NewRecord(RUN_REJECTED, data, after)])])
-            raise ending.rejection
-        succeeded = NewRecord(RUN_SUCCEEDED, {"output": ending.output, "record": dict(ending.record)}, after)
-        await self.ledger.append([StreamWrite(stream, expected, [started, succeeded])])
 
     async def _first_ending(
         self, scope: PlaybookScope, document: Any, value: Any, run_id: str, name: str
@@ -356,79 +342,31 @@ class InteractionRuntime:
     async def answer(
         self, scope: PlaybookScope, run_id: str, answer: Any, claimed_for: str | None, caller_id: str
     ) -> dict[str, Any]:
-        """`answer_interaction` (interaction-format §6.2)."""
+        """`answer_interaction` (interaction-format §6.2): decided in the run's actor, or handed whole to the
+        answerer of the run's type."""
         run_id = canonical_run_id(run_id)
-        missing = not_found(f"The playbook {scope.playbook} has no run {run_id}.")
         if not is_run_id(run_id):
-            raise missing
-        stream = run_stream(scope, run_id)
-        for _ in range(ATTEMPTS):
-            history = await self.ledger.read_stream(stream)
-            state = fold_run(run_id, history)
-            if state is None:
-                raise missing
-            answerer = self._answerers.get(state.type)
-            if answerer is not None:
-                self._check_bounds(answer)
-                return await answerer.answer(scope, run_id, answer, claimed_for, caller_id)
-            facts = request_facts(history)
-            if facts.answered is not None:
-                if canonical_digest(facts.answered.data.get("answer")) == canonical_digest(answer):
-                    return answer_shown(run_id, facts.answered)
-                raise conflict(f"The request of the run {run_id} took another answer already.")
-            self._answerable(run_id, state, facts)
-            await self._check_answer(facts.request.get("answer_schema") or {}, answer)
-            data: dict[str, Any] = {"answer": answer}
-            if claimed_for is not None:
-                data["claimed_for"] = claimed_for
-            data["answered_by"] = caller_id
-            started = state.started_metadata
-            metadata = carried_metadata(started)
-            assert facts.requested is not None
-            record = NewRecord(
-                REQUEST_ANSWERED, data, {**metadata, "causation_id": facts.requested.id, "by": caller_id}
-            )
-            settle = DueEntry(scope, run_id, SETTLE_KEY, self.clock(), {})
-            try:
-                appended = await self.ledger.append(
-                    [StreamWrite(stream, state.stream_version, [record])], due_work=DueWorkChanges(arm=[settle])
-                )
-            except VersionConflict:
-                continue
+            raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
+        asked = AnswerRequest(answer, claimed_for, caller_id, self.clock())
+        answered = await self.run_actors.ask(scope, run_id, asked)
+        if isinstance(answered, AnsweredElsewhere):
+            check_answer_bounds(answer)
+            answerer = self._answerers[answered.definition_type]
+            return await answerer.answer(scope, run_id, answer, claimed_for, caller_id)
+        return answered
+
+    async def _record_answer(self, writer: RunWriter, message: AnswerRequest) -> dict[str, Any] | AnsweredElsewhere:
+        """The run's actor's handler of an answer: `request_answered` and `interaction:settle`, then the loop is
+        woken to end the run."""
+        decider = RequestAnswer(writer.scope, writer.run_id, frozenset(self._answerers))
+        written = await writer.write(decider, message, kept_moving=_answer_kept_moving)
+        reply = written.reply
+        if isinstance(reply, AnsweredElsewhere):
+            return reply
+        if reply is None:
             self.wake()
-            return answer_shown(run_id, appended[0])
-        raise unavailable("The run kept moving while the answer was recorded; send it again.", retry_after=1)
-
-    @staticmethod
-    def _answerable(run_id: str, state: RunState, facts: RequestFacts) -> None:
-        if state.type != "interaction" or facts.requested is None:
-            raise conflict(f"The run {run_id} waits for no answer: it is not a request of an interaction function.")
-        if not facts.request.get("takes_answer"):
-            raise conflict(f"The run {run_id} sent a notification, which takes no answer.")
-        if state.status != "started":
-            raise conflict(f"The request of the run {run_id} has ended ({state.status}), so it takes no answer.")
-        if state.cancel_requested:
-            raise conflict(f"The run {run_id} was asked to cancel, so its request takes no answer.")
-
-    @staticmethod
-    async def _check_answer(schema: Mapping[str, Any], answer: Any) -> None:
-        InteractionRuntime._check_bounds(answer)
-        issues = await check_off_the_loop(dict(schema), answer, "/answer")
-        if issues:
-            raise invalid_input(issues)
-
-    @staticmethod
-    def _check_bounds(answer: Any) -> None:
-        """Any answer's bounds, whoever checks the rest: 512 levels and 64 KiB as JSON."""
-        if depth_of(answer) > MAX_ANSWER_DEPTH:
-            raise invalid_input(
-                [InputIssue(f"answer: expected at most {MAX_ANSWER_DEPTH} levels of nesting.", "/answer")]
-            )
-        size = json_size(answer)
-        if size > MAX_ANSWER_BYTES:
-            raise invalid_input(
-                [InputIssue(f"answer: expected at most {MAX_ANSWER_BYTES:,} bytes as JSON, not {size:,}.", "/answer")]
-            )
+            reply = written.appended[0]
+        return answer_shown(writer.run_id, reply)
 
     async def list_open(
         self,
@@ -470,102 +408,25 @@ class InteractionRuntime:
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
         """End the run an `interaction:` entry is due for, when its moment came: with its answer, its
-        cancellation or its expiry; marks the entry fired in the ending's append (alone when nothing ends)."""
+        cancellation or its expiry; marks the entry fired in the ending's append (alone when nothing ends). A run
+        whose mailbox is full, or that kept moving, leaves the entry armed for a later sweep."""
         if self.deliveries.handles(entry.key):
             await self.deliveries.fire(entry, fence)
             return
         scope = entry.scope
         assert isinstance(scope, PlaybookScope)
-        stream = run_stream(scope, entry.run_id)
-        for _ in range(ATTEMPTS):
-            history = await self.ledger.read_stream(stream)
-            state = fold_run(entry.run_id, history)
-            facts = request_facts(history)
-            if state is None or state.status != "started" or facts.requested is None:
-                await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
-                return
-            records = self._ending(scope, entry, state, facts)
-            if records is None:
-                await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
-                return
-            due = self._ending_due_work(scope, entry, state, records[-1])
-            try:
-                await self.ledger.append(
-                    [StreamWrite(stream, state.stream_version, records)], due_work=due, fence=fence
-                )
-            except VersionConflict:
-                continue
+        try:
+            await self.run_actors.ask(scope, entry.run_id, EndRequest(entry, fence, self.clock()))
+        except (MailboxFull, RunKeptMoving):
             return
 
-    def _ending(
-        self, scope: PlaybookScope, entry: DueEntry, state: RunState, facts: RequestFacts
-    ) -> list[NewRecord] | None:
-        started = state.started_metadata
-        metadata = carried_metadata(started)
-        requested = facts.requested
-        assert requested is not None
-        caused = {**metadata, "causation_id": requested.id}
-        if facts.answered is not None:
-            answered = facts.answered.data
-            record: dict[str, Any] = {
-                "answered_by": answered.get("answered_by"),
-                "answered_at": iso_utc(facts.answered.recorded_at),
-            }
-            for key in ("claimed_for", "reply"):
-                if answered.get(key) is not None:
-                    record[key] = answered[key]
-            by = str(answered.get("answered_by", ""))
-            ending = {"output": answered.get("answer"), "record": record}
-            return [NewRecord(RUN_SUCCEEDED, ending, {**caused, "causation_id": facts.answered.id, "by": by})]
-        if entry.key == CANCEL_KEY or facts.cancel is not None:
-            return self._cancelled(entry, metadata, facts)
-        expires_at = facts.request.get("expires_at")
-        if entry.key == EXPIRE_KEY and isinstance(expires_at, str) and self._past(expires_at):
-            by = f"playbook:{scope.playbook}"
-            rejection = Rejection(
-                "unanswered", f"Nobody answered the request before it expired at {expires_at}.", kind="expired"
-            )
-            return [NewRecord(RUN_REJECTED, rejection.as_record(), {**caused, "by": by})]
-        return None
+    async def _record_ending(self, writer: RunWriter, message: EndRequest) -> bool:
+        """The run's actor's handler of an ending entry (see `fire`)."""
+        written = await writer.write(RequestEnding(writer.scope, writer.run_id), message)
+        if not written.appended:
+            await writer.ledger.due_work.mark_fired([message.entry.due_key], fence=message.fence)
+        return written.reply
 
-    def _past(self, moment: str) -> bool:
-        return datetime.fromisoformat(moment.replace("Z", "+00:00")) <= self.clock()
 
-    @staticmethod
-    def _cancelled(entry: DueEntry, metadata: Mapping[str, Any], facts: RequestFacts) -> list[NewRecord]:
-        records: list[NewRecord] = []
-        asked = facts.cancel
-        if asked is not None:
-            kind = str(asked.data.get("kind", "requested"))
-            reason = asked.data.get("reason")
-            by = str(asked.metadata.get("by", ""))
-            cause = asked.id
-        else:
-            payload = entry.payload if isinstance(entry.payload, dict) else {}
-            kind = str(payload.get("kind", "requested"))
-            reason = payload.get("reason")
-            by = str(payload.get("by", ""))
-            data: dict[str, Any] = {"kind": kind}
-            if isinstance(reason, str):
-                data["reason"] = reason
-            request = NewRecord(RUN_CANCEL_REQUESTED, data, {**metadata, "causation_id": None, "by": by})
-            records.append(request)
-            cause = request.id
-        detail = reason if isinstance(reason, str) else f"The run was cancelled by {by}."
-        rejection = Rejection("cancelled", detail, kind=kind)
-        records.append(NewRecord(RUN_REJECTED, rejection.as_record(), {**metadata, "causation_id": cause, "by": by}))
-        return records
-
-    def _ending_due_work(
-        self, scope: PlaybookScope, entry: DueEntry, state: RunState, ending: NewRecord
-    ) -> DueWorkChanges:
-        others = [DueKey(scope, entry.run_id, key) for key in (EXPIRE_KEY, SETTLE_KEY, CANCEL_KEY) if key != entry.key]
-        arm: list[DueEntry] = []
-        called_by = state.started_metadata.get("called_by")
-        if isinstance(called_by, dict):
-            succeeded = ending.type == RUN_SUCCEEDED
-            status = "succeeded" if succeeded else "rejected"
-            rejection = None if succeeded else {k: v for k, v in ending.data.items() if k != "record"}
-            payload = answer_payload(caller_call_key(called_by), status, ending.data.get("output"), rejection)
-            arm.append(DueEntry(scope, str(called_by["run_id"]), answer_key(entry.run_id), self.clock(), payload))
-        return DueWorkChanges(arm=arm, cancel=others, fire=[entry.due_key])
+def _answer_kept_moving() -> Exception:
+    return unavailable("The run kept moving while the answer was recorded; send it again.", retry_after=1)

@@ -7,7 +7,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from auto_runtime.interaction_host.deliveries import LOST_AFTER, next_attempt_wait
+from auto_runtime.functions.interaction.delivery_decisions import LOST_AFTER, next_attempt_wait
 from auto_runtime.ledger import Ledger
 from auto_runtime.workflow_host.run_store import RunStore
 from tests.fakes.gateway_process import McpToolServerProcess

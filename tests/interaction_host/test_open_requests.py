@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from auto_runtime.functions.interaction.conversations import cadence
+from auto_runtime.functions.interaction.delivery_decisions import next_attempt_wait
 from auto_runtime.functions.interaction.request_sources import RequestSource
-from auto_runtime.interaction_host.deliveries import next_attempt_wait
 from auto_runtime.interaction_host.open_requests import INTERACTION_SOURCE, listed, open_requests_projection
-from auto_runtime.interaction_host.replies import cadence
 from auto_runtime.ledger import Record, Row, StreamName
 
 STREAM = StreamName("playbook/acme/desk/runs/r-1")

@@ -8,7 +8,8 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from auto_runtime.interaction_host.replies import MAX_REFUSALS, MAX_TOLD, cadence
+from auto_runtime.functions.interaction.conversations import cadence
+from auto_runtime.functions.interaction.delivery_decisions import MAX_REFUSALS, MAX_TOLD
 from auto_runtime.ledger import Ledger, Record
 from auto_runtime.text_rule import NOT_UNICODE
 from auto_runtime.workflow_host.run_store import RunStore

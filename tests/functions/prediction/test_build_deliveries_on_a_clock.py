@@ -15,6 +15,7 @@ from typing import Any
 
 import trio
 
+from auto_runtime.functions.interaction.delivery_decisions import LOST_AFTER, next_attempt_wait
 from auto_runtime.functions.interaction.interaction_type import InteractionType
 from auto_runtime.functions.prediction.brief import request_message
 from auto_runtime.functions.prediction.build_facts import is_build_input
@@ -26,7 +27,6 @@ from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.functions.prediction.prediction_type import PredictionType
 from auto_runtime.functions.prediction.questions import Questions
 from auto_runtime.functions.registry import function_types
-from auto_runtime.interaction_host.deliveries import LOST_AFTER, next_attempt_wait
 from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE
 from auto_runtime.interaction_host.runtime import KEY_PREFIX, InteractionRuntime
 from auto_runtime.ledger import Ledger
