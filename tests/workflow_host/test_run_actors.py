@@ -90,7 +90,7 @@ async def test_queued_inputs_of_one_run_are_applied_in_one_life_and_a_waiting_ru
     run_id = str(uuid7())
     await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
     key = await wait_key(ledger, SCOPE, run_id)
-    assert store.actors.live_count == 0, "a run that waits holds no actor"
+    assert store.runs.live_count == 0, "a run that waits holds no actor"
     results: list[Any] = []
 
     async def fire(at: int) -> None:
@@ -100,9 +100,9 @@ async def test_queued_inputs_of_one_run_are_applied_in_one_life_and_a_waiting_ru
         for offset in (60_000, 61_000, 62_000):
             nursery.start_soon(fire, now_ms() + offset)
     assert sorted(result.stale for result in results) == [False, True, True]
-    assert store.actors.spawns == 1, "the three inputs met in one actor's mailbox"
+    assert store.runs.spawns == 1, "the three inputs met in one actor's mailbox"
     await trio.testing.wait_all_tasks_blocked()  # the actor, asked to passivate, has left the registry
-    assert store.actors.live_count == 0
+    assert store.runs.live_count == 0
     records = await ledger.read_stream(run_stream(SCOPE, run_id))
     assert [r.type for r in records].count("run_succeeded") == 1
 
@@ -114,7 +114,7 @@ async def test_an_input_for_no_run_is_answered_without_a_restart(store: RunStore
         pass
     else:
         raise AssertionError("an input for no run is UnknownRun")
-    assert store.actors.restarts == 0
+    assert store.runs.restarts == 0
 
 
 async def fire_wait(ledger: Ledger, store: RunStore, scope: PlaybookScope, run_id: str) -> Applied | None:
@@ -135,16 +135,16 @@ async def test_a_run_actor_that_breaks_down_is_restarted_and_its_run_ends_failed
         await store.start_run(scope, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
     await break_state(ledger, store, broken)
     assert await fire_wait(ledger, store, SCOPE, broken) is None
-    assert store.actors.restarts == 1
+    assert store.runs.restarts == 1
     await trio.testing.wait_all_tasks_blocked()
-    assert store.actors.live_count == 0
+    assert store.runs.live_count == 0
     history = [r.type for r in await ledger.read_stream(run_stream(SCOPE, broken))]
     assert history.count("run_failed") == 1 and history[-1] == "run_failed"
     assert {row.state for row in await ledger.due_work.entries_of_run(SCOPE, broken)} <= {"cancelled", "fired"}
     for scope, run_id in ((SCOPE, healthy), (ELSEWHERE, other)):
         applied = await fire_wait(ledger, store, scope, run_id)
         assert applied is not None and applied.status == "succeeded"
-    assert store.actors.restarts == 1
+    assert store.runs.restarts == 1
 
 
 async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives_up_others_untouched(
@@ -190,7 +190,7 @@ async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives
             for _ in range(10_000):  # until its run actors run again, or its actor gave up
                 await trio.testing.wait_all_tasks_blocked()
                 runs_now = host.hosted((SCOPE.org, SCOPE.playbook))
-                if runs_now is None or runs_now.inputs.running:
+                if runs_now is None or runs_now.runs.running:
                     break
             spawns_after.append(host.spawns)
         still = host.hosted((ELSEWHERE.org, ELSEWHERE.playbook))
@@ -203,7 +203,7 @@ async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives
     assert broke == runs
     assert not ended_with, "escalation ends at the playbook's actor"
     assert (host.escalated, host.gave_up, host.restarts) == (2, 1, 0)
-    assert store.actors.restarts == 4
+    assert store.runs.restarts == 4
     # the other playbook's actor, then SCOPE's, restarted once after the second breakdown, then gone (gave up)
     assert spawns_after == [2, 3, 3, 3]
     assert not host.is_live((SCOPE.org, SCOPE.playbook))
