@@ -141,7 +141,7 @@ class RunStore:
         self._failure = WorkflowFailure(self)
         handlers = self.runs.handlers
         handlers.add(StartWorkflowRun, self._started)
-        handlers.add(ApplyWorkflowInput, self._applied)
+        handlers.add(ApplyWorkflowInput, self.apply_in)
         handlers.add(FailWorkflowRun, self._failed)
 
     # -- WorkflowPorts ---------------------------------------------------------------------------------------
@@ -251,7 +251,9 @@ class RunStore:
             return Applied(stale=True)
         return applied_of(written.reply, written.appended)
 
-    async def _applied(self, writer: RunWriter, message: ApplyWorkflowInput) -> Applied:
+    async def apply_in(self, writer: RunWriter, message: ApplyWorkflowInput) -> Applied:
+        """Apply an input as the run's actor (`writer`), on the state it kept from the last input when it has one
+        (see `functions.workflow.decisions.WorkflowInput`). Anyone else sends `apply_input`."""
         written = await writer.write(self._input, message, kept_moving=_kept_moving(writer.run_id))
         return applied_of(written.reply, written.appended)
 
