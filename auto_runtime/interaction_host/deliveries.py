@@ -203,7 +203,7 @@ class Deliveries:
     async def record_start(self, writer: RunWriter, message: StartDelivery) -> str | None:
         """The run's actor's handler of an attempt's start: the `delivery_started` record's id, or None (the
         entry is then marked fired, in the refusal's append or alone)."""
-        written = await writer.write(AttemptStart(writer.scope, writer.run_id, self._sources), message)
+        written = await writer.write(AttemptStart(self._sources), message)
         if not written.appended:
             await writer.ledger.due_work.mark_fired([message.entry.due_key], fence=message.fence)
         return written.reply
@@ -243,7 +243,7 @@ class Deliveries:
 
     async def record_end(self, writer: RunWriter, message: EndDelivery) -> bool:
         """The run's actor's handler of an attempt's end."""
-        decider = AttemptEnd(writer.scope, writer.run_id, self._sources, self.scrub)
+        decider = AttemptEnd(self.scrub, self._sources)
         return (await writer.write(decider, message)).reply
 
     async def _call(
@@ -295,7 +295,7 @@ class Deliveries:
 
     async def record_loss(self, writer: RunWriter, message: LoseDelivery) -> bool:
         """The run's actor's handler of an attempt's loss; marks its entry fired alone when nothing is recorded."""
-        decider = AttemptLoss(writer.scope, writer.run_id, self._sources, self.scrub)
+        decider = AttemptLoss(self.scrub, self._sources)
         written = await writer.write(decider, message)
         if not written.appended:
             await writer.ledger.due_work.mark_fired([message.entry.due_key], fence=message.fence)

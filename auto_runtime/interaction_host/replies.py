@@ -352,7 +352,7 @@ class ReplyReads:
     async def record_judgement(self, writer: RunWriter, message: JudgeReply) -> ReplyJudged:
         """The run's actor's handler of a reply read: `request_answered` (and `interaction:settle`) or
         `reply_refused`, or nothing."""
-        return (await writer.write(ReplyJudgement(writer.scope, writer.run_id), message)).reply
+        return (await writer.write(ReplyJudgement(), message)).reply
 
     async def _tell(self, scope: PlaybookScope, run_id: str, telling: Telling) -> None:
         """Tell the answerer how to answer (§5.4): `telling_started`, then `telling_succeeded` or `telling_failed`,

@@ -55,13 +55,13 @@ from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE, lis
 from auto_runtime.interaction_host.request_facts import answer_shown
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import DueEntry, LeaseFence, Ledger, NewRecord, PlaybookScope
-from auto_runtime.playbooks.cancel_requests import record_cancel_request
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.runs import RunHandlers, RunKeptMoving, RunWriter
+from auto_runtime.runs.cancels import CancelRun, record_cancel_request
 from auto_runtime.runs.ids import canonical_run_id, is_run_id
 from auto_runtime.runs.interaction_messages import (
     AnsweredElsewhere,
@@ -181,7 +181,7 @@ class InteractionRuntime:
         )
         first = await self._first_ending(scope, document, value, run_id, definition.name)
         message = StartInteractionRun(started_data, run_metadata, first, self.clock())
-        written = await writer.write(RequestStart(scope, run_id), message)
+        written = await writer.write(RequestStart(), message)
         if written.reply is not None:
             raise written.reply
         if isinstance(first, Mapping) and written.appended:
@@ -324,17 +324,17 @@ class InteractionRuntime:
         )
         return int(rows[0]["n"]) if rows else 0
 
-    async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
+    async def cancel(self, writer: RunWriter, scope: PlaybookScope, state: RunState, message: CancelRun) -> None:
         """Record `run_cancel_requested` and the `interaction:cancel` entry that ends the run, unless the run was
         asked already (a second request records nothing)."""
-        payload: dict[str, Any] = {"kind": "requested", "by": caller_id}
-        if reason is not None:
-            payload["reason"] = reason
+        payload: dict[str, Any] = {"kind": "requested", "by": message.caller_id}
+        if message.reason is not None:
+            payload["reason"] = message.reason
 
         def entry_of(record: NewRecord) -> DueEntry:
             return DueEntry(scope, state.run_id, CANCEL_KEY, self.clock(), payload)
 
-        if await record_cancel_request(self.ledger, self.runs.read_run, scope, state, reason, caller_id, entry_of):
+        if await record_cancel_request(writer, message, entry_of):
             self.wake()
 
     # -- answering and listing ---------------------------------------------------------------------------------
@@ -358,7 +358,7 @@ class InteractionRuntime:
     async def _record_answer(self, writer: RunWriter, message: AnswerRequest) -> dict[str, Any] | AnsweredElsewhere:
         """The run's actor's handler of an answer: `request_answered` and `interaction:settle`, then the loop is
         woken to end the run."""
-        decider = RequestAnswer(writer.scope, writer.run_id, frozenset(self._answerers))
+        decider = RequestAnswer(frozenset(self._answerers))
         written = await writer.write(decider, message, kept_moving=_answer_kept_moving)
         reply = written.reply
         if isinstance(reply, AnsweredElsewhere):
@@ -422,7 +422,7 @@ class InteractionRuntime:
 
     async def _record_ending(self, writer: RunWriter, message: EndRequest) -> bool:
         """The run's actor's handler of an ending entry (see `fire`)."""
-        written = await writer.write(RequestEnding(writer.scope, writer.run_id), message)
+        written = await writer.write(RequestEnding(), message)
         if not written.appended:
             await writer.ledger.due_work.mark_fired([message.entry.due_key], fence=message.fence)
         return written.reply

@@ -50,14 +50,11 @@ MAX_ANSWER_DEPTH = 512
 
 
 class RequestDecider(HistoryDecider[M, R]):
-    """A decider of one request's run (`scope`, `run_id`), on its records."""
+    """A decider of one request's run, on its records."""
 
-    def __init__(self, scope: PlaybookScope, run_id: str) -> None:
-        self.scope = scope
-        self.run_id = run_id
-
-    def run(self, history: RunHistory) -> RunState | None:
-        return fold_run(self.run_id, history.records)
+    @staticmethod
+    def run(history: RunHistory) -> RunState | None:
+        return fold_run(history.run_id, history.records)
 
 
 def check_answer_bounds(answer: Any) -> None:
@@ -91,7 +88,8 @@ class RequestStart(RequestDecider[StartInteractionRun, "Rejection | None"]):
     """A request's start (see the module's rules); the reply is the rejection the start raises."""
 
     def decide(self, loaded: Loaded[RunHistory], message: StartInteractionRun) -> Decision[Rejection | None]:
-        before = self.run(loaded.state)
+        history = loaded.state
+        before = self.run(history)
         if before is not None and (before.has_final_result or (before.status == "started" and before.waits)):
             return Decision(None)
         metadata = dict(message.metadata)
@@ -100,9 +98,9 @@ class RequestStart(RequestDecider[StartInteractionRun, "Rejection | None"]):
             started = NewRecord(RUN_STARTED, {**message.started, "waits": True, "finishes_later": True}, metadata)
             requested = NewRecord(INTERACTION_REQUESTED, dict(first), {**metadata, "causation_id": started.id})
             expires_at = datetime.fromisoformat(str(first["expires_at"]).replace("Z", "+00:00"))
-            arm = [DueEntry(self.scope, self.run_id, EXPIRE_KEY, expires_at, {})]
+            arm = [DueEntry(history.scope, history.run_id, EXPIRE_KEY, expires_at, {})]
             if first.get("delivery") is not None:
-                arm.append(DueEntry(self.scope, self.run_id, attempt_key(1), message.at, {}))
+                arm.append(DueEntry(history.scope, history.run_id, attempt_key(1), message.at, {}))
             return Decision(None, [started, requested], DueWorkChanges(arm=arm))
         started = NewRecord(RUN_STARTED, dict(message.started), metadata)
         after = {**metadata, "causation_id": started.id}
@@ -135,26 +133,26 @@ class RequestAnswer(RequestDecider[AnswerRequest, "Record | AnsweredElsewhere | 
     answer, `AnsweredElsewhere`, or None when this decision records it. `elsewhere`: the types whose runs answer
     their requests themselves."""
 
-    def __init__(self, scope: PlaybookScope, run_id: str, elsewhere: frozenset[str] = frozenset()) -> None:
-        super().__init__(scope, run_id)
+    def __init__(self, elsewhere: frozenset[str] = frozenset()) -> None:
         self.elsewhere = elsewhere
 
     async def decide(
         self, loaded: Loaded[RunHistory], message: AnswerRequest
     ) -> Decision[Record | AnsweredElsewhere | None]:
-        history = loaded.state.records
-        state = self.run(loaded.state)
+        history = loaded.state
+        scope, run_id = history.scope, history.run_id
+        state = self.run(history)
         if state is None:
-            raise not_found(f"The playbook {self.scope.playbook} has no run {self.run_id}.")
+            raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
         if state.type in self.elsewhere:
             return Decision(AnsweredElsewhere(state.type))
-        facts = request_facts(history)
+        facts = request_facts(history.records)
         answer = message.answer
         if facts.answered is not None:
             if canonical_digest(facts.answered.data.get("answer")) == canonical_digest(answer):
                 return Decision(facts.answered)
-            raise conflict(f"The request of the run {self.run_id} took another answer already.")
-        answerable(self.run_id, state, facts)
+            raise conflict(f"The request of the run {run_id} took another answer already.")
+        answerable(run_id, state, facts)
         check_answer_bounds(answer)
         issues = await check_off_the_loop(dict(facts.request.get("answer_schema") or {}), answer, "/answer")
         if issues:
@@ -168,7 +166,7 @@ class RequestAnswer(RequestDecider[AnswerRequest, "Record | AnsweredElsewhere | 
         record = NewRecord(
             REQUEST_ANSWERED, data, {**metadata, "causation_id": facts.requested.id, "by": message.caller_id}
         )
-        settle = DueEntry(self.scope, self.run_id, SETTLE_KEY, message.at, {})
+        settle = DueEntry(scope, run_id, SETTLE_KEY, message.at, {})
         return Decision(None, [record], DueWorkChanges(arm=[settle]))
 
 
@@ -179,21 +177,24 @@ class RequestEnding(RequestDecider[EndRequest, bool]):
     """A request's ending when one of its ending entries came due (see the module's rules); whether it ends."""
 
     def decide(self, loaded: Loaded[RunHistory], message: EndRequest) -> Decision[bool]:
-        history = loaded.state.records
-        state = self.run(loaded.state)
-        facts = request_facts(history)
+        history = loaded.state
+        scope, run_id = history.scope, history.run_id
+        state = self.run(history)
+        facts = request_facts(history.records)
         if state is None or state.status != "started" or facts.requested is None:
             return Decision(False)
-        records = self._ending(message, state, facts)
+        records = self._ending(scope, message, state, facts)
         if records is None:
             return Decision(False)
         entry = message.entry
-        others = [DueKey(self.scope, self.run_id, key) for key in ENDING_KEYS if key != entry.key]
-        arm = caller_answer(self.scope, self.run_id, state, records[-1], message.at)
+        others = [DueKey(scope, run_id, key) for key in ENDING_KEYS if key != entry.key]
+        arm = caller_answer(scope, run_id, state, records[-1], message.at)
         due = DueWorkChanges(arm=arm, cancel=others, fire=[entry.due_key])
         return Decision(True, records, due, fence=message.fence)
 
-    def _ending(self, message: EndRequest, state: RunState, facts: RequestFacts) -> list[NewRecord] | None:
+    def _ending(
+        self, scope: PlaybookScope, message: EndRequest, state: RunState, facts: RequestFacts
+    ) -> list[NewRecord] | None:
         metadata = carried_metadata(state.started_metadata)
         requested = facts.requested
         assert requested is not None
@@ -215,7 +216,7 @@ class RequestEnding(RequestDecider[EndRequest, bool]):
             return self._cancelled(entry, metadata, facts)
         expires_at = facts.request.get("expires_at")
         if entry.key == EXPIRE_KEY and isinstance(expires_at, str) and _at_or_before(expires_at, message.at):
-            by = f"playbook:{self.scope.playbook}"
+            by = f"playbook:{scope.playbook}"
             rejection = Rejection(
                 "unanswered", f"Nobody answered the request before it expired at {expires_at}.", kind="expired"
             )

@@ -115,16 +115,14 @@ def attempt_stopped(state: RunState | None, facts: RequestFacts, history: Sequen
 class _DeliveryDecider(RequestDecider[Any, Any]):
     """A decider of a delivered request's run, reading the request as its source does."""
 
-    def __init__(
-        self, scope: PlaybookScope, run_id: str, sources: Mapping[str, RequestSource] = INTERACTION_SOURCES
-    ) -> None:
-        super().__init__(scope, run_id)
+    def __init__(self, sources: Mapping[str, RequestSource] = INTERACTION_SOURCES) -> None:
         self.sources = sources
 
     def facts(self, history: RunHistory) -> RequestFacts:
         return request_facts(history.records, self.sources)
 
-    def spent(self, state: RunState, request: Mapping[str, Any], last: NewRecord) -> list[NewRecord]:
+    @staticmethod
+    def spent(scope: PlaybookScope, state: RunState, request: Mapping[str, Any], last: NewRecord) -> list[NewRecord]:
         """The attempts are spent: a question stays open (`undelivered`), a notification ends `unanswered`."""
         if request.get("takes_answer"):
             return []
@@ -134,7 +132,7 @@ class _DeliveryDecider(RequestDecider[Any, Any]):
         metadata = {
             **carried_metadata(state.started_metadata),
             "causation_id": last.id,
-            "by": f"playbook:{self.scope.playbook}",
+            "by": f"playbook:{scope.playbook}",
         }
         return [NewRecord(RUN_REJECTED, rejection.as_record(), metadata)]
 
@@ -146,9 +144,10 @@ class AttemptStart(_DeliveryDecider):
     """An attempt's start (see the module's rules): the reply is the `delivery_started` record's id, else None."""
 
     def decide(self, loaded: Loaded[RunHistory], message: StartDelivery) -> Decision[str | None]:
-        state = self.run(loaded.state)
-        facts = self.facts(loaded.state)
-        if attempt_stopped(state, facts, loaded.state.records, message.number):
+        history = loaded.state
+        state = self.run(history)
+        facts = self.facts(history)
+        if attempt_stopped(state, facts, history.records, message.number):
             return Decision(None)
         assert state is not None and facts.requested is not None
         metadata = {**carried_metadata(state.started_metadata), "causation_id": facts.requested.id, "by": "runtime"}
@@ -158,12 +157,12 @@ class AttemptStart(_DeliveryDecider):
             refused = NewRecord(
                 DELIVERY_REFUSED, {"number": message.number, "because": because, "detail": detail}, metadata
             )
-            records = [refused, *self.spent(state, facts.request, refused)]
-            arm = caller_answer(self.scope, self.run_id, state, records[-1], message.at)
+            records = [refused, *self.spent(history.scope, state, facts.request, refused)]
+            arm = caller_answer(history.scope, history.run_id, state, records[-1], message.at)
             return Decision(None, records, DueWorkChanges(arm=arm, fire=fired), fence=message.fence)
         assert message.started is not None
         begun = NewRecord(DELIVERY_STARTED, dict(message.started), metadata)
-        lost = DueEntry(self.scope, self.run_id, f"{LOST_PREFIX}{message.number}", message.at + LOST_AFTER, {})
+        lost = DueEntry(history.scope, history.run_id, f"{LOST_PREFIX}{message.number}", message.at + LOST_AFTER, {})
         return Decision(begun.id, [begun], DueWorkChanges(arm=[lost], fire=fired), fence=message.fence)
 
 
@@ -171,14 +170,8 @@ class AttemptStart(_DeliveryDecider):
 
 
 class _AttemptEnding(_DeliveryDecider):
-    def __init__(
-        self,
-        scope: PlaybookScope,
-        run_id: str,
-        sources: Mapping[str, RequestSource] = INTERACTION_SOURCES,
-        scrub: Scrub = str,
-    ) -> None:
-        super().__init__(scope, run_id, sources)
+    def __init__(self, scrub: Scrub, sources: Mapping[str, RequestSource] = INTERACTION_SOURCES) -> None:
+        super().__init__(sources)
         self.scrub = scrub
 
     def ending(
@@ -209,10 +202,12 @@ class _AttemptEnding(_DeliveryDecider):
             data.update({key: failure[key] for key in ("because", "retry_after_ms") if key in failure})
             data["detail"] = self.scrub(str(failure.get("detail", "")))[:1024]
             failed = NewRecord(DELIVERY_FAILED, data, metadata)
-            records = [failed] if number < MAX_ATTEMPTS else [failed, *self.spent(state, request, failed)]
+            records = (
+                [failed] if number < MAX_ATTEMPTS else [failed, *self.spent(history.scope, state, request, failed)]
+            )
         else:
             records = self._succeeded(request, metadata, data, outcome, at)
-        return records, self._after(state, request, number, records, failure, at)
+        return records, self._after(history, state, request, number, records, failure, at)
 
     def _succeeded(
         self,
@@ -241,8 +236,9 @@ class _AttemptEnding(_DeliveryDecider):
         )
         return [succeeded, ending]
 
+    @staticmethod
     def _after(
-        self,
+        history: RunHistory,
         state: RunState,
         request: Mapping[str, Any],
         number: int,
@@ -250,16 +246,17 @@ class _AttemptEnding(_DeliveryDecider):
         failure: Mapping[str, Any] | None,
         at: datetime,
     ) -> DueWorkChanges:
-        cancel = [DueKey(self.scope, self.run_id, f"{LOST_PREFIX}{number}")]
-        arm = caller_answer(self.scope, self.run_id, state, records[-1], at)
+        scope, run_id = history.scope, history.run_id
+        cancel = [DueKey(scope, run_id, f"{LOST_PREFIX}{number}")]
+        arm = caller_answer(scope, run_id, state, records[-1], at)
         replies_in = records[-1].data.get("replies_in") if records[-1].type == DELIVERY_SUCCEEDED else None
         if isinstance(replies_in, dict):
             replies = request.get("replies")
-            arm.append(woken_read(self.scope, replies_in, replies if isinstance(replies, dict) else None, at))
+            arm.append(woken_read(scope, replies_in, replies if isinstance(replies, dict) else None, at))
         if records[-1].type == DELIVERY_FAILED and number < MAX_ATTEMPTS:
             retry = failure.get("retry_after_ms") if failure is not None else None
             wait = next_attempt_wait(number, retry if isinstance(retry, int) else None)
-            arm.append(DueEntry(self.scope, self.run_id, attempt_key(number + 1), at + wait, {}))
+            arm.append(DueEntry(scope, run_id, attempt_key(number + 1), at + wait, {}))
         return DueWorkChanges(arm=arm, cancel=cancel)
 
 
@@ -344,6 +341,7 @@ class ReplyJudgement(RequestDecider[JudgeReply, ReplyJudged]):
     """A reply read in the request's conversation (§5.2 steps 3 and 4; see the module's rules)."""
 
     async def decide(self, loaded: Loaded[RunHistory], message: JudgeReply) -> Decision[ReplyJudged]:
+        scope, run_id = loaded.state.scope, loaded.state.run_id
         history = loaded.state.records
         state = self.run(loaded.state)
         facts = request_facts(history)
@@ -382,12 +380,12 @@ class ReplyJudgement(RequestDecider[JudgeReply, ReplyJudged]):
                 if found:
                     because = "invalid"
                     issues = [{"pointer": issue.pointer, "detail": issue.detail} for issue in found[:5]]
-        by = f"playbook:{self.scope.playbook}"
+        by = f"playbook:{scope.playbook}"
         metadata = {**carried_metadata(state.started_metadata), "causation_id": facts.requested.id, "by": by}
         if because is None:
             data: dict[str, Any] = {"answer": answer, "answered_by": by, "reply": reply}
             data.update({"server": message.server, "tool": message.tool})
-            settle = DueEntry(self.scope, self.run_id, SETTLE_KEY, message.at, {})
+            settle = DueEntry(scope, run_id, SETTLE_KEY, message.at, {})
             taken = NewRecord(REQUEST_ANSWERED, data, metadata)
             return Decision(ReplyJudged("taken"), [taken], DueWorkChanges(arm=[settle]))
         if sum(1 for r in history if r.type == REPLY_REFUSED) >= MAX_REFUSALS:

@@ -34,9 +34,9 @@ from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.ledger import NewRecord, PlaybookScope, Record, Row, StreamWrite, VersionConflict
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
 from auto_runtime.playbooks.clock import iso_utc, microseconds_since_epoch
+from auto_runtime.problems import InputIssue, conflict, invalid_input, not_found
 from auto_runtime.runs.facts import run_stream
 from auto_runtime.runs.ids import is_run_id
-from auto_runtime.problems import InputIssue, conflict, invalid_input, not_found
 
 MAX_ANSWER_BYTES: Final = 65_536
 DIGEST_CHARACTERS: Final = frozenset("0123456789abcdef")

@@ -37,8 +37,8 @@ from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPo
 from auto_runtime.functions.prediction.model_work import job_owner
 from auto_runtime.ledger import NewRecord, PlaybookScope, StreamWrite, VersionConflict
 from auto_runtime.ledger.content import SpooledContent, open_spool
-from auto_runtime.runs.facts import run_stream
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, unavailable
+from auto_runtime.runs.facts import run_stream
 
 MAX_CANDIDATE_BYTES: Final = 67_108_864
 CHECK_SECONDS: Final = 30.0

@@ -61,8 +61,8 @@ from auto_runtime.functions.prediction.walk import (
 from auto_runtime.ledger import NewRecord, PlaybookScope, StreamWrite, VersionConflict
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
 from auto_runtime.ledger.lease import LeaseFence
-from auto_runtime.runs.facts import RUN_REJECTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.problems import Rejection, conflict
+from auto_runtime.runs.facts import RUN_REJECTED, RUN_SUCCEEDED, run_stream
 
 BATCH_ROWS: Final = 4096
 CANDIDATE_SECONDS: Final = 120.0

@@ -46,7 +46,7 @@ class History:
 
 
 def loaded(records: Sequence[Record]) -> Loaded[RunHistory]:
-    return Loaded(RunHistory(tuple(records)), len(records))
+    return Loaded(RunHistory(SCOPE, RUN_ID, tuple(records)), len(records))
 
 
 def run_metadata(definition_type: str = "interaction", **extra: Any) -> dict[str, Any]:

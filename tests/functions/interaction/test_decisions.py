@@ -44,12 +44,12 @@ STARTED = {"input": {"lead": "ana"}, "input_digest": "digest"}
 
 def start(first: Any, history: History | None = None) -> Any:
     message = StartInteractionRun(STARTED, run_metadata(), first, AT)
-    return RequestStart(SCOPE, RUN_ID).decide((history or History()).loaded, message)
+    return RequestStart().decide((history or History()).loaded, message)
 
 
 def ending(history: History, key: str, at: Any = AT, payload: Any = None) -> Any:
     entry = DueEntry(SCOPE, RUN_ID, key, at, payload if payload is not None else {})
-    return RequestEnding(SCOPE, RUN_ID).decide(history.loaded, EndRequest(entry, FENCE, at))
+    return RequestEnding().decide(history.loaded, EndRequest(entry, FENCE, at))
 
 
 # -- the start ---------------------------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ def test_a_run_that_ended_without_a_final_result_starts_again_on_top() -> None:
 
 
 async def answer(history: History, value: Any, *, claimed_for: str | None = None, caller: str = "key:ops") -> Any:
-    decider = RequestAnswer(SCOPE, RUN_ID, frozenset({"prediction"}))
+    decider = RequestAnswer(frozenset({"prediction"}))
     return await decider.decide(history.loaded, AnswerRequest(value, claimed_for, caller, later(5)))
 
 

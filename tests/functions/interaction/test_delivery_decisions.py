@@ -61,7 +61,7 @@ def attempt(number: int) -> DueEntry:
 
 def start_attempt(history: History, number: int = 1, **message: Any) -> Any:
     asked = StartDelivery(attempt(number), number, FENCE, AT, **message)
-    return AttemptStart(SCOPE, RUN_ID).decide(history.loaded, asked)
+    return AttemptStart().decide(history.loaded, asked)
 
 
 def started(history: History, number: int = 1, at: Any = AT) -> Record:
@@ -73,7 +73,7 @@ def started(history: History, number: int = 1, at: Any = AT) -> Record:
 def end_attempt(history: History, number: int, outcome: DeliveryOutcome, at: Any = None) -> Any:
     begun = next(r for r in history.records if r.type == "delivery_started" and r.data["number"] == number)
     message = EndDelivery(number, begun.id, outcome, 1500, FENCE, at or later(1))
-    return AttemptEnd(SCOPE, RUN_ID, scrub=scrub).decide(history.loaded, message)
+    return AttemptEnd(scrub).decide(history.loaded, message)
 
 
 # -- an attempt's start ------------------------------------------------------------------------------------------
@@ -243,7 +243,7 @@ def test_an_attempt_lost_fails_lost_fires_its_entry_and_arms_the_next() -> None:
     opened(history, request(delivered=True))
     begun = started(history, 2)
     lost = DueEntry(SCOPE, RUN_ID, "interaction:lost:2", later(1), {})
-    decision = AttemptLoss(SCOPE, RUN_ID, scrub=scrub).decide(history.loaded, LoseDelivery(lost, 2, FENCE, later(3)))
+    decision = AttemptLoss(scrub).decide(history.loaded, LoseDelivery(lost, 2, FENCE, later(3)))
     (failed,) = decision.records
     assert failed.data == {
         "number": 2,
@@ -258,7 +258,7 @@ def test_an_attempt_lost_fails_lost_fires_its_entry_and_arms_the_next() -> None:
         ("interaction:attempt:3", later(3) + timedelta(minutes=2))
     ]
     history.add(decision.records)
-    after = AttemptLoss(SCOPE, RUN_ID, scrub=scrub).decide(history.loaded, LoseDelivery(lost, 2, FENCE, later(4)))
+    after = AttemptLoss(scrub).decide(history.loaded, LoseDelivery(lost, 2, FENCE, later(4)))
     assert (after.reply, after.writes) == (False, False)
 
 
@@ -267,7 +267,7 @@ def test_an_attempt_lost_fails_lost_fires_its_entry_and_arms_the_next() -> None:
 
 async def judge(history: History, text: str, *, sender: str = "ana", reply_id: str = "m-9", **extra: Any) -> Any:
     message = JudgeReply({"id": reply_id, "sender": sender, "text": text}, "desk", "replies", later(7), **extra)
-    return await ReplyJudgement(SCOPE, RUN_ID).decide(history.loaded, message)
+    return await ReplyJudgement().decide(history.loaded, message)
 
 
 def delivered_question(history: History) -> Record:
