@@ -40,7 +40,6 @@ from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller
 M = TypeVar("M")
 R = TypeVar("R")
 
-KEY_PREFIX = "interaction:"
 EXPIRE_KEY = "interaction:expire"
 SETTLE_KEY = "interaction:settle"
 CANCEL_KEY = "interaction:cancel"
