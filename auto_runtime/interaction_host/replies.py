@@ -31,6 +31,7 @@ from typing import Any
 
 import trio
 
+from auto_runtime.functions.durations import interaction_duration_ms
 from auto_runtime.functions.interaction.arguments import (
     MAX_ARGUMENTS_BYTES,
     REPLIES_NAMES,
@@ -39,7 +40,6 @@ from auto_runtime.functions.interaction.arguments import (
     recorded_arguments,
 )
 from auto_runtime.functions.interaction.document import resolve_pointer
-from auto_runtime.functions.interaction.durations import duration_ms
 from auto_runtime.functions.interaction.reply_rule import answer_of_reply, rule_words
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText
 from auto_runtime.interaction_host.call_measures import arguments_measures, named_server, result_measures
@@ -110,7 +110,7 @@ def read_entry(
 
 
 def wait_floor(replies: Mapping[str, Any] | None) -> timedelta:
-    found = duration_ms(replies.get("wait")) if isinstance(replies, Mapping) and "wait" in replies else None
+    found = interaction_duration_ms(replies.get("wait")) if isinstance(replies, Mapping) and "wait" in replies else None
     return timedelta(milliseconds=found or 5000)
 
 

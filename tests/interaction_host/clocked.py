@@ -20,8 +20,8 @@ from auto_runtime.interaction_host.deliveries import next_attempt_wait
 from auto_runtime.interaction_host.runtime import KEY_PREFIX, InteractionRuntime
 from auto_runtime.ledger import Ledger, Record
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.runs.facts import run_stream
 from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.runs.facts import run_stream
 from auto_runtime.settings import ToolServer
 from auto_runtime.supervision import NO_BACKOFF
 from auto_runtime.tools.tool_server_set import ToolServerSet
