@@ -22,7 +22,10 @@ start is the start's one-line error) and logged once at `info`:
     │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ model-processes  (one_for_one) the prediction functions' model processes (`ModelPool`): a keeper that
     │              ends idle ones, and each process's temporary `ProcessChild`, started when a job finds none idle
-    ├─ workflows   the timer loop, the followers and the lease
+    ├─ workflows   (one_for_one) the workflow runtime's supervisor: timer-loop (it claims the lease first), then
+    │              each follower a permanent child of its own, restarted alone: deliveries (the delivery attempts'
+    │              calls), reply-reads (the conversations' reads), reactions (the ledger's feed: offers, triggers,
+    │              schedules), recall-keeper (the recall views' passes)
     ├─ identity-keys  (where sign-in is on) the refresher of the identity service's signing keys, ready at once
     └─ http        Hypercorn, started last, stopped first
 
@@ -294,7 +297,8 @@ def compose_services(
     runs.serve_waiting("interaction", interactions)
     interactions.answer_for("prediction", BuildRequests(builds), BUILD_REQUEST_SOURCE)
     workflows.add_due_handler(INTERACTION_KEY_PREFIX, interactions.fire)
-    workflows.add_follower(interactions.deliveries.follow)
+    workflows.add_follower("deliveries", interactions.deliveries.follow)
+    workflows.add_follower("reply-reads", interactions.deliveries.reads.follow)
     runs.serve_waiting("prediction", builds, is_build_input)
     builds.wake_with(workflows.loop.wake)
     workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache).fire)
@@ -309,7 +313,7 @@ def compose_services(
         record_hooks=[partial(arm_after_save, ledger), approval.decided_after_run],
     )
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
-    workflows.add_follower(reactions.follow)
+    workflows.add_follower("reactions", reactions.follow)
     views = ViewKeeper(
         ledger,
         sandbox.pool,
@@ -318,7 +322,7 @@ def compose_services(
         sweep=settings.workflow_sweep_interval,
         limits=limits,
     )
-    workflows.add_follower(views.follow)
+    workflows.add_follower("recall-keeper", views.follow)
     return RuntimeServices(
         playbooks=PlaybookRegistry(ledger, limits),
         definitions=definitions,
@@ -341,17 +345,12 @@ def compose_services(
 
 
 def workflows_child(workflows: WorkflowRuntime) -> ChildSpec:
-    """The workflow runtime as a child of the root, started before the HTTP child (the lease is claimed before
-    the first request) and stopped after it. The server marks it stopping as soon as it is asked to stop, so
-    requests still in flight while HTTP drains answer starts and sent events `unavailable`; its stop releases
-    the lease for a standby."""
-
-    async def run(context: ChildContext) -> None:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(workflows.run)
-            context.started()
-
-    return ChildSpec("workflows", run, restart=Restart.PERMANENT, shutdown=GRACEFUL_STOP_SECONDS)
+    """The workflow runtime's supervisor (its timer loop, then its followers) as a child of the root, started before
+    the HTTP child (the lease is claimed before the first request) and stopped after it. The server marks it
+    stopping as soon as it is asked to stop, so requests still in flight while HTTP drains answer starts and sent
+    events `unavailable`; its children stop in reverse order, the timer loop last, which releases the lease for a
+    standby."""
+    return workflows.child_spec(shutdown=GRACEFUL_STOP_SECONDS)
 
 
 def ledger_child(ledger: LedgerStore) -> ChildSpec:

@@ -53,7 +53,15 @@ TREE = {
             "strategy": "one_for_one",
             "children": [{"name": "model-process-keeper", "restart": "permanent"}],
         },
-        {"name": "workflows", "restart": "permanent"},
+        {
+            "name": "workflows",
+            "restart": "permanent",
+            "strategy": "one_for_one",
+            "children": [
+                {"name": name, "restart": "permanent"}
+                for name in ("timer-loop", "deliveries", "reply-reads", "reactions", "recall-keeper")
+            ],
+        },
         {"name": "http", "restart": "transient"},
     ],
 }
@@ -86,7 +94,8 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
         "[run-id-actors permanent, run-actors permanent], recall-views permanent one_for_all "
         "[recall-view-actors permanent]], "
         "model-processes permanent one_for_one [model-process-keeper permanent], "
-        "workflows permanent, "
+        "workflows permanent one_for_one [timer-loop permanent, deliveries permanent, reply-reads permanent, "
+        "reactions permanent, recall-keeper permanent], "
         "http transient]"
     )
 

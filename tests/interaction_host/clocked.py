@@ -134,6 +134,7 @@ async def hosted(ledger: Ledger, store: RunStore, desk: McpToolServerProcess) ->
         async with definitions.actors.serving(), trio.open_nursery() as nursery:
             await nursery.start(tools.run)
             nursery.start_soon(interactions.deliveries.follow, None)
+            nursery.start_soon(interactions.deliveries.reads.follow, None)
             host = Host(ledger, runs, interactions, loop, clock)
             try:
                 yield host

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from auto_runtime.functions.interaction.durations import duration_ms
+from auto_runtime.functions.durations import interaction_duration_ms
 from auto_runtime.ledger import DueEntry, PlaybookScope
 
 READ_PREFIX = "interaction:read:"
@@ -40,7 +40,7 @@ def read_entry(
 
 
 def wait_floor(replies: Mapping[str, Any] | None) -> timedelta:
-    found = duration_ms(replies.get("wait")) if isinstance(replies, Mapping) and "wait" in replies else None
+    found = interaction_duration_ms(replies.get("wait")) if isinstance(replies, Mapping) and "wait" in replies else None
     return timedelta(milliseconds=found or 5000)
 
 
