@@ -21,7 +21,7 @@ start is the start's one-line error) and logged once at `info`:
     │              each hosts one actor per view, `recall-view-actors[org/playbook]`: `recall_host.views_actor`);
     │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ model-processes  (one_for_one) the prediction functions' model processes (`ModelPool`): a keeper that
-    │              ends idle ones, and each process's temporary `ProcessChild`, started when a job finds none idle
+    │              ends idle ones, and `PREDICTION_PROCESSES` permanent actors, each owning one process at a time
     ├─ workflows   the timer loop, the followers and the lease
     ├─ identity-keys  (where sign-in is on) the refresher of the identity service's signing keys, ready at once
     └─ http        Hypercorn, started last, stopped first

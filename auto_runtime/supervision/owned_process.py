@@ -200,16 +200,13 @@ class OwnedProcess:
         if self.process.returncode is None:
             self.process.send_signal(signal.SIGTERM)
 
-    async def aclose(self, grace: float = 0.0) -> None:
-        """End the process and reap it: stdin is closed first (a line-driven process ends by itself), it gets up
-        to `grace` seconds to exit, then SIGKILL. Shielded: it completes even in a cancelled task."""
+    async def aclose(self) -> None:
+        """End the process and reap it: stdin closed, SIGKILL when it still runs, its status awaited, stdout
+        closed. Shielded: it completes even in a cancelled task."""
         with trio.CancelScope(shield=True):
             stdin, stdout = self.process.stdin, self.process.stdout
             if stdin is not None:
                 await stdin.aclose()
-            if self.process.returncode is None and grace > 0:
-                with trio.move_on_after(grace):
-                    await self.process.wait()
             self.kill()
             await self.process.wait()
             if stdout is not None:

@@ -51,7 +51,10 @@ TREE = {
             "name": "model-processes",
             "restart": "permanent",
             "strategy": "one_for_one",
-            "children": [{"name": "model-process-keeper", "restart": "permanent"}],
+            "children": [
+                {"name": "model-process-keeper", "restart": "permanent"},
+                *({"name": f"model-process-{number}", "restart": "permanent"} for number in range(1, 5)),
+            ],
         },
         {"name": "workflows", "restart": "permanent"},
         {"name": "http", "restart": "transient"},
@@ -85,7 +88,8 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
         "[org-actors permanent, playbook-actors permanent one_for_all "
         "[run-id-actors permanent, run-actors permanent], recall-views permanent one_for_all "
         "[recall-view-actors permanent]], "
-        "model-processes permanent one_for_one [model-process-keeper permanent], "
+        "model-processes permanent one_for_one [model-process-keeper permanent, model-process-1 permanent, "
+        "model-process-2 permanent, model-process-3 permanent, model-process-4 permanent], "
         "workflows permanent, "
         "http transient]"
     )
