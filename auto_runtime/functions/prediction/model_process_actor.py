@@ -14,6 +14,8 @@ job):
   ran past the job's time (killed: `timed_out`), or its caller left while it ran (killed). The job's caller gets
   that `ModelJobFailed` (the asker of a crashing message gets the original error), the process is reaped before
   the life ends, and `replaced` counts it;
+- when a process does not start (its command fails, or no ready line within `START_SECONDS`): its job gets
+  `failed_to_run`;
 - when the process dies between jobs: a watcher task of the life sees it end and fails the life
   (`ProcessExitedError`). A process found dead by a job before its watcher ran is replaced within the life.
 A job the model refuses (`not_loadable`, `failed_to_run` answered by the worker) leaves the process serving.

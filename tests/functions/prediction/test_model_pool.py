@@ -79,6 +79,7 @@ async def test_a_question_runs_its_model(pool: ModelPool, models: dict[str, Path
 
 async def _kill_when_busy(pool: ModelPool) -> int:
     pid = await pool.running_job()
+    assert pool.busy == 1
     os.kill(pid, signal.SIGKILL)
     return pid
 
@@ -116,7 +117,7 @@ async def test_a_process_killed_mid_question_ends_it_failed_to_run_and_its_resta
     killed, failed = await _killed_mid_job(pool, models["endless"])
     assert failed.because == "failed_to_run"
     assert pool.statuses[0].name == "model-process-1"
-    assert pool.replaced == 1 and pool.live == 0 and not _alive(killed)
+    assert pool.replaced == 1 and pool.live == 0 and pool.busy == 0 and not _alive(killed)
     await _restarted(pool, 0, lives=2)
     served = await pool.probe()
     assert served != killed and served == pool.statuses[0].pid  # the restarted actor's new process
