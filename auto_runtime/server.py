@@ -15,13 +15,13 @@ start is the start's one-line error) and logged once at `info`:
     ├─ playbooks   (one_for_one) the registries of keyed actors: `org-actors` (each org's playbook
     │              changes) and `playbook-actors` (each playbook's definitions), each actor spawned on its
     │              first message and passivated when idle; each playbook actor hosts its runs' actors
-    │              (`run-id-actors[org/playbook]`: each run a request is running, `run-actors[org/playbook]`:
-    │              each workflow run with inputs to apply; `playbooks.playbook_host`);
+    │              (`run-actors[org/playbook]`: each run with a message in hand, its one writer, `runs.RunActor`;
+    │              `playbooks.playbook_host`);
     │              and `recall-views` (each playbook's recall views, passed by the workflow host's keeper;
     │              each hosts one actor per view, `recall-view-actors[org/playbook]`: `recall_host.views_actor`);
     │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ model-processes  (one_for_one) the prediction functions' model processes (`ModelPool`): a keeper that
-    │              ends idle ones, and each process's temporary `ProcessChild`, started when a job finds none idle
+    │              ends idle ones, and `PREDICTION_PROCESSES` permanent actors, each owning one process at a time
     ├─ workflows   (one_for_one) the workflow runtime's supervisor: timer-loop (it claims the lease first), then
     │              each follower a permanent child of its own, restarted alone: deliveries (the delivery attempts'
     │              calls), reply-reads (the conversations' reads), reactions (the ledger's feed: offers, triggers,
