@@ -31,8 +31,8 @@ from auto_runtime.ledger import Ledger, Projection, Record
 from auto_runtime.ledger.projections import ProjectionKey, Row, TableSpec
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.event_publishing import EventPublishing
-from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.runs.facts import run_stream
 from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.server import RUNTIME_PROJECTIONS
