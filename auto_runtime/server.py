@@ -114,9 +114,9 @@ from auto_runtime.playbooks.definition_registry import DEFINITIONS_PROJECTION, D
 from auto_runtime.playbooks.event_publishing import EventPublishing
 from auto_runtime.playbooks.event_reads import EventReads
 from auto_runtime.playbooks.playbook_registry import PLAYBOOKS_PROJECTION, PlaybookRegistry
-from auto_runtime.runs.facts import RUNS_PROJECTION
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.recall_host.keeper import ViewKeeper
+from auto_runtime.runs.facts import RUNS_PROJECTION
 from auto_runtime.sandbox.artifact import ArtifactMismatchError, verify_artifacts
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings

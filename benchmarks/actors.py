@@ -319,7 +319,7 @@ async def bench_waiting_runs(ledger: Ledger, sandbox: Sandbox) -> dict[str, floa
             assert not applied.stale and applied.status is None
         took = time.perf_counter() - started
         waiting = await heap_now()  # every task blocked: the last run actor has passivated
-        assert store.actors.live_count == 0
+        assert store.runs.live_count == 0
         tracemalloc.stop()
     return {"waiting": (waiting - before) / WAITING_RUNS, "start+input ms": took * 1000 / WAITING_RUNS}
 

@@ -59,9 +59,9 @@ from auto_runtime.ledger import (
     VersionConflict,
 )
 from auto_runtime.playbooks.clock import iso_utc, now_utc
+from auto_runtime.problems import Rejection
 from auto_runtime.runs.facts import RUN_REJECTED, RUN_SUCCEEDED, carried_metadata, run_stream
 from auto_runtime.runs.view import RunState, fold_run
-from auto_runtime.problems import Rejection
 from auto_runtime.tools import (
     NamedServer,
     ToolCallFailed,

@@ -59,10 +59,13 @@ from auto_runtime.ledger import (
     StreamWrite,
     VersionConflict,
 )
-from auto_runtime.playbooks.cancel_requests import record_cancel_request
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
+from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
+from auto_runtime.runs import RunWriter
+from auto_runtime.runs.cancels import CancelRun, record_cancel_request
 from auto_runtime.runs.facts import (
     RUN_CANCEL_REQUESTED,
     RUN_REJECTED,
@@ -72,9 +75,7 @@ from auto_runtime.runs.facts import (
     run_stream,
 )
 from auto_runtime.runs.ids import canonical_run_id, is_run_id
-from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.runs.view import RunState, fold_run
-from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.tools import ToolServers
 from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller_call_key
@@ -153,6 +154,7 @@ class InteractionRuntime:
 
     async def start(
         self,
+        writer: RunWriter,
         scope: PlaybookScope,
         definition: DefinitionVersion,
         value: Any,
@@ -338,17 +340,17 @@ class InteractionRuntime:
         )
         return int(rows[0]["n"]) if rows else 0
 
-    async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
+    async def cancel(self, writer: RunWriter, scope: PlaybookScope, state: RunState, message: CancelRun) -> None:
         """Record `run_cancel_requested` and the `interaction:cancel` entry that ends the run, unless the run was
         asked already (a second request records nothing)."""
-        payload: dict[str, Any] = {"kind": "requested", "by": caller_id}
-        if reason is not None:
-            payload["reason"] = reason
+        payload: dict[str, Any] = {"kind": "requested", "by": message.caller_id}
+        if message.reason is not None:
+            payload["reason"] = message.reason
 
         def entry_of(record: NewRecord) -> DueEntry:
             return DueEntry(scope, state.run_id, CANCEL_KEY, self.clock(), payload)
 
-        if await record_cancel_request(self.ledger, self.runs.read_run, scope, state, reason, caller_id, entry_of):
+        if await record_cancel_request(writer, message, entry_of):
             self.wake()
 
     # -- answering and listing ---------------------------------------------------------------------------------

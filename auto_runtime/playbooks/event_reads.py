@@ -10,8 +10,8 @@ from typing import Any, Literal
 from auto_runtime.ledger import MAX_PAGE_BYTES, InvalidCursor, Ledger, PlaybookScope
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.event_view import event_of, is_event
-from auto_runtime.runs.facts import run_stream
 from auto_runtime.problems import InputIssue, invalid_input, not_found
+from auto_runtime.runs.facts import run_stream
 
 EVENT_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(_[1-9][0-9]*)?$", re.IGNORECASE)
 STEP_SUFFIX = re.compile(r"^(.+)_([0-9]+)$")

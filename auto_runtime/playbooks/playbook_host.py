@@ -34,7 +34,6 @@ Faults and escalation (OTP's, with one deliberate stop):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any

@@ -2,16 +2,17 @@
 
 A run that finishes within its request appends `run_started` before the type runs and its ending after, so a
 run interrupted by a crash is `started` without waiting, and a request under its id runs it again ("Retrying
-under a run id"). Within one process every request under one run id goes through that id's actor
-(`run_actor`), so a request under the id of a run still in progress waits for that run instead of starting it
-twice, and a computation or reasoning run lives in its actor for its whole life.
+under a run id"). Every request under one run id is a message to that run's actor (`runs.StartRun`, handled
+here with the run's writer), so a request under the id of a run still in progress waits for that run instead of
+starting it twice, and a computation or reasoning run lives in its actor for its whole life. A cancel is a
+message too (`runs.CancelRun`), handed to the type's runtime inside the run's actor.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from auto_runtime.functions.function_type import FunctionType, Rejected, RunRequest, Succeeded
@@ -23,18 +24,18 @@ from auto_runtime.json_limits import (
     json_size,
     non_finite_pointer,
 )
-from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Record, StreamWrite, VersionConflict, uuid7
-from auto_runtime.playbooks.cancel_requests import ended_run_refusal
+from auto_runtime.ledger import Ledger, PlaybookScope, uuid7
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry, DefinitionVersion
-from auto_runtime.playbooks.run_actor import RunRefused, RunUnderId
-from auto_runtime.runs.facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
+from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found
+from auto_runtime.runs import Loaded, RunHistory, RunWriter
+from auto_runtime.runs.attempts import ATTEMPT_FACT, AnsweredAgain, AttemptStarted, Fact, Opening, StartRun
+from auto_runtime.runs.cancels import CancelRun, ended_run_refusal
+from auto_runtime.runs.facts import RUN_FAILED, RUN_REJECTED, RUN_SUCCEEDED, run_stream
 from auto_runtime.runs.ids import canonical_run_id, is_run_id
 from auto_runtime.runs.view import RunState, fold_run
-from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found
 from auto_runtime.telemetry import run_span
 
-ATTEMPTS = 4
 LIST_SCAN = 1000
 
 
@@ -53,12 +54,15 @@ class WaitingRuns(Protocol):
     runtime records their start, moves them on and ends them; `RunService` keeps the run ids, the retry rules
     and the reads. A version whose saved document says `finishes_in_request: true` (an interaction function
     with `call`) runs within its request like any other type's. `runs_once`: a run of the type that ended
-    without a final result is not attempted again under its id (a workflow's)."""
+    without a final result is not attempted again under its id (a workflow's).
+
+    Both methods are called inside the run's actor and record through its `writer`."""
 
     runs_once: bool
 
     async def start(
         self,
+        writer: RunWriter,
         scope: PlaybookScope,
         definition: DefinitionVersion,
         value: Any,
@@ -68,8 +72,12 @@ class WaitingRuns(Protocol):
     ) -> None:
         """Start a run under a new `run_id`; raise its rejection when it ended rejected within the request."""
 
-    async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
+    async def cancel(self, writer: RunWriter, scope: PlaybookScope, state: RunState, message: CancelRun) -> None:
         """Record the request to cancel a run still `started` (nothing when it was asked already)."""
+
+
+def _same_moment() -> Exception:
+    return conflict("Another request under this run id was made at the same moment; send it again.")
 
 
 class RunService:
@@ -85,9 +93,12 @@ class RunService:
         self.types = types
         self._waiting: dict[str, WaitingRuns] = dict(waiting or {})
         self._waits_when: dict[str, Callable[[Any], bool]] = {}
-        self.actors = definitions.actors.run_ids
-        """One actor per run id a request is running, hosted by its playbook's actor (`playbook_host`): run the
-        playbook actors (`definitions.actors`, a child of the playbooks supervisor) before the first run."""
+        self.runs = definitions.actors.runs
+        """Every run's actor, hosted by its playbook's actor (`playbook_host`): run the playbook actors
+        (`definitions.actors`, a child of the playbooks supervisor) before the first run."""
+        self._opening = Opening(self._answer_again, self._hands_over)
+        self.runs.handlers.add(StartRun, self._start)
+        self.runs.handlers.add(CancelRun, self._cancel)
 
     def serve_waiting(
         self, definition_type: str, runtime: WaitingRuns, when: Callable[[Any], bool] | None = None
@@ -109,6 +120,12 @@ class RunService:
         runtime = self._waiting.get(definition_type)
         when = self._waits_when.get(definition_type)
         return runtime if runtime is not None and (when is None or when(value)) else None
+
+    def _hands_over(self, message: StartRun) -> bool:
+        """Whether the type's runtime starts this run (its runs wait, and this version does not finish within its
+        request)."""
+        runtime = self._waiting_runtime(message.definition_type, message.value)
+        return runtime is not None and message.definition.document.get("finishes_in_request") is not True
 
     async def read_run(self, scope: PlaybookScope, run_id: str) -> RunState | None:
         return fold_run(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
@@ -140,67 +157,42 @@ class RunService:
         minted = not run_id
         run_id = canonical_run_id(run_id) if run_id else str(uuid7())
         digest = canonical_digest(value)
-        key = (scope.org, scope.playbook, run_id)
+        with run_span(scope.org, scope.playbook, definition_type, name, run_id, value) as span:
+            message = StartRun(
+                definition_type, name, value, digest, caller_id, definition, metadata, minted=minted, span=span
+            )
+            return await self.runs.ask(scope, run_id, message)
+
+    async def _start(self, writer: RunWriter, message: StartRun) -> dict[str, Any]:
+        """The run's actor's handler of a request under its id: under the request's span and request id."""
 
         async def run_under_id() -> dict[str, Any]:
-            return await self._run_under_id(
-                scope, definition_type, name, value, run_id, digest, caller_id, definition, metadata, minted=minted
-            )
+            return await self._run_under_id(writer, message)
 
-        try:
-            with run_span(scope.org, scope.playbook, definition_type, name, run_id, value) as span:
-                outcome = await self.actors.ask(key, RunUnderId(span.carrying(run_under_id)), timeout=None)
-        finally:
-            self.actors.passivate(key)
-        if isinstance(outcome, RunRefused):
-            raise outcome.error
-        return outcome
+        return await message.span.carrying(run_under_id)()
 
-    async def _run_under_id(
-        self,
-        scope: PlaybookScope,
-        definition_type: str,
-        name: str,
-        value: Any,
-        run_id: str,
-        digest: str,
-        caller_id: str,
-        definition: DefinitionVersion,
-        metadata: Mapping[str, Any] | None,
-        *,
-        minted: bool,
-    ) -> dict[str, Any]:
-        """The request's run, in the run id's actor: answered from what is recorded, or started and run.
+    async def _run_under_id(self, writer: RunWriter, message: StartRun) -> dict[str, Any]:
+        """The request's run, in the run's actor: answered from what is recorded, or started and run.
 
-        A run id this server `minted` (a new UUIDv7) names no recorded run, so its first attempt reads nothing
-        and appends at version 0; should the stream exist after all, that append's `VersionConflict` makes the
-        next attempt read it."""
-        stream = run_stream(scope, run_id)
-        for attempt in range(ATTEMPTS):
-            try:
-                history = [] if minted and attempt == 0 else await self.ledger.read_stream(stream)
-                state = fold_run(run_id, history)
-                if state is not None:
-                    if (state.type, state.name) != (definition_type, name) or state.input_digest != digest:
-                        raise conflict(
-                            f"The run id {run_id} is already used for another definition or another input; "
-                            "use a new run id."
-                        )
-                    answered = self._answer_again(state)
-                    if answered is not None:
-                        return answered
-                runtime = self._waiting_runtime(definition_type, value)
-                if runtime is not None and definition.document.get("finishes_in_request") is not True:
-                    await runtime.start(scope, definition, value, run_id, caller_id, metadata)
-                    started = await self.read_run(scope, run_id)
-                    assert started is not None
-                    return started.shown(with_record=False)
-                return await self._attempt(
-                    scope, definition_type, name, value, digest, run_id, caller_id, history, definition, metadata
-                )
-            except VersionConflict:
-                continue
-        raise conflict("Another request under this run id was made at the same moment; send it again.")
+        A run id this server `minted` (a new UUIDv7) names no recorded run, so its first decision reads nothing
+        and appends at version 0; should the stream exist after all, that append's clash makes the writer read
+        it."""
+        scope, run_id = writer.scope, writer.run_id
+        first = Loaded(RunHistory(scope, run_id, ()), 0) if message.minted else None
+        opened = await writer.write(self._opening, message, first=first, kept_moving=_same_moment)
+        outcome = opened.reply
+        if isinstance(outcome, AnsweredAgain):
+            return outcome.shown
+        if isinstance(outcome, AttemptStarted):
+            return await self._attempt(writer, message, outcome, opened.appended[0].recorded_at)
+        runtime = self._waiting_runtime(message.definition_type, message.value)
+        assert runtime is not None
+        await runtime.start(
+            writer, scope, message.definition, message.value, run_id, message.caller_id, message.metadata
+        )
+        started = await self.read_run(scope, run_id)
+        assert started is not None
+        return started.shown(with_record=False)
 
     async def cancel_run(
         self, scope: PlaybookScope, run_id: str, reason: str | None = None, caller_id: str = "runtime"
@@ -218,7 +210,19 @@ class RunService:
             raise conflict(
                 f"The run {run_id} ends within the request that started it, so it cannot be cancelled from outside."
             )
-        await runtime.cancel(scope, state, reason, caller_id)
+        return await self.runs.ask(scope, run_id, CancelRun(reason, caller_id))
+
+    async def _cancel(self, writer: RunWriter, message: CancelRun) -> dict[str, Any]:
+        """The run's actor's handler of a cancel: the type's runtime records it; answered with the run as it
+        stands."""
+        scope, run_id = writer.scope, writer.run_id
+        state = await self.read_run(scope, run_id)
+        if state is None:
+            raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
+        runtime = self._waiting_runtime(state.type, state.input)
+        if runtime is None:
+            raise ended_run_refusal(run_id, state.status)
+        await runtime.cancel(writer, scope, state, message)
         now = await self.read_run(scope, run_id)
         assert now is not None
         return now.shown(with_record=True)
@@ -254,90 +258,62 @@ class RunService:
         return None
 
     async def _attempt(
-        self,
-        scope: PlaybookScope,
-        definition_type: str,
-        name: str,
-        value: Any,
-        digest: str,
-        run_id: str,
-        caller_id: str,
-        history: Sequence[Record],
-        definition: Any,
-        extra_metadata: Mapping[str, Any] | None = None,
+        self, writer: RunWriter, message: StartRun, opened: AttemptStarted, started_at: Any
     ) -> dict[str, Any]:
-        """Start and run the definition on top of the run's `history`, then answer the run as recorded.
-
-        Every append names the version it expects, so once the ending is appended the stream is exactly `history`
-        followed by this attempt's own appended records: the answer is folded from those, not read back. The
-        stream's version is therefore always `len(recorded)`, the version each append expects."""
-        recorded = list(history)
-        definition_ref = {"type": definition_type, "name": name, "version": definition.version}
-        metadata = {
-            "correlation_id": run_id,
-            "causation_id": None,
-            **(extra_metadata or {}),
-            "by": caller_id,
-            "run_id": run_id,
-            "definition": definition_ref,
-        }
-        started_data: dict[str, Any] = {"input": value, "input_digest": digest}
-        if definition.document.get("calls_tools"):
-            started_data["calls_tools"] = True
-        started = NewRecord(RUN_STARTED, started_data, metadata)
-        stream = run_stream(scope, run_id)
-        appended = await self.ledger.append([StreamWrite(stream, len(recorded), [started])])
-        recorded += appended
-        started_at = appended[0].recorded_at
-        ending_metadata = {**metadata, "causation_id": started.id}
+        """Run the definition now that the attempt's `run_started` is recorded, recording what it reports and its
+        ending through the run's writer, then answer the run as recorded (folded from the writer's kept history,
+        not read back)."""
+        scope, run_id = writer.scope, writer.run_id
+        ending_metadata = opened.metadata
+        definition = message.definition
 
         async def record_fact(fact_type: str, data: Mapping[str, Any]) -> None:
-            fact = NewRecord(fact_type, dict(data), ending_metadata)
-            recorded.extend(await self.ledger.append([StreamWrite(stream, len(recorded), [fact])]))
+            await writer.write(ATTEMPT_FACT, Fact(fact_type, data, ending_metadata), kept_moving=_same_moment)
 
         try:
             document = await self.definitions.actors.documents.parsed(
-                (scope.org, scope.playbook), definition_type, name, definition.version, definition.source
+                (scope.org, scope.playbook),
+                message.definition_type,
+                message.name,
+                definition.version,
+                definition.source,
             )
             request = RunRequest(
                 org=scope.org,
                 playbook=scope.playbook,
                 run_id=run_id,
-                definition_type=definition_type,
-                name=name,
+                definition_type=message.definition_type,
+                name=message.name,
                 version=definition.version,
                 source=definition.source,
-                input=value,
+                input=message.value,
                 started_at=started_at,
-                caller_id=caller_id,
+                caller_id=message.caller_id,
                 record=record_fact,
                 document=document,
             )
-            ending = await self.types[definition_type].run(request)
+            ending = await self.types[message.definition_type].run(request)
         except Exception as error:
             reference = f"urn:uuid:{uuid.uuid4()}"
-            failed = NewRecord(
-                RUN_FAILED,
-                {"reason": "internal", "detail": "The run failed inside the server.", "instance": reference},
-                ending_metadata,
-            )
-            await self.ledger.append([StreamWrite(stream, len(recorded), [failed])])
+            failed = {"reason": "internal", "detail": "The run failed inside the server.", "instance": reference}
+            await writer.write(ATTEMPT_FACT, Fact(RUN_FAILED, failed, ending_metadata), kept_moving=_same_moment)
             raise Rejection("internal", "Something went wrong inside the server.", instance=reference) from error
         if isinstance(ending, Succeeded):
             data: dict[str, Any] = {"output": ending.output, "record": dict(ending.record)}
             if ending.output_shape is not None:
                 data["output_shape"] = ending.output_shape
-            record = NewRecord(RUN_SUCCEEDED, data, ending_metadata)
+            fact = Fact(RUN_SUCCEEDED, data, ending_metadata)
         else:
             assert isinstance(ending, Rejected)
             rejected = ending.rejection.as_record()
             if ending.record is not None:
                 rejected["record"] = dict(ending.record)
-            record = NewRecord(RUN_REJECTED, rejected, ending_metadata)
-        recorded += await self.ledger.append([StreamWrite(stream, len(recorded), [record])])
+            fact = Fact(RUN_REJECTED, rejected, ending_metadata)
+        written = await writer.write(ATTEMPT_FACT, fact, kept_moving=_same_moment)
         if isinstance(ending, Rejected):
             raise ending.rejection
-        state = fold_run(run_id, recorded)
+        assert written.after is not None
+        state = fold_run(run_id, written.after.state.records)
         assert state is not None
         return state.shown(with_record=False)
 

@@ -19,11 +19,12 @@ from auto_runtime.runs.decision import Decision, Loaded
 from auto_runtime.runs.facts import run_stream
 
 S = TypeVar("S")
-M = TypeVar("M", contravariant=True)
-R = TypeVar("R", covariant=True)
+M = TypeVar("M")
+M_contra = TypeVar("M_contra", contravariant=True)
+R = TypeVar("R")
 
 
-class RunDecider(Protocol[S, M, R]):
+class RunDecider(Protocol[S, M_contra, R]):
     """A type's decision about one kind of message to a run."""
 
     kind: str
@@ -32,7 +33,7 @@ class RunDecider(Protocol[S, M, R]):
     async def load(self, ledger: Ledger, scope: PlaybookScope, run_id: str) -> Loaded[S]:
         """The run's state as the ledger holds it now."""
 
-    def decide(self, loaded: Loaded[S], message: M) -> Decision[R] | Awaitable[Decision[R]]:
+    def decide(self, loaded: Loaded[S], message: M_contra) -> Decision[R] | Awaitable[Decision[R]]:
         """What the message does to the run: records, due work and the reply. Never writes."""
 
     def evolve(self, loaded: Loaded[S], appended: Sequence[Record]) -> Loaded[S] | None:
@@ -41,8 +42,10 @@ class RunDecider(Protocol[S, M, R]):
 
 @dataclass(frozen=True)
 class RunHistory:
-    """A run's records in stream order (its state for every decider that folds records)."""
+    """A run's records in stream order (its state for every decider that folds records), and its address."""
 
+    scope: PlaybookScope
+    run_id: str
     records: tuple[Record, ...]
 
     @property
@@ -58,11 +61,12 @@ class HistoryDecider(abc.ABC, Generic[M, R]):
 
     async def load(self, ledger: Ledger, scope: PlaybookScope, run_id: str) -> Loaded[RunHistory]:
         records = tuple(await ledger.read_stream(run_stream(scope, run_id)))
-        return Loaded(RunHistory(records), len(records))
+        return Loaded(RunHistory(scope, run_id, records), len(records))
 
     def evolve(self, loaded: Loaded[RunHistory], appended: Sequence[Record]) -> Loaded[RunHistory]:
-        records = loaded.state.records + tuple(appended)
-        return Loaded(RunHistory(records), len(records))
+        history = loaded.state
+        records = history.records + tuple(appended)
+        return Loaded(RunHistory(history.scope, history.run_id, records), len(records))
 
     @abc.abstractmethod
     def decide(self, loaded: Loaded[RunHistory], message: Any) -> Decision[Any] | Awaitable[Decision[Any]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from auto_runtime.ledger import DueWorkChanges, LeaseFence, NewRecord, Record, StreamWrite
 
@@ -43,6 +43,9 @@ class Decision(Generic[R]):
     other_writes: Sequence[StreamWrite] = ()
     fence: LeaseFence | None = None
     fresh_only: bool = False
+    state_after: Any = None
+    """The run's state after `records`, when the decider knows it (a workflow's transition does): the writer
+    keeps it instead of asking the decider to evolve the state it loaded."""
 
     @property
     def writes(self) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 
 from auto_runtime.ledger import Record
 from auto_runtime.playbooks.clock import iso_utc
+from auto_runtime.problems import Rejection
 from auto_runtime.runs.facts import (
     RUN_CANCEL_REQUESTED,
     RUN_FAILED,
@@ -16,7 +17,6 @@ from auto_runtime.runs.facts import (
     RUN_SUCCEEDED,
     STATUS_OF_ENDING,
 )
-from auto_runtime.problems import Rejection
 
 FINAL_REJECTIONS = frozenset({"invalid_input", "cancelled", "unanswered"})
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from auto_runtime.ledger import Ledger, PlaybookScope, StreamWrite, VersionConflict
-from auto_runtime.runs.decision import Decision, Loaded, Written
 from auto_runtime.runs.deciders import RunDecider
+from auto_runtime.runs.decision import Decision, Loaded, Written
 from auto_runtime.runs.facts import run_stream
 
 S = TypeVar("S")
@@ -58,10 +58,15 @@ class RunWriter:
         message: M,
         *,
         kept_moving: Callable[[], Exception] | None = None,
+        first: Loaded[S] | None = None,
+        attempts: int = ATTEMPTS,
     ) -> Written[S, R]:
-        """Decide `message` on the run's state and append the decision (see the module's rules)."""
-        for _ in range(ATTEMPTS):
-            loaded: Loaded[S] | None = self._kept.pop(decider.kind, None)
+        """Decide `message` on the run's state and append the decision (see the module's rules). `first`: the state
+        to decide on first instead of reading it (a run id this server minted names no stream yet); a clash reads.
+        `attempts`: how many decisions a clash may cost (1 for a start at version 0, which a clash makes stale)."""
+        for _ in range(attempts):
+            loaded: Loaded[S] | None = self._kept.pop(decider.kind, None) if first is None else first
+            first = None
             fresh = loaded is None
             if loaded is None:
                 loaded = await decider.load(self.ledger, self.scope, self.run_id)
@@ -85,10 +90,16 @@ class RunWriter:
                 continue
             self._kept.clear()
             own = appended[: len(decision.records)]
-            after = decider.evolve(loaded, own) if decision.records else loaded
+            after: Loaded[S] | None
+            if decision.state_after is not None:
+                after = Loaded(decision.state_after, loaded.version + len(decision.records))
+            else:
+                after = decider.evolve(loaded, own) if decision.records else loaded
             if after is not None:
                 self._kept[decider.kind] = after
             return Written(decision.reply, appended, after, decision.due_work)
-        raise kept_moving() if kept_moving is not None else RunKeptMoving(
-            f"other writers kept moving the run {self.run_id}; nothing was recorded, send it again"
+        raise (
+            kept_moving()
+            if kept_moving is not None
+            else RunKeptMoving(f"other writers kept moving the run {self.run_id}; nothing was recorded, send it again")
         )

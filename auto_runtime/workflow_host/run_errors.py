@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from auto_runtime.runs import RunRefusal
 
-class RunStoreConflict(Exception):
+
+class RunStoreConflict(RunRefusal):
     """Other appliers kept winning the run's stream; nothing of this input was appended."""
 
 
@@ -15,5 +17,5 @@ class TransitionTooLarge(ValueError):
     cannot be recorded, and the run stays where it was."""
 
 
-class UnknownRun(LookupError):
+class UnknownRun(RunRefusal, LookupError):
     """The playbook has no workflow run under this id."""

@@ -27,7 +27,6 @@ from typing import Any
 
 import trio
 
-from auto_runtime.actors import MailboxFull
 from auto_runtime.events.cloudevents import read_event
 from auto_runtime.functions.workflow.engine.model import EventReceived
 from auto_runtime.json_limits import json_size
@@ -41,13 +40,15 @@ from auto_runtime.ledger import (
     uuid7,
 )
 from auto_runtime.playbooks.actor_limits import ActorLimits
-from auto_runtime.playbooks.cancel_requests import record_cancel_request
 from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
-from auto_runtime.runs.ids import canonical_run_id, is_run_id
 from auto_runtime.playbooks.run_service import RunService
-from auto_runtime.runs.view import RunState
 from auto_runtime.problems import InputIssue, Rejection, invalid_input, not_found, unavailable
+from auto_runtime.runs import RunWriter
+from auto_runtime.runs.cancels import CancelRun, record_cancel_request
+from auto_runtime.runs.ids import canonical_run_id, is_run_id
+from auto_runtime.runs.view import RunState
+from auto_runtime.runs.workflow_messages import StartWorkflowRun
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.workers import WorkerPool
 from auto_runtime.schema_issues import check_off_the_loop
@@ -154,6 +155,7 @@ class WorkflowRuntime:
 
     async def start(
         self,
+        writer: RunWriter,
         scope: PlaybookScope,
         definition: DefinitionVersion,
         value: Any,
@@ -176,9 +178,7 @@ class WorkflowRuntime:
             raise document
         extra = dict(metadata or {})
         causation_id = extra.pop("causation_id", None)
-        applied = await self.store.start_run(
-            scope,
-            run_id,
+        message = StartWorkflowRun(
             Definition(definition.name, definition.version, document),
             value,
             caller_id,
@@ -187,6 +187,7 @@ class WorkflowRuntime:
             extra_metadata=extra,
             fence=fence,
         )
+        applied = await self.store.start_in(writer, message)
         if applied.arms:
             self.loop.wake()
         ending = applied.ending
@@ -211,29 +212,17 @@ class WorkflowRuntime:
                 bounds[f"interaction/{use['name']}"] = longest
         return bounds
 
-    async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
-        """Record `run_cancel_requested` and the `cancel:` entry that makes the run apply it, unless the run
-        was asked already (a second request records nothing). `state` is the run as `RunService` read it; it
-        is read again only when the run moved meanwhile.
-
-        The request is recorded in the run's actor, between two of its inputs (`RunStore.between_inputs`), so a
-        run that moves without pause on this server never moves its stream under the request; the run then
-        takes the cancel before any other input (`RunStore.apply_to`)."""
+    async def cancel(self, writer: RunWriter, scope: PlaybookScope, state: RunState, message: CancelRun) -> None:
+        """Record `run_cancel_requested` and the `cancel:` entry that makes the run apply it, unless the run was
+        asked already (a second request records nothing). Called in the run's actor, so no input of the run moves
+        its stream meanwhile on this server; the run then takes the cancel before any other input
+        (`functions.workflow.decisions.WorkflowInput`)."""
 
         def entry_of(record: NewRecord) -> DueEntry:
-            payload = cancel_payload("requested", caller_id, record.id, reason)
+            payload = cancel_payload("requested", message.caller_id, record.id, message.reason)
             return DueEntry(scope, state.run_id, cancel_key(state.run_id), now_utc(), payload)
 
-        async def record() -> bool:
-            return await record_cancel_request(
-                self.ledger, self.runs.read_run, scope, state, reason, caller_id, entry_of
-            )
-
-        try:
-            recorded = await self.store.between_inputs(scope, state.run_id, record)
-        except MailboxFull:
-            recorded = await record()
-        if recorded:
+        if await record_cancel_request(writer, message, entry_of):
             self.loop.wake()
 
     async def send_event(

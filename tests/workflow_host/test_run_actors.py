@@ -13,7 +13,9 @@ from auto_runtime.actors import ActorStoppedError
 from auto_runtime.functions.workflow.engine.model import TimerFired
 from auto_runtime.ledger import DueEntry, Ledger, LedgerError, NewRecord, PlaybookScope, StreamWrite, uuid7
 from auto_runtime.playbooks.playbook_host import PlaybookActors
+from auto_runtime.runs import RunWriter
 from auto_runtime.runs.facts import run_stream
+from auto_runtime.runs.workflow_messages import ApplyWorkflowInput
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.supervision import NO_BACKOFF, RestartIntensity, Supervisor, SupervisorFailedError
 from auto_runtime.workflow_host.calls import CallDispatcher
@@ -54,16 +56,19 @@ async def test_the_state_a_run_actor_keeps_is_the_state_the_ledger_answers(ledge
     run_id = str(uuid7())
     await store.start_run(SCOPE, run_id, definition(TWO_WAITS), {}, "caller-1")
     first = TimerFired(str(uuid7()), now_ms() + 60_000, await wait_key(ledger, SCOPE, run_id))
-    applied, kept = await store.apply_to(SCOPE, run_id, None, first)
+    writer = RunWriter(ledger, SCOPE, run_id)
+    applied = await store.apply_in(writer, ApplyWorkflowInput(first))
     assert not applied.stale
-    fresh = await store.load(SCOPE, run_id)
+    kept, fresh = writer.kept("workflow"), await store.load(SCOPE, run_id)
     assert kept is not None and fresh is not None
-    assert (kept.state, kept.metadata, kept.version, kept.document_digest) == (
+    run = kept.state.run
+    assert (run.state, run.metadata, run.version, run.document_digest) == (
         fresh.state,
         fresh.metadata,
         fresh.version,
         fresh.document_digest,
     )
+    assert kept.version == fresh.version
 
 
 async def test_a_state_the_stream_moved_past_is_read_again_before_the_input_is_applied(
@@ -71,14 +76,17 @@ async def test_a_state_the_stream_moved_past_is_read_again_before_the_input_is_a
 ) -> None:
     run_id = str(uuid7())
     await store.start_run(SCOPE, run_id, definition(TWO_WAITS), {}, "caller-1")
-    before = await store.load(SCOPE, run_id)
+    writer = RunWriter(ledger, SCOPE, run_id)
+    nothing = await store.apply_in(writer, ApplyWorkflowInput(TimerFired(str(uuid7()), now_ms(), "no such timer")))
+    assert nothing.stale and writer.kept("workflow") is not None, "the writer keeps the state it read"
     first = TimerFired(str(uuid7()), now_ms() + 60_000, await wait_key(ledger, SCOPE, run_id))
-    await store.apply_input(SCOPE, run_id, first)
+    await store.apply_input(SCOPE, run_id, first)  # another writer moves the run past the kept state
     second_key = await wait_key(ledger, SCOPE, run_id, besides=first.timer_id)
     second = TimerFired(str(uuid7()), now_ms() + 120_000, second_key)
-    applied, kept = await store.apply_to(SCOPE, run_id, before, second)
+    applied = await store.apply_in(writer, ApplyWorkflowInput(second))
     assert applied.status == "succeeded"
-    assert kept is not None and kept.state.ended
+    kept = writer.kept("workflow")
+    assert kept is not None and kept.state.run.state.ended
     records = await ledger.read_stream(run_stream(SCOPE, run_id))
     assert [r.type for r in records].count("workflow_input_applied") == 3
     assert records[-1].type == "run_succeeded"
@@ -90,7 +98,9 @@ async def test_queued_inputs_of_one_run_are_applied_in_one_life_and_a_waiting_ru
     run_id = str(uuid7())
     await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
     key = await wait_key(ledger, SCOPE, run_id)
-    assert store.actors.live_count == 0, "a run that waits holds no actor"
+    await trio.testing.wait_all_tasks_blocked()  # the start's actor, asked to passivate, has left the registry
+    assert store.runs.live_count == 0, "a run that waits holds no actor"
+    spawned = store.runs.spawns
     results: list[Any] = []
 
     async def fire(at: int) -> None:
@@ -100,9 +110,9 @@ async def test_queued_inputs_of_one_run_are_applied_in_one_life_and_a_waiting_ru
         for offset in (60_000, 61_000, 62_000):
             nursery.start_soon(fire, now_ms() + offset)
     assert sorted(result.stale for result in results) == [False, True, True]
-    assert store.actors.spawns == 1, "the three inputs met in one actor's mailbox"
+    assert store.runs.spawns == spawned + 1, "the three inputs met in one actor's mailbox"
     await trio.testing.wait_all_tasks_blocked()  # the actor, asked to passivate, has left the registry
-    assert store.actors.live_count == 0
+    assert store.runs.live_count == 0
     records = await ledger.read_stream(run_stream(SCOPE, run_id))
     assert [r.type for r in records].count("run_succeeded") == 1
 
@@ -114,7 +124,7 @@ async def test_an_input_for_no_run_is_answered_without_a_restart(store: RunStore
         pass
     else:
         raise AssertionError("an input for no run is UnknownRun")
-    assert store.actors.restarts == 0
+    assert store.runs.restarts == 0
 
 
 async def fire_wait(ledger: Ledger, store: RunStore, scope: PlaybookScope, run_id: str) -> Applied | None:
@@ -135,16 +145,16 @@ async def test_a_run_actor_that_breaks_down_is_restarted_and_its_run_ends_failed
         await store.start_run(scope, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
     await break_state(ledger, store, broken)
     assert await fire_wait(ledger, store, SCOPE, broken) is None
-    assert store.actors.restarts == 1
+    assert store.runs.restarts == 1
     await trio.testing.wait_all_tasks_blocked()
-    assert store.actors.live_count == 0
+    assert store.runs.live_count == 0
     history = [r.type for r in await ledger.read_stream(run_stream(SCOPE, broken))]
     assert history.count("run_failed") == 1 and history[-1] == "run_failed"
     assert {row.state for row in await ledger.due_work.entries_of_run(SCOPE, broken)} <= {"cancelled", "fired"}
     for scope, run_id in ((SCOPE, healthy), (ELSEWHERE, other)):
         applied = await fire_wait(ledger, store, scope, run_id)
         assert applied is not None and applied.status == "succeeded"
-    assert store.actors.restarts == 1
+    assert store.runs.restarts == 1
 
 
 async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives_up_others_untouched(
@@ -158,11 +168,7 @@ async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives
     host = PlaybookActors(ledger, {}, run_intensity=once, escalations=once)
     store = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=MAX_DURATION_MS, playbooks=host)
     runs = [str(uuid7()) for _ in range(4)]
-    for run_id in runs:
-        await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
-        await break_state(ledger, store, run_id)
     other = str(uuid7())
-    await store.start_run(ELSEWHERE, other, definition(TWO_WAITS), {}, "caller-1")
     supervisor = Supervisor("playbooks", [host.child_spec()], intensity=once, backoff=NO_BACKOFF)
     ended_with: list[SupervisorFailedError] = []
 
@@ -176,6 +182,10 @@ async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives
     spawns_after: list[int] = []
     async with trio.open_nursery() as nursery:
         await nursery.start(supervise)
+        for run_id in runs:  # a start goes through the run's actor too
+            await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
+            await break_state(ledger, store, run_id)
+        await store.start_run(ELSEWHERE, other, definition(TWO_WAITS), {}, "caller-1")
         first = TimerFired(str(uuid7()), now_ms() + 60_000, await wait_key(ledger, ELSEWHERE, other))
         assert not (await store.apply_input(ELSEWHERE, other, first)).stale
         elsewhere = host.hosted((ELSEWHERE.org, ELSEWHERE.playbook))
@@ -190,7 +200,7 @@ async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives
             for _ in range(10_000):  # until its run actors run again, or its actor gave up
                 await trio.testing.wait_all_tasks_blocked()
                 runs_now = host.hosted((SCOPE.org, SCOPE.playbook))
-                if runs_now is None or runs_now.inputs.running:
+                if runs_now is None or runs_now.runs.running:
                     break
             spawns_after.append(host.spawns)
         still = host.hosted((ELSEWHERE.org, ELSEWHERE.playbook))
@@ -203,7 +213,7 @@ async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives
     assert broke == runs
     assert not ended_with, "escalation ends at the playbook's actor"
     assert (host.escalated, host.gave_up, host.restarts) == (2, 1, 0)
-    assert store.actors.restarts == 4
+    assert store.runs.restarts == 4
     # the other playbook's actor, then SCOPE's, restarted once after the second breakdown, then gone (gave up)
     assert spawns_after == [2, 3, 3, 3]
     assert not host.is_live((SCOPE.org, SCOPE.playbook))
@@ -225,6 +235,6 @@ async def test_two_requests_under_one_run_id_meet_in_its_actor_and_the_run_runs_
     assert [answer["output"] for answer in answers] == [{"n": 4}, {"n": 4}]
     kinds = [r.type for r in await ledger.read_stream(run_stream(SCOPE, run_id))]
     assert kinds == ["run_started", "run_succeeded"]
-    assert runs.actors.spawns == 1, "the second request waited in the run id's mailbox"
+    assert runs.runs.spawns == 1, "the second request waited in the run id's mailbox"
     await trio.testing.wait_all_tasks_blocked()
-    assert runs.actors.live_count == 0
+    assert runs.runs.live_count == 0

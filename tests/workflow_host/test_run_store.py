@@ -174,7 +174,7 @@ async def test_inputs_are_applied_on_the_workers_of_the_sandbox_pool(ledger: Led
         pooled = RunStore(ledger, engine, runtime_version="0.1.0", max_duration_ms=60_000, workers=pool.workers)
         expression = 'do:\n  - sum: { set: \'${ {"n": data["n"] + 1} }\' }\n'
         run_ids = [str(uuid7()) for _ in range(3)]
-        async with trio.open_nursery() as nursery:
+        async with pooled.playbooks.serving(), trio.open_nursery() as nursery:
             for run_id in run_ids:
                 nursery.start_soon(pooled.start_run, SCOPE, run_id, definition(expression), {"n": 1}, "caller-1")
         for run_id in run_ids:

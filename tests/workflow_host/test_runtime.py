@@ -4,6 +4,7 @@ while stopping, `unavailable` with `Retry-After`), and a cancellation is recorde
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -15,9 +16,11 @@ from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
 from auto_runtime.ledger import Ledger, uuid7
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.runs.facts import run_stream
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
+from auto_runtime.runs import RunWriter
+from auto_runtime.runs.cancels import CancelRun
+from auto_runtime.runs.facts import run_stream
 from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.workflow_host.runtime import WorkflowRuntime
@@ -48,20 +51,30 @@ async def runs(ledger: Ledger, engine: SandboxEngine) -> AsyncIterator[RunServic
 def runtime_of(
     ledger: Ledger, engine: SandboxEngine, runs: RunService, server_id: str, sweep: timedelta = SWEEP
 ) -> WorkflowRuntime:
-    """A server's workflow runtime over a run service of its own (each server process has one)."""
-    own = RunService(ledger, runs.definitions, runs.types)
+    """A server's workflow runtime over its run service (each server process has one, and one set of playbook
+    actors: see `other_server` for a second server)."""
     runtime = WorkflowRuntime(
         ledger,
         engine,
-        own,
+        runs,
         server_id=server_id,
         runtime_version="0.1.0",
         max_duration=timedelta(days=30),
         sweep=sweep,
         nested_runs=4,
     )
-    own.serve_waiting("workflow", runtime)
+    runs.serve_waiting("workflow", runtime)
     return runtime
+
+
+@asynccontextmanager
+async def other_server(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService, server_id: str, sweep: timedelta = SWEEP
+) -> AsyncIterator[WorkflowRuntime]:
+    """Another server's workflow runtime on the same ledger: its own playbook actors and run service."""
+    definitions = DefinitionRegistry(ledger, runs.types)
+    async with definitions.actors.serving():
+        yield runtime_of(ledger, engine, RunService(ledger, definitions, runs.types), server_id, sweep)
 
 
 def assert_unavailable(refused: pytest.ExceptionInfo[Rejection]) -> None:
@@ -79,15 +92,15 @@ async def test_a_server_that_does_not_hold_the_lease_refuses_starts_and_events(
         started = await holder.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
         assert started["status"] == "started"
 
-        standby = runtime_of(ledger, engine, runs, "server-b")
-        await standby.loop.sweep_once()
-        assert standby.fence() is None
-        with pytest.raises(Rejection) as refused:
-            await standby.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
-        assert_unavailable(refused)
-        with pytest.raises(Rejection) as refused:
-            await standby.send_event(SCOPE, started["run_id"], {"type": "com.acme.go"}, "caller-1")
-        assert_unavailable(refused)
+        async with other_server(ledger, engine, runs, "server-b") as standby:
+            await standby.loop.sweep_once()
+            assert standby.fence() is None
+            with pytest.raises(Rejection) as refused:
+                await standby.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
+            assert_unavailable(refused)
+            with pytest.raises(Rejection) as refused:
+                await standby.send_event(SCOPE, started["run_id"], {"type": "com.acme.go"}, "caller-1")
+            assert_unavailable(refused)
         nursery.cancel_scope.cancel()
 
 
@@ -118,11 +131,9 @@ async def test_a_cancellation_is_recorded_once_on_any_server_and_the_holder_ends
         await nursery.start(holder.run)
         run_id = str(uuid7())
         await holder.runs.run_definition(SCOPE, "workflow", "listens", {}, run_id, "caller-1")
-        standby = runtime_of(ledger, engine, runs, "server-b")
-        state = await runs.read_run(SCOPE, run_id)
-        assert state is not None
-        await standby.cancel(SCOPE, state, "Not needed.", "caller-2")
-        await standby.cancel(SCOPE, state, "Asked twice.", "caller-3")
+        async with other_server(ledger, engine, runs, "server-b") as standby:
+            await standby.runs.cancel_run(SCOPE, run_id, "Not needed.", "caller-2")
+            await standby.runs.cancel_run(SCOPE, run_id, "Asked twice.", "caller-3")
         holder.loop.wake()
         with trio.fail_after(30):
             while True:
@@ -147,8 +158,8 @@ async def test_a_cancellation_is_recorded_once_on_any_server_and_the_holder_ends
 async def test_a_cancel_that_meets_an_ended_run_is_refused_the_same_on_either_path(
     ledger: Ledger, engine: SandboxEngine, runs: RunService
 ) -> None:
-    """One refusal, one text: `RunService.cancel_run` reading the run ended, and `record_cancel_request` finding it
-    ended when the run moved after `RunService` read it `started` (its append then meets a newer stream version)."""
+    """One refusal, one text: `RunService.cancel_run` reading the run ended, and the cancel's decision finding it
+    ended when the run moved after `RunService` read it `started`."""
     runtime = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
         await nursery.start(runtime.run)
@@ -164,7 +175,8 @@ async def test_a_cancel_that_meets_an_ended_run_is_refused_the_same_on_either_pa
                     break
                 await ledger.appended.wait_beyond(seen)
         with pytest.raises(Rejection) as on_record:
-            await runtime.cancel(SCOPE, read_started, "Too late.", "caller-2")
+            writer = RunWriter(ledger, SCOPE, run_id)
+            await runtime.cancel(writer, SCOPE, read_started, CancelRun("Too late.", "caller-2"))
         with pytest.raises(Rejection) as on_read:
             await runtime.runs.cancel_run(SCOPE, run_id, "Too late.", "caller-2")
         nursery.cancel_scope.cancel()
@@ -183,10 +195,8 @@ async def test_a_run_takes_a_cancel_recorded_elsewhere_before_any_other_input(
     await holder.loop.sweep_once()  # claims the lease; the loop does not run, so the cancel's entry stays armed
     run_id = str(uuid7())
     await holder.runs.run_definition(SCOPE, "workflow", "listens", {}, run_id, "caller-1")
-    standby = runtime_of(ledger, engine, runs, "server-b")
-    state = await runs.read_run(SCOPE, run_id)
-    assert state is not None
-    await standby.cancel(SCOPE, state, "Not needed.", "caller-2")
+    async with other_server(ledger, engine, runs, "server-b") as standby:
+        await standby.runs.cancel_run(SCOPE, run_id, "Not needed.", "caller-2")
     (entry,) = [row for row in await ledger.due_work.entries_of_run(SCOPE, run_id) if row.key.startswith("cancel:")]
     assert entry.state == "armed"
 

@@ -14,8 +14,8 @@ from auto_runtime.functions.registry import function_types
 from auto_runtime.ledger import DueEntry, Ledger, NewRecord, StreamWrite, uuid7
 from auto_runtime.ledger.sqlite.store import SqliteLedger
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.runs.facts import run_stream
 from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.runs.facts import run_stream
 from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl

@@ -38,9 +38,9 @@ from auto_runtime.ledger import (
     VersionConflict,
 )
 from auto_runtime.ledger.due_work import DueWorkChanges
-from auto_runtime.runs.facts import RUN_ENDINGS, RUN_SUCCEEDED, run_stream
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
+from auto_runtime.runs.facts import RUN_ENDINGS, RUN_SUCCEEDED, run_stream
 
 APPROVAL_PREFIX: Final = "prediction-approval/"
 APPROVAL_RUN: Final = "models"

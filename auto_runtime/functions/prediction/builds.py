@@ -75,16 +75,16 @@ from auto_runtime.functions.workflow.durations import duration_ms
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
-from auto_runtime.playbooks.cancel_requests import record_cancel_request
 from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion, definitions_stream
 from auto_runtime.playbooks.run_slots import SlotClaims
 from auto_runtime.problems import Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.runs import RunWriter
+from auto_runtime.runs.cancels import CancelRun, record_cancel_request
 from auto_runtime.runs.facts import RUN_REJECTED, run_stream
 from auto_runtime.runs.ids import is_run_id
 from auto_runtime.runs.prediction_messages import RecordBuildStart
-from auto_runtime.runs.view import RunState, fold_run
+from auto_runtime.runs.view import RunState
 from auto_runtime.tools import ToolServers
 
 BUILD_INPUT_DIGEST: Final = canonical_digest({"build": {}})
@@ -461,7 +461,7 @@ class Builds:
         written = await writer.write(BuildStart(name, claims_slot), message, kept_moving=_same_moment)
         return written.reply
 
-    async def cancel(self, scope: PlaybookScope, state: RunState, reason: str | None, caller_id: str) -> None:
+    async def cancel(self, writer: RunWriter, scope: PlaybookScope, state: RunState, message: CancelRun) -> None:
         """Records the request to cancel a build, whether it waits for its trainer, is queued or is being scored:
         `run_cancel_requested` and, in the same append, the due entry `prediction-build/cancel` (due at once) by
         which the lease holder ends it (`Scoring.fire`: `build_ended`, `cancelled`, then `rejected`,
@@ -469,13 +469,10 @@ class Builds:
         `started`. A build being scored sees the request and ends its model process; a second request records
         nothing."""
 
-        async def read_run(at: PlaybookScope, run_id: str) -> RunState | None:
-            return fold_run(run_id, await self.ledger.read_stream(run_stream(at, run_id)))
-
         def entry_of(record: NewRecord) -> DueEntry:
             return DueEntry(scope, state.run_id, CANCEL_KEY, self.clock(), {"run_id": state.run_id})
 
-        if await record_cancel_request(self.ledger, read_run, scope, state, reason, caller_id, entry_of):
+        if await record_cancel_request(writer, message, entry_of):
             self._wake()
 
     async def waiting(self, scope: PlaybookScope, run_id: str) -> BuildState:

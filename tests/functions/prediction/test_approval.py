@@ -28,8 +28,8 @@ from auto_runtime.functions.prediction.build_facts import SCORE_KEY
 from auto_runtime.functions.prediction.build_requests import BuildRequests
 from auto_runtime.ledger import DueEntry, PlaybookScope
 from auto_runtime.ledger.lease import WORKFLOW_HOST_LEASE
-from auto_runtime.runs.facts import run_stream
 from auto_runtime.problems import Rejection
+from auto_runtime.runs.facts import run_stream
 from tests.conformance.prediction.seeding import APPROVER
 from tests.functions.prediction.composed import Composed, composed_prediction
 from tests.functions.prediction.test_build_shares import database_url
