@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Callable
 from typing import Any, Final
 
 import numpy as np
@@ -67,7 +68,7 @@ from auto_runtime.functions.prediction.walk import (
     scores,
     walk,
 )
-from auto_runtime.ledger import NewRecord, PlaybookScope
+from auto_runtime.ledger import DueKey, NewRecord, PlaybookScope
 from auto_runtime.ledger.due_work import DueEntry
 from auto_runtime.ledger.lease import LeaseFence
 from auto_runtime.problems import conflict
@@ -85,6 +86,14 @@ BATCH_ROWS: Final = 4096
 CANDIDATE_SECONDS: Final = 120.0
 CANDIDATE_SCORED: Final = "candidate_scored"
 CANDIDATE_DISQUALIFIED: Final = "candidate_disqualified"
+
+
+ENDINGS: Final[dict[str, Callable[[DueKey, LeaseFence], BuildEnding]]] = {
+    EXPIRE_KEY: ExpireBuild,
+    DEADLINE_KEY: EndBuildPastDeadline,
+    CANCEL_KEY: EndCancelledBuild,
+}
+"""The ending each of the build's other due entries sends its run's actor."""
 
 
 class Disqualified(Exception):
@@ -116,19 +125,12 @@ class Scoring(ModelWork):
         assert isinstance(scope, PlaybookScope)
         state = await self.builds.state(scope, entry.run_id)
         ending: BuildEnding | None = None
-        if state is None:
-            pass
-        elif entry.key == SCORE_KEY:
-            if _going_on(state) and state.answer is not None:
-                scored = await self._scored_unless_stopped(scope, state)
-                if scored is not None:
-                    ending = ScoreBuild(tuple(scored), tuple(_armed(scope, state, scored)), entry.due_key, fence)
-        elif entry.key == EXPIRE_KEY:
-            ending = ExpireBuild(entry.due_key, fence)
-        elif entry.key == DEADLINE_KEY:
-            ending = EndBuildPastDeadline(entry.due_key, fence)
-        elif entry.key == CANCEL_KEY:
-            ending = EndCancelledBuild(entry.due_key, fence)
+        if state is not None and entry.key == SCORE_KEY and _going_on(state) and state.answer is not None:
+            scored = await self._scored_unless_stopped(scope, state)
+            if scored is not None:
+                ending = ScoreBuild(tuple(scored), tuple(_armed(scope, state, scored)), entry.due_key, fence)
+        elif state is not None and entry.key in ENDINGS:
+            ending = ENDINGS[entry.key](entry.due_key, fence)
         if ending is None or not await self.runs.ask(scope, entry.run_id, ending):
             await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
             return
