@@ -15,14 +15,17 @@ start is the start's one-line error) and logged once at `info`:
     ├─ playbooks   (one_for_one) the registries of keyed actors: `org-actors` (each org's playbook
     │              changes) and `playbook-actors` (each playbook's definitions), each actor spawned on its
     │              first message and passivated when idle; each playbook actor hosts its runs' actors
-    │              (`run-id-actors[org/playbook]`: each run a request is running, `run-actors[org/playbook]`:
-    │              each workflow run with inputs to apply; `playbooks.playbook_host`);
+    │              (`run-actors[org/playbook]`: each run with a message in hand, its one writer, `runs.RunActor`;
+    │              `playbooks.playbook_host`);
     │              and `recall-views` (each playbook's recall views, passed by the workflow host's keeper;
     │              each hosts one actor per view, `recall-view-actors[org/playbook]`: `recall_host.views_actor`);
     │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ model-processes  (one_for_one) the prediction functions' model processes (`ModelPool`): a keeper that
-    │              ends idle ones, and each process's temporary `ProcessChild`, started when a job finds none idle
-    ├─ workflows   the timer loop, the followers and the lease
+    │              ends idle ones, and `PREDICTION_PROCESSES` permanent actors, each owning one process at a time
+    ├─ workflows   (one_for_one) the workflow runtime's supervisor: timer-loop (it claims the lease first), then
+    │              each follower a permanent child of its own, restarted alone: deliveries (the delivery attempts'
+    │              calls), reply-reads (the conversations' reads), reactions (the ledger's feed: offers, triggers,
+    │              schedules), recall-keeper (the recall views' passes)
     ├─ identity-keys  (where sign-in is on) the refresher of the identity service's signing keys, ready at once
     └─ http        Hypercorn, started last, stopped first
 
@@ -297,7 +300,8 @@ def compose_services(
     runs.serve_waiting("interaction", interactions)
     interactions.answer_for("prediction", BuildRequests(builds, run_actors), BUILD_REQUEST_SOURCE)
     workflows.add_due_handler(INTERACTION_KEY_PREFIX, interactions.fire)
-    workflows.add_follower(interactions.deliveries.follow)
+    workflows.add_follower("deliveries", interactions.deliveries.follow)
+    workflows.add_follower("reply-reads", interactions.deliveries.reads.follow)
     runs.serve_waiting("prediction", builds, is_build_input)
     builds.wake_with(workflows.loop.wake)
     workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache, run_actors).fire)
@@ -312,7 +316,7 @@ def compose_services(
         record_hooks=[partial(arm_after_save, ledger), approval.decided_after_run],
     )
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
-    workflows.add_follower(reactions.follow)
+    workflows.add_follower("reactions", reactions.follow)
     views = ViewKeeper(
         ledger,
         sandbox.pool,
@@ -321,7 +325,7 @@ def compose_services(
         sweep=settings.workflow_sweep_interval,
         limits=limits,
     )
-    workflows.add_follower(views.follow)
+    workflows.add_follower("recall-keeper", views.follow)
     return RuntimeServices(
         playbooks=PlaybookRegistry(ledger, limits),
         definitions=definitions,
@@ -344,17 +348,12 @@ def compose_services(
 
 
 def workflows_child(workflows: WorkflowRuntime) -> ChildSpec:
-    """The workflow runtime as a child of the root, started before the HTTP child (the lease is claimed before
-    the first request) and stopped after it. The server marks it stopping as soon as it is asked to stop, so
-    requests still in flight while HTTP drains answer starts and sent events `unavailable`; its stop releases
-    the lease for a standby."""
-
-    async def run(context: ChildContext) -> None:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(workflows.run)
-            context.started()
-
-    return ChildSpec("workflows", run, restart=Restart.PERMANENT, shutdown=GRACEFUL_STOP_SECONDS)
+    """The workflow runtime's supervisor (its timer loop, then its followers) as a child of the root, started before
+    the HTTP child (the lease is claimed before the first request) and stopped after it. The server marks it
+    stopping as soon as it is asked to stop, so requests still in flight while HTTP drains answer starts and sent
+    events `unavailable`; its children stop in reverse order, the timer loop last, which releases the lease for a
+    standby."""
+    return workflows.child_spec(shutdown=GRACEFUL_STOP_SECONDS)
 
 
 def ledger_child(ledger: LedgerStore) -> ChildSpec:

@@ -118,8 +118,8 @@ def _sent_text(value: Any) -> str | None:
 
 class Deliveries:
     """The delivery attempts of one server, while it holds the lease. `follow` keeps the task group the calls run
-    in (a follower of the workflow runtime); `fire` takes the due entries under `interaction:attempt:` and
-    `interaction:lost:`."""
+    in (a follower of the workflow runtime, a child of its own); `fire` takes the due entries under
+    `interaction:attempt:` and `interaction:lost:`, and hands the reads' to `reads` (a follower of its own)."""
 
     def __init__(self, ledger: Ledger, tools: ToolServers | None, clock: Callable[[], datetime] = now_utc) -> None:
         self.ledger = ledger
@@ -159,11 +159,9 @@ class Deliveries:
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
         if entry.key.startswith(LOST_PREFIX):
             await self._lost(entry, fence)
-        elif self._nursery is None:
-            return  # not following yet: the entry stays armed and a later sweep starts it
         elif ReplyReads.handles(entry.key):
-            self.reads.fire(entry, fence, self._nursery)
-        else:
+            self.reads.fire(entry, fence)
+        elif self._nursery is not None:  # else not following yet: the entry stays armed and a later sweep starts it
             await self._start(entry, fence)
 
     async def _read(self, scope: PlaybookScope, run_id: str) -> tuple[list[Record], RunState | None]:

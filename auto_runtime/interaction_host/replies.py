@@ -31,6 +31,7 @@ from typing import Any
 
 import trio
 
+from auto_runtime.functions.durations import interaction_duration_ms
 from auto_runtime.functions.interaction.arguments import (
     MAX_ARGUMENTS_BYTES,
     REPLIES_NAMES,
@@ -39,7 +40,6 @@ from auto_runtime.functions.interaction.arguments import (
     recorded_arguments,
 )
 from auto_runtime.functions.interaction.document import resolve_pointer
-from auto_runtime.functions.interaction.durations import duration_ms
 from auto_runtime.functions.interaction.reply_rule import answer_of_reply, rule_words
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText
 from auto_runtime.interaction_host.call_measures import arguments_measures, named_server, result_measures
@@ -110,7 +110,7 @@ def read_entry(
 
 
 def wait_floor(replies: Mapping[str, Any] | None) -> timedelta:
-    found = duration_ms(replies.get("wait")) if isinstance(replies, Mapping) and "wait" in replies else None
+    found = interaction_duration_ms(replies.get("wait")) if isinstance(replies, Mapping) and "wait" in replies else None
     return timedelta(milliseconds=found or 5000)
 
 
@@ -130,7 +130,8 @@ class ReadCall:
 
 
 class ReplyReads:
-    """The reads of one server while it holds the lease; `nursery` is the task group of the deliveries."""
+    """The reads of one server while it holds the lease. `follow` keeps the task group the reads run in (a follower
+    of the workflow runtime, a child of its own); `fire` starts a read in it."""
 
     def __init__(self, ledger: Ledger, tools: ToolServers | None, clock: Callable[[], datetime] = now_utc) -> None:
         self.ledger = ledger
@@ -140,17 +141,26 @@ class ReplyReads:
         self._in_flight: set[tuple[str, str]] = set()
         self._locks: dict[str, trio.Lock] = {}
         self._ended = trio.lowlevel.ParkingLot()
+        self._nursery: trio.Nursery | None = None
 
     @staticmethod
     def handles(key: str) -> bool:
         return key.startswith(READ_PREFIX)
 
-    def fire(self, entry: DueEntry, fence: LeaseFence, nursery: trio.Nursery) -> None:
+    async def follow(self, fence: Any) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+
+    def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
         name = (entry.run_id, entry.key)
-        if name in self._in_flight:
-            return
+        if self._nursery is None or name in self._in_flight:
+            return  # not following yet (the entry stays armed and a later sweep reads), or read already
         self._in_flight.add(name)
-        nursery.start_soon(self._read_guarded, entry, fence)
+        self._nursery.start_soon(self._read_guarded, entry, fence)
 
     async def _read_guarded(self, entry: DueEntry, fence: LeaseFence) -> None:
         lock = self._locks.setdefault(entry.run_id, trio.Lock())

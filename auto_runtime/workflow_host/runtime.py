@@ -16,14 +16,23 @@ Rules:
   out in the same append; asking again before the run ended records nothing.
 - A waiting run holds nothing in memory: its state is in the `workflow_runs` projection, its timers and
   effects in the due-work table.
+
+Supervision: `run` (or `child_spec`, the server's `workflows` child) runs the runtime's own supervisor,
+one_for_one: the timer loop first (its first sweep claims the lease before it reports started), then each follower
+added with `add_follower`, a child of its own with its restart type. A follower that fails is restarted alone;
+the timer loop and the other followers keep running. Past `WORKFLOW_HOST_INTENSITY` the supervisor stops every
+child and fails upward. Nothing a child holds in memory is needed again: each resumes from what the ledger keeps
+(the timer loop and the deliveries from the due-work table, the reactions from their saved feed position, the
+recall keeper from the views' checkpoints).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
 import trio
 
@@ -52,6 +61,7 @@ from auto_runtime.runs.workflow_messages import StartWorkflowRun
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.workers import WorkerPool
 from auto_runtime.schema_issues import check_off_the_loop
+from auto_runtime.supervision import ChildContext, ChildSpec, Restart, RestartIntensity, Supervisor
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.outbox import cancel_key, cancel_payload
 from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
@@ -64,11 +74,20 @@ NOT_HOLDING = (
 )
 MAX_SENT_EVENT_BYTES = 256 * 1024
 """The metadata of a run's records that `run_cancel_requested` repeats (its `by` is who asked)."""
+SUPERVISOR_NAME: Final = "workflows"
+TIMER_LOOP: Final = "timer-loop"
+WORKFLOW_HOST_INTENSITY: Final = RestartIntensity(max_restarts=3, period=30.0)
+"""The restarts the runtime's supervisor makes of its children (a follower's or the timer loop's failures, a
+store fault that ended one) before it gives up and fails upward to the root."""
+
+Fence = Callable[[], LeaseFence | None]
+Follower = Callable[[Fence], Awaitable[None]]
+"""Follows the ledger beside the timer loop until cancelled, writing only under the fence `fence()` answers."""
 
 
 class WorkflowRuntime:
-    """One server's workflow runs: `start`, `send_event`, `cancel`, and `run` (the timer loop, while the server
-    holds the lease). See the module's rules."""
+    """One server's workflow runs: `start`, `send_event`, `cancel`, and `run` (the supervisor of the timer loop and
+    the followers; they work while the server holds the lease). See the module's rules."""
 
     runs_once = True
     """A workflow runs once for its id (seeds, "Retrying under a run id")."""
@@ -110,7 +129,8 @@ class WorkflowRuntime:
             handlers=handlers,
         )
         self.stopping = False
-        self._followers: list[Callable[[Callable[[], LeaseFence | None]], Awaitable[None]]] = []
+        self._children: list[ChildSpec] = [ChildSpec(TIMER_LOOP, self._run_timer_loop, restart=Restart.PERMANENT)]
+        self._supervisor: Supervisor | None = None
 
     def add_due_handler(self, prefix: str, handler: DueHandler) -> None:
         """Carry out the due entries whose keys start with `prefix` with `handler` (a schedule trigger's, say), for
@@ -119,9 +139,29 @@ class WorkflowRuntime:
             raise ValueError(f"due entries under {prefix!r} have a handler already")
         self.loop.handlers[prefix] = handler
 
-    def add_follower(self, follower: Callable[[Callable[[], LeaseFence | None]], Awaitable[None]]) -> None:
-        """Run `follower(fence)` beside the timer loop (a reactor that follows the ledger while holding the lease)."""
-        self._followers.append(follower)
+    def add_follower(self, name: str, follower: Follower, restart: Restart = Restart.PERMANENT) -> None:
+        """Run `follower(fence)` beside the timer loop (a reactor that follows the ledger while holding the lease), as
+        the supervisor's child `name`, started after the timer loop and the followers added before it; call before
+        `run` or `child_spec`."""
+        if self._supervisor is not None:
+            raise RuntimeError("followers are added before the runtime's supervisor is built")
+
+        async def run(context: ChildContext) -> None:
+            context.started()
+            await follower(self.fence)
+
+        self._children.append(ChildSpec(name, run, restart=restart))
+
+    @property
+    def supervisor(self) -> Supervisor:
+        """The supervisor of the timer loop and the followers (see the module), built on first use."""
+        if self._supervisor is None:
+            self._supervisor = Supervisor(SUPERVISOR_NAME, self._children, intensity=WORKFLOW_HOST_INTENSITY)
+        return self._supervisor
+
+    def child_spec(self, *, shutdown: float = math.inf) -> ChildSpec:
+        """The runtime's supervisor as a permanent child of another supervisor (the server's root)."""
+        return self.supervisor.child_spec(restart=Restart.PERMANENT, shutdown=shutdown)
 
     async def after_applied(self, scope: PlaybookScope, run_id: str, applied: Applied) -> None:
         """Carry out what an input applied elsewhere (a trigger's start, an offered event) decided: its effects
@@ -140,16 +180,19 @@ class WorkflowRuntime:
         return fence
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run the timer loop and the followers until cancelled; the first claim of the lease is made before
-        `started`, so a server that can run workflows does from its first request (unless the ledger cannot take
-        writes at start: then the loop claims once it can, and until then starts answer `unavailable`)."""
+        """Run the supervisor of the timer loop and the followers until cancelled (or until it gives up: it then
+        raises `SupervisorFailedError`); `started` once every child has started."""
+        await self.supervisor.run(task_status=task_status)
+
+    async def _run_timer_loop(self, context: ChildContext) -> None:
+        """The timer loop as a child: its first claim of the lease is made before `started`, so a server that can
+        run workflows does from its first request (unless the ledger cannot take writes at start: then the loop
+        claims once it can, and until then starts answer `unavailable`)."""
+        with contextlib.suppress(LedgerUnavailable):  # a full disk: the loop claims again after its back-off
+            await self.loop.sweep_once()
         async with trio.open_nursery() as nursery:
-            with contextlib.suppress(LedgerUnavailable):  # a full disk: the loop claims again after its back-off
-                await self.loop.sweep_once()
             await nursery.start(self.loop.run)
-            for follower in self._followers:
-                nursery.start_soon(follower, self.fence)
-            task_status.started()
+            context.started()
 
     # -- WaitingRuns -----------------------------------------------------------------------------------------
 

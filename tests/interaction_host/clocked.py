@@ -20,8 +20,8 @@ from auto_runtime.interaction_host.deliveries import next_attempt_wait
 from auto_runtime.interaction_host.runtime import KEY_PREFIX, InteractionRuntime
 from auto_runtime.ledger import Ledger, Record
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.runs.facts import run_stream
 from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.runs.facts import run_stream
 from auto_runtime.settings import ToolServer
 from auto_runtime.supervision import NO_BACKOFF
 from auto_runtime.tools.tool_server_set import ToolServerSet
@@ -134,6 +134,7 @@ async def hosted(ledger: Ledger, store: RunStore, desk: McpToolServerProcess) ->
         async with definitions.actors.serving(), trio.open_nursery() as nursery:
             await nursery.start(tools.run)
             nursery.start_soon(interactions.deliveries.follow, None)
+            nursery.start_soon(interactions.deliveries.reads.follow, None)
             host = Host(ledger, runs, interactions, loop, clock)
             try:
                 yield host

@@ -17,8 +17,8 @@ from auto_runtime.functions.registry import function_types
 from auto_runtime.ledger import Ledger, PlaybookScope, open_ledger
 from auto_runtime.models import ModelDirectory
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.runs.facts import run_stream
 from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.runs.facts import run_stream
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from auto_runtime.settings import load_settings
 from auto_runtime.tools.tool_server_set import ToolServerSet

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from auto_runtime.functions.durations import DAY_MS, MINUTE_MS, interaction_duration_ms
 from auto_runtime.functions.interaction.arguments import (
     CONVERSATION_NAMES,
     DELIVER_NAMES,
@@ -26,7 +27,6 @@ from auto_runtime.functions.interaction.arguments import (
     compile_text,
     render_arguments,
 )
-from auto_runtime.functions.interaction.durations import DAY_MS, MINUTE_MS, duration_ms
 from auto_runtime.functions.reasoning.document import issue_lines, read_document
 from auto_runtime.functions.reasoning.front_checker import FrontMatterChecker
 from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape
@@ -387,7 +387,7 @@ def _replies(check: _Checker, value: Any, samples: Mapping[str, Any]) -> None:
                 if name in ("id", "sender", "text", "to"):
                     check.pointer(f"/replies/read/each/{name}", item)
     if "wait" in section:
-        wait = duration_ms(section["wait"])
+        wait = interaction_duration_ms(section["wait"])
         if wait is None or not 5_000 <= wait <= 3_600_000:
             check.add("/replies/wait", "Expected a duration from PT5S to PT1H")
     if "tell" in section:
@@ -475,7 +475,7 @@ def parse_document(source: str) -> InteractionDocument | list[Problem]:
         if "from" in fields:
             answerer = check.template("/from", fields["from"], TO_NAMES)
         if "expires" in fields:
-            expires = duration_ms(fields["expires"])
+            expires = interaction_duration_ms(fields["expires"])
             if expires is None or not MINUTE_MS <= expires <= 30 * DAY_MS:
                 check.add("/expires", "Expected an ISO 8601 duration from PT1M to P30D, such as PT6H")
         if "deliver" in fields:

@@ -36,6 +36,7 @@ import trio
 from liquid import Environment, StrictUndefined
 from liquid.exceptions import LiquidError
 
+from auto_runtime.functions.durations import duration_ms
 from auto_runtime.functions.interaction.call_run import rendered_arguments, tools_not_offered
 from auto_runtime.functions.interaction.document import InteractionDocument
 from auto_runtime.functions.interaction.document import parse_document as parse_interaction
@@ -71,7 +72,6 @@ from auto_runtime.functions.prediction.walk import (
     walk,
 )
 from auto_runtime.functions.reasoning.front_matter import read_front_matter
-from auto_runtime.functions.workflow.durations import duration_ms
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auto_runtime.events.cloudevents import RESERVED_ATTRIBUTES, RESERVED_TYPES
+from auto_runtime.functions.durations import duration_ms
 from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.functions.workflow import places
 from auto_runtime.functions.workflow.cron import parse_cron
-from auto_runtime.functions.workflow.durations import duration_ms
 from auto_runtime.functions.workflow.expressions import (
     check_expression,
     condition_expression,
@@ -284,7 +284,7 @@ class _Walk:
         if isinstance(ms, str):
             self.add(pointer, ms)
         elif ms > self.max_duration_ms:
-            from auto_runtime.functions.workflow.durations import iso_ms
+            from auto_runtime.functions.durations import iso_ms
 
             self.add(pointer, DURATION_TOO_LONG.format(limit=iso_ms(self.max_duration_ms)))
 

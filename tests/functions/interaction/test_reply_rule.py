@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from auto_runtime.functions.interaction.durations import duration_ms
+from auto_runtime.functions.durations import interaction_duration_ms
 from auto_runtime.functions.interaction.reply_rule import answer_of_reply, rule_words
 
 SCHEMA: dict[str, Any] = {
@@ -49,9 +49,9 @@ def test_the_words_that_tell_how_to_answer() -> None:
     [("PT1M", 60_000), ("P1W", 604_800_000), ("P1DT2H", 93_600_000), ("PT0.5S", 500), ("PT1H30M", 5_400_000)],
 )
 def test_durations(text: str, ms: int) -> None:
-    assert duration_ms(text) == ms
+    assert interaction_duration_ms(text) == ms
 
 
 @pytest.mark.parametrize("text", ["P1M", "P1Y", "PT", "P", "P1DT", "1H", "P1W2D", 60, None])
 def test_durations_refused(text: Any) -> None:
-    assert duration_ms(text) is None
+    assert interaction_duration_ms(text) is None

@@ -85,6 +85,7 @@ async def hosted(ledger: Ledger, store: RunStore, desk: McpToolServerProcess, tm
         async with definitions.actors.serving(), trio.open_nursery() as nursery:
             await nursery.start(tools.run)
             nursery.start_soon(interactions.deliveries.follow, None)
+            nursery.start_soon(interactions.deliveries.reads.follow, None)
             try:
                 yield Host(ledger, runs, interactions, loop, clock)
             finally:

@@ -14,9 +14,9 @@ from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, open_ledger
 from auto_runtime.models import ModelDirectory
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
-from auto_runtime.runs.facts import RUN_REJECTED, RUN_STARTED, run_stream
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
+from auto_runtime.runs.facts import RUN_REJECTED, RUN_STARTED, run_stream
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from auto_runtime.settings import load_settings
 

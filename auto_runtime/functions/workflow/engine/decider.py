@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from auto_runtime.events.cloudevents import RESERVED_ATTRIBUTES, RESERVED_TYPES, read_event
-from auto_runtime.functions.workflow.durations import duration_ms
+from auto_runtime.functions.durations import duration_ms
 from auto_runtime.functions.workflow.engine import errors as E  # noqa: N812
 from auto_runtime.functions.workflow.engine.evaluation import (
     Evaluator,

@@ -1,6 +1,13 @@
-"""Durations (spec 5): ISO 8601 in weeks, days, hours, minutes, seconds, or a mapping; whole milliseconds.
+"""Durations, read as whole milliseconds, in the two grammars the pages give (they differ, so both are here):
 
-`duration_ms` reads a literal duration and returns its milliseconds or the words that refuse it.
+- `duration_ms`, a workflow's and a prediction function's (workflow-format spec 5): ISO 8601 in weeks, days,
+  hours, minutes and seconds, each part a decimal (`.` or `,`), combinable, or a mapping of days, hours,
+  minutes, seconds and milliseconds; answers the milliseconds or the words that refuse the value;
+- `interaction_duration_ms`, an interaction document's (interaction-format §1.1, decision on grammar): `PnW`
+  alone, or `PnD` and/or `T` with `nH`, `nM`, `n[.f]S`, whole numbers but the seconds; answers None for
+  anything else.
+
+Years and months are refused by both: their length varies.
 """
 
 from __future__ import annotations
@@ -77,3 +84,27 @@ def iso_ms(ms: int) -> str:
     if seconds:
         time += f"{seconds.normalize():f}S"
     return text + ("T" + time if time else "") if (days or time) else "PT0S"
+
+
+_INTERACTION = re.compile(
+    r"^P(?:(?P<weeks>\d+)W|(?P<days>\d+D)?(?:T(?P<hours>\d+H)?(?P<minutes>\d+M)?(?P<seconds>\d+(?:\.\d+)?S)?)?)$"
+)
+MINUTE_MS = 60_000
+DAY_MS = 24 * 60 * MINUTE_MS
+
+
+def interaction_duration_ms(text: object) -> int | None:
+    """An interaction document's duration in milliseconds (rounded), or None when `text` is not one it takes."""
+    if not isinstance(text, str):
+        return None
+    found = _INTERACTION.match(text)
+    if found is None or text in ("P", "PT") or text.endswith("T"):
+        return None
+    if found["weeks"] is not None:
+        return int(found["weeks"]) * 7 * DAY_MS
+    total = Decimal(0)
+    for name, unit in (("days", DAY_MS), ("hours", 60 * MINUTE_MS), ("minutes", MINUTE_MS), ("seconds", 1000)):
+        part = found[name]
+        if part is not None:
+            total += Decimal(part[:-1]) * unit
+    return int(total.to_integral_value())

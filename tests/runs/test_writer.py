@@ -1,0 +1,121 @@
+"""The run's one writer on both ledgers: a clash makes it read the run and decide again, the state it keeps
+between two messages spares a read, a decision that holds only on a fresh state is made again on one, and a run
+that keeps moving ends in the caller's error with nothing appended. Another server is played by appending to the
+run's stream directly, as a second process on the same ledger would."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Record, StreamWrite
+from auto_runtime.problems import Rejection, conflict
+from auto_runtime.runs import ATTEMPTS, Decision, HistoryDecider, Loaded, RunHistory, RunKeptMoving, RunWriter
+from auto_runtime.runs.facts import run_stream
+from tests.runs.conftest import SCOPE
+
+RUN = "0193e0a0-0000-7000-8000-0000000000aa"
+
+
+@dataclass(frozen=True)
+class Note:
+    text: str
+
+
+@dataclass
+class Noting(HistoryDecider[Note, int]):
+    """Appends one `noted` record; answers the version it decided on. `others` appends (as another server) that
+    many records before each of its first decisions, so each of those decisions' appends clashes."""
+
+    ledger: Ledger
+    others: int = 0
+    loads: int = 0
+    decided_on: list[int] = field(default_factory=list)
+    fresh_only: bool = False
+
+    async def load(self, ledger: Ledger, scope: PlaybookScope, run_id: str) -> Loaded[RunHistory]:
+        self.loads += 1
+        return await super().load(ledger, scope, run_id)
+
+    async def decide(self, loaded: Loaded[RunHistory], message: Note) -> Decision[int]:
+        self.decided_on.append(loaded.version)
+        if self.others:
+            self.others -= 1
+            stream = run_stream(SCOPE, RUN)
+            now = len(await self.ledger.read_stream(stream))
+            await self.ledger.append([StreamWrite(stream, now, [NewRecord("elsewhere", {}, {})])])
+        if self.fresh_only:
+            return Decision(loaded.version, fresh_only=True)
+        return Decision(loaded.version, [NewRecord("noted", {"text": message.text}, {})])
+
+    def evolve(self, loaded: Loaded[RunHistory], appended: Sequence[Record]) -> Loaded[RunHistory]:
+        return super().evolve(loaded, appended)
+
+
+async def kinds(ledger: Ledger) -> list[str]:
+    return [r.type for r in await ledger.read_stream(run_stream(SCOPE, RUN))]
+
+
+async def test_a_clash_makes_the_writer_read_the_run_and_decide_again(ledger: Ledger) -> None:
+    decider = Noting(ledger, others=2)
+    written = await RunWriter(ledger, SCOPE, RUN).write(decider, Note("a"))
+    assert decider.decided_on == [0, 1, 2], "each decision read the run as the other server left it"
+    assert written.reply == 2 and [r.type for r in written.appended] == ["noted"]
+    assert await kinds(ledger) == ["elsewhere", "elsewhere", "noted"]
+
+
+async def test_the_state_kept_between_two_messages_spares_a_read(ledger: Ledger) -> None:
+    decider, writer = Noting(ledger), RunWriter(ledger, SCOPE, RUN)
+    await writer.write(decider, Note("a"))
+    second = await writer.write(decider, Note("b"))
+    assert decider.loads == 1 and second.reply == 1
+    kept = writer.kept(decider.kind)
+    assert kept is not None and [r.type for r in kept.state.records] == ["noted", "noted"]
+    writer.forget()
+    await writer.write(decider, Note("c"))
+    assert decider.loads == 2 and await kinds(ledger) == ["noted", "noted", "noted"]
+
+
+async def test_a_kept_state_the_run_moved_past_costs_one_clash_then_a_read(ledger: Ledger) -> None:
+    decider, writer = Noting(ledger), RunWriter(ledger, SCOPE, RUN)
+    await writer.write(decider, Note("a"))
+    await ledger.append([StreamWrite(run_stream(SCOPE, RUN), 1, [NewRecord("elsewhere", {}, {})])])
+    written = await writer.write(decider, Note("b"))
+    assert decider.decided_on == [0, 1, 2] and written.reply == 2
+    assert await kinds(ledger) == ["noted", "elsewhere", "noted"]
+
+
+async def test_a_decision_that_holds_only_on_a_fresh_state_is_made_again_on_one(ledger: Ledger) -> None:
+    writer = RunWriter(ledger, SCOPE, RUN)
+    await writer.write(Noting(ledger), Note("a"))
+    await ledger.append([StreamWrite(run_stream(SCOPE, RUN), 1, [NewRecord("elsewhere", {}, {})])])
+    fresh = Noting(ledger, fresh_only=True)
+    written = await writer.write(fresh, Note("b"))
+    assert fresh.decided_on == [1, 2], "decided on the kept state, then on the run as the ledger holds it"
+    assert written.reply == 2 and written.appended == []
+
+
+async def test_a_run_that_keeps_moving_ends_in_the_caller_s_error_with_nothing_appended(ledger: Ledger) -> None:
+    with pytest.raises(RunKeptMoving):
+        await RunWriter(ledger, SCOPE, RUN).write(Noting(ledger, others=ATTEMPTS), Note("a"))
+    assert await kinds(ledger) == ["elsewhere"] * ATTEMPTS
+
+    def moved() -> Exception:
+        return conflict("Another change was made at the same moment; send the request again.")
+
+    with pytest.raises(Rejection) as refused:
+        await RunWriter(ledger, SCOPE, RUN).write(Noting(ledger, others=2), Note("b"), kept_moving=moved, attempts=2)
+    assert refused.value.reason == "conflict"
+    assert "noted" not in await kinds(ledger)
+
+
+async def test_a_decision_on_a_given_first_state_reads_nothing_until_it_clashes(ledger: Ledger) -> None:
+    decider = Noting(ledger)
+    empty = Loaded(RunHistory(SCOPE, RUN, ()), 0)
+    await RunWriter(ledger, SCOPE, RUN).write(decider, Note("a"), first=empty)
+    assert decider.loads == 0
+    other = Noting(ledger)
+    written = await RunWriter(ledger, SCOPE, RUN).write(other, Note("b"), first=empty)
+    assert other.loads == 1 and other.decided_on == [0, 1] and written.reply == 1
