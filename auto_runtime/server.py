@@ -78,6 +78,7 @@ from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.functions.prediction.prediction_type import PredictionType
 from auto_runtime.functions.prediction.questions import Questions
+from auto_runtime.functions.prediction.run_handlers import serve_builds
 from auto_runtime.functions.prediction.scoring import Scoring
 from auto_runtime.functions.prediction.shadow import SHADOW_PREFIX, Shadow, arm_after_save
 from auto_runtime.functions.prediction.versions import VERSIONS_PROJECTION
@@ -277,6 +278,8 @@ def compose_services(
     most_active = {"recall": settings.recall_max_functions, "prediction": settings.prediction_max_functions}
     definitions = DefinitionRegistry(ledger, types, limits, most_active)
     runs = RunService(ledger, definitions, types)
+    serve_builds(builds, definitions.actors)
+    run_actors = definitions.actors.runs
     workflows = WorkflowRuntime(
         ledger,
         sandbox.engine,
@@ -295,13 +298,13 @@ def compose_services(
         ledger, runs, open_limit=settings.interaction_open_requests, tools=reached, wake=workflows.loop.wake
     )
     runs.serve_waiting("interaction", interactions)
-    interactions.answer_for("prediction", BuildRequests(builds), BUILD_REQUEST_SOURCE)
+    interactions.answer_for("prediction", BuildRequests(builds, run_actors), BUILD_REQUEST_SOURCE)
     workflows.add_due_handler(INTERACTION_KEY_PREFIX, interactions.fire)
     workflows.add_follower("deliveries", interactions.deliveries.follow)
     workflows.add_follower("reply-reads", interactions.deliveries.reads.follow)
     runs.serve_waiting("prediction", builds, is_build_input)
     builds.wake_with(workflows.loop.wake)
-    workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache).fire)
+    workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache, run_actors).fire)
     workflows.add_due_handler(SHADOW_PREFIX, Shadow(builds, datasets, model_pool, cache).fire)
     approval = Approval(builds, runs)
     workflows.add_due_handler(APPROVAL_PREFIX, approval.fire)
@@ -340,7 +343,7 @@ def compose_services(
         model_pool=model_pool,
         prediction_builds=builds,
         prediction_cache=cache,
-        prediction_candidates=Candidates(builds, model_pool, cache),
+        prediction_candidates=Candidates(builds, model_pool, cache, run_actors),
     )
 
 

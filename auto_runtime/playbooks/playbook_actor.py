@@ -1,5 +1,6 @@
 """The playbook actor: one per (org, playbook) in this process, the one writer of its definitions and the keeper
-of their current versions.
+of their current versions, and the one place its run slots are claimed (`run_slots`: one build at a time per
+prediction function, checked beside the definitions' `max_active`).
 
 State: the playbook's parsed documents in the one cache of them (`definition_documents`, dropped when a life
 starts), and for each definition type, the latest version of every definition of that type in the playbook (as the
@@ -43,6 +44,7 @@ from auto_runtime.playbooks.definition_facts import (
     row_after,
     version_of,
 )
+from auto_runtime.playbooks.run_slots import RunSlots, SlotAnswer, SlotCommand
 from auto_runtime.problems import Rejection, changed_at_the_same_moment, conflict, not_found
 
 PlaybookKey = tuple[str, str]
@@ -70,8 +72,9 @@ class RetireDefinition:
     by: str
 
 
-PlaybookCommand = SaveDefinition | RetireDefinition
-PlaybookAnswer = DefinitionVersion | Rejection
+DefinitionCommand = SaveDefinition | RetireDefinition
+PlaybookCommand = DefinitionCommand | SlotCommand
+PlaybookAnswer = DefinitionVersion | Rejection | SlotAnswer
 
 
 class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
@@ -87,6 +90,8 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
         self.types = tuple(types)
         self._versions: dict[str, int] = {}
         self._definitions: dict[str, dict[str, DefinitionVersion]] = {}
+        self.slots = RunSlots(ledger, self.scope)
+        """The runs this life granted a slot to that are still starting (see `run_slots`)."""
 
     async def on_start(self) -> None:
         if self.documents is not None:
@@ -111,6 +116,8 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
                 return await self._save(message)
             case RetireDefinition():
                 return await self._retire(message)
+            case _:
+                return await self.slots.handle(message)
 
     async def _current(self, definition_type: str) -> dict[str, DefinitionVersion]:
         """The type's definitions, read again when another server moved its stream since they were read (never,
