@@ -52,7 +52,7 @@ from auto_runtime.functions.workflow.engine.model import (
     Transition,
 )
 from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator
-from auto_runtime.functions.workflow.engine.state import RunState
+from auto_runtime.functions.workflow.engine.state import EngineState
 from auto_runtime.functions.workflow.engine.state_codec import dump_state, load_state
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import (
@@ -153,7 +153,7 @@ class Applied:
 class LoadedRun:
     """A run as its last applied input left it: its state, the metadata its records repeat, its stream version."""
 
-    state: RunState
+    state: EngineState
     metadata: dict[str, Any]
     version: int
     document_digest: str | None = None
@@ -175,7 +175,7 @@ def _moment(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-def _evaluate(engine: SandboxEngine, state: RunState, applied: Input) -> Transition:
+def _evaluate(engine: SandboxEngine, state: EngineState, applied: Input) -> Transition:
     evaluator = SandboxEvaluator(engine, applied.at)
     try:
         return apply(state, applied, evaluator)
@@ -233,7 +233,7 @@ class RunStore:
         self.actors = self.playbooks.inputs
         """One actor per run that has inputs to apply (see `apply_input`), under its playbook's actor."""
 
-    async def _transition(self, scope: PlaybookScope, state: RunState, applied: Input) -> Transition:
+    async def _transition(self, scope: PlaybookScope, state: EngineState, applied: Input) -> Transition:
         """Apply the input on a worker of the sandbox pool (`COMPUTATION_WORKERS`, shared with computation
         runs: spec settled point 4), waiting in the playbook's place of its fair queue as long as it takes for
         a free one (the wait counts against no bound of the input); without a pool, on a thread of Trio's own."""
@@ -600,7 +600,7 @@ class RunStore:
         run_id: str,
         at: int,
         metadata: Mapping[str, Any],
-        before: RunState | None = None,
+        before: EngineState | None = None,
         fired: Sequence[DueKey] = (),
     ) -> DueWorkChanges:
         """The due-work changes of a transition: its timers, the outbox entries of its calls, cancels and
@@ -630,7 +630,7 @@ class RunStore:
         return DueWorkChanges(arm=arm, cancel=cancel, fire=fired)
 
     @staticmethod
-    def _callee_types(before: RunState | None, transition: Transition) -> dict[str, str]:
+    def _callee_types(before: EngineState | None, transition: Transition) -> dict[str, str]:
         """The type of each callee the run knew before the input or started in it, by callee run id."""
         types = {call.run_id: call.definition_type for call in (before.calls.values() if before else ())}
         types.update({o.run_id: o.definition_type for o in transition.outputs if isinstance(o, StartCall)})
