@@ -1,5 +1,5 @@
-"""The engine's tables of handlers: an input of a type it does not take, a task run of a kind it has no body for
-and a timer armed for no purpose it knows are refused at once, by name, and change nothing."""
+"""The engine's tables of handlers: an input of a type it does not take, a task run of a kind it has no body for,
+a timer armed for no purpose it knows and a message for a task run of another kind are refused at once, by name."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from auto_runtime.functions.workflow.engine.handlers import NoHandler
 from auto_runtime.functions.workflow.engine.model import ArmTimer
-from auto_runtime.functions.workflow.engine.state import TimerInfo
+from auto_runtime.functions.workflow.engine.state import CallInfo, TimerInfo
 from auto_runtime.functions.workflow.engine.task_runs import TaskRunBase
 from auto_runtime.sandbox.engine import SandboxEngine
 from tests.functions.workflow.runner import T0, Run
@@ -70,3 +70,12 @@ def test_a_timer_armed_for_no_purpose_the_engine_knows_is_refused(engine: Sandbo
     run.state.timers[timer_id] = TimerInfo(wait.activation, "snooze", wait.armed_in, wait.due_at, wait.armed_at)
     with pytest.raises(NoHandler, match=r"no handler for a timer armed for 'snooze'"):
         run.fire(timer_id, wait.due_at)
+
+
+def test_an_answer_for_a_task_run_that_is_no_call_is_refused(engine: SandboxEngine) -> None:
+    run = Run(engine, HEAD + "do:\n  - nap: { wait: PT1M }\n")
+    run.start({})
+    (nap,) = [a for a in run.state.activations.values() if a.reference == "/do/0/nap"]
+    run.state.calls["key"] = CallInfo(nap.id, "callee", "computation", "sum", "I1")
+    with pytest.raises(TypeError, match=r"the task run /do/0/nap is a wait task run, not a CallRun"):
+        run.answer("key", T0 + 1)
