@@ -48,7 +48,7 @@ from auto_runtime.functions.workflow.decisions import (
 from auto_runtime.functions.workflow.engine.decider import apply
 from auto_runtime.functions.workflow.engine.model import Input, Started, Transition
 from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator
-from auto_runtime.functions.workflow.engine.state import RunState
+from auto_runtime.functions.workflow.engine.state import EngineState
 from auto_runtime.functions.workflow.engine.state_codec import load_state
 from auto_runtime.ledger import DueKey, LeaseFence, Ledger, PlaybookScope, Record
 from auto_runtime.playbooks.actor_limits import ActorLimits
@@ -84,7 +84,7 @@ def now_ms() -> int:
     return int(datetime.now(UTC).timestamp() * 1000)
 
 
-def _evaluate(engine: SandboxEngine, state: RunState, applied: Input) -> Transition:
+def _evaluate(engine: SandboxEngine, state: EngineState, applied: Input) -> Transition:
     evaluator = SandboxEvaluator(engine, applied.at)
     try:
         return apply(state, applied, evaluator)
@@ -146,7 +146,7 @@ class RunStore:
 
     # -- WorkflowPorts ---------------------------------------------------------------------------------------
 
-    async def transition(self, scope: PlaybookScope, state: RunState, applied: Input) -> Transition:
+    async def transition(self, scope: PlaybookScope, state: EngineState, applied: Input) -> Transition:
         """Apply the input on a worker of the sandbox pool (`COMPUTATION_WORKERS`, shared with computation
         runs: spec settled point 4), waiting in the playbook's place of its fair queue as long as it takes for
         a free one (the wait counts against no bound of the input); without a pool, on a thread of Trio's own."""
