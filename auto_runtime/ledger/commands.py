@@ -20,7 +20,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from .due_work import DueWorkChanges
 from .errors import VersionConflict
+from .lease import LeaseFence
 from .ledger import Ledger
 from .records import NewRecord, Record, StreamWrite
 from .streams import StreamName
@@ -70,9 +72,12 @@ async def decide_and_append(
     clashed: Callable[[], Exception],
     attempts: int = ATTEMPTS,
     forget: Callable[[], None] | None = None,
+    due_work: DueWorkChanges | None = None,
+    fence: LeaseFence | None = None,
 ) -> Decided[S]:
     """Load, decide and append to `stream` (see the module's rules); `clashed()` is raised after `attempts`
-    decisions each lost to another writer."""
+    decisions each lost to another writer. `due_work` and `fence` go with the append (a decision that appends
+    nothing applies no due work either: the caller decides what to do with it then)."""
     for _ in range(attempts):
         folded = await load()
         decided = decide(folded.state)
@@ -80,7 +85,9 @@ async def decide_and_append(
         if not records:
             return Decided(folded.state, folded.version, [])
         try:
-            appended = await ledger.append([StreamWrite(stream, folded.version, list(records))])
+            appended = await ledger.append(
+                [StreamWrite(stream, folded.version, list(records))], due_work=due_work, fence=fence
+            )
         except VersionConflict:
             if forget is not None:
                 forget()
