@@ -139,8 +139,8 @@ from auto_runtime.tools.secret_store import SecretSealer, SecretStore
 from auto_runtime.tools.tool_server_set import ToolServerSet
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
 from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
-from auto_runtime.workflow_host.runtime import WorkflowRuntime
 from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
+from auto_runtime.workflow_host.workflow_runtime import WorkflowRuntime
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0

@@ -40,8 +40,8 @@ from auto_runtime.settings import ToolServer
 from auto_runtime.supervision import NO_BACKOFF
 from auto_runtime.tools.tool_server_set import ToolServerSet
 from auto_runtime.workflow_host.reactions import Reactions
-from auto_runtime.workflow_host.runtime import WorkflowRuntime
 from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
+from auto_runtime.workflow_host.workflow_runtime import WorkflowRuntime
 from tests.fakes.gateway_process import McpToolServerProcess
 from tests.interaction_host.clocked import Clock, desk, numbers
 from tests.ledger.conftest import Target
