@@ -85,6 +85,7 @@ from auto_runtime.functions.prediction.versions import VERSIONS_PROJECTION
 from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.recall.recall_type import RecallType
 from auto_runtime.functions.registry import function_types
+from auto_runtime.functions.workflow.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
 from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
@@ -138,7 +139,6 @@ from auto_runtime.tools.scrubbing import ScrubbingFilter, SecretSet
 from auto_runtime.tools.secret_store import SecretSealer, SecretStore
 from auto_runtime.tools.tool_server_set import ToolServerSet
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
-from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
 from auto_runtime.workflow_host.workflow_runtime import WorkflowRuntime
 

@@ -40,6 +40,7 @@ from auto_runtime.functions.interaction.arguments import (
 from auto_runtime.functions.interaction.document import resolve_pointer
 from auto_runtime.functions.interaction.request_sources import ATTEMPT_PREFIX, MAX_ATTEMPTS, RequestSource, attempt_key
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
+from auto_runtime.functions.workflow.outbox import answer_key, answer_payload, caller_call_key
 from auto_runtime.interaction_host.call_measures import named_server, scrubbed, sha256
 from auto_runtime.interaction_host.replies import ReplyReads, woken_read
 from auto_runtime.interaction_host.request_facts import INTERACTION_SOURCES, RequestFacts, request_facts
@@ -72,7 +73,6 @@ from auto_runtime.tools import (
 )
 from auto_runtime.tools.hand_calls import answer_of
 from auto_runtime.tools.result_text import result_text
-from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller_call_key
 
 log = logging.getLogger("auto_runtime.interactions")
 

@@ -13,7 +13,7 @@ Rules:
   `interaction:settle` due at once; the lease holder then ends the run `succeeded` with the answer, so the run
   takes it within a sweep (`WORKFLOW_SWEEP_INTERVAL`).
 - `cancel` records `run_cancel_requested` and arms `interaction:cancel`; a workflow that stops waiting arms
-  `interaction:cancel` itself (`workflow_host.outbox.callee_cancel_key`), with the kind `deadline` or
+  `interaction:cancel` itself (`functions.workflow.outbox.callee_cancel_key`), with the kind `deadline` or
   `parent_ended`. An answer recorded before the cancel wins: the run ends `succeeded` with it.
 - The expiry ends an unanswered request `rejected`, `unanswered`, kind `expired`, by `playbook:<id>`; a server
   that was down past `expires_at` expires it at its first sweep.
@@ -39,6 +39,7 @@ from auto_runtime.functions.interaction.call_run import (
 from auto_runtime.functions.interaction.document import InteractionDocument
 from auto_runtime.functions.interaction.request_sources import RequestSource, attempt_key
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
+from auto_runtime.functions.workflow.outbox import answer_key, answer_payload, caller_call_key
 from auto_runtime.interaction_host.deliveries import Deliveries
 from auto_runtime.interaction_host.open_requests import (
     INTERACTION_REQUESTED,
@@ -78,7 +79,6 @@ from auto_runtime.runs.ids import canonical_run_id, is_run_id
 from auto_runtime.runs.view import RunState, fold_run
 from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.tools import ToolServers
-from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller_call_key
 
 KEY_PREFIX = "interaction:"
 EXPIRE_KEY = "interaction:expire"

@@ -50,6 +50,8 @@ from auto_runtime.functions.workflow.engine.model import Input, Started, Transit
 from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator
 from auto_runtime.functions.workflow.engine.state import EngineState
 from auto_runtime.functions.workflow.engine.state_codec import load_state
+from auto_runtime.functions.workflow.run_errors import RunStoreConflict, TransitionTooLarge, UnknownRun
+from auto_runtime.functions.workflow.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.ledger import DueKey, LeaseFence, Ledger, PlaybookScope, Record
 from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.playbook_host import RUN_ACTORS_INTENSITY, PlaybookActors
@@ -61,8 +63,6 @@ from auto_runtime.sandbox.fair_queue import JobOwner
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.workers import NoWorkerFree, WorkerPool
 from auto_runtime.supervision import RestartIntensity
-from auto_runtime.workflow_host.run_errors import RunStoreConflict, TransitionTooLarge, UnknownRun
-from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
 
 __all__ = [
     "Applied",

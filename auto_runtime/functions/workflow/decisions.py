@@ -39,6 +39,21 @@ from auto_runtime.functions.workflow.engine.model import (
 )
 from auto_runtime.functions.workflow.engine.state import EngineState
 from auto_runtime.functions.workflow.engine.state_codec import dump_state
+from auto_runtime.functions.workflow.listeners import LISTENING_METADATA, open_listeners
+from auto_runtime.functions.workflow.outbox import (
+    answer_key,
+    answer_payload,
+    call_key,
+    call_payload,
+    callee_cancel_key,
+    caller_call_key,
+    cancel_key,
+    cancel_of,
+    cancel_payload,
+    in_request,
+)
+from auto_runtime.functions.workflow.run_errors import TransitionTooLarge, UnknownRun
+from auto_runtime.functions.workflow.run_state import STATE_METADATA, WORKFLOW_INPUT_APPLIED
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import (
     MAX_RECORDS_PER_APPEND,
@@ -61,21 +76,6 @@ from auto_runtime.runs.workflow_messages import (
     FailWorkflowRun,
     StartWorkflowRun,
 )
-from auto_runtime.workflow_host.listeners import LISTENING_METADATA, open_listeners
-from auto_runtime.workflow_host.outbox import (
-    answer_key,
-    answer_payload,
-    call_key,
-    call_payload,
-    callee_cancel_key,
-    caller_call_key,
-    cancel_key,
-    cancel_of,
-    cancel_payload,
-    in_request,
-)
-from auto_runtime.workflow_host.run_errors import TransitionTooLarge, UnknownRun
-from auto_runtime.workflow_host.run_state import STATE_METADATA, WORKFLOW_INPUT_APPLIED
 
 RUN_DEFERRED = "run_deferred"
 PARENT_ENDED = "The workflow run {run_id} that waited for this run ended first."
@@ -236,7 +236,7 @@ def transition_due_work(
     fired: Sequence[DueKey] = (),
 ) -> DueWorkChanges:
     """The due-work changes of a transition: its timers, the outbox entries of its calls, cancels and ending (see
-    `workflow_host.outbox`), and the marks of the entries the input came from (`fired`)."""
+    `functions.workflow.outbox`), and the marks of the entries the input came from (`fired`)."""
     arm: list[DueEntry] = []
     cancel: list[DueKey] = []
     now = moment(at)

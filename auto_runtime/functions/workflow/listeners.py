@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from auto_runtime.functions.workflow.expressions import wrapped_expression
+from auto_runtime.functions.workflow.run_state import STATE_METADATA, WORKFLOW_INPUT_APPLIED
 from auto_runtime.ledger import Ledger, PlaybookScope, Projection, Record, Row, TableSpec
-from auto_runtime.workflow_host.run_state import STATE_METADATA, WORKFLOW_INPUT_APPLIED
 
 LISTENING_METADATA: Final = "listening"
 """The metadata of a `workflow_input_applied` record naming the run's open listens (listener id → literal
