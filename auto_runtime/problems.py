@@ -185,6 +185,15 @@ def conflict(detail: str, *, kind: str | None = None, because: str | None = None
     return Rejection("conflict", detail, kind=kind, because=because)
 
 
+CHANGED_AT_THE_SAME_MOMENT = "Another change was made at the same moment; send the request again."
+
+
+def changed_at_the_same_moment() -> Rejection:
+    """The answer to a command whose stream other writers kept moving while it decided (the ledger's
+    `decide_and_append` raises it after its last clash)."""
+    return conflict(CHANGED_AT_THE_SAME_MOMENT)
+
+
 def bad_request(detail: str, errors: Sequence[InputIssue] = ()) -> Rejection:
     """A malformed request; `errors` points at the place, where there is one (a field given twice)."""
     return Rejection("bad_request", detail, errors=tuple(errors))

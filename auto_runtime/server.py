@@ -15,13 +15,13 @@ start is the start's one-line error) and logged once at `info`:
     ├─ playbooks   (one_for_one) the registries of keyed actors: `org-actors` (each org's playbook
     │              changes) and `playbook-actors` (each playbook's definitions), each actor spawned on its
     │              first message and passivated when idle; each playbook actor hosts its runs' actors
-    │              (`run-id-actors[org/playbook]`: each run a request is running, `run-actors[org/playbook]`:
-    │              each workflow run with inputs to apply; `playbooks.playbook_host`);
+    │              (`run-actors[org/playbook]`: each run with a message in hand, its one writer, `runs.RunActor`;
+    │              `playbooks.playbook_host`);
     │              and `recall-views` (each playbook's recall views, passed by the workflow host's keeper;
     │              each hosts one actor per view, `recall-view-actors[org/playbook]`: `recall_host.views_actor`);
     │              before the workflow host, which applies inputs through the run actors from its first sweep
     ├─ model-processes  (one_for_one) the prediction functions' model processes (`ModelPool`): a keeper that
-    │              ends idle ones, and each process's temporary `ProcessChild`, started when a job finds none idle
+    │              ends idle ones, and `PREDICTION_PROCESSES` permanent actors, each owning one process at a time
     ├─ workflows   (one_for_one) the workflow runtime's supervisor: timer-loop (it claims the lease first), then
     │              each follower a permanent child of its own, restarted alone: deliveries (the delivery attempts'
     │              calls), reply-reads (the conversations' reads), reactions (the ledger's feed: offers, triggers,
@@ -78,12 +78,14 @@ from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.functions.prediction.prediction_type import PredictionType
 from auto_runtime.functions.prediction.questions import Questions
+from auto_runtime.functions.prediction.run_handlers import serve_builds
 from auto_runtime.functions.prediction.scoring import Scoring
 from auto_runtime.functions.prediction.shadow import SHADOW_PREFIX, Shadow, arm_after_save
 from auto_runtime.functions.prediction.versions import VERSIONS_PROJECTION
 from auto_runtime.functions.reasoning import ReasoningType
 from auto_runtime.functions.recall.recall_type import RecallType
 from auto_runtime.functions.registry import function_types
+from auto_runtime.functions.workflow.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
 from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
@@ -137,9 +139,8 @@ from auto_runtime.tools.scrubbing import ScrubbingFilter, SecretSet
 from auto_runtime.tools.secret_store import SecretSealer, SecretStore
 from auto_runtime.tools.tool_server_set import ToolServerSet
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
-from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
-from auto_runtime.workflow_host.runtime import WorkflowRuntime
 from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
+from auto_runtime.workflow_host.workflow_runtime import WorkflowRuntime
 
 log = logging.getLogger("auto_runtime.server")
 GRACEFUL_STOP_SECONDS = 5.0
@@ -277,6 +278,8 @@ def compose_services(
     most_active = {"recall": settings.recall_max_functions, "prediction": settings.prediction_max_functions}
     definitions = DefinitionRegistry(ledger, types, limits, most_active)
     runs = RunService(ledger, definitions, types)
+    serve_builds(builds, definitions.actors)
+    run_actors = definitions.actors.runs
     workflows = WorkflowRuntime(
         ledger,
         sandbox.engine,
@@ -295,13 +298,13 @@ def compose_services(
         ledger, runs, open_limit=settings.interaction_open_requests, tools=reached, wake=workflows.loop.wake
     )
     runs.serve_waiting("interaction", interactions)
-    interactions.answer_for("prediction", BuildRequests(builds), BUILD_REQUEST_SOURCE)
+    interactions.answer_for("prediction", BuildRequests(builds, run_actors), BUILD_REQUEST_SOURCE)
     workflows.add_due_handler(INTERACTION_KEY_PREFIX, interactions.fire)
     workflows.add_follower("deliveries", interactions.deliveries.follow)
     workflows.add_follower("reply-reads", interactions.deliveries.reads.follow)
     runs.serve_waiting("prediction", builds, is_build_input)
     builds.wake_with(workflows.loop.wake)
-    workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache).fire)
+    workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache, run_actors).fire)
     workflows.add_due_handler(SHADOW_PREFIX, Shadow(builds, datasets, model_pool, cache).fire)
     approval = Approval(builds, runs)
     workflows.add_due_handler(APPROVAL_PREFIX, approval.fire)
@@ -340,7 +343,7 @@ def compose_services(
         model_pool=model_pool,
         prediction_builds=builds,
         prediction_cache=cache,
-        prediction_candidates=Candidates(builds, model_pool, cache),
+        prediction_candidates=Candidates(builds, model_pool, cache, run_actors),
     )
 
 

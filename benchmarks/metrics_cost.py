@@ -1,5 +1,5 @@
 """What the metrics cost the server: `/health` and a computation run's server CPU a request with `METRICS` off,
-with it on, and (with `--server-path`) on another checkout, such as the commit before the metrics. Prints;
+with it on, and (with `--server-path`) on another tree, such as this one without the metrics (below). Prints;
 asserts nothing.
 
     python -m benchmarks.metrics_cost [--rounds N] [--seconds S] [--connections N] [--processes N]
@@ -11,7 +11,18 @@ figures of a round are moments apart; printed: the median rate and CPU a request
 median of each round's CPU ratio to the server with metrics off. `--scrapes` then times that many scrapes of
 `/metrics` on the server with metrics on (the Prometheus text built from the SDK's aggregation).
 
-The commit before: `git archive <commit> | tar -x -C /tmp/before` and `--server-path /tmp/before`.
+The server without the metrics: the commit before them (`git archive 1d51ce0^ | tar -x -C /tmp/before`) also
+lacks everything that landed since (the snapshot sandbox of issue 31 changed what a computation run costs),
+so take this tree and the metrics' own commits back out of it instead:
+
+    git archive HEAD | tar -x -C /tmp/before && cp -a auto_runtime/sandbox/built /tmp/before/auto_runtime/sandbox/
+    for commit in $(git log --format=%h 1d51ce0^..HEAD -- auto_runtime/metrics); do   # newest first
+        git show --format= $commit -- auto_runtime | (cd /tmp/before && patch -R -p1 -f)
+    done
+
+then fix by hand what a later commit moved (the hunks `patch` rejects: imports in `telemetry/asgi.py` and
+`functions/prediction/model_pool.py`), check that nothing under `/tmp/before/auto_runtime` still names
+`auto_runtime.metrics`, and pass `--server-path /tmp/before`.
 
 First, in this process (`--recording-only` stops there): what recording one request's duration costs through
 the OpenTelemetry SDK (what the server uses) and through prometheus-client's own histogram (the other way the

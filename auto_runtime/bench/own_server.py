@@ -5,7 +5,11 @@ any other file is taken as the folder's `.env`), and one setting changed for `--
 Its ledger is a SQLite file of its own (`LEDGER_FILE`; `DATABASE_URL` is dropped), so a benchmark never writes
 to the operator's own ledger. The servers of one benchmark share a folder (`BenchFolder`), so the sandbox's
 compiled module, cached beside the ledger, is compiled by the first server only; the folder is removed at the
-end."""
+end. That first compile (a minute or more on a busy machine) is skipped when the operator's own server already
+compiled the module: the folder's cache starts with a copy of the `.cwasm` files of the cache an `auto-runtime
+serve` with the same environment reads (beside `LEDGER_FILE`, else `~/.auto-runtime/cache`). The engine checks
+each file it loads and compiles again when one does not fit, so a copy that does not fit only costs the
+compile."""
 
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ busy machine)."""
 STOP_BOUND_SECONDS = 30.0
 DROPPED = ("PORT", "HOST", "LEDGER_FILE", "DATABASE_URL", "CONFIG_FILE", "PUBLIC_URL")
 YAML_SUFFIXES = (".yaml", ".yml")
+COMPILED_SUFFIX = ".cwasm"
 
 
 class ServerFailed(RuntimeError):
@@ -39,9 +44,23 @@ class ServerFailed(RuntimeError):
 class BenchFolder:
     """The folder of one benchmark's servers, each in a folder of its own inside, their ledgers side by side."""
 
-    def __init__(self) -> None:
+    def __init__(self, environ: Mapping[str, str] = os.environ) -> None:
         self.path = Path(tempfile.mkdtemp(prefix="auto-runtime-bench-"))
         self.servers = 0
+        self._seed_cache(operator_cache(environ))
+
+    def _seed_cache(self, source: Path) -> None:
+        """Copy the compiled modules of `source` into the servers' cache (beside their ledgers); whatever cannot
+        be read or copied is left for the first server to compile."""
+        cache = self.path / "cache"
+        try:
+            compiled = [entry for entry in source.iterdir() if entry.name.endswith(COMPILED_SUFFIX)]
+            if compiled:
+                cache.mkdir(mode=0o700, exist_ok=True)
+            for entry in compiled:
+                shutil.copyfile(entry, cache / entry.name)
+        except OSError:
+            return
 
     def next_server(self) -> tuple[Path, Path]:
         """A new server's working folder and ledger file."""
@@ -52,6 +71,13 @@ class BenchFolder:
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def operator_cache(environ: Mapping[str, str]) -> Path:
+    """The sandbox cache of a server started with `environ`: beside its `LEDGER_FILE`, else in the home's."""
+    ledger_file = environ.get("LEDGER_FILE")
+    base = Path(ledger_file).expanduser().parent if ledger_file else Path.home() / ".auto-runtime"
+    return base / "cache"
 
 
 class OwnServer:

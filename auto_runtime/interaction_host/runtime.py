@@ -16,7 +16,7 @@ Rules:
   `interaction:settle` due at once; the lease holder then ends the run `succeeded` with the answer, so the run
   takes it within a sweep (`WORKFLOW_SWEEP_INTERVAL`).
 - `cancel` records `run_cancel_requested` and arms `interaction:cancel`; a workflow that stops waiting arms
-  `interaction:cancel` itself (`workflow_host.outbox.callee_cancel_key`), with the kind `deadline` or
+  `interaction:cancel` itself (`functions.workflow.outbox.callee_cancel_key`), with the kind `deadline` or
   `parent_ended`. An answer recorded before the cancel wins: the run ends `succeeded` with it.
 - The expiry ends an unanswered request `rejected`, `unanswered`, kind `expired`, by `playbook:<id>`; a server
   that was down past `expires_at` expires it at its first sweep.

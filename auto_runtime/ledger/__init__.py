@@ -5,16 +5,11 @@ Import from here; the modules below are the implementation. See `Ledger` for the
 
     async with open_ledger(ledger_file=Path("~/.auto-runtime/ledger.db").expanduser()) as ledger:
         scope = PlaybookScope("acme", "finance")
-        stream = scope.stream("runs", run_id)
-        for _ in range(4):
-            history = await ledger.read_stream(stream)
-            decided = decide(history)  # the command's own fold and decision
-            try:
-                await ledger.append([StreamWrite(stream, len(history), decided)])
-                break
-            except VersionConflict:
-                continue  # someone appended meanwhile: reload and decide again
-        page = await ledger.read_playbook(scope, order="desc", correlation_id=run_id, limit=20)
+        stream = scope.stream("events", key)
+        # Read, fold, decide, append at the version read; a clash (someone appended meanwhile) reads and decides
+        # again, a few times, then raises what `clashed` makes (see `commands`; a run's writer is `runs.writer`).
+        await decide_and_append(ledger, stream, folding_reader(ledger, stream, fold), decide, clashed=KeptMoving)
+        page = await ledger.read_playbook(scope, order="desc", limit=20)
 
 The workflow host claims the lease every sweep and fires due timers only while it holds it (see
 `lease` and `due_work` for the rules)::
@@ -44,6 +39,7 @@ The workflow host claims the lease every sweep and fires due timers only while i
     await lease.release(server_id)  # a clean stop: a standby takes over at its next claim
 """
 
+from .commands import Decided, Folded, decide_and_append, folding_reader
 from .content import ContentDamaged, ContentStore, ContentUnavailable
 from .due_work import DueEntry, DueKey, DueRow, DueState, DueWork, DueWorkChanges
 from .errors import (
@@ -87,6 +83,7 @@ __all__ = [
     "ContentDamaged",
     "ContentStore",
     "ContentUnavailable",
+    "Decided",
     "DueEntry",
     "DueKey",
     "DueRow",
@@ -95,6 +92,7 @@ __all__ = [
     "DueWorkChanges",
     "DuplicateRecordIdError",
     "FeedPosition",
+    "Folded",
     "InvalidCursor",
     "Lease",
     "LeaseFence",
@@ -120,6 +118,8 @@ __all__ = [
     "StreamWrite",
     "TableSpec",
     "VersionConflict",
+    "decide_and_append",
+    "folding_reader",
     "open_ledger",
     "uuid7",
     "workflow_lease_lapse",

@@ -22,7 +22,7 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.recall_host.views_actor import PassViews, ViewsKey
 from auto_runtime.tools.connections import Connections
 from auto_runtime.tools.playbook_tools import PlaybookTools
-from auto_runtime.workflow_host.runtime import WorkflowRuntime
+from auto_runtime.workflow_host.workflow_runtime import WorkflowRuntime
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from auto_runtime.playbooks.definition_facts import (
 )
 from auto_runtime.playbooks.known_rows import KnownRows
 from auto_runtime.playbooks.overview import used_by_section
-from auto_runtime.playbooks.playbook_actor import PlaybookCommand, RetireDefinition, SaveDefinition
+from auto_runtime.playbooks.playbook_actor import DefinitionCommand, RetireDefinition, SaveDefinition
 from auto_runtime.playbooks.playbook_host import PlaybookActors
 from auto_runtime.problems import InputIssue, Rejection, invalid_input, not_found
 
@@ -102,7 +102,7 @@ class DefinitionRegistry:
         the version every run of it reads first. A save or retirement forgets its key (this process makes every
         change), so the next read after one reads the projection again."""
 
-    async def _command(self, scope: PlaybookScope, command: PlaybookCommand) -> DefinitionVersion:
+    async def _command(self, scope: PlaybookScope, command: DefinitionCommand) -> DefinitionVersion:
         try:
             answer = await self.actors.ask((scope.org, scope.playbook), command)
         finally:
@@ -110,6 +110,7 @@ class DefinitionRegistry:
                 self._known.forget((scope.org, scope.playbook, command.definition_type, command.name))
         if isinstance(answer, Rejection):
             raise answer
+        assert isinstance(answer, DefinitionVersion), answer
         return answer
 
     async def _row(self, scope: PlaybookScope, definition_type: str, name: str) -> DefinitionVersion | None:

@@ -21,11 +21,19 @@ from typing import Any
 
 from auto_runtime.events.cloudevent_time import parse_event_time
 from auto_runtime.events.cloudevents import SPEC_VERSION, CloudEvent, check_size, read_event
-from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Record, StreamName, uuid7
+from auto_runtime.ledger import (
+    Ledger,
+    NewRecord,
+    PlaybookScope,
+    Record,
+    StreamName,
+    decide_and_append,
+    folding_reader,
+    uuid7,
+)
 from auto_runtime.playbooks.clock import iso_utc, now_utc
-from auto_runtime.playbooks.command_loop import decide_and_append
 from auto_runtime.playbooks.json_equality import json_equal
-from auto_runtime.problems import conflict
+from auto_runtime.problems import changed_at_the_same_moment, conflict
 
 EVENT_PUBLISHED = "event_published"
 
@@ -142,9 +150,14 @@ class EventPublishing:
                 "publish this one under a new id."
             )
 
-        first, appended = await decide_and_append(
-            self.ledger, event_stream(scope, event.source, event_id), first_of, decide
+        stream = event_stream(scope, event.source, event_id)
+        decided = await decide_and_append(
+            self.ledger,
+            stream,
+            folding_reader(self.ledger, stream, first_of),
+            decide,
+            clashed=changed_at_the_same_moment,
         )
-        recorded = appended[0] if appended else first
+        recorded = decided.appended[0] if decided.appended else decided.state
         assert recorded is not None
         return answer_of(recorded)

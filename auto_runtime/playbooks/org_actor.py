@@ -4,7 +4,7 @@ Why an org actor and not the playbook actor: creating, updating and retiring a p
 one stream, whose version guards every such change. Were these commands owned by each playbook's actor, two
 playbooks of one org changed at once would clash on that version and retry (the storm the actors are meant to
 remove); one actor per org makes them meet one after the other. The stream's expected version stays the guard
-between servers, and the retry (`ATTEMPTS`) is only for a change another server made.
+between servers, and the retry (the ledger's `decide_and_append`) is only for a change another server made.
 
 State: the org's playbooks folded from its stream and the stream version they stand for. Each command reads
 the stream version first (one indexed row): when another server moved it, the stream is read again; when not,
@@ -24,10 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from auto_runtime.actors import Actor
-from auto_runtime.ledger import Ledger, NewRecord, Record, StreamWrite, VersionConflict
-from auto_runtime.playbooks.command_loop import ATTEMPTS, CHANGED_AT_THE_SAME_MOMENT
+from auto_runtime.ledger import Folded, Ledger, NewRecord, Record, decide_and_append
 from auto_runtime.playbooks.playbook_facts import Playbook, fold_playbooks, folded_further, registry_stream
-from auto_runtime.problems import Rejection, conflict
+from auto_runtime.problems import Rejection, changed_at_the_same_moment
 
 
 @dataclass(frozen=True)
@@ -63,21 +62,27 @@ class OrgActor(Actor[ChangePlaybooks, PlaybooksChanged | Rejection]):
             self._playbooks = fold_playbooks(history)
             self._version = len(history)
 
+    async def _loaded(self) -> Folded[dict[str, Playbook]]:
+        await self._refresh()
+        return Folded(self._playbooks, self._version)
+
+    def _forget(self) -> None:
+        """Another server appended: the next load reads the stream again."""
+        self._version = -1
+
     async def receive(self, message: ChangePlaybooks) -> PlaybooksChanged | Rejection:
-        for _ in range(ATTEMPTS):
-            await self._refresh()
-            try:
-                records = message.decide(self._playbooks)
-            except Rejection as rejection:
-                return rejection
-            if not records:
-                return PlaybooksChanged([], dict(self._playbooks))
-            try:
-                appended = await self.ledger.append([StreamWrite(self.stream, self._version, records)])
-            except VersionConflict:
-                self._version = -1
-                continue
-            self._playbooks = folded_further(dict(self._playbooks), appended)
-            self._version += len(appended)
-            return PlaybooksChanged(appended, dict(self._playbooks))
-        return conflict(CHANGED_AT_THE_SAME_MOMENT)
+        try:
+            decided = await decide_and_append(
+                self.ledger,
+                self.stream,
+                self._loaded,
+                message.decide,
+                clashed=changed_at_the_same_moment,
+                forget=self._forget,
+            )
+        except Rejection as rejection:
+            return rejection
+        if decided.appended:
+            self._playbooks = folded_further(dict(self._playbooks), decided.appended)
+            self._version = decided.version + len(decided.appended)
+        return PlaybooksChanged(decided.appended, dict(self._playbooks))

@@ -1,5 +1,6 @@
 """The playbook actor: one per (org, playbook) in this process, the one writer of its definitions and the keeper
-of their current versions.
+of their current versions, and the one place its run slots are claimed (`run_slots`: one build at a time per
+prediction function, checked beside the definitions' `max_active`).
 
 State: the playbook's parsed documents in the one cache of them (`definition_documents`, dropped when a life
 starts), and for each definition type, the latest version of every definition of that type in the playbook (as the
@@ -10,8 +11,9 @@ version first, the projection's rows after, so rows newer than a version read ar
 Across servers (several servers on one PostgreSQL ledger): another server may change a definition. Every
 command reads its type's stream version first (one indexed row) and reads that type's rows again when the
 version moved, so a decision is never made on a stale version; the append states the version the decision was
-made on, and a `VersionConflict` (another server won in between) makes the command read and decide again, up to
-`ATTEMPTS` times, then answer `conflict`. A command's own append is folded into the state without a read.
+made on, and a version clash (another server won in between) makes the command read and decide again, up to
+`ATTEMPTS` times, then answer `conflict` (the ledger's `decide_and_append`). A command's own append is folded into
+the state without a read.
 
 Concurrency rules: one command at a time, from a bounded mailbox (a full one refuses with `MailboxFull`). The
 document's check (parsing, the sandbox's check) happens before the command reaches the mailbox, so slow checks
@@ -22,13 +24,12 @@ starts the next life from the ledger.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from auto_runtime.actors import Actor
-from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Record, StreamWrite, VersionConflict
-from auto_runtime.playbooks.command_loop import CHANGED_AT_THE_SAME_MOMENT
+from auto_runtime.ledger import Folded, Ledger, NewRecord, PlaybookScope, Record, decide_and_append
 from auto_runtime.playbooks.definition_documents import DefinitionDocuments
 from auto_runtime.playbooks.definition_facts import (
     ATTEMPTS,
@@ -43,7 +44,8 @@ from auto_runtime.playbooks.definition_facts import (
     row_after,
     version_of,
 )
-from auto_runtime.problems import Rejection, conflict, not_found
+from auto_runtime.playbooks.run_slots import RunSlots, SlotAnswer, SlotCommand
+from auto_runtime.problems import Rejection, changed_at_the_same_moment, conflict, not_found
 
 PlaybookKey = tuple[str, str]
 """(org, playbook)."""
@@ -70,8 +72,9 @@ class RetireDefinition:
     by: str
 
 
-PlaybookCommand = SaveDefinition | RetireDefinition
-PlaybookAnswer = DefinitionVersion | Rejection
+DefinitionCommand = SaveDefinition | RetireDefinition
+PlaybookCommand = DefinitionCommand | SlotCommand
+PlaybookAnswer = DefinitionVersion | Rejection | SlotAnswer
 
 
 class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
@@ -87,6 +90,8 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
         self.types = tuple(types)
         self._versions: dict[str, int] = {}
         self._definitions: dict[str, dict[str, DefinitionVersion]] = {}
+        self.slots = RunSlots(ledger, self.scope)
+        """The runs this life granted a slot to that are still starting (see `run_slots`)."""
 
     async def on_start(self) -> None:
         if self.documents is not None:
@@ -111,6 +116,8 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
                 return await self._save(message)
             case RetireDefinition():
                 return await self._retire(message)
+            case _:
+                return await self.slots.handle(message)
 
     async def _current(self, definition_type: str) -> dict[str, DefinitionVersion]:
         """The type's definitions, read again when another server moved its stream since they were read (never,
@@ -130,16 +137,34 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
             self._versions[definition_type] = version
         return self._definitions[definition_type]
 
-    async def _appended(self, definition_type: str, record: NewRecord) -> DefinitionVersion | None:
-        """Append at the version the state stands for and fold the record in; None when another server won."""
-        stream = definitions_stream(self.scope, definition_type)
-        try:
-            (appended,) = await self.ledger.append([StreamWrite(stream, self._versions[definition_type], [record])])
-        except VersionConflict:
+    async def _decided(
+        self, definition_type: str, decide: Callable[[dict[str, DefinitionVersion]], list[NewRecord]]
+    ) -> tuple[dict[str, DefinitionVersion], DefinitionVersion | None]:
+        """Decide on the type's definitions and append at the version they stand for, reading and deciding again
+        when another server won; the definitions decided on, and the record appended folded in (None when the
+        decision appended nothing)."""
+
+        async def load() -> Folded[dict[str, DefinitionVersion]]:
+            definitions = await self._current(definition_type)
+            return Folded(definitions, self._versions[definition_type])
+
+        def forget() -> None:
             self._versions[definition_type] = -1
-            return None
-        self._versions[definition_type] += 1
-        return self._fold(definition_type, appended)
+
+        decided = await decide_and_append(
+            self.ledger,
+            definitions_stream(self.scope, definition_type),
+            load,
+            decide,
+            clashed=changed_at_the_same_moment,
+            attempts=ATTEMPTS,
+            forget=forget,
+        )
+        if not decided.appended:
+            return decided.state, None
+        (appended,) = decided.appended
+        self._versions[definition_type] = decided.version + 1
+        return decided.state, self._fold(definition_type, appended)
 
     def _fold(self, definition_type: str, record: Record) -> DefinitionVersion:
         definitions = self._definitions[definition_type]
@@ -154,56 +179,60 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
 
     async def _save(self, command: SaveDefinition) -> PlaybookAnswer:
         definition_type, name = command.definition_type, command.name
-        for _ in range(ATTEMPTS):
-            definitions = await self._current(definition_type)
+
+        def decide(definitions: dict[str, DefinitionVersion]) -> list[NewRecord]:
             current = definitions.get(name)
             if command.creating and current is not None:
-                return conflict(
+                raise conflict(
                     f"The playbook already has or had a {definition_type} definition {name}; a name is never reused."
                 )
             if not command.creating:
                 if current is None:
-                    return not_found(f"The playbook {self.scope.playbook} has no {definition_type} definition {name}.")
+                    raise not_found(f"The playbook {self.scope.playbook} has no {definition_type} definition {name}.")
                 if current.status == "retired":
-                    return conflict(f"The {definition_type} definition {name} is retired, so it cannot change.")
+                    raise conflict(f"The {definition_type} definition {name} is retired, so it cannot change.")
                 if current.source == command.source:
-                    return current
+                    return []
             if command.document.get("triggers") and _others_with_triggers(definitions, name) >= MAX_TRIGGERED_WORKFLOWS:
-                return conflict(
+                raise conflict(
                     f"The playbook already has {MAX_TRIGGERED_WORKFLOWS:,} workflows with triggers; "
                     "retire one or save this workflow without a schedule."
                 )
             if command.creating and command.max_active is not None:
                 active = sum(1 for other in definitions.values() if other.status == "active")
                 if active >= command.max_active:
-                    return conflict(
+                    raise conflict(
                         f"This playbook keeps {active} active {definition_type} functions and may keep at most "
                         f"{command.max_active}; retire one first"
                     )
             version = 1 if current is None else current.version + 1
             data = {"name": name, "version": version, "source": command.source, **command.document}
             kind = DEFINITION_CREATED if command.creating else DEFINITION_UPDATED
-            saved = await self._appended(
-                definition_type, definition_record(kind, data, command.by, definition_type, name, version)
-            )
-            if saved is not None:
-                return saved
-        return conflict(CHANGED_AT_THE_SAME_MOMENT)
+            return [definition_record(kind, data, command.by, definition_type, name, version)]
+
+        try:
+            definitions, saved = await self._decided(definition_type, decide)
+        except Rejection as rejection:
+            return rejection
+        return saved if saved is not None else definitions[name]  # the same source: the current version
 
     async def _retire(self, command: RetireDefinition) -> PlaybookAnswer:
         definition_type, name = command.definition_type, command.name
-        for _ in range(ATTEMPTS):
-            current = (await self._current(definition_type)).get(name)
+
+        def decide(definitions: dict[str, DefinitionVersion]) -> list[NewRecord]:
+            current = definitions.get(name)
             if current is None:
-                return not_found(f"The playbook {self.scope.playbook} has no {definition_type} definition {name}.")
+                raise not_found(f"The playbook {self.scope.playbook} has no {definition_type} definition {name}.")
             if current.status == "retired":
-                return current
+                return []
             data = {"name": name, "version": current.version}
-            record = definition_record(DEFINITION_RETIRED, data, command.by, definition_type, name, current.version)
-            retired = await self._appended(definition_type, record)
-            if retired is not None:
-                return retired
-        return conflict(CHANGED_AT_THE_SAME_MOMENT)
+            return [definition_record(DEFINITION_RETIRED, data, command.by, definition_type, name, current.version)]
+
+        try:
+            definitions, retired = await self._decided(definition_type, decide)
+        except Rejection as rejection:
+            return rejection
+        return retired if retired is not None else definitions[name]  # already retired
 
 
 def _others_with_triggers(definitions: Mapping[str, DefinitionVersion], name: str) -> int:

@@ -16,6 +16,7 @@ connection), so its credential is read and its document converted once.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from urllib.parse import urlsplit
 import trio
 from pydantic import ValidationError
 
-from auto_runtime.ledger import NewRecord, OrgScope, StreamWrite, VersionConflict
+from auto_runtime.ledger import Folded, NewRecord, OrgScope, decide_and_append
 from auto_runtime.settings import ToolServer
 from auto_runtime.settings.errors import SettingsError
 from auto_runtime.tools.connection_records import BROKEN, Connection, connections_stream
@@ -225,15 +226,20 @@ class ConnectionServers:
         return value
 
     async def _record_broken(self, connection: Connection, why: str) -> ToolNotOffered:
+        """Record the connection `broken` (appended at the stream's version, whatever the stream holds) and keep the
+        refusal; when other writers keep moving the org's stream the record is given up, and the refusal stands
+        for this runtime's life all the same."""
+        ledger = self.connections.ledger
         stream = connections_stream(connection.org)
-        for _ in range(4):
-            version = await self.connections.ledger.stream_version(stream)
-            record = NewRecord(BROKEN, {"id": connection.id, "broken": why}, {"by": "runtime"})
-            try:
-                await self.connections.ledger.append([StreamWrite(stream, version, [record])])
-                break
-            except VersionConflict:
-                continue
+
+        async def load() -> Folded[None]:
+            return Folded(None, await ledger.stream_version(stream))
+
+        def decide(_: None) -> list[NewRecord]:
+            return [NewRecord(BROKEN, {"id": connection.id, "broken": why}, {"by": "runtime"})]
+
+        with contextlib.suppress(_BrokenNotRecorded):
+            await decide_and_append(ledger, stream, load, decide, clashed=_BrokenNotRecorded)
         return self._keep(connection, _broken(connection.name, why))
 
     def _set_of(self, name: str, server: ToolServer, value: str | None) -> ToolServerSet:
@@ -261,6 +267,10 @@ class ConnectionServers:
         for kept in list(self._ready.values()):
             await kept.aclose()
         self._ready.clear()
+
+
+class _BrokenNotRecorded(Exception):
+    """Other writers kept moving the org's connections while `broken` was being recorded."""
 
 
 def _broken(name: str, why: str) -> ToolNotOffered:

@@ -10,10 +10,11 @@ Who may add: in local mode the local developer, and the token alone binds the li
 signs people in takes a connection only from a person's session (never a key; this runtime has no sessions of
 people yet, so every key is refused), and a runtime of API keys alone takes none, since nobody could approve it.
 
-Concurrency: every command reads the org's stream and appends with the version it read; a `VersionConflict`
-makes it read and decide again, so the per-org limit and the name rule hold across requests and servers. Within
-one server the commands of an org take turns (a lock per org, dropped when nobody holds or waits for it), so
-the retries only meet other servers' writes.
+Concurrency: every command reads the org's stream and appends with the version it read; a version clash makes
+it read and decide again (the ledger's `decide_and_append`, up to `TRIES` decisions, then `unavailable`), so the
+per-org limit and the name rule hold across requests and servers. Within one server the commands of an org take
+turns (a lock per org, dropped when nobody holds or waits for it), so the retries only meet other servers'
+writes.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlencode
 
 import trio
 
 from auto_runtime.auth.caller import Caller
-from auto_runtime.ledger import Ledger, NewRecord, OrgScope, StreamWrite, VersionConflict, uuid7
+from auto_runtime.ledger import Ledger, NewRecord, OrgScope, decide_and_append, folding_reader, uuid7
 from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.problems import InputIssue, Rejection, conflict, forbidden, invalid_input, not_found
 from auto_runtime.settings.connections import ConnectionsPolicy
@@ -59,7 +60,6 @@ TRIES = 8
 LINK_NOT_FOUND = (
     "This link is unknown, used up or expired: the person who added the connection removes it and adds it again."
 )
-T = TypeVar("T")
 
 
 def token_digest(token: str) -> str:
@@ -129,6 +129,19 @@ class Connections:
 
     # --- reading ------------------------------------------------------------------------------------------
 
+    async def _decided(self, org: str, decide: Callable[[dict[str, Connection]], list[NewRecord]]) -> None:
+        """In the org's turn: decide on its connections and append at the version read (see the module's rules)."""
+        stream = connections_stream(org)
+        async with self._turn(org):
+            await decide_and_append(
+                self.ledger,
+                stream,
+                folding_reader(self.ledger, stream, lambda records: fold(org, records)),
+                decide,
+                clashed=_changed_too_often,
+                attempts=TRIES,
+            )
+
     async def of_org(self, org: str) -> tuple[dict[str, Connection], int]:
         """Every connection of the org by id, oldest first, and the stream's version."""
         records = await self.ledger.read_stream(connections_stream(org))
@@ -192,8 +205,7 @@ class Connections:
         added = self.now()
         expires = added + timedelta(minutes=LINK_MINUTES)
 
-        async def decide() -> None:
-            connections, version = await self.of_org(org)
+        def decide(connections: dict[str, Connection]) -> list[NewRecord]:
             live = [c for c in connections.values() if c.status != "removed"]
             if any(c.name == name for c in live):
                 raise conflict(f"The org {org} has a connection named {name}; remove it first, or choose another name.")
@@ -213,11 +225,9 @@ class Connections:
                 "link_sha256": token_digest(token),
                 "link_expires_at": iso_utc(expires),
             }
-            record = NewRecord(ADDED, data, {"by": caller.id})
-            await self.ledger.append([StreamWrite(connections_stream(org), version, [record])])
+            return [NewRecord(ADDED, data, {"by": caller.id})]
 
-        async with self._turn(org):
-            await _retrying(decide)
+        await self._decided(org, decide)
         shown = await self.get(org, connection_id)
         query = urlencode({"server": self.origin, "org": org, "connection": connection_id, "token": token})
         shown["connect"] = {"url": f"{STUDIO_CONNECT}?{query}", "expires_at": iso_utc(expires)}
@@ -226,19 +236,15 @@ class Connections:
     # --- removing -------------------------------------------------------------------------------------------
 
     async def remove(self, caller: Caller, org: str, connection_id: str) -> dict[str, Any]:
-        async def decide() -> Connection:
-            connections, version = await self.of_org(org)
+        def decide(connections: dict[str, Connection]) -> list[NewRecord]:
             found = connections.get(connection_id)
             if found is None:
                 raise not_found(f"The org {org} has no connection {connection_id}.")
             if found.status == "removed":
-                return found
-            record = NewRecord(REMOVED, {"id": connection_id, "removed_at": iso_utc(self.now())}, {"by": caller.id})
-            await self.ledger.append([StreamWrite(connections_stream(org), version, [record])])
-            return found
+                return []
+            return [NewRecord(REMOVED, {"id": connection_id, "removed_at": iso_utc(self.now())}, {"by": caller.id})]
 
-        async with self._turn(org):
-            await _retrying(decide)
+        await self._decided(org, decide)
         await self.store.forget(OrgScope(org), connection_id)
         if self.on_removed is not None:
             await self.on_removed(org, connection_id)
@@ -246,39 +252,40 @@ class Connections:
 
     # --- the link's routes ----------------------------------------------------------------------------------
 
-    async def _linked(self, org: str, connection_id: str, token: str) -> tuple[Connection, int]:
-        connections, version = await self.of_org(org)
+    def _open_link(self, connections: Mapping[str, Connection], connection_id: str, token: str) -> Connection:
         found = connections.get(connection_id)
         if found is None or not found.link_open(token_digest(token), self.now()):
             raise not_found(LINK_NOT_FOUND)
-        return found, version
+        return found
+
+    async def _linked(self, org: str, connection_id: str, token: str) -> Connection:
+        return self._open_link((await self.of_org(org))[0], connection_id, token)
 
     async def read_link(self, org: str, connection_id: str, token: str) -> dict[str, Any]:
-        return await self.shown((await self._linked(org, connection_id, token))[0])
+        return await self.shown(await self._linked(org, connection_id, token))
 
     def _check_session(self, caller: Caller, connection: Connection) -> None:
         if not self.who.local_mode and caller.id != connection.added_by:
             raise forbidden("Only the person who added the connection may connect it, in their own session.")
 
     async def approve(self, caller: Caller, org: str, connection_id: str, token: str) -> dict[str, Any]:
-        async def decide() -> None:
-            found, version = await self._linked(org, connection_id, token)
+        def decide(connections: dict[str, Connection]) -> list[NewRecord]:
+            found = self._open_link(connections, connection_id, token)
             self._check_session(caller, found)
             if found.takes_a_credential:
                 raise conflict(
                     f"The connection {found.name} takes a credential of the kind {found.credential_kind}: "
                     "give it, which approves the connection."
                 )
-            await self._connect(caller, found, version, None)
+            return [self._connected(caller, found, None)]
 
-        async with self._turn(org):
-            await _retrying(decide)
+        await self._decided(org, decide)
         return await self.get(org, connection_id)
 
     async def give_credential(
         self, caller: Caller, org: str, connection_id: str, token: str, given: GivenCredential
     ) -> dict[str, Any]:
-        found, _ = await self._linked(org, connection_id, token)
+        found = await self._linked(org, connection_id, token)
         self._check_session(caller, found)
         if not found.takes_a_credential:
             raise conflict(
@@ -294,20 +301,17 @@ class Connections:
         show_end = found.credential_kind == "secret" or given.client_secret is not None
         await self.store.keep(OrgScope(org), connection_id, value, show_end=show_end)
 
-        async def decide() -> None:
-            again, version = await self._linked(org, connection_id, token)
-            await self._connect(caller, again, version, algorithm)
+        def decide(connections: dict[str, Connection]) -> list[NewRecord]:
+            return [self._connected(caller, self._open_link(connections, connection_id, token), algorithm)]
 
-        async with self._turn(org):
-            await _retrying(decide)
+        await self._decided(org, decide)
         return await self.get(org, connection_id)
 
-    async def _connect(self, caller: Caller, found: Connection, version: int, algorithm: str | None) -> None:
+    def _connected(self, caller: Caller, found: Connection, algorithm: str | None) -> NewRecord:
         data: dict[str, Any] = {"id": found.id, "connected_by": caller.id, "connected_at": iso_utc(self.now())}
         if algorithm is not None:
             data["algorithm"] = algorithm
-        record = NewRecord(CONNECTED, data, {"by": caller.id})
-        await self.ledger.append([StreamWrite(connections_stream(found.org), version, [record])])
+        return NewRecord(CONNECTED, data, {"by": caller.id})
 
 
 def _given_value(kind: str, given: GivenCredential) -> tuple[str, str | None]:
@@ -343,15 +347,5 @@ def _given_value(kind: str, given: GivenCredential) -> tuple[str, str | None]:
     return given.private_key, given.algorithm
 
 
-async def _retrying(decide: Callable[[], Awaitable[T]]) -> T:
-    for _ in range(TRIES - 1):
-        try:
-            return await decide()
-        except VersionConflict:
-            continue
-    try:
-        return await decide()
-    except VersionConflict:
-        raise Rejection(
-            "unavailable", "The org's connections changed too often meanwhile; send the request again."
-        ) from None
+def _changed_too_often() -> Rejection:
+    return Rejection("unavailable", "The org's connections changed too often meanwhile; send the request again.")

@@ -1,7 +1,7 @@
 """The `stdio` kind: an MCP server the runtime runs as an OS process, under the supervision tree.
 
 - The process is a `ProcessChild` (its `command` and `args`, its `env` as its whole environment, an optional
-  address-space limit) under a supervisor of its own (restarts with back-off, within a restart intensity), which
+  `RLIMIT_DATA` limit) under a supervisor of its own (restarts with back-off, within a restart intensity), which
   the set starts, as a temporary child of the set's supervisor, when a run or a listing first needs the server.
   A supervisor that gives up is removed; the next need starts a new one.
 - The MCP session speaks newline-delimited JSON-RPC over the process's stdin and stdout, bound to one life of

@@ -1,11 +1,15 @@
-"""The durable host core of workflow runs: engine transitions turned into ledger facts and side effects.
+"""The durable host of workflow runs, on the lease holder: it carries out what the runs' decisions armed.
 
-A room of its own above `playbooks` and `functions`: it runs callees through the playbooks' run service and
-drives the workflow engine, so neither of those rooms imports it; only the composition root will.
+A room of its own above `playbooks`, `runs` and `functions`: it runs callees through the playbooks' run service
+and sends each workflow run's messages to its actor, so none of those rooms imports it; only the composition
+root does. A workflow run's facts, its `workflow_runs` projection, its outbox and its decisions are the type's
+own (`functions.workflow`: `run_state`, `outbox`, `listeners`, `decisions`).
 
-- `run_state`: the `workflow_runs` projection that keeps each run's engine state and stream version.
-- `run_store`: `RunStore.start_run` and `RunStore.apply_input`, one append per applied input.
-- `timer_loop`: `TimerLoop`, which fires due timers while it holds the workflow lease.
-
-Not wired into the server yet: the workflow type stays "not available".
+- `run_store`: `RunStore`, the workflow runs' state as stored and the senders of their messages (`start_run`,
+  `apply_input`, `fail_run`), whose handlers decide in the run's actor and append one input per append.
+- `timer_loop`: `TimerLoop`, which fires due work while this server holds the workflow lease.
+- `calls`: the calls to functions that finish within their request, and their answers to the caller.
+- `reactions`: the ledger's feed: offered events, triggers, schedules.
+- `workflow_runtime`: `WorkflowRuntime`, the runs' start, events and cancels, and the supervisor of the timer loop
+  and the followers.
 """

@@ -21,10 +21,10 @@ workflow, an input its schema refuses, too deep) is answered at once. A dispatch
 from __future__ import annotations
 
 from auto_runtime.functions.workflow.engine.model import CallAnswered, StartCall
+from auto_runtime.functions.workflow.outbox import answered_later, call_key
 from auto_runtime.ledger import DueKey, LeaseFence, PlaybookScope, uuid7
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
-from auto_runtime.workflow_host.outbox import answered_later, call_key
 from auto_runtime.workflow_host.run_store import Applied, LoadedRun, RunStore, UnknownRun, now_ms
 
 MAX_CALL_DEPTH = 8

@@ -53,6 +53,8 @@ import trio
 
 from auto_runtime.actors import MailboxFull
 from auto_runtime.functions.workflow.engine.model import EventOffered
+from auto_runtime.functions.workflow.listeners import WORKFLOW_LISTENERS_PROJECTION, ListeningRun, listening_runs
+from auto_runtime.functions.workflow.run_state import WORKFLOW_INPUT_APPLIED
 from auto_runtime.ledger import (
     ANY_VERSION,
     DueEntry,
@@ -73,10 +75,8 @@ from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.workflow_host.follow_position import FollowPosition
-from auto_runtime.workflow_host.listeners import WORKFLOW_LISTENERS_PROJECTION, ListeningRun, listening_runs
 from auto_runtime.workflow_host.playbook_events import PlaybookEvent, playbook_event, scope_of
 from auto_runtime.workflow_host.reaction_limits import MINUTE_MS, RefusalTally, StartBudget, minute_of
-from auto_runtime.workflow_host.run_state import WORKFLOW_INPUT_APPLIED
 from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
 from auto_runtime.workflow_host.schedules import (
     QUEUED_PREFIX,

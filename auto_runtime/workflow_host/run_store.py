@@ -48,8 +48,10 @@ from auto_runtime.functions.workflow.decisions import (
 from auto_runtime.functions.workflow.engine.decider import apply
 from auto_runtime.functions.workflow.engine.model import Input, Started, Transition
 from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator
-from auto_runtime.functions.workflow.engine.state import RunState
+from auto_runtime.functions.workflow.engine.state import EngineState
 from auto_runtime.functions.workflow.engine.state_codec import load_state
+from auto_runtime.functions.workflow.run_errors import RunStoreConflict, TransitionTooLarge, UnknownRun
+from auto_runtime.functions.workflow.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.ledger import DueKey, LeaseFence, Ledger, PlaybookScope, Record
 from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.playbooks.playbook_host import RUN_ACTORS_INTENSITY, PlaybookActors
@@ -61,8 +63,6 @@ from auto_runtime.sandbox.fair_queue import JobOwner
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.workers import NoWorkerFree, WorkerPool
 from auto_runtime.supervision import RestartIntensity
-from auto_runtime.workflow_host.run_errors import RunStoreConflict, TransitionTooLarge, UnknownRun
-from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
 
 __all__ = [
     "Applied",
@@ -84,7 +84,7 @@ def now_ms() -> int:
     return int(datetime.now(UTC).timestamp() * 1000)
 
 
-def _evaluate(engine: SandboxEngine, state: RunState, applied: Input) -> Transition:
+def _evaluate(engine: SandboxEngine, state: EngineState, applied: Input) -> Transition:
     evaluator = SandboxEvaluator(engine, applied.at)
     try:
         return apply(state, applied, evaluator)
@@ -146,7 +146,7 @@ class RunStore:
 
     # -- WorkflowPorts ---------------------------------------------------------------------------------------
 
-    async def transition(self, scope: PlaybookScope, state: RunState, applied: Input) -> Transition:
+    async def transition(self, scope: PlaybookScope, state: EngineState, applied: Input) -> Transition:
         """Apply the input on a worker of the sandbox pool (`COMPUTATION_WORKERS`, shared with computation
         runs: spec settled point 4), waiting in the playbook's place of its fair queue as long as it takes for
         a free one (the wait counts against no bound of the input); without a pool, on a thread of Trio's own."""

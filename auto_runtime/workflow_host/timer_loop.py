@@ -55,6 +55,14 @@ import trio
 
 from auto_runtime.actors import MailboxFull
 from auto_runtime.functions.workflow.engine.model import Input, TimerFired
+from auto_runtime.functions.workflow.outbox import (
+    answer_of,
+    call_of,
+    cancel_of,
+    is_answer_key,
+    is_call_key,
+    is_cancel_key,
+)
 from auto_runtime.ledger import (
     DueEntry,
     DueKey,
@@ -72,7 +80,6 @@ from auto_runtime.metrics import taken_up
 from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.fair_firing import FairSlots, owner_of
-from auto_runtime.workflow_host.outbox import answer_of, call_of, cancel_of, is_answer_key, is_call_key, is_cancel_key
 from auto_runtime.workflow_host.run_store import Applied, RunStore, RunStoreConflict, UnknownRun, now_ms
 from auto_runtime.workflow_host.store_faults import FaultPause
 

@@ -35,7 +35,6 @@ TREE = {
                     "restart": "permanent",
                     "strategy": "one_for_all",
                     "children": [
-                        {"name": "run-id-actors", "restart": "permanent"},
                         {"name": "run-actors", "restart": "permanent"},
                     ],
                 },
@@ -51,7 +50,10 @@ TREE = {
             "name": "model-processes",
             "restart": "permanent",
             "strategy": "one_for_one",
-            "children": [{"name": "model-process-keeper", "restart": "permanent"}],
+            "children": [
+                {"name": "model-process-keeper", "restart": "permanent"},
+                *({"name": f"model-process-{number}", "restart": "permanent"} for number in range(1, 5)),
+            ],
         },
         {
             "name": "workflows",
@@ -91,9 +93,10 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
         "sandbox permanent one_for_one [worker-1 transient, "
         "worker-2 transient, worker-3 transient, worker-4 transient], playbooks permanent one_for_one "
         "[org-actors permanent, playbook-actors permanent one_for_all "
-        "[run-id-actors permanent, run-actors permanent], recall-views permanent one_for_all "
+        "[run-actors permanent], recall-views permanent one_for_all "
         "[recall-view-actors permanent]], "
-        "model-processes permanent one_for_one [model-process-keeper permanent], "
+        "model-processes permanent one_for_one [model-process-keeper permanent, model-process-1 permanent, "
+        "model-process-2 permanent, model-process-3 permanent, model-process-4 permanent], "
         "workflows permanent one_for_one [timer-loop permanent, deliveries permanent, reply-reads permanent, "
         "reactions permanent, recall-keeper permanent], "
         "http transient]"

@@ -1,23 +1,31 @@
 """The metrics room in-process, read back through the SDK's in-memory reader: nothing is recorded while off;
 run facts become runs started, ended and their duration; a sandbox job records its wait, its ending and its
-work; actors' refusals, mailbox depth, live count and restarts by kind; the labels are bounded."""
+work, and counts its worker busy while it runs; actors' refusals, mailbox depth, live count and restarts by kind;
+a real supervisor's restart; reads of a real SQLite ledger that found every reader busy; the labels are bounded."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
+import trio.testing
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from auto_runtime.actors import Actor, ActorRef, MailboxFull, Registry
+from auto_runtime.ledger import PlaybookScope, open_ledger
+from auto_runtime.ledger.sqlite.store import READERS
 from auto_runtime.metrics import METERING, appended, restarted, sandbox_job
 from auto_runtime.metrics.actors import kind_of, observe
 from auto_runtime.metrics.sandbox import ending_of, share_bucket
 from auto_runtime.sandbox.outcomes import OutOfWork, PastDeadline, Returned
+from auto_runtime.supervision import NO_BACKOFF, RestartIntensity, Supervisor
+from tests.supervision.test_supervisor import Crashable
 
 AT = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
 LIVE = "auto_runtime.actors.live"
@@ -99,6 +107,19 @@ def test_a_sandbox_job_records_its_wait_ending_and_work(reader: InMemoryMetricRe
     assert [p.value for p in found["auto_runtime.sandbox.workers.busy"]] == [0]
 
 
+def test_a_worker_counts_busy_while_its_job_runs(reader: InMemoryMetricReader) -> None:
+    seen: list[int] = []
+
+    def job(_: object) -> tuple[Returned, bool]:
+        seen.extend(point.value for point in points(reader)["auto_runtime.sandbox.workers.busy"])
+        return Returned(output=1, output_json="1", output_bytes=1, work=1), False
+
+    with sandbox_job("run", "acme") as measured:
+        measured(job)(None)
+    assert seen == [1]
+    assert [point.value for point in points(reader)["auto_runtime.sandbox.workers.busy"]] == [0]
+
+
 def test_a_job_that_raises_counts_as_a_crash(reader: InMemoryMetricReader) -> None:
     def broken(_: object) -> tuple[Returned, bool]:
         raise RuntimeError("the worker broke")
@@ -162,3 +183,35 @@ def test_a_supervisor_s_restart_is_counted_by_its_name(reader: InMemoryMetricRea
         for point in points(reader)["auto_runtime.supervisor.restarts"]
     }
     assert counted == {"sandbox": 1, "run-id-actors": 1}
+
+
+async def test_a_real_supervisor_s_restart_is_counted(reader: InMemoryMetricReader) -> None:
+    child = Crashable("flaky")
+    supervisor = Supervisor(
+        "metered-sup", [child.spec()], intensity=RestartIntensity(max_restarts=10, period=1.0), backoff=NO_BACKOFF
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervisor.run)
+        await child.crash()
+        await trio.testing.wait_all_tasks_blocked()  # the crash handled, the second life running
+        await child.running.wait()
+        assert child.starts == 2
+        await supervisor.stop()
+    [restarts] = points(reader)["auto_runtime.supervisor.restarts"]
+    assert (restarts.value, dict(restarts.attributes)) == (1, {"auto_runtime.supervisor": "metered-sup"})
+
+
+READS = 40
+"""Reads started at once, ten times the SQLite store's four readers."""
+
+
+async def test_reads_that_find_every_reader_busy_are_counted(reader: InMemoryMetricReader, tmp_path: Path) -> None:
+    """Reads started at once on the SQLite store: each decides whether it waits before any read ends (they start
+    in one batch of Trio's scheduler, and a read's end comes back from its thread in a later one), so exactly
+    the reads past the four readers count."""
+    stream = PlaybookScope("acme", "metered").stream("runs", "r1")
+    async with open_ledger(tmp_path / "ledger.db") as ledger, trio.open_nursery() as nursery:
+        for _ in range(READS):
+            nursery.start_soon(ledger.read_stream, stream)
+    [waits] = points(reader)["auto_runtime.ledger.reader.waits"]
+    assert (waits.value, dict(waits.attributes)) == (READS - READERS, {"auto_runtime.ledger.store": "sqlite"})

@@ -1,13 +1,17 @@
-"""Issue 35, metrics: `GET /metrics` on a real server (METRICS=on), scraped after a run of each type the test
-drives here (computation, workflows that end in the request and one that waits on a call and a timer, recall,
-reasoning with a model call and a tool call: the fake gateway and tool server),
-parsed with prometheus-client's own parser; the named metrics moved. Refusals: a key without `playbook:read` is
-`403 forbidden`, no key `401 unauthenticated`; with METRICS off the path is not served."""
+"""Issue 35, metrics: `GET /metrics` on a real server (METRICS=on), scraped after a run of each type
+(computation; workflows that end in the request and one that waits on a call and a timer; recall; reasoning with
+a model call and a tool call, through the fake gateway and tool server; an interaction asked in the inbox and
+answered; a prediction function's build, answered through the inbox and scored, and a question to its version),
+parsed with prometheus-client's own parser; the named metrics moved. A question whose model never finishes shows
+a model process busy while it runs, and the process replaced after its time. Refusals: a key without
+`playbook:read` is `403 forbidden`, no key `401 unauthenticated`; with METRICS off the path is not served."""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -18,7 +22,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from auto_runtime.auth.api_keys import issue_api_key
 from auto_runtime.auth.caller import Permission
-from tests.conformance.helpers import problem
+from tests.conformance.helpers import new_playbook, problem
+from tests.conformance.interactions.documents import QUESTION
+from tests.conformance.prediction.seeding import TRAINER
+from tests.conformance.prediction.test_builds import _build, _function
+from tests.conformance.prediction.test_candidates import _upload
+from tests.conformance.prediction.test_full_cycle import _inbox
 from tests.conformance.recall.documents import counting, output_of, publish
 from tests.conformance.recall.documents import run as run_recall
 from tests.conformance.recall.documents import saved as saved_recall
@@ -29,6 +38,7 @@ from tests.fakes.gateway_process import (
     start_fake_gateway,
     start_mcp_tool_server,
 )
+from tests.functions.prediction.onnx_models import endless_past
 from tests.postgres_support import fresh_database, server_on
 
 pytestmark = pytest.mark.slow
@@ -51,6 +61,10 @@ do:
   - done: { set: { done: true } }
 """
 ENDED_BOUND_SECONDS = 60.0
+"""The bound of every poll for a run's end: generous, never a timing claim."""
+RUN_TYPES = ("computation", "workflow", "reasoning", "recall", "interaction", "prediction")
+ENDLESS = endless_past(2, [[-1], [2]], 0.5, 11.5)
+"""A linear candidate that answers series `c` (histories up to 3) and never finishes for series `a` (up to 12)."""
 REASONING = """---
 model: fake/{model}
 tools: [helpdesk/get_customer]
@@ -109,6 +123,7 @@ def metered(
             ),
             "FAKE_GATEWAY_KEY": "fake-gateway-key-0123456789",
             "TOOL_SERVERS": json.dumps({"helpdesk": {"url": helpdesk.url, "org": ORG}}),
+            "PREDICTION_CACHE_DIR": str(folder / "models"),
         }
         if request.param == "postgres":
             settings.update(server_on(stack.enter_context(fresh_database("metrics_test"))))
@@ -130,6 +145,47 @@ def run(client: httpx.Client, kind: str, name: str, value: object) -> dict[str, 
     assert response.status_code in (200, 202), response.text
     body: dict[str, object] = response.json()
     return body
+
+
+def ended(client: httpx.Client, playbook: str, run_id: object) -> str:
+    """The run's status once it is no longer `started` (polled within a bound, not timed)."""
+    deadline = time.monotonic() + ENDED_BOUND_SECONDS
+    while (status := str(client.get(f"{playbook}/runs/{run_id}").json()["status"])) == "started":
+        assert time.monotonic() < deadline, f"the run {run_id} did not end"
+        time.sleep(0.1)
+    return status
+
+
+def answered_interaction(client: httpx.Client) -> None:
+    """An interaction run asked in the inbox, answered there, ended `succeeded`."""
+    define(client, "interaction", "deploy", QUESTION)
+    run_id = str(uuid.uuid4())
+    asked = client.post(
+        f"{PLAYBOOK}/definitions/interaction/deploy/run",
+        json={"input": {"lead": "ana@example.com", "service": "billing"}, "run_id": run_id},
+    )
+    assert asked.status_code == 200 and asked.json()["status"] == "started", asked.text
+    reply = client.post(f"{PLAYBOOK}/runs/{run_id}/answer", json={"answer": {"decision": "go"}})
+    assert reply.status_code == 200, reply.text
+    assert ended(client, PLAYBOOK, run_id) == "succeeded"
+
+
+def built_prediction(client: httpx.Client, playbook: str) -> str:
+    """A prediction function of `playbook` whose build took `ENDLESS` through the inbox and was scored
+    (`succeeded`), and a question to its active version that a model process answered; the function's URL."""
+    trainer = client.post(f"{playbook}/definitions/interaction", json={"name": "train-forecasts", "source": TRAINER})
+    assert trainer.status_code == 201, trainer.text
+    function = _function(client, playbook)
+    build = _build(client, function)
+    assert build.status_code == 200, build.text
+    run_id = build.json()["run_id"]
+    candidate = _upload(client, playbook, run_id, ENDLESS)
+    assert candidate.status_code == 200, candidate.text
+    _inbox(client, playbook, run_id, {"candidates": [candidate.json()["candidate"]]})
+    assert ended(client, playbook, run_id) == "succeeded"
+    question = client.post(f"{function}/run", json={"input": {"series": "c"}})
+    assert question.status_code == 200, question.text
+    return function
 
 
 def test_the_named_metrics_move_after_a_run_of_each_type(
@@ -158,19 +214,16 @@ def test_the_named_metrics_move_after_a_run_of_each_type(
         assert output_of(run_recall(client, PLAYBOOK, "tally"))["count"] >= 0
         waiting = run(client, "workflow", "waits", {"n": 1})
         assert waiting["status"] == "started", waiting
-        deadline = time.monotonic() + ENDED_BOUND_SECONDS
-        while (status := client.get(f"{PLAYBOOK}/runs/{waiting['run_id']}").json()["status"]) == "started":
-            assert time.monotonic() < deadline, "the waiting workflow run did not end"
-            time.sleep(0.1)
-        assert status == "succeeded"
+        assert ended(client, PLAYBOOK, waiting["run_id"]) == "succeeded"
+        answered_interaction(client)
+        built_prediction(client, PLAYBOOK)
         after = scrape(client)
 
     def moved(name: str, **labels: str) -> float:
         return total(after, name, **labels) - total(before, name, **labels)
 
-    for kind in ("computation", "workflow", "reasoning", "recall"):
+    for kind in RUN_TYPES:
         assert moved("auto_runtime_runs_started_total", auto_runtime_definition_type=kind) >= 1, kind
-    for kind in ("computation", "workflow", "reasoning", "recall"):
         assert (
             moved(
                 "auto_runtime_runs_ended_total", auto_runtime_definition_type=kind, auto_runtime_run_outcome="succeeded"
@@ -179,11 +232,13 @@ def test_the_named_metrics_move_after_a_run_of_each_type(
         ), kind
         assert moved("auto_runtime_run_duration_seconds_count", auto_runtime_definition_type=kind) >= 1, kind
     assert moved("auto_runtime_runs_started_total", auto_runtime_definition_type="workflow") >= 2
+    assert moved("auto_runtime_runs_started_total", auto_runtime_definition_type="prediction") >= 2  # build, question
     assert moved("auto_runtime_workflow_inputs_applied_total") >= 2  # the call's answer and the timer
     assert moved("auto_runtime_due_work_entries_total") >= 1
     assert moved("auto_runtime_due_work_lateness_seconds_count") >= 1
     assert moved("auto_runtime_sandbox_jobs_total", auto_runtime_sandbox_ending="returned") >= 1
     assert moved("auto_runtime_sandbox_queue_wait_seconds_count") >= 1
+    assert moved("auto_runtime_sandbox_queue_org_share_count") >= 1
     assert moved("auto_runtime_sandbox_work_count") >= 1
     assert moved("auto_runtime_ledger_appends_total") >= 8
     assert moved("auto_runtime_ledger_records_total") >= 8
@@ -210,6 +265,35 @@ def test_the_named_metrics_move_after_a_run_of_each_type(
     assert "auto_runtime_actors_mailbox_high_water" in names
     labels = {label for (_, held) in after for label, _ in held}
     assert not labels & {"org", "playbook", "run_id", "auto_runtime_org", "auto_runtime_run_id"}
+
+
+def test_a_model_process_is_busy_while_a_question_runs_and_replaced_after_its_time(metered: ServerProcess) -> None:
+    """The question to series `a` never finishes: while it runs, a scrape sees a model process live and busy;
+    past the model's 10 s it ends `unavailable`, its process is ended and replaced. The scrapes stop at the
+    event (a busy process seen) or when the question ended without one being seen, which fails."""
+    with metered.client() as client:
+        function = built_prediction(client, new_playbook(client, ORG))
+        before = scrape(client)
+        answers: list[httpx.Response] = []
+        asking = threading.Thread(
+            target=lambda: answers.append(client.post(f"{function}/run", json={"input": {"series": "a"}}))
+        )
+        asking.start()
+        during: Samples = {}
+        while asking.is_alive():
+            during = scrape(client)
+            if total(during, "auto_runtime_model_processes_busy") >= 1:
+                break
+        asking.join()
+        assert total(during, "auto_runtime_model_processes_busy") >= 1, "no scrape saw the question's process busy"
+        assert total(during, "auto_runtime_model_processes_live") >= 1
+        problem(answers[0], 503, "unavailable")
+        after = scrape(client)
+    replaced = total(after, "auto_runtime_model_processes_replaced_total") - total(
+        before, "auto_runtime_model_processes_replaced_total"
+    )
+    assert replaced == 1
+    assert total(after, "auto_runtime_model_processes_busy") == 0
 
 
 def test_an_mcp_call_is_counted_by_its_operation(metered: ServerProcess) -> None:

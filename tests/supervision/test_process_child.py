@@ -37,7 +37,7 @@ for line in sys.stdin:
         continue
     if command == "limit":
         import resource
-        print(resource.getrlimit(resource.RLIMIT_AS)[0], flush=True)
+        print(resource.getrlimit(resource.RLIMIT_DATA)[0], flush=True)
         continue
     if command == "hog":
         try:
@@ -89,7 +89,7 @@ async def test_a_crashing_process_child_is_restarted(caplog: pytest.LogCaptureFi
     assert "exited with status 3" in restarts[0]
 
 
-async def test_the_address_space_limit_is_set_before_the_command_runs() -> None:
+async def test_the_data_limit_is_set_before_the_command_runs() -> None:
     limit = 512 * 1024 * 1024
     child = echo_child(memory_limit=limit)
     supervisor = supervisor_of(child)
@@ -98,7 +98,7 @@ async def test_the_address_space_limit_is_set_before_the_command_runs() -> None:
         assert int(await child.exchange(b"limit", timeout=10)) == limit
         assert await child.exchange(b"hog", timeout=10) == b"memory error"
         await supervisor.stop()
-    assert resource.getrlimit(resource.RLIMIT_AS)[0] != limit
+    assert resource.getrlimit(resource.RLIMIT_DATA)[0] != limit
 
 
 async def test_an_exchange_that_times_out_kills_the_process_and_it_is_restarted() -> None:

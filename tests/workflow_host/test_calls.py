@@ -4,10 +4,10 @@ with the caller's tree in its metadata, and its ending answers the caller."""
 from __future__ import annotations
 
 from auto_runtime.functions.workflow.engine.model import StartCall
+from auto_runtime.functions.workflow.outbox import call_of
 from auto_runtime.ledger import Ledger, Record, uuid7
 from auto_runtime.runs.facts import run_stream
 from auto_runtime.workflow_host.calls import CallDispatcher
-from auto_runtime.workflow_host.outbox import call_of
 from auto_runtime.workflow_host.run_store import RunStore
 from tests.workflow_host.conftest import SCOPE, definition
 

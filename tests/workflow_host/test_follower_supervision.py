@@ -31,8 +31,8 @@ from auto_runtime.ledger import Ledger, Projection, Record
 from auto_runtime.ledger.projections import ProjectionKey, Row, TableSpec
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.event_publishing import EventPublishing
-from auto_runtime.playbooks.run_facts import run_stream
 from auto_runtime.playbooks.run_service import RunService
+from auto_runtime.runs.facts import run_stream
 from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.server import RUNTIME_PROJECTIONS
@@ -40,8 +40,8 @@ from auto_runtime.settings import ToolServer
 from auto_runtime.supervision import NO_BACKOFF
 from auto_runtime.tools.tool_server_set import ToolServerSet
 from auto_runtime.workflow_host.reactions import Reactions
-from auto_runtime.workflow_host.runtime import WorkflowRuntime
 from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
+from auto_runtime.workflow_host.workflow_runtime import WorkflowRuntime
 from tests.fakes.gateway_process import McpToolServerProcess
 from tests.interaction_host.clocked import Clock, desk, numbers
 from tests.ledger.conftest import Target

@@ -11,6 +11,7 @@ import trio
 import trio.testing
 
 from auto_runtime.functions.registry import function_types
+from auto_runtime.functions.workflow.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
 from auto_runtime.ledger import DueEntry, LeaseFence, Ledger, Record, uuid7
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
@@ -22,7 +23,6 @@ from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from auto_runtime.workflow_host.follow_position import POSITION_SCOPE, PSEUDO_RUNS
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions, is_trigger_key
-from auto_runtime.workflow_host.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.workflow_host.run_store import RunStore
 from auto_runtime.workflow_host.schedules import schedule_run_id
 from tests.ledger.conftest import Target

@@ -23,7 +23,7 @@ from auto_runtime.runs.cancels import CancelRun
 from auto_runtime.runs.facts import run_stream
 from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
-from auto_runtime.workflow_host.runtime import WorkflowRuntime
+from auto_runtime.workflow_host.workflow_runtime import WorkflowRuntime
 from tests.workflow_host.conftest import HEAD, SCOPE
 
 LISTENS = "do:\n  - hear: { listen: { to: { one: { with: { type: com.acme.go } } } } }\n"

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from auto_runtime.functions.function_type import Rejected
 from auto_runtime.functions.interaction.request_sources import attempt_key
+from auto_runtime.functions.workflow.outbox import answer_key, answer_payload, caller_call_key
 from auto_runtime.interaction_host.open_requests import INTERACTION_REQUESTED, REQUEST_ANSWERED
 from auto_runtime.interaction_host.request_facts import RequestFacts, request_facts
 from auto_runtime.json_limits import canonical_digest, depth_of, json_size
@@ -35,7 +36,6 @@ from auto_runtime.runs.facts import RUN_CANCEL_REQUESTED, RUN_REJECTED, RUN_STAR
 from auto_runtime.runs.interaction_messages import AnsweredElsewhere, AnswerRequest, EndRequest, StartInteractionRun
 from auto_runtime.runs.view import RunState, fold_run
 from auto_runtime.schema_issues import check_off_the_loop
-from auto_runtime.workflow_host.outbox import answer_key, answer_payload, caller_call_key
 
 M = TypeVar("M")
 R = TypeVar("R")

@@ -20,7 +20,7 @@ deciders at once one appends, the other reads the version decided and does nothi
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -34,8 +34,8 @@ from auto_runtime.ledger import (
     NewRecord,
     PlaybookScope,
     Record,
-    StreamWrite,
-    VersionConflict,
+    decide_and_append,
+    folding_reader,
 )
 from auto_runtime.ledger.due_work import DueWorkChanges
 from auto_runtime.playbooks.run_service import RunService
@@ -164,11 +164,11 @@ class Approval:
     ) -> None:
         """Record `decision` (`approved`, or the `because` of a refusal) for a version still awaiting approval."""
         stream = scope.stream("models", function)
-        for _ in range(ATTEMPTS):
-            history = await self.ledger.read_stream(stream)
+
+        async def decide(_: None) -> list[NewRecord]:
             found = await self._waiting(scope, function, version)
             if found is None:
-                break
+                return []
             document, row = found
             definition = await self.ledger.fetch(
                 "SELECT version FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
@@ -181,16 +181,22 @@ class Approval:
                 "definition": {"type": "prediction", "name": function, "version": int(definition[0]["version"])},
             }
             fact = await self._fact(scope, function, version, decision, document, row)
-            try:
-                await self.ledger.append(
-                    [StreamWrite(stream, len(history), [NewRecord(fact[0], fact[1], metadata)])],
-                    due_work=DueWorkChanges(fire=[fired.due_key]) if fired is not None else None,
-                    fence=fence,
-                )
-                return
-            except VersionConflict:
-                continue
-        if fired is not None:
+            return [NewRecord(fact[0], fact[1], metadata)]
+
+        try:
+            decided = await decide_and_append(
+                self.ledger,
+                stream,
+                folding_reader(self.ledger, stream, _nothing),
+                decide,
+                clashed=_KeptMoving,
+                attempts=ATTEMPTS,
+                due_work=DueWorkChanges(fire=[fired.due_key]) if fired is not None else None,
+                fence=fence,
+            )
+        except _KeptMoving:
+            decided = None
+        if (decided is None or not decided.appended) and fired is not None:
             await self.ledger.due_work.mark_fired([fired.due_key], fence=fence)
 
     async def _fact(
@@ -214,3 +220,11 @@ class Approval:
         if previous is not None and previous > version:
             return ACTIVATION_REFUSED, {"version": version, "because": "superseded"}
         return VERSION_ACTIVATED, {"version": version, "rule": "approved", "previous": previous}
+
+
+class _KeptMoving(Exception):
+    """The function's model stream kept moving through every attempt: the decision is left to the next firing."""
+
+
+def _nothing(history: Sequence[Record]) -> None:
+    """A decision on the model stream needs nothing of its records but their count (the version)."""

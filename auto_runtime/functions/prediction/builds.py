@@ -13,8 +13,15 @@ A trainer with `deliver` gets the build's request through its tool: `build_asked
 due at once) in the same append; the interaction host's delivery attempts carry it out on the lease holder and
 record the interaction format's delivery facts on the build's run stream (`build_requests.BUILD_REQUEST_SOURCE`).
 
-Concurrency: one build at a time per function rests on the runs projection (a started, waiting build of the
-function refuses the next); two starts at the same moment on two servers may both pass it.
+The start runs inside the build's run actor (the run service's `StartRun` handler) and records through the run's
+writer (`decisions.BuildStart`): it appends nothing any other way.
+
+Concurrency: one build at a time per function is the function's build slot (`playbooks.run_slots`). The start
+claims it from the playbook's actor before any other check (one claim at a time in this process: refused
+`build_in_progress` while another build of the function is starting here, or recorded and not ended), and
+releases it once its start ended; a build that waits records its claim on the slot's stream in its first
+append, at the version its decision read, so of two servers' builds at once one commits and the other is
+refused `build_in_progress`. A build that ended within its start (`too_large`, `not_walked`) claims nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from auto_runtime.functions.prediction.build_facts import (
     fold_build,
 )
 from auto_runtime.functions.prediction.datasets import Datasets
+from auto_runtime.functions.prediction.decisions import BuildStart, build_in_progress, build_slot
 from auto_runtime.functions.prediction.document import PredictionDocument, parse_document
 from auto_runtime.functions.prediction.inputs import question_issues
 from auto_runtime.functions.prediction.playbook_checks import interaction_function, trainer_problem
@@ -65,15 +73,17 @@ from auto_runtime.functions.prediction.walk import (
 )
 from auto_runtime.functions.reasoning.front_matter import read_front_matter
 from auto_runtime.json_limits import canonical_digest
-from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite
+from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
 from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion, definitions_stream
+from auto_runtime.playbooks.run_slots import SlotClaims
 from auto_runtime.problems import Rejection, conflict, invalid_input, not_found, unavailable
 from auto_runtime.runs import RunWriter
 from auto_runtime.runs.cancels import CancelRun, record_cancel_request
 from auto_runtime.runs.facts import RUN_REJECTED, run_stream
 from auto_runtime.runs.ids import is_run_id
+from auto_runtime.runs.prediction_messages import RecordBuildStart
 from auto_runtime.runs.view import RunState
 from auto_runtime.tools import ToolServers
 
@@ -169,6 +179,7 @@ class Builds:
         self.clock = clock
         """The time a build starts at, and arms its due work from (a test's own clock)."""
         self._wake: Callable[[], None] = lambda: None
+        self._slots: SlotClaims | None = None
         self._assembling = 0
         """Builds of this process between their checks and their first append."""
         self._contracts: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -178,6 +189,11 @@ class Builds:
         due at once), so neither waits for the next sweep. Set once, when the server is composed: the loop is
         made after the function types, which hold this object."""
         self._wake = wake
+
+    def claim_slots_with(self, slots: SlotClaims) -> None:
+        """How a start claims its function's build slot: from the playbook's actor (`run_handlers.serve_builds`).
+        Set once, when the server is composed: the playbooks' actors are made after the function types."""
+        self._slots = slots
 
     async def state(self, scope: PlaybookScope, run_id: str) -> BuildState | None:
         return fold_build(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
@@ -201,11 +217,7 @@ class Builds:
         return sum(1 for row in builds if int(row["first_started_us"]) >= since and not _too_large(row["ending"]))
 
     async def _check_asking(self, scope: PlaybookScope, name: str, now: datetime) -> None:
-        if await self.started_builds(scope, name):
-            raise conflict(
-                f"A build of the prediction function {name} has not ended; wait for it or cancel it.",
-                kind="build_in_progress",
-            )
+        """The checks after the build slot's (`builds_of_the_day`, then `builds_full`)."""
         if await self.builds_of_the_day(scope, name, now) >= self.builds_per_day:
             raise unavailable(
                 f"The prediction function {name} asked {self.builds_per_day} builds in the last 24 hours, the most "
@@ -281,6 +293,7 @@ class Builds:
         caller_id: str,
         metadata: Mapping[str, Any] | None,
     ) -> None:
+        """Start the build `run_id` in its run's actor (see the module's rules)."""
         document = parse_document(definition.source)
         if isinstance(document, list):
             raise conflict("The saved document of this function no longer parses on this server.", kind="unworkable")
@@ -289,16 +302,28 @@ class Builds:
             raise invalid_input(issues)
         name = definition.name
         now = self.clock()
-        await self._check_asking(scope, name, now)
-        trainer = await self._trainer(scope, document, name, run_id, now)
-        self._assembling += 1
+        slots = self._slots
+        if slots is None:
+            raise RuntimeError("the builds claim no build slot: serve them first (run_handlers.serve_builds)")
+        slot = build_slot(name)
+        if await slots.claim(scope, slot, run_id) is not None:
+            raise build_in_progress(name)
         try:
-            await self._assemble(scope, definition, document, value, run_id, caller_id, metadata, now, trainer)
+            await self._check_asking(scope, name, now)
+            trainer = await self._trainer(scope, document, name, run_id, now)
+            self._assembling += 1
+            try:
+                await self._assemble(
+                    writer, scope, definition, document, value, run_id, caller_id, metadata, now, trainer
+                )
+            finally:
+                self._assembling -= 1
         finally:
-            self._assembling -= 1
+            slots.release(scope, slot, run_id)
 
     async def _assemble(
         self,
+        writer: RunWriter,
         scope: PlaybookScope,
         definition: DefinitionVersion,
         document: PredictionDocument,
@@ -337,8 +362,9 @@ class Builds:
                 "The build's training rows pass 1,000,000 rows or 256 MiB, the most a build assembles.",
                 kind="too_large",
             )
-            await self._append(scope, run_id, [started, fact(RUN_REJECTED, ending.as_record())])
-            raise ending from None
+            if await self._record(writer, name, [started, fact(RUN_REJECTED, ending.as_record())], caller_id):
+                raise ending from None
+            return
         points = backtest_points(document, walked.walked)
         assembled = fact(
             DATASET_ASSEMBLED,
@@ -368,18 +394,16 @@ class Builds:
                 "series": reading.series_count,
                 "periods_needed": periods_needed(document),
             }
-            await self._append(
-                scope,
-                run_id,
-                [
-                    started,
-                    assembled,
-                    fact(BASELINE_NOT_WALKED, not_walked),
-                    fact(BUILD_ENDED, {"outcome": "not_walked", "because": because}),
-                    fact(RUN_REJECTED, ending.as_record()),
-                ],
-            )
-            raise ending
+            ended = [
+                started,
+                assembled,
+                fact(BASELINE_NOT_WALKED, not_walked),
+                fact(BUILD_ENDED, {"outcome": "not_walked", "because": because}),
+                fact(RUN_REJECTED, ending.as_record()),
+            ]
+            if await self._record(writer, name, ended, caller_id):
+                raise ending
+            return
         baseline = scores(document, walked.walked, points, baseline_forecasts(document, walked.walked, points))
         baseline_data = {"method": "seasonal_naive", "season": document.season, **baseline.shown()}
         brief = brief_text(
@@ -416,21 +440,26 @@ class Builds:
         ]
         if trainer.delivery is not None:
             due.append(DueEntry(scope, run_id, attempt_key(1), now, {}))
-        await self.ledger.append(
-            [
-                StreamWrite(
-                    run_stream(scope, run_id),
-                    0,
-                    [started, assembled, fact(BASELINE_SCORED, baseline_data), fact(BUILD_ASKED, asked)],
-                )
-            ],
-            due_work=DueWorkChanges(arm=due),
-        )
-        if trainer.delivery is not None:
+        first = [started, assembled, fact(BASELINE_SCORED, baseline_data), fact(BUILD_ASKED, asked)]
+        recorded = await self._record(writer, name, first, caller_id, DueWorkChanges(arm=due), claims_slot=True)
+        if recorded and trainer.delivery is not None:
             self._wake()
 
-    async def _append(self, scope: PlaybookScope, run_id: str, records: list[NewRecord]) -> None:
-        await self.ledger.append([StreamWrite(run_stream(scope, run_id), 0, records)])
+    @staticmethod
+    async def _record(
+        writer: RunWriter,
+        name: str,
+        records: list[NewRecord],
+        caller_id: str,
+        due_work: DueWorkChanges | None = None,
+        *,
+        claims_slot: bool = False,
+    ) -> bool:
+        """Append the build's first facts through the run's writer; False when another request recorded the run
+        meanwhile (its run service answers the run as recorded)."""
+        message = RecordBuildStart(name, tuple(records), due_work or DueWorkChanges(), claims_slot, caller_id)
+        written = await writer.write(BuildStart(name, claims_slot), message, kept_moving=_same_moment)
+        return written.reply
 
     async def cancel(self, writer: RunWriter, scope: PlaybookScope, state: RunState, message: CancelRun) -> None:
         """Records the request to cancel a build, whether it waits for its trainer, is queued or is being scored:
@@ -507,6 +536,10 @@ class Builds:
         if not rows:
             return None
         return await self.ledger.content.get(key, str(rows[0]["sha256"]))
+
+
+def _same_moment() -> Exception:
+    return conflict("Another request under this run id was made at the same moment; send it again.")
 
 
 def _too_large(ending: Any) -> bool:

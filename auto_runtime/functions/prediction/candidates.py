@@ -9,6 +9,10 @@ the build's first two training rows (`failed_to_run`, `signature` for outputs th
 content under the build (`candidate_key`) and written to the cache folder for the model processes. The same
 accepted bytes again answer the same object and record nothing. With every process available to builds busy,
 the answer is `unavailable`, kind `model_process_busy`, `Retry-After: 5`, and nothing is recorded.
+
+The checks run outside the build's run actor (they hold a model process for up to `CHECK_SECONDS`); what they
+decided is sent to it (`UploadCandidate`, `RefuseCandidate`), which records it on the build as it then stands:
+`build_ended` once the build took its answer or ended meanwhile.
 """
 
 from __future__ import annotations
@@ -22,27 +26,21 @@ from typing import Any, Final
 import numpy as np
 import trio
 
-from auto_runtime.functions.prediction.build_facts import (
-    CANDIDATE_REFUSED,
-    CANDIDATE_UPLOADED,
-    MAX_CANDIDATES,
-    BuildState,
-    candidate_key,
-)
+from auto_runtime.functions.prediction.build_facts import MAX_CANDIDATES, BuildState, candidate_key
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.document import PredictionDocument
 from auto_runtime.functions.prediction.model_file import NotLoadable, opset_problem, read_model_file, signature_problem
 from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPool, ModelProcessBusy
 from auto_runtime.functions.prediction.model_work import job_owner
-from auto_runtime.ledger import NewRecord, PlaybookScope, StreamWrite, VersionConflict
+from auto_runtime.ledger import PlaybookScope
 from auto_runtime.ledger.content import SpooledContent, open_spool
-from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, unavailable
-from auto_runtime.runs.facts import run_stream
+from auto_runtime.problems import InputIssue, Rejection, invalid_input, unavailable
+from auto_runtime.runs import Runs
+from auto_runtime.runs.prediction_messages import RefuseCandidate, UploadCandidate
 
 MAX_CANDIDATE_BYTES: Final = 67_108_864
 CHECK_SECONDS: Final = 30.0
-ATTEMPTS: Final = 4
 
 
 def tensor(rows: list[list[float]], width: int) -> dict[str, Any]:
@@ -80,10 +78,11 @@ class Refused(Exception):
 class Candidates:
     """Candidate uploads of waiting builds (see the module)."""
 
-    def __init__(self, builds: Builds, pool: ModelPool, cache: CacheFolder) -> None:
+    def __init__(self, builds: Builds, pool: ModelPool, cache: CacheFolder, runs: Runs) -> None:
         self.builds = builds
         self.pool = pool
         self.cache = cache
+        self.runs = runs
         self.ledger = builds.ledger
 
     async def upload(
@@ -112,29 +111,14 @@ class Candidates:
             opset = await trio.to_thread.run_sync(_static_check, spooled, document)
             await self._trial(scope, run_id, state, document, spooled)
         except Refused as refused:
-            await self._record(
-                scope,
-                run_id,
-                state,
-                CANDIDATE_REFUSED,
-                {"candidate": candidate, "bytes": spooled.size, "because": refused.because},
-                caller_id,
-            )
+            await self.runs.ask(scope, run_id, RefuseCandidate(candidate, spooled.size, refused.because, caller_id))
             rejection = invalid_input(
                 [InputIssue(f"The candidate is refused ({refused.because}): {refused.words}.", "/body")]
             )
             rejection.because = refused.because
             raise rejection from None
         await self.ledger.content.put_spooled(candidate_key(scope, run_id), spooled)
-        accepted = len(state.accepted) + 1
-        await self._record(
-            scope,
-            run_id,
-            state,
-            CANDIDATE_UPLOADED,
-            {"candidate": candidate, "bytes": spooled.size, "opset": opset, "accepted": accepted},
-            caller_id,
-        )
+        await self.runs.ask(scope, run_id, UploadCandidate(candidate, spooled.size, opset, caller_id))
         return {"candidate": candidate, "bytes": spooled.size, "opset": opset}
 
     async def _trial(
@@ -166,30 +150,6 @@ class Candidates:
             shape = reply["outputs"][name]["shape"]
             if shape != [2, width]:
                 raise Refused("signature", f"its output {name} has the shape {shape} for two rows, not [2, {width}]")
-
-    async def _record(
-        self,
-        scope: PlaybookScope,
-        run_id: str,
-        state: BuildState,
-        kind: str,
-        data: dict[str, Any],
-        caller_id: str,
-    ) -> None:
-        stream = run_stream(scope, run_id)
-        metadata = {**state.started_metadata, "by": caller_id, "causation_id": None}
-        version = state.stream_version
-        for _ in range(ATTEMPTS):
-            try:
-                await self.ledger.append([StreamWrite(stream, version, [NewRecord(kind, data, metadata)])])
-                return
-            except VersionConflict:
-                current = await self.builds.state(scope, run_id)
-                assert current is not None
-                if current.took_answer_or_ended:
-                    raise conflict(f"The build {run_id} took its answer or ended.", kind="build_ended") from None
-                version = current.stream_version
-        raise conflict("The build changed at the same moment; send the candidate again.")
 
 
 def _static_check(spooled: SpooledContent, document: PredictionDocument) -> int:

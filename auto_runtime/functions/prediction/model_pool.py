@@ -1,5 +1,5 @@
 """The model processes (prediction-format §13): at most `PREDICTION_PROCESSES` OS processes running ONNX Runtime,
-each owned by a `ProcessChild` actor under the pool's supervisor (`model-processes`, one_for_one).
+each owned by an actor under the pool's supervisor (`model-processes`, one_for_one).
 
 Shares and waits (§13):
 - Every job holds one slot of `processes` for its whole run, so no more processes run than the setting.
@@ -15,45 +15,57 @@ Shares and waits (§13):
   its own time (`timed_out` past it), the wait not counted. A check never waits (`ModelProcessBusy` at once).
   Scoring and shadow work wait as long as it takes.
 
-Processes: a job takes an idle process, or starts one when none is idle; one idle for `IDLE_SECONDS` ends. A
-process that dies during a job, runs past the job's time, or answers `out_of_memory` is ended (its child is
-temporary, so its supervisor never restarts it and a model that fails repeatedly cannot exhaust the tree's
-restart intensity); the pool then starts a replacement at once, so the pool is whole again before the next job.
+Actors (design §4): the pool's supervisor (`model-processes`, one_for_one) has `processes` children, one actor
+per model process (`model_process_actor`: it owns at most one OS process and asks it one job at a time), and a
+keeper that tells an actor whose process has been idle for `idle_seconds` (`IDLE_SECONDS`) to end it. How the
+supervisor keeps them (restart type, intensity, back-off, stop budget) is data: `model_supervision`. A job
+holding a slot goes to an actor no other job holds: first one that serves and has a live process (it keeps the
+models it loaded), then one that serves, then one its supervisor is restarting (the job waits in its mailbox for
+the new life). A job that ends its process ends its actor's life with the error its caller gets; the supervisor
+restarts the actor, and the next job it takes starts a new process.
 
-Concurrency: the slots, the queue and the processes belong to the Trio thread; no lock guards the slots (each
-change of them runs without a checkpoint).
+A caller that leaves (cancelled) abandons its job: the actor kills the process the job runs on, and the caller
+waits for that, shielded, before its slot is handed on.
+
+Concurrency: the slots, the queue and the actors' statuses belong to the Trio thread; no lock guards the slots
+(each change of them runs without a checkpoint).
 """
 
 from __future__ import annotations
 
-import itertools
-import json
-import logging
+import contextlib
 import math
-import subprocess
-import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import trio
 
+from auto_runtime.actors import ActorRef, ActorStoppedError, MailboxFull
+from auto_runtime.functions.prediction.model_job import (
+    EndIfIdle,
+    JobAnswered,
+    JobRefused,
+    ModelJobFailed,
+    ModelProcessAnswer,
+    ModelProcessBusy,
+    ModelProcessMessage,
+    RunJob,
+)
+from auto_runtime.functions.prediction.model_process_actor import ModelProcessStatus, model_process_spec
+from auto_runtime.functions.prediction.model_supervision import ModelProcessesSupervision
 from auto_runtime.metrics import watch_model_pool
 from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, FairQueue, JobOwner
-from auto_runtime.supervision import ChildContext, ChildSpec, Restart, Supervisor
-from auto_runtime.supervision.process_child import ProcessChild, ProcessChildError, ProcessTimeoutError
+from auto_runtime.supervision import ChildContext, ChildSpec, Supervisor
 
-log = logging.getLogger("auto_runtime.prediction.model_pool")
+__all__ = ["IDLE_SECONDS", "QUESTION_WAIT", "ModelJobFailed", "ModelPool", "ModelProcessBusy"]
 
 QUESTION_WAIT: Final = 10.0
 IDLE_SECONDS: Final = 60.0
 REAP_EVERY: Final = 5.0
-READY: Final = b"ready"
-
-
-class ModelProcessBusy(Exception):
-    """No model process was free within the job's wait (a question's 10 s; a check does not wait)."""
+MAILBOX: Final = 64
+"""An actor's mailbox: one job at a time, the keeper's tells, and jobs left by callers while it restarted."""
 
 
 @dataclass(eq=False)
@@ -65,59 +77,101 @@ class _Waiter:
     granted: bool = False
 
 
-class ModelJobFailed(Exception):
-    """The job did not give outputs: `because` is `not_loadable`, `failed_to_run`, `out_of_memory` or
-    `timed_out`."""
-
-    def __init__(self, because: str, detail: str = "") -> None:
-        super().__init__(f"{because}: {detail}")
-        self.because = because
-        self.detail = detail
-
-
 @dataclass(eq=False)
-class _Process:
-    child: ProcessChild
-    busy: bool = False
-    idle_since: float = field(default=0.0)
+class _Member:
+    """One actor as the pool sees it: its address, its status, and whether a job of the pool holds it."""
+
+    ref: ActorRef[ModelProcessMessage, ModelProcessAnswer]
+    status: ModelProcessStatus
+    held: bool = False
 
 
 class ModelPool:
     """See the module. Run `child_spec()` in the supervision tree before the first job."""
 
-    def __init__(self, processes: int, builds_at_once: int, memory_mib: int) -> None:
+    def __init__(
+        self,
+        processes: int,
+        builds_at_once: int,
+        memory_mib: int,
+        supervision: ModelProcessesSupervision | None = None,
+        idle_seconds: float = IDLE_SECONDS,
+    ) -> None:
         if not 1 <= builds_at_once < processes:
             raise ValueError("builds_at_once must be at least 1 and below processes")
         self.processes = processes
         self.builds_at_once = builds_at_once
         self.memory_mib = memory_mib
-        self.supervisor = Supervisor("model-processes", [ChildSpec("model-process-keeper", self._keep)])
+        self.idle_seconds = idle_seconds
+        if supervision is None:
+            supervision = ModelProcessesSupervision.for_processes(processes)
+        self.supervision = supervision
+        self._members = [self._member(number) for number in range(1, processes + 1)]
+        self.supervisor = Supervisor(
+            "model-processes",
+            [
+                ChildSpec("model-process-keeper", self._keep),
+                *(
+                    model_process_spec(
+                        member.ref,
+                        member.status,
+                        memory_mib * 1024 * 1024,
+                        restart=self.supervision.restart,
+                        shutdown=self.supervision.shutdown,
+                    )
+                    for member in self._members
+                ),
+            ],
+            intensity=self.supervision.intensity,
+            backoff=self.supervision.backoff,
+        )
         self._free = processes
         """Slots no job holds."""
         self._builds_holding = 0
         """Slots build work holds (at most `builds_at_once`)."""
         self._queue: FairQueue[_Waiter] = FairQueue()
-        self._live: list[_Process] = []
-        self._numbers = itertools.count(1)
-        self._starting = trio.Lock()
-        self._job_sent = trio.Event()
-        self.replaced = 0
-        """How many processes were ended by a job and replaced (for logs, tests and metrics)."""
+        self._change = trio.Event()
         watch_model_pool(self)
 
+    def _member(self, number: int) -> _Member:
+        name = f"model-process-{number}"
+        return _Member(ActorRef(name, MAILBOX), ModelProcessStatus(name, self._changed))
+
     def child_spec(self) -> ChildSpec:
-        """The pool's supervisor: the keeper that ends idle processes, then each process's temporary child."""
+        """The pool's supervisor: the keeper that ends idle processes, then one actor per model process."""
         return self.supervisor.child_spec()
 
     async def _keep(self, context: ChildContext) -> None:
         context.started()
         while True:
-            await trio.sleep(REAP_EVERY)
-            await self._end_idle()
+            await trio.sleep(min(REAP_EVERY, self.idle_seconds))
+            now = trio.current_time()
+            for member in self._members:
+                status = member.status
+                idle = status.serving and status.pid is not None and not status.in_job and not member.held
+                if idle and now - status.idle_since >= self.idle_seconds:
+                    with contextlib.suppress(MailboxFull, ActorStoppedError):  # messages wait for it: not idle
+                        member.ref.tell(EndIfIdle(self.idle_seconds))
+
+    @property
+    def statuses(self) -> tuple[ModelProcessStatus, ...]:
+        """Each actor's status, in order (for logs and tests)."""
+        return tuple(member.status for member in self._members)
 
     @property
     def live(self) -> int:
-        return len(self._live)
+        """Model processes alive."""
+        return sum(member.status.pid is not None for member in self._members)
+
+    @property
+    def busy(self) -> int:
+        """Model processes running a job."""
+        return sum(member.status.in_job for member in self._members)
+
+    @property
+    def replaced(self) -> int:
+        """Processes ended by their job, each replaced by its actor's restart (for logs, tests and metrics)."""
+        return sum(member.status.replaced for member in self._members)
 
     @property
     def held(self) -> int:
@@ -129,89 +183,46 @@ class ModelPool:
         """Jobs waiting for a slot (for logs and tests)."""
         return len(self._queue)
 
-    @property
-    def busy(self) -> int:
-        return sum(process.busy for process in self._live)
+    def _changed(self) -> None:
+        changed, self._change = self._change, trio.Event()
+        changed.set()
 
-    async def _start_process(self) -> _Process:
-        name = f"model-process-{next(self._numbers)}"
-        child = ProcessChild(
-            name,
-            [sys.executable, "-m", "auto_runtime.functions.prediction.model_worker", str(self.memory_mib)],
-            ready_line=READY,
-            stderr=subprocess.DEVNULL,
-        )
-        await self.supervisor.start_child(child.child_spec(restart=Restart.TEMPORARY, shutdown=2.0))
-        process = _Process(child, idle_since=trio.current_time())
-        self._live.append(process)
-        return process
+    async def wait_until(self, condition: Callable[[], bool]) -> None:
+        """Waits until `condition`, read each time the slots, the queue or an actor's status change, holds."""
+        while not condition():
+            await self._change.wait()
 
-    async def _take(self) -> _Process:
-        """An idle process, or a new one (the caller holds a slot, so one is idle or may start)."""
-        async with self._starting:
-            for process in list(self._live):
-                if not process.busy and not process.child.ready:
-                    self._live.remove(process)  # ended while idle; its temporary child is gone already
-            for process in self._live:
-                if not process.busy:
-                    process.busy = True
-                    return process
-            with trio.CancelScope(shield=True):  # a job cancelled meanwhile leaves a process the pool counts
-                process = await self._start_process()
-            process.busy = True
-            return process
-
-    async def _end(self, process: _Process, *, replace: bool) -> None:
-        if process in self._live:
-            self._live.remove(process)
-        process.child.kill()
-        try:
-            await self.supervisor.terminate_child(process.child.name)
-        except Exception as error:  # the supervisor is stopping: nothing to end or replace
-            log.info("model process %s not terminated: %r", process.child.name, error)
-            return
-        if replace:
-            self.replaced += 1
-            async with self._starting:
-                if len(self._live) < self.processes:
-                    replacement = await self._start_process()
-                    log.info(
-                        "model process %s ended by its job; %s replaces it", process.child.name, replacement.child.name
-                    )
-
-    async def _end_idle(self) -> None:
-        now = trio.current_time()
-        for process in list(self._live):
-            if not process.busy and now - process.idle_since >= IDLE_SECONDS:
-                await self._end(process, replace=False)
+    def _choose(self) -> _Member:
+        """The actor for a job that holds a slot (so one is free): see the module for the order."""
+        free = [member for member in self._members if not member.held]
+        return min(free, key=lambda member: (not member.status.serving, member.status.pid is None))
 
     async def _run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """One job on one process. Unless the process answered a job it survives, it is ended and replaced: a
-        timeout, a death, `out_of_memory`, and a cancelled job too (the model may still be running)."""
-        process = await self._take()
-        keep = False
+        """One job on one actor: its outputs, or `ModelJobFailed` (the actor's, or `failed_to_run` for an actor
+        stopped during the job)."""
+        member = self._choose()
+        member.held = True
+        job = RunJob(request, timeout)
         try:
-            sent, self._job_sent = self._job_sent, trio.Event()
-            sent.set()
-            try:
-                line = await process.child.exchange(json.dumps(request).encode("utf-8"), timeout=timeout)
-            except ProcessTimeoutError:
-                raise ModelJobFailed("timed_out", f"the model ran longer than {timeout:g} seconds") from None
-            except ProcessChildError as error:
-                raise ModelJobFailed("failed_to_run", f"the model process ended during the job: {error}") from None
-            reply: dict[str, Any] = json.loads(line)
-            if not reply.get("ok"):
-                because = str(reply.get("because", "failed_to_run"))
-                keep = because != "out_of_memory"
-                raise ModelJobFailed(because, str(reply.get("detail", "")))
-            keep = True
-            return reply
-        finally:
-            process.busy = False
-            process.idle_since = trio.current_time()
-            if not keep:
+            answer = await member.ref.ask(job, timeout=None)
+        except MailboxFull:
+            raise ModelProcessBusy from None
+        except ActorStoppedError as error:
+            raise ModelJobFailed("failed_to_run", f"the model process was stopped during the job: {error}") from None
+        except Exception:
+            raise
+        except BaseException:
+            job.abandon()
+            if job.started:
                 with trio.CancelScope(shield=True):
-                    await self._end(process, replace=True)
+                    await job.finished.wait()
+            raise
+        finally:
+            member.held = False
+        if isinstance(answer, JobRefused):
+            raise ModelJobFailed(answer.because, answer.detail)
+        assert isinstance(answer, JobAnswered)
+        return answer.reply
 
     def _may_take(self, build: bool) -> bool:
         return self._free > 0 and (not build or self._builds_holding < self.builds_at_once)
@@ -220,6 +231,7 @@ class ModelPool:
         self._free -= 1
         if build:
             self._builds_holding += 1
+        self._changed()
 
     def _release(self, build: bool) -> None:
         """A slot frees: it goes to the next waiter in the fair order that may take it, and so on while slots
@@ -227,6 +239,7 @@ class ModelPool:
         self._free += 1
         if build:
             self._builds_holding -= 1
+        self._changed()
         while self._free > 0:
             waiter = self._queue.pop_next(lambda waiting: self._may_take(waiting.build))
             if waiter is None:
@@ -248,6 +261,7 @@ class ModelPool:
             raise ModelProcessBusy
         waiter = _Waiter(build)
         self._queue.add(waiter, owner)
+        self._changed()
         try:
             with trio.move_on_after(math.inf if wait is None else wait):
                 await waiter.event.wait()
@@ -256,6 +270,7 @@ class ModelPool:
             raise
         if not waiter.granted:
             self._queue.remove(waiter)
+            self._changed()
             raise ModelProcessBusy
 
     def _take_back(self, waiter: _Waiter) -> None:
@@ -263,6 +278,7 @@ class ModelPool:
             self._release(waiter.build)
         else:
             self._queue.remove(waiter)
+            self._changed()
 
     @asynccontextmanager
     async def _slot(self, owner: JobOwner, build: bool, wait: float | None) -> AsyncIterator[None]:
@@ -289,12 +305,9 @@ class ModelPool:
             return await self._run(request, timeout)
 
     async def running_job(self) -> int:
-        """Waits until a job is on a process and answers that process's pid (tests: to end it mid-job)."""
-        while True:
-            for process in self._live:
-                if process.busy and process.child.pid is not None:
-                    return process.child.pid
-            await self._job_sent.wait()
+        """Waits until a job's line is on a process and answers that process's pid (tests: to end it mid-job)."""
+        await self.wait_until(lambda: any(status.running_pid is not None for status in self.statuses))
+        return next(status.running_pid for status in self.statuses if status.running_pid is not None)
 
     async def probe(self) -> int:
         """The pid of the process a question would use now (tests: which process served)."""

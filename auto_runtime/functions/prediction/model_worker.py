@@ -1,7 +1,9 @@
-"""A model process (prediction-format §13): `python -m auto_runtime.functions.prediction.model_worker <MiB>`.
+"""A model process (prediction-format §13): `python -m auto_runtime.functions.prediction.model_worker`.
 
-It sets `RLIMIT_DATA` to the MiB given before it imports ONNX Runtime, prints `ready`, then answers one JSON
-line per JSON line on stdin, one job at a time:
+Its actor (`model_process_actor`) starts it under `RLIMIT_DATA` at `PREDICTION_PROCESS_MEMORY`: the launcher of
+`supervision.owned_process` sets the limit and then `exec`s this module, so it holds before ONNX Runtime (or
+anything else) is imported. It prints `ready`, then answers one JSON line per JSON line on stdin, one job at a
+time:
 
 - `{"op": "run", "model": <path>, "fresh": bool, "inputs": {name: tensor}}` runs the model (loaded afresh with
   `fresh`, else from the models this process keeps) and answers `{"ok": true, "outputs": {value, low, high}}`;
@@ -18,7 +20,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import resource
 import sys
 from collections import OrderedDict
 from typing import Any
@@ -28,13 +29,7 @@ OUT_OF_MEMORY_WORDS = ("Failed to allocate memory", "bad_alloc", "std::bad_alloc
 OUT_OF_MEMORY_EXIT = 3
 
 
-def _limit(mebibytes: int) -> None:
-    limit = mebibytes * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-
-
 def main() -> None:
-    _limit(int(sys.argv[1]))
     import numpy as np
     import onnxruntime as ort
 

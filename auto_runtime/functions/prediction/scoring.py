@@ -22,12 +22,18 @@ the same append arms its shadow work (`shadow`), or, awaiting approval, the appr
 `build_ended` and the run's end, all in one append that also marks the due entry fired. What the runtime
 records here is by `playbook:<id>`. Once the build ended, its staged candidates are discarded (§13: staged until
 it ends); the winner was kept as playbook content before.
+
+The due handler is a sender: it scores outside the build's run actor (a cancel must reach the actor while a
+build is scored), then sends the ending its entry asks (`ScoreBuild`, `ExpireBuild`, `EndBuildPastDeadline`,
+`EndCancelledBuild`), which the actor decides on the build as it then stands (`decisions.decide_ending`) and
+records with the entry marked fired, under the lease's fence.
 """
 
 from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Callable
 from typing import Any, Final
 
 import numpy as np
@@ -43,9 +49,13 @@ from auto_runtime.functions.prediction.build_facts import (
     BuildState,
     candidate_key,
 )
+from auto_runtime.functions.prediction.builds import Builds
+from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.candidates import tensor
+from auto_runtime.functions.prediction.datasets import Datasets
+from auto_runtime.functions.prediction.decisions import not_built
 from auto_runtime.functions.prediction.document import PredictionDocument
-from auto_runtime.functions.prediction.model_pool import ModelJobFailed
+from auto_runtime.functions.prediction.model_pool import ModelJobFailed, ModelPool
 from auto_runtime.functions.prediction.model_work import ModelWork, job_owner
 from auto_runtime.functions.prediction.shadow import shadow_entry
 from auto_runtime.functions.prediction.versions import VERSION_ACTIVATED, VERSION_BUILT
@@ -58,11 +68,19 @@ from auto_runtime.functions.prediction.walk import (
     scores,
     walk,
 )
-from auto_runtime.ledger import NewRecord, PlaybookScope, StreamWrite, VersionConflict
-from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
+from auto_runtime.ledger import DueKey, NewRecord, PlaybookScope
+from auto_runtime.ledger.due_work import DueEntry
 from auto_runtime.ledger.lease import LeaseFence
-from auto_runtime.problems import Rejection, conflict
+from auto_runtime.problems import conflict
+from auto_runtime.runs import Runs
 from auto_runtime.runs.facts import RUN_REJECTED, RUN_SUCCEEDED, run_stream
+from auto_runtime.runs.prediction_messages import (
+    BuildEnding,
+    EndBuildPastDeadline,
+    EndCancelledBuild,
+    ExpireBuild,
+    ScoreBuild,
+)
 
 BATCH_ROWS: Final = 4096
 CANDIDATE_SECONDS: Final = 120.0
@@ -70,7 +88,12 @@ CANDIDATE_SCORED: Final = "candidate_scored"
 CANDIDATE_DISQUALIFIED: Final = "candidate_disqualified"
 
 
-APPEND_TRIES: Final = 8
+ENDINGS: Final[dict[str, Callable[[DueKey, LeaseFence], BuildEnding]]] = {
+    EXPIRE_KEY: ExpireBuild,
+    DEADLINE_KEY: EndBuildPastDeadline,
+    CANCEL_KEY: EndCancelledBuild,
+}
+"""The ending each of the build's other due entries sends its run's actor."""
 
 
 class Disqualified(Exception):
@@ -87,60 +110,31 @@ def _floats(reply: dict[str, Any], name: str) -> np.ndarray[Any, Any]:
 class Scoring(ModelWork):
     """See the module. `fire` is the due handler of `prediction-build/`."""
 
+    def __init__(self, builds: Builds, datasets: Datasets, pool: ModelPool, cache: CacheFolder, runs: Runs) -> None:
+        super().__init__(builds, datasets, pool, cache)
+        self.runs = runs
+
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
         """Scores an answered build (`SCORE_KEY`), or ends one that its trainer left unanswered (`EXPIRE_KEY`),
         that passed its deadline while queued or scoring (`DEADLINE_KEY`) or that was asked to cancel
         (`CANCEL_KEY`); a build that moved on since is left as it is. The entry is marked fired in the append
         that ends the build, or alone. A stream that moved while the build was scored (a delivery attempt
-        ending) is read again and the same facts appended after it, unless the build ended or was asked to
-        cancel meanwhile."""
+        ending) is read again by the build's actor and the same facts appended after it, unless the build ended
+        or was asked to cancel meanwhile."""
         scope = entry.scope
         assert isinstance(scope, PlaybookScope)
         state = await self.builds.state(scope, entry.run_id)
-        scored: list[NewRecord] | None = None
-        if entry.key == SCORE_KEY and state is not None and _going_on(state) and state.answer is not None:
+        ending: BuildEnding | None = None
+        if state is not None and entry.key == SCORE_KEY and _going_on(state) and state.answer is not None:
             scored = await self._scored_unless_stopped(scope, state)
-        for _ in range(APPEND_TRIES):
-            records = self._ending(scope, entry, state, scored)
-            if state is None or records is None:
-                await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
-                return
-            arm = []
-            for record in records:
-                if record.type == BUILD_ENDED and record.data.get("state") == "shadowing":
-                    arm.append(shadow_entry(scope, state.name, state.run_id))
-                elif record.type == BUILD_ENDED and record.data.get("state") == "awaiting_approval":
-                    arm.append(approval_entry(scope, state.name, int(record.data["version"])))
-            try:
-                await self.ledger.append(
-                    [StreamWrite(run_stream(scope, state.run_id), state.stream_version, records)],
-                    due_work=DueWorkChanges(fire=[entry.due_key], arm=arm),
-                    fence=fence,
-                )
-            except VersionConflict:
-                state = await self.builds.state(scope, entry.run_id)
-                continue
-            await self.ledger.content.discard(candidate_key(scope, state.run_id))
+            if scored is not None:
+                ending = ScoreBuild(tuple(scored), tuple(_armed(scope, state, scored)), entry.due_key, fence)
+        elif state is not None and entry.key in ENDINGS:
+            ending = ENDINGS[entry.key](entry.due_key, fence)
+        if ending is None or not await self.runs.ask(scope, entry.run_id, ending):
+            await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
             return
-        raise RuntimeError(f"the build {entry.run_id} kept moving while its ending was recorded")
-
-    def _ending(
-        self, scope: PlaybookScope, entry: DueEntry, state: BuildState | None, scored: list[NewRecord] | None
-    ) -> list[NewRecord] | None:
-        """What `entry` records on the build as it now stands, or None when nothing is left to record."""
-        if state is None or state.ended is not None or state.run_ended:
-            return None
-        if entry.key == CANCEL_KEY:
-            return self._cancelled(state)
-        if state.cancel_requested:
-            return None
-        if entry.key == SCORE_KEY and state.answer is not None:
-            return scored
-        if entry.key == EXPIRE_KEY and state.answer is None:
-            return self._unanswered(scope, state)
-        if entry.key == DEADLINE_KEY and state.answer is not None:
-            return self._past_deadline(scope, state)
-        return None
+        await self.ledger.content.discard(candidate_key(scope, entry.run_id))
 
     async def _scored_unless_stopped(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord] | None:
         """The build's scoring facts, or None when it was cancelled or ended while queued or scored: a watcher
@@ -188,7 +182,7 @@ class Scoring(ModelWork):
             return [fact(BUILD_ENDED, {"outcome": "retired"}), fact(RUN_REJECTED, ending.as_record())]
         named = list(state.answer["answer"]["candidates"])
         if not named:
-            return self._not_built(fact, "no_candidates", "The answer named no candidate.")
+            return not_built(fact, "no_candidates", "The answer named no candidate.")
         reading = await self.datasets.reading(scope, str(state.assembled["dataset"]))
         assert reading is not None
         walked = (await trio.to_thread.run_sync(walk, document, reading)).walked
@@ -210,9 +204,7 @@ class Scoring(ModelWork):
                 continue
             qualified.append((scored.mase, scored.msis, order, candidate, scored))
         if not qualified:
-            return records + self._not_built(
-                fact, "none_qualified", "Every candidate the answer named was disqualified."
-            )
+            return records + not_built(fact, "none_qualified", "Every candidate the answer named was disqualified.")
         _, _, _, winner, won = min(qualified)
         version = await self._next_version(scope, state.name)
         active = await self._active(scope, state.name, document)
@@ -241,38 +233,6 @@ class Scoring(ModelWork):
         record = {"dataset": built["dataset"], "baseline": baseline.shown(), "candidates": _outcomes(records)}
         records.append(fact(RUN_SUCCEEDED, {"output": output, "record": record}))
         return records
-
-    def _runtime_fact(self, scope: PlaybookScope, state: BuildState) -> Any:
-        metadata = {**state.started_metadata, "by": f"playbook:{scope.playbook}", "causation_id": None}
-        return lambda kind, data: NewRecord(kind, data, metadata)
-
-    @staticmethod
-    def _cancelled(state: BuildState) -> list[NewRecord] | None:
-        """The ending a recorded cancel asks: by its caller, caused by it."""
-        asked = state.cancel
-        if asked is None:
-            return None
-        kind = str(asked.data.get("kind", "requested"))
-        reason = asked.data.get("reason")
-        metadata = {**state.started_metadata, "by": asked.metadata.get("by"), "causation_id": asked.id}
-        ending = Rejection("cancelled", reason if isinstance(reason, str) else "The build was cancelled.", kind=kind)
-        return [
-            NewRecord(BUILD_ENDED, {"outcome": "cancelled", "because": kind}, metadata),
-            NewRecord(RUN_REJECTED, ending.as_record(), metadata),
-        ]
-
-    def _unanswered(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord]:
-        fact = self._runtime_fact(scope, state)
-        ending = Rejection("unanswered", "The trainer did not answer the build in time.", kind="expired")
-        return [fact(BUILD_ENDED, {"outcome": "expired"}), fact(RUN_REJECTED, ending.as_record())]
-
-    def _past_deadline(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord]:
-        fact = self._runtime_fact(scope, state)
-        return self._not_built(fact, "timed_out", "The build passed its deadline before it was scored.")
-
-    def _not_built(self, fact: Any, because: str, words: str) -> list[NewRecord]:
-        ending = conflict(f"The build built no version: {words}", kind="not_built", because=because)
-        return [fact(BUILD_ENDED, {"outcome": "not_built", "because": because}), fact(RUN_REJECTED, ending.as_record())]
 
     async def _candidate_bytes(self, scope: PlaybookScope, run_id: str, candidate: str) -> bytes:
         data = await self.ledger.content.get(candidate_key(scope, run_id), candidate)
@@ -371,6 +331,17 @@ def _failed_rule(document: PredictionDocument, scored: Scores, baseline: Scores)
     if scored.msis > baseline.msis:
         return {"because": "intervals_worse", "msis": round(scored.msis, 6), "baseline_msis": round(baseline.msis, 6)}
     return None
+
+
+def _armed(scope: PlaybookScope, state: BuildState, records: list[NewRecord]) -> list[DueEntry]:
+    """The due work a scored build's `build_ended` starts: its version's shadow, or its approving run."""
+    arm = []
+    for record in records:
+        if record.type == BUILD_ENDED and record.data.get("state") == "shadowing":
+            arm.append(shadow_entry(scope, state.name, state.run_id))
+        elif record.type == BUILD_ENDED and record.data.get("state") == "awaiting_approval":
+            arm.append(approval_entry(scope, state.name, int(record.data["version"])))
+    return arm
 
 
 def _going_on(state: BuildState) -> bool:

@@ -37,8 +37,23 @@ from auto_runtime.functions.workflow.engine.model import (
     Started,
     Transition,
 )
-from auto_runtime.functions.workflow.engine.state import RunState
+from auto_runtime.functions.workflow.engine.state import EngineState
 from auto_runtime.functions.workflow.engine.state_codec import dump_state
+from auto_runtime.functions.workflow.listeners import LISTENING_METADATA, open_listeners
+from auto_runtime.functions.workflow.outbox import (
+    answer_key,
+    answer_payload,
+    call_key,
+    call_payload,
+    callee_cancel_key,
+    caller_call_key,
+    cancel_key,
+    cancel_of,
+    cancel_payload,
+    in_request,
+)
+from auto_runtime.functions.workflow.run_errors import TransitionTooLarge, UnknownRun
+from auto_runtime.functions.workflow.run_state import STATE_METADATA, WORKFLOW_INPUT_APPLIED
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import (
     MAX_RECORDS_PER_APPEND,
@@ -61,21 +76,6 @@ from auto_runtime.runs.workflow_messages import (
     FailWorkflowRun,
     StartWorkflowRun,
 )
-from auto_runtime.workflow_host.listeners import LISTENING_METADATA, open_listeners
-from auto_runtime.workflow_host.outbox import (
-    answer_key,
-    answer_payload,
-    call_key,
-    call_payload,
-    callee_cancel_key,
-    caller_call_key,
-    cancel_key,
-    cancel_of,
-    cancel_payload,
-    in_request,
-)
-from auto_runtime.workflow_host.run_errors import TransitionTooLarge, UnknownRun
-from auto_runtime.workflow_host.run_state import STATE_METADATA, WORKFLOW_INPUT_APPLIED
 
 RUN_DEFERRED = "run_deferred"
 PARENT_ENDED = "The workflow run {run_id} that waited for this run ended first."
@@ -90,7 +90,7 @@ DOCUMENT_DIGEST = "document_sha256"
 class LoadedRun:
     """A run as its last applied input left it: its state, the metadata its records repeat, its stream version."""
 
-    state: RunState
+    state: EngineState
     metadata: dict[str, Any]
     version: int
     document_digest: str
@@ -130,7 +130,7 @@ class WorkflowPorts(Protocol):
     def clock(self) -> int:
         """Now, in milliseconds since 1970 UTC."""
 
-    def transition(self, scope: PlaybookScope, state: RunState, applied: Input) -> Awaitable[Transition]:
+    def transition(self, scope: PlaybookScope, state: EngineState, applied: Input) -> Awaitable[Transition]:
         """The engine's transition, computed on a sandbox worker."""
 
     def load(self, scope: PlaybookScope, run_id: str) -> Awaitable[LoadedRun | None]:
@@ -232,11 +232,11 @@ def transition_due_work(
     run_id: str,
     at: int,
     metadata: Mapping[str, Any],
-    before: RunState | None = None,
+    before: EngineState | None = None,
     fired: Sequence[DueKey] = (),
 ) -> DueWorkChanges:
     """The due-work changes of a transition: its timers, the outbox entries of its calls, cancels and ending (see
-    `workflow_host.outbox`), and the marks of the entries the input came from (`fired`)."""
+    `functions.workflow.outbox`), and the marks of the entries the input came from (`fired`)."""
     arm: list[DueEntry] = []
     cancel: list[DueKey] = []
     now = moment(at)
@@ -262,7 +262,7 @@ def transition_due_work(
     return DueWorkChanges(arm=arm, cancel=cancel, fire=fired)
 
 
-def _callee_types(before: RunState | None, transition: Transition) -> dict[str, str]:
+def _callee_types(before: EngineState | None, transition: Transition) -> dict[str, str]:
     """The type of each callee the run knew before the input or started in it, by callee run id."""
     types = {call.run_id: call.definition_type for call in (before.calls.values() if before else ())}
     types.update({o.run_id: o.definition_type for o in transition.outputs if isinstance(o, StartCall)})

@@ -1,7 +1,7 @@
 """The workflow type as the generic layer sees it: documents checked at save.
 
 A workflow's runs finish after their request, so `RunService` hands them to the workflow runtime
-(`auto_runtime.workflow_host.runtime`, through its `WaitingRuns` interface), never to `run`.
+(`auto_runtime.workflow_host.workflow_runtime`, through its `WaitingRuns` interface), never to `run`.
 """
 
 from __future__ import annotations

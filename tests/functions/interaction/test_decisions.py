@@ -16,6 +16,7 @@ from auto_runtime.functions.interaction.decisions import (
     RequestEnding,
     RequestStart,
 )
+from auto_runtime.functions.workflow.outbox import answer_key
 from auto_runtime.ledger import DueEntry, DueKey, NewRecord
 from auto_runtime.problems import Rejection, conflict, unavailable
 from auto_runtime.runs.facts import RUN_CANCEL_REQUESTED, RUN_REJECTED, RUN_STARTED
@@ -25,7 +26,6 @@ from auto_runtime.runs.interaction_messages import (
     EndRequest,
     StartInteractionRun,
 )
-from auto_runtime.workflow_host.outbox import answer_key
 from tests.functions.interaction.decided import (
     AT,
     CALLER_RUN_ID,

@@ -20,6 +20,7 @@ from auto_runtime.functions.interaction.delivery_decisions import (
     ReplyJudgement,
     next_attempt_wait,
 )
+from auto_runtime.functions.workflow.outbox import answer_key
 from auto_runtime.ledger import DueEntry, DueKey, NewRecord, Record
 from auto_runtime.problems import Rejection
 from auto_runtime.runs.facts import RUN_CANCEL_REQUESTED, RUN_REJECTED
@@ -32,7 +33,6 @@ from auto_runtime.runs.interaction_messages import (
     StartDelivery,
     Telling,
 )
-from auto_runtime.workflow_host.outbox import answer_key
 from tests.functions.interaction.decided import (
     AT,
     CALLER_RUN_ID,

@@ -20,6 +20,7 @@ from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.functions.prediction.prediction_type import PredictionType
 from auto_runtime.functions.prediction.questions import Questions
+from auto_runtime.functions.prediction.run_handlers import serve_builds
 from auto_runtime.functions.prediction.scoring import Scoring
 from auto_runtime.ledger import Ledger, PlaybookScope, open_ledger
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
@@ -63,6 +64,7 @@ async def composed_prediction(
         definitions = DefinitionRegistry(ledger, types)  # type: ignore[arg-type]
         runs = RunService(ledger, definitions, types)  # type: ignore[arg-type]
         runs.serve_waiting("prediction", builds, is_build_input)
+        serve_builds(builds, definitions.actors)
         playbooks = PlaybookRegistry(ledger)
         root = Supervisor("test-root", [pool.child_spec()])
         async with trio.open_nursery() as nursery:
@@ -78,7 +80,7 @@ async def composed_prediction(
                     cache,
                     builds,
                     runs,
-                    Candidates(builds, pool, cache),
-                    Scoring(builds, datasets, pool, cache),
+                    Candidates(builds, pool, cache, definitions.actors.runs),
+                    Scoring(builds, datasets, pool, cache, definitions.actors.runs),
                 )
             await root.stop()

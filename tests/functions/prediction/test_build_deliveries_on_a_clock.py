@@ -26,6 +26,7 @@ from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.model_pool import ModelPool
 from auto_runtime.functions.prediction.prediction_type import PredictionType
 from auto_runtime.functions.prediction.questions import Questions
+from auto_runtime.functions.prediction.run_handlers import serve_builds
 from auto_runtime.functions.registry import function_types
 from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE
 from auto_runtime.interaction_host.runtime import KEY_PREFIX, InteractionRuntime
@@ -76,7 +77,8 @@ async def hosted(ledger: Ledger, store: RunStore, desk: McpToolServerProcess, tm
     interactions = InteractionRuntime(ledger, runs, open_limit=10, tools=tools, clock=clock)
     runs.serve_waiting("interaction", interactions)
     runs.serve_waiting("prediction", builds, is_build_input)
-    interactions.answer_for("prediction", BuildRequests(builds), BUILD_REQUEST_SOURCE)
+    serve_builds(builds, definitions.actors)
+    interactions.answer_for("prediction", BuildRequests(builds, definitions.actors.runs), BUILD_REQUEST_SOURCE)
     loop = TimerLoop(store, "server-a", timedelta(hours=1), handlers={KEY_PREFIX: interactions.fire}, clock=clock)
     builds.wake_with(loop.wake)
     try:

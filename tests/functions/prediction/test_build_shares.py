@@ -69,7 +69,9 @@ async def test_builds_at_once_queued_refuse_the_next_build_with_retry_after_60(
     async with composed(tmp_path, database_url) as parts:
         run_id = await _build(parts, "units")
         uploaded = await parts.candidates.upload(SCOPE, run_id, _chunks(LINEAR), "local")
-        await BuildRequests(parts.builds).answer(SCOPE, run_id, {"candidates": [uploaded["candidate"]]}, None, "key:t")
+        await BuildRequests(parts.builds, parts.definitions.actors.runs).answer(
+            SCOPE, run_id, {"candidates": [uploaded["candidate"]]}, None, "key:t"
+        )
         with pytest.raises(Rejection) as refused:
             await parts.runs.run_definition(SCOPE, "prediction", "boxes", {"build": {}}, None, "local")
         assert (refused.value.reason, refused.value.kind, refused.value.retry_after) == (

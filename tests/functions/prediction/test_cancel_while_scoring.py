@@ -36,7 +36,9 @@ ENDLESS = endless_past(2, [[-1], [2]], 0.5, 5.0)
 async def _answered(parts: Composed, model: bytes) -> tuple[str, DueEntry]:
     run_id = await _build(parts, "units")
     uploaded = await parts.candidates.upload(SCOPE, run_id, _chunks(model), "local")
-    await BuildRequests(parts.builds).answer(SCOPE, run_id, {"candidates": [uploaded["candidate"]]}, None, "key:t")
+    await BuildRequests(parts.builds, parts.definitions.actors.runs).answer(
+        SCOPE, run_id, {"candidates": [uploaded["candidate"]]}, None, "key:t"
+    )
     (due,) = [
         entry
         for entry in await parts.ledger.due_work.due(datetime.now(UTC) + timedelta(seconds=1), 100)

@@ -59,7 +59,7 @@ async def test_upload_build_candidate_answer_scoring_activation_and_a_question(t
         uploaded = await parts.candidates.upload(scope, run_id, _chunks(LINEAR), "local")
         assert await _open_requests(ledger, scope) == [(run_id, "prediction")]
         answer = {"candidates": [uploaded["candidate"]]}
-        await BuildRequests(builds).answer(scope, run_id, answer, None, "key:trainer")
+        await BuildRequests(builds, definitions.actors.runs).answer(scope, run_id, answer, None, "key:trainer")
         assert await _open_requests(ledger, scope) == []
         lease = await ledger.lease(WORKFLOW_HOST_LEASE).claim("test", timedelta(seconds=30))
         (due,) = [

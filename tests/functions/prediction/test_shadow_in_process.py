@@ -32,7 +32,9 @@ async def _built(parts: Parts) -> str:
     build = await parts.runs.run_definition(SCOPE, "prediction", "units", {"build": {}}, None, "local")
     run_id = str(build["run_id"])
     uploaded = await parts.candidates.upload(SCOPE, run_id, _chunks(LINEAR), "local")
-    await BuildRequests(parts.builds).answer(SCOPE, run_id, {"candidates": [uploaded["candidate"]]}, None, "key:t")
+    await BuildRequests(parts.builds, parts.definitions.actors.runs).answer(
+        SCOPE, run_id, {"candidates": [uploaded["candidate"]]}, None, "key:t"
+    )
     lease = await parts.ledger.lease(WORKFLOW_HOST_LEASE).claim("test", timedelta(seconds=30))
     await parts.scoring.fire(await _due(parts, SCORE_KEY), lease.fence())
     scored = await parts.runs.get_run(SCOPE, run_id)

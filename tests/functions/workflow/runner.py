@@ -24,7 +24,7 @@ from auto_runtime.functions.workflow.engine.model import (
     Transition,
 )
 from auto_runtime.functions.workflow.engine.sandbox_evaluator import SandboxEvaluator, launch_on_a_thread
-from auto_runtime.functions.workflow.engine.state import RunState
+from auto_runtime.functions.workflow.engine.state import EngineState
 from auto_runtime.functions.workflow.engine.state_codec import dump_state, load_state
 from auto_runtime.sandbox.engine import SandboxEngine
 
@@ -45,7 +45,7 @@ class Run:
 
     engine: SandboxEngine
     source: str
-    state: RunState = field(init=False)
+    state: EngineState = field(init=False)
     history: list[Fact] = field(default_factory=list)
     last: Transition | None = None
     count: int = 0

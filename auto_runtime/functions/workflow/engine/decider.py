@@ -1,10 +1,14 @@
 """The decider: `apply(state, input, evaluator) -> Transition`, deterministic and free of effects.
 
 One input moves the run as far as it can go: tasks run until each running one waits (a timer, a call) or
-the run ends. The work is a queue of messages (`begin`, `done`, `raised`, `resume`, …) processed in order,
-so the same state, input and answers always give the same facts and outputs. Each task run the input moved
-gets one step entry with the outcome it had when the input ended (spec 12.2); entries are numbered
-`<input id>_<n>` in the order they first moved, and each names its cause (spec 12.2 "Causes").
+the run ends. The work is a queue of typed messages (`state.Begin`, `TimerDue`, `Answered`, `EventTaken`)
+processed in order, so the same state, input and answers always give the same facts and outputs. Each task run
+the input moved gets one step entry with the outcome it had when the input ended (spec 12.2); entries are
+numbered `<input id>_<n>` in the order they first moved, and each names its cause (spec 12.2 "Causes").
+
+Everything is dispatched by tables keyed by type, never by a name: `INPUT_RULES` by the input's type,
+`MESSAGE_HANDLERS` by the queued message's, `TASK_BODIES` by the task run's kind (`task_runs`), and
+`TIMER_HANDLERS` by the purpose a task run armed its timer for. A type a table lacks is refused (`NoHandler`).
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import json
 import random
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from enum import Enum
+from typing import Any, Generic, NoReturn, TypeVar
 
 from auto_runtime.events.cloudevents import RESERVED_ATTRIBUTES, RESERVED_TYPES, read_event
 from auto_runtime.functions.durations import duration_ms
@@ -31,6 +36,7 @@ from auto_runtime.functions.workflow.engine.evaluation import (
     evaluate_shaping,
     evaluate_template,
 )
+from auto_runtime.functions.workflow.engine.handlers import NoHandler, handler_for
 from auto_runtime.functions.workflow.engine.model import (
     OUTPUT_KIND_ORDER,
     OUTPUT_KINDS,
@@ -54,7 +60,35 @@ from auto_runtime.functions.workflow.engine.model import (
     Transition,
 )
 from auto_runtime.functions.workflow.engine.run_values import output_mismatch
-from auto_runtime.functions.workflow.engine.state import Activation, CallInfo, RunState, TimerInfo
+from auto_runtime.functions.workflow.engine.state import (
+    Answered,
+    Begin,
+    CallInfo,
+    EngineState,
+    EventTaken,
+    QueuedMessage,
+    TimerDue,
+    TimerInfo,
+)
+from auto_runtime.functions.workflow.engine.task_runs import (
+    CallRun,
+    DoRun,
+    EmitRun,
+    ForkRun,
+    ForRun,
+    ListenRun,
+    ListHolder,
+    RaiseRun,
+    RootRun,
+    SetRun,
+    SwitchRun,
+    TaskRun,
+    TryRun,
+    WaitingRun,
+    WaitRun,
+    expect,
+    task_run_kind,
+)
 from auto_runtime.functions.workflow.expressions import wrapped_expression
 from auto_runtime.functions.workflow.yaml_reader import escape
 from auto_runtime.problems import Rejection
@@ -122,13 +156,13 @@ def new_state(
     runtime_version: str,
     max_duration_ms: int,
     call_bounds_ms: Mapping[str, int] | None = None,
-) -> RunState:
+) -> EngineState:
     """The state of a run that has not taken its `started` input yet.
 
     `call_bounds_ms` are the callees' longest runs the host resolved at the start, by `type/name` or by type
     (an interaction request's `expires`, a reasoning function's model deadline); the defaults stand for the rest.
     """
-    return RunState(run_id, document, runtime_version, max_duration_ms, call_bounds_ms=dict(call_bounds_ms or {}))
+    return EngineState(run_id, document, runtime_version, max_duration_ms, call_bounds_ms=dict(call_bounds_ms or {}))
 
 
 def call_run_id(run_id: str, reference: str, run: int) -> str:
@@ -170,7 +204,7 @@ class _Ended(Exception):
 
 @dataclass
 class _Apply:
-    state: RunState
+    state: EngineState
     input: Input
     evaluator: Evaluator
     now: int
@@ -179,8 +213,8 @@ class _Apply:
     call_activations: dict[str, int] = field(default_factory=dict)
     input_cause: str | None = None
     stale: bool = False
-    queue: deque[tuple[str, int, Any]] = field(default_factory=deque)
-    outer: list[deque[tuple[str, int, Any]]] = field(default_factory=list)
+    queue: deque[QueuedMessage] = field(default_factory=deque)
+    outer: list[deque[QueuedMessage]] = field(default_factory=list)
     """The queues a fork set aside while it ran one branch on its own (`drain_branch`)."""
     yielded: bool = False
     begun: int = 0
@@ -193,12 +227,12 @@ class _Apply:
             value = value[int(token)] if isinstance(value, list) else value[token]
         return value
 
-    def definition(self, a: Activation) -> dict[str, Any]:
+    def definition(self, a: TaskRun) -> dict[str, Any]:
         value = self.at(a.reference)
         return value if isinstance(value, dict) else {}
 
     # -- entries ------------------------------------------------------------------------------------------
-    def move(self, a: Activation, outcome: str, **details: Any) -> None:
+    def move(self, a: TaskRun, outcome: str, **details: Any) -> None:
         entry = self.entries.get(a.id)
         if entry is None:
             # A cause is an entry this input moved before this one: each event comes after the event that
@@ -208,11 +242,13 @@ class _Apply:
             entry = _Entry(a.id, a.name, a.reference, a.run, outcome, cause)
             self.entries[a.id] = entry
         entry.outcome = outcome
-        if outcome == "waiting":
-            a.waited_in = self.input.id
         entry.waits_for = details.get("waits_for")
         entry.callee = details.get("callee")
         entry.error = details.get("error")
+
+    def record_waiting(self, a: WaitingRun, waits_for: str, callee: str | None = None) -> None:
+        a.waited_in = self.input.id
+        self.move(a, "waiting", waits_for=waits_for, callee=callee)
 
     # -- variables ----------------------------------------------------------------------------------------
     def workflow_var(self) -> dict[str, Any]:
@@ -227,7 +263,7 @@ class _Apply:
     def runtime_var(self) -> dict[str, Any]:
         return {"name": "auto-runtime", "version": self.state.runtime_version, "metadata": {"type": "workflow"}}
 
-    def task_vars(self, a: Activation, data: Any, **extra: Any) -> dict[str, Any]:
+    def task_vars(self, a: TaskRun, data: Any, **extra: Any) -> dict[str, Any]:
         task: dict[str, Any] = {
             "name": a.name,
             "reference": a.reference,
@@ -248,7 +284,7 @@ class _Apply:
         variables.update(extra)
         return variables
 
-    def failed(self, a: Activation, failure: Failed) -> dict[str, Any]:
+    def failed(self, a: TaskRun, failure: Failed) -> dict[str, Any]:
         return E.error(failure.short, failure.status, a.reference, failure.title, failure.detail)
 
     # -- outputs ------------------------------------------------------------------------------------------
@@ -261,20 +297,20 @@ class _Apply:
             del self.state.timers[timer_id]
             self.outputs.append(CancelTimer(timer_id))
 
-    def timer_id(self, a: Activation, purpose: str) -> str:
-        return f"{self.state.run_id}{a.reference}#{a.run}:{purpose}" + (f":{a.attempt}" if purpose == "retry" else "")
+    def timer_id(self, a: TaskRun, purpose: str) -> str:
+        return f"{self.state.run_id}{a.reference}#{a.run}:{purpose}"
 
     # -- the queue ----------------------------------------------------------------------------------------
-    def push(self, message: str, activation: int, payload: Any = None) -> None:
+    def push(self, message: QueuedMessage) -> None:
         if self.yielded:
-            self.state.pending.append((message, activation, payload))
+            self.state.pending.append(message)
         else:
-            self.queue.append((message, activation, payload))
+            self.queue.append(message)
 
     def drain(self) -> None:
         while self.queue and not self.yielded:
-            message, activation, payload = self.queue[0]
-            if message == "begin":
+            message = self.queue[0]
+            if isinstance(message, Begin):
                 if self.begun >= TASKS_PER_INPUT or (self.begun > 0 and self.evaluator.wants_yield()):
                     # What is left goes on in the next input: this queue, then the ones set aside around it.
                     self.state.pending = list(self.queue) + [m for queue in reversed(self.outer) for m in queue]
@@ -288,13 +324,13 @@ class _Apply:
                 self.begun += 1
                 self.state.tasks_since_wait += 1
             self.queue.popleft()
-            a = self.state.activations.get(activation)
+            a = self.state.activations.get(message.activation)
             if a is None:
                 continue
-            getattr(self, "on_" + message)(a, payload)
+            handler_for(MESSAGE_HANDLERS, message, "queued message")(self, a, message)
 
     # -- starting tasks -----------------------------------------------------------------------------------
-    def start_in_list(self, holder: Activation, index: int, data: Any, cause: int | None) -> None:
+    def start_in_list(self, holder: ListHolder, index: int, data: Any, cause: int | None) -> None:
         assert holder.list_pointer is not None
         entries = self.at(holder.list_pointer)
         if index >= len(entries):
@@ -305,22 +341,14 @@ class _Apply:
         name, _definition = next(iter(entries[index].items()))
         self.start_task(holder, f"{holder.list_pointer}/{index}/{escape(str(name))}", str(name), data, cause)
 
-    def start_task(self, parent: Activation, reference: str, name: str, data: Any, cause: int | None) -> Activation:
+    def start_task(
+        self, parent: ListHolder | ForkRun, reference: str, name: str, data: Any, cause: int | None
+    ) -> TaskRun:
         s = self.state
-        definition = self.at(reference)
-        kind = next(
-            (
-                k
-                for k in ("call", "emit", "for", "fork", "listen", "raise", "set", "switch", "try", "wait")
-                if k in definition
-            ),
-            "do",
-        )
-        a = Activation(
+        a = task_run_kind(self.at(reference))(
             id=s.next_id,
             reference=reference,
             name=name,
-            kind=kind,
             run=0,
             parent=parent.id,
             cause=cause,
@@ -331,10 +359,10 @@ class _Apply:
         )
         s.next_id += 1
         s.activations[a.id] = a
-        self.push("begin", a.id)
+        self.push(Begin(a.id))
         return a
 
-    def on_begin(self, a: Activation, _payload: Any) -> None:
+    def on_begin(self, a: TaskRun, _message: Begin) -> None:
         if self.state.tasks_since_wait > TASKS_WITHOUT_WAITING:
             self.end_rejected(E.RunRejection("unavailable", TOO_MANY_TASKS.format(reference=a.reference)))
         definition = self.definition(a)
@@ -368,9 +396,9 @@ class _Apply:
                 self.raise_error(a, self.failed(a, shaped))
                 return
             a.input = shaped
-        getattr(self, "body_" + a.kind)(a, definition)
+        handler_for(TASK_BODIES, a, "task run")(self, a, definition)
 
-    def body_vars(self, a: Activation, data: Any | None = None) -> dict[str, Any]:
+    def body_vars(self, a: TaskRun, data: Any | None = None) -> dict[str, Any]:
         return self.task_vars(a, a.input if data is None else data, input=a.input)
 
     def timeout_after(self, timeout: Any) -> Any:
@@ -378,7 +406,7 @@ class _Apply:
             timeout = self.state.document.get("use", {}).get("timeouts", {}).get(timeout)
         return timeout.get("after") if isinstance(timeout, dict) else None
 
-    def duration_of(self, a: Activation, value: Any, variables: Mapping[str, Any]) -> int | dict[str, Any] | None:
+    def duration_of(self, a: TaskRun, value: Any, variables: Mapping[str, Any]) -> int | dict[str, Any] | None:
         """Milliseconds of a duration (literal or computed), or the error it raises."""
         if value is None:
             return None
@@ -397,16 +425,18 @@ class _Apply:
         return ms
 
     # -- finishing and raising ----------------------------------------------------------------------------
-    def leave(self, a: Activation) -> None:
+    def leave(self, a: TaskRun) -> None:
         self.disarm(a.timeout_timer)
-        self.disarm(a.timer)
-        self.disarm(a.attempt_timer)
-        if a.listener is not None:
+        if isinstance(a, WaitRun | CallRun | TryRun):
+            self.disarm(a.timer)
+        if isinstance(a, TryRun):
+            self.disarm(a.attempt_timer)
+        if isinstance(a, ListenRun) and a.listener is not None:
             self.outputs.append(CancelListener(a.listener))
             a.listener = None
         self.state.activations.pop(a.id, None)
 
-    def finish(self, a: Activation, body_output: Any, then: Any = None) -> None:
+    def finish(self, a: TaskRun, body_output: Any, then: Any = None) -> None:
         definition = self.definition(a)
         output = body_output
         shaping = definition.get("output")
@@ -433,7 +463,7 @@ class _Apply:
         self.leave(a)
         self.child_done(a, output, then if then is not None else definition.get("then", "continue"))
 
-    def raise_error(self, a: Activation, raised: dict[str, Any], outcome: str = "raised") -> None:
+    def raise_error(self, a: TaskRun, raised: dict[str, Any], outcome: str = "raised") -> None:
         self.cancel_children(a, "parent_ended")
         self.move(a, outcome, error=raised)
         self.leave(a)
@@ -441,7 +471,7 @@ class _Apply:
         if parent is not None:
             self.child_raised(parent, a, raised)
 
-    def cancel(self, a: Activation, kind: str) -> None:
+    def cancel(self, a: TaskRun, kind: str) -> None:
         """Cancel a task run and its work, inner tasks first (spec 12.2 `cancelled`).
 
         A task that was to start in this input and has not (a later branch of a fork a first branch already
@@ -450,24 +480,26 @@ class _Apply:
             self.state.activations.pop(a.id, None)
             return
         self.cancel_children(a, kind)
-        if a.call_key is not None and a.call_key in self.state.calls:
+        if isinstance(a, CallRun) and a.call_key is not None and a.call_key in self.state.calls:
             info = self.state.calls.pop(a.call_key)
             self.outputs.append(CancelCall(a.call_key, info.run_id, kind))
         self.move(a, "cancelled")
         self.leave(a)
 
-    def cancel_children(self, a: Activation, kind: str) -> None:
+    def cancel_children(self, a: TaskRun, kind: str) -> None:
         for child in [c for c in self.state.activations.values() if c.parent == a.id]:
             self.cancel(child, kind)
 
     # -- children -----------------------------------------------------------------------------------------
-    def child_done(self, child: Activation, output: Any, then: Any, skipped: bool = False) -> None:
+    def child_done(self, child: TaskRun, output: Any, then: Any, skipped: bool = False) -> None:
         parent = self.state.activations.get(child.parent) if child.parent is not None else None
         if parent is None:
             return
-        if parent.kind == "fork":
+        if isinstance(parent, ForkRun):
             self.branch_done(parent, child, output, then)
             return
+        if not isinstance(parent, ListHolder):
+            raise TypeError(f"the task run {parent.reference} is a {parent.KIND} task run, which holds no list")
         assert parent.list_pointer is not None
         if skipped:
             then = "continue"
@@ -488,20 +520,20 @@ class _Apply:
                 return
             self.start_in_list(parent, names.index(then), output, child.id)
 
-    def child_raised(self, parent: Activation, child: Activation, raised: dict[str, Any]) -> None:
-        if parent.kind == "root":
+    def child_raised(self, parent: TaskRun, child: TaskRun, raised: dict[str, Any]) -> None:
+        if isinstance(parent, RootRun):
             self.end_rejected(E.uncaught(raised))
-        elif parent.kind == "try" and parent.phase == "trying":
+        elif isinstance(parent, TryRun) and parent.phase == "trying":
             self.catch(parent, child, raised)
-        elif parent.kind == "fork":
+        elif isinstance(parent, ForkRun):
             self.branch_raised(parent, child, raised)
         else:
             self.raise_error(parent, raised)
 
-    def list_done(self, holder: Activation, data: Any, *, exited: bool) -> None:
-        if holder.kind == "root":
+    def list_done(self, holder: ListHolder, data: Any, *, exited: bool) -> None:
+        if isinstance(holder, RootRun):
             self.end_run(data)
-        elif holder.kind == "for":
+        elif isinstance(holder, ForRun):
             holder.data = data
             holder.iteration += 1
             if exited:
@@ -512,18 +544,18 @@ class _Apply:
             self.finish(holder, data)
 
     # -- kinds --------------------------------------------------------------------------------------------
-    def body_set(self, a: Activation, definition: dict[str, Any]) -> None:
+    def body_set(self, a: SetRun, definition: dict[str, Any]) -> None:
         result = evaluate_template(self.evaluator, definition["set"], self.body_vars(a))
         if isinstance(result, Failed):
             self.raise_error(a, self.failed(a, result))
             return
         self.finish(a, result)
 
-    def body_do(self, a: Activation, definition: dict[str, Any]) -> None:
+    def body_do(self, a: DoRun, definition: dict[str, Any]) -> None:
         a.list_pointer = f"{a.reference}/do"
         self.start_in_list(a, 0, a.input, a.id)
 
-    def body_switch(self, a: Activation, definition: dict[str, Any]) -> None:
+    def body_switch(self, a: SwitchRun, definition: dict[str, Any]) -> None:
         cases = [
             next(iter(case.values())) for case in definition["switch"] if isinstance(case, dict) and len(case) == 1
         ]
@@ -541,7 +573,7 @@ class _Apply:
         default = next((case for case in cases if "when" not in case), None)
         self.finish(a, a.input, default.get("then", "continue") if default is not None else None)
 
-    def body_for(self, a: Activation, definition: dict[str, Any]) -> None:
+    def body_for(self, a: ForRun, definition: dict[str, Any]) -> None:
         loop = definition["for"]
         items = evaluate_shaping(self.evaluator, loop["in"], self.body_vars(a))
         if isinstance(items, Failed):
@@ -556,7 +588,7 @@ class _Apply:
         a.list_pointer = f"{a.reference}/do"
         self.next_iteration(a)
 
-    def next_iteration(self, a: Activation) -> None:
+    def next_iteration(self, a: ForRun) -> None:
         definition = self.definition(a)
         assert a.items is not None
         if a.iteration >= len(a.items):
@@ -577,7 +609,7 @@ class _Apply:
                 return
         self.start_in_list(a, 0, a.data, a.id)
 
-    def body_fork(self, a: Activation, definition: dict[str, Any]) -> None:
+    def body_fork(self, a: ForkRun, definition: dict[str, Any]) -> None:
         """Start the branches in branch order, each run on its own until it waits or ends before the next
         starts (README settled point 18). So of competing branches that complete in the same input the lowest
         index wins (spec 3.2) and a branch after the winner never starts; and when a later branch of a plain
@@ -596,13 +628,13 @@ class _Apply:
             else:
                 self.start_branch(a, index)
 
-    def start_branch(self, fork: Activation, index: int) -> None:
+    def start_branch(self, fork: ForkRun, index: int) -> None:
         entry = self.definition(fork)["fork"]["branches"][index]
         name = str(next(iter(entry)))
         reference = f"{fork.reference}/fork/branches/{index}/{escape(name)}"
         self.start_task(fork, reference, name, fork.input, fork.id).branch = index
 
-    def drain_branch(self, fork: Activation, index: int) -> None:
+    def drain_branch(self, fork: ForkRun, index: int) -> None:
         """Start one branch and run it until it waits or ends, before what was queued around it."""
         self.outer.append(self.queue)
         self.queue = deque()
@@ -612,7 +644,7 @@ class _Apply:
         finally:
             self.queue = self.outer.pop()
 
-    def branch_done(self, fork: Activation, child: Activation, output: Any, then: Any) -> None:
+    def branch_done(self, fork: ForkRun, child: TaskRun, output: Any, then: Any) -> None:
         assert child.branch is not None
         compete = bool(self.definition(fork)["fork"].get("compete", False))
         if then == "end":
@@ -625,10 +657,10 @@ class _Apply:
         if len(fork.results) == len(self.definition(fork)["fork"]["branches"]):
             self.finish_fork(fork, [fork.results[i] for i in sorted(fork.results)])
 
-    def finish_fork(self, fork: Activation, output: Any) -> None:
+    def finish_fork(self, fork: ForkRun, output: Any) -> None:
         self.finish(fork, output, "end" if fork.end_requested else None)
 
-    def branch_raised(self, fork: Activation, child: Activation, raised: dict[str, Any]) -> None:
+    def branch_raised(self, fork: ForkRun, child: TaskRun, raised: dict[str, Any]) -> None:
         assert child.branch is not None
         if not self.definition(fork)["fork"].get("compete", False):
             self.raise_error(fork, raised)
@@ -638,7 +670,7 @@ class _Apply:
             earliest = sorted(fork.failures, key=lambda failure: (failure[0], failure[1]))[0]
             self.raise_error(fork, earliest[2])
 
-    def body_raise(self, a: Activation, definition: dict[str, Any]) -> None:
+    def body_raise(self, a: RaiseRun, definition: dict[str, Any]) -> None:
         template = definition["raise"]["error"]
         if isinstance(template, str) and wrapped_expression(template) is None:
             template = self.state.document.get("use", {}).get("errors", {}).get(template)
@@ -657,7 +689,7 @@ class _Apply:
         raised = {"instance": a.reference} | {k: v for k, v in value.items() if v is not None}
         self.raise_error(a, raised)
 
-    def body_wait(self, a: Activation, definition: dict[str, Any]) -> None:
+    def body_wait(self, a: WaitRun, definition: dict[str, Any]) -> None:
         ms = self.duration_of(a, definition["wait"], self.body_vars(a))
         if isinstance(ms, dict):
             self.raise_error(a, ms)
@@ -667,9 +699,9 @@ class _Apply:
         a.phase = "waiting"
         if (ms or 0) >= OUTSIDE_WAIT_MS:
             self.state.tasks_since_wait = 0
-        self.move(a, "waiting", waits_for="timer")
+        self.record_waiting(a, "timer")
 
-    def body_emit(self, a: Activation, definition: dict[str, Any]) -> None:
+    def body_emit(self, a: EmitRun, definition: dict[str, Any]) -> None:
         attributes = evaluate_template(self.evaluator, definition["emit"]["event"]["with"], self.body_vars(a))
         if isinstance(attributes, Failed):
             self.raise_error(a, self.failed(a, attributes))
@@ -716,7 +748,7 @@ class _Apply:
         self.outputs.append(EmitEvent(event))
         self.finish(a, a.input)
 
-    def body_call(self, a: Activation, definition: dict[str, Any]) -> None:
+    def body_call(self, a: CallRun, definition: dict[str, Any]) -> None:
         arguments = evaluate_template(self.evaluator, definition.get("with"), self.body_vars(a))
         if isinstance(arguments, Failed):
             self.raise_error(a, self.failed(a, arguments))
@@ -744,9 +776,9 @@ class _Apply:
         self.arm(a.timer, self.now + bound, "call", a.id)
         a.phase = "waiting"
         self.state.tasks_since_wait = 0
-        self.move(a, "waiting", waits_for="call", callee=run_id)
+        self.record_waiting(a, "call", run_id)
 
-    def call_bound_ms(self, a: Activation, kind: str, name: str) -> int:
+    def call_bound_ms(self, a: CallRun, kind: str, name: str) -> int:
         """The call's wait: the callee's longest run + 60 s, within the run's remaining duration (spec 6).
 
         A literal type and name use the bounds the host resolved when the run started (`call_bounds_ms`, by
@@ -767,7 +799,7 @@ class _Apply:
             longest = bounds.get(f"{kind}/{name}", bounds.get(kind, max(DEFAULT_CALL_BOUNDS_MS.values())))
         return max(0, min(longest + CALL_GRACE_MS, remaining))
 
-    def body_try(self, a: Activation, definition: dict[str, Any]) -> None:
+    def body_try(self, a: TryRun, definition: dict[str, Any]) -> None:
         a.phase = "trying"
         a.attempt = 0
         a.first_attempt_at = self.now
@@ -775,13 +807,13 @@ class _Apply:
         if self.arm_attempt(a):
             self.start_in_list(a, 0, a.input, a.id)
 
-    def retry_policy(self, a: Activation) -> dict[str, Any] | None:
+    def retry_policy(self, a: TryRun) -> dict[str, Any] | None:
         policy = self.definition(a).get("catch", {}).get("retry")
         if isinstance(policy, str):
             policy = self.state.document.get("use", {}).get("retries", {}).get(policy)
         return policy if isinstance(policy, dict) else None
 
-    def arm_attempt(self, a: Activation) -> bool:
+    def arm_attempt(self, a: TryRun) -> bool:
         """Arm `limit.attempt.duration` for the attempt starting now; False when the try raised instead."""
         policy = self.retry_policy(a) or {}
         limit = policy.get("limit")
@@ -797,7 +829,7 @@ class _Apply:
             self.arm(a.attempt_timer, self.now + ms, "attempt", a.id)
         return True
 
-    def catch(self, a: Activation, child: Activation, raised: dict[str, Any]) -> None:
+    def catch(self, a: TryRun, child: TaskRun, raised: dict[str, Any]) -> None:
         self.disarm(a.attempt_timer)
         a.attempt_timer = None
         catch = self.definition(a).get("catch", {})
@@ -829,7 +861,7 @@ class _Apply:
                     if delay >= OUTSIDE_WAIT_MS:
                         self.state.tasks_since_wait = 0
                     a.phase = "delay"
-                    a.timer = self.timer_id(a, "retry")
+                    a.timer = f"{self.timer_id(a, 'retry')}:{a.attempt}"
                     self.arm(a.timer, self.now + delay, "retry", a.id)
                 else:
                     self.start_attempt(a)
@@ -842,9 +874,7 @@ class _Apply:
             return
         self.finish(a, a.input)
 
-    def retry_delay(
-        self, a: Activation, policy: dict[str, Any], variables: dict[str, Any]
-    ) -> int | dict[str, Any] | None:
+    def retry_delay(self, a: TryRun, policy: dict[str, Any], variables: dict[str, Any]) -> int | dict[str, Any] | None:
         """The delay before the next attempt (spec 7.4), None when no retry is allowed, or an error."""
         attempt = a.attempt
         for key, wanted in (("when", True), ("exceptWhen", False)):
@@ -885,7 +915,7 @@ class _Apply:
             delay += round((low or 0) + r * ((high or 0) - (low or 0)))
         return delay
 
-    def start_attempt(self, a: Activation) -> None:
+    def start_attempt(self, a: TryRun) -> None:
         a.phase = "trying"
         a.timer = None
         a.list_pointer = f"{a.reference}/try"
@@ -893,12 +923,12 @@ class _Apply:
             self.start_in_list(a, 0, a.input, a.failed_child)
 
     # -- listen -------------------------------------------------------------------------------------------
-    def listen_filters(self, a: Activation) -> tuple[str, list[Any]]:
+    def listen_filters(self, a: ListenRun) -> tuple[str, list[Any]]:
         to = self.definition(a)["listen"]["to"]
         form = next(key for key in ("one", "any", "all") if key in to)
         return form, [to["one"]] if form == "one" else list(to[form])
 
-    def body_listen(self, a: Activation, definition: dict[str, Any]) -> None:
+    def body_listen(self, a: ListenRun, definition: dict[str, Any]) -> None:
         a.phase = "listening"
         inbox = self.state.inbox
         index = 0
@@ -919,9 +949,9 @@ class _Apply:
             a.listener = f"{self.state.run_id}{a.reference}#{a.run}:listen"
             self.outputs.append(ArmListener(a.listener, tuple(types)))
         self.state.tasks_since_wait = 0
-        self.move(a, "waiting", waits_for="event")
+        self.record_waiting(a, "event")
 
-    def matches(self, a: Activation, item: Any, event: Mapping[str, Any]) -> bool | None:
+    def matches(self, a: ListenRun, item: Any, event: Mapping[str, Any]) -> bool | None:
         """Whether the event fits the filter; None when a filter expression raised (the listen raised)."""
         if not isinstance(item, dict) or not isinstance(item.get("with"), dict):
             return True
@@ -938,7 +968,7 @@ class _Apply:
                 return False
         return True
 
-    def take(self, a: Activation, event: Mapping[str, Any], offered: bool = False) -> bool | None:
+    def take(self, a: ListenRun, event: Mapping[str, Any], offered: bool = False) -> bool | None:
         """Give the event to the listen: True if taken, False if not, None if the listen raised."""
         form, filters = self.listen_filters(a)
         for index, item in enumerate(filters):
@@ -954,11 +984,11 @@ class _Apply:
                 break
         return False
 
-    def listen_complete(self, a: Activation) -> bool:
+    def listen_complete(self, a: ListenRun) -> bool:
         form, filters = self.listen_filters(a)
         return len(a.taken) == (len(filters) if form == "all" else 1)
 
-    def finish_listen(self, a: Activation) -> None:
+    def finish_listen(self, a: ListenRun) -> None:
         read = self.definition(a)["listen"].get("read", "data")
         events = [a.taken[index] for index in sorted(a.taken)]
         if read == "data":
@@ -967,48 +997,65 @@ class _Apply:
             output = [_envelope(event) for event in events]
         self.finish(a, output)
 
-    def on_event(self, a: Activation, event: Mapping[str, Any]) -> None:
+    def on_event(self, task: TaskRun, _message: EventTaken) -> None:
+        a = expect(task, ListenRun)
         if self.listen_complete(a):
             self.finish_listen(a)
         else:
-            self.move(a, "waiting", waits_for="event")
+            self.record_waiting(a, "event")
 
     # -- resuming -----------------------------------------------------------------------------------------
-    def on_timer(self, a: Activation, timer: TimerInfo) -> None:
-        if timer.purpose == "wait":
-            a.timer = None
-            self.finish(a, a.input)
-        elif timer.purpose == "retry":
-            self.start_attempt(a)
-        elif timer.purpose == "timeout":
-            a.timeout_timer = None
-            ms = timer.due_at - timer.armed_at
-            self.cancel_children(a, "deadline")
-            self.cancel_own_call(a, "deadline")
-            self.raise_error(a, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)), "timed_out")
-        elif timer.purpose == "call":
-            a.timer = None
-            ms = timer.due_at - timer.armed_at
-            self.cancel_own_call(a, "deadline")
-            self.raise_error(a, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)))
-        elif timer.purpose == "attempt":
-            a.attempt_timer = None
-            running = sorted((c for c in self.state.activations.values() if c.parent == a.id), key=lambda c: c.id)
-            self.cancel_children(a, "deadline")
-            ms = timer.due_at - timer.armed_at
-            failed = running[-1] if running else a
-            self.catch(a, failed, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)))
-        elif timer.purpose == "yield":
-            self.queue.extend(self.state.pending)
-            self.state.pending = []
+    def on_timer(self, a: TaskRun, message: TimerDue) -> None:
+        purpose = message.timer.purpose
+        handler = TIMER_HANDLERS.get(purpose)
+        if handler is None:
+            raise NoHandler(f"the workflow engine has no handler for a timer armed for {purpose!r}")
+        handler(self, a, message.timer)
 
-    def cancel_own_call(self, a: Activation, kind: str) -> None:
-        if a.call_key is not None and a.call_key in self.state.calls:
+    def wait_over(self, task: TaskRun, _timer: TimerInfo) -> None:
+        a = expect(task, WaitRun)
+        a.timer = None
+        self.finish(a, a.input)
+
+    def retry_due(self, task: TaskRun, _timer: TimerInfo) -> None:
+        self.start_attempt(expect(task, TryRun))
+
+    def task_timed_out(self, a: TaskRun, timer: TimerInfo) -> None:
+        a.timeout_timer = None
+        ms = timer.due_at - timer.armed_at
+        self.cancel_children(a, "deadline")
+        self.cancel_own_call(a, "deadline")
+        self.raise_error(a, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)), "timed_out")
+
+    def call_overdue(self, task: TaskRun, timer: TimerInfo) -> None:
+        a = expect(task, CallRun)
+        a.timer = None
+        ms = timer.due_at - timer.armed_at
+        self.cancel_own_call(a, "deadline")
+        self.raise_error(a, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)))
+
+    def attempt_over(self, task: TaskRun, timer: TimerInfo) -> None:
+        a = expect(task, TryRun)
+        a.attempt_timer = None
+        running = sorted((c for c in self.state.activations.values() if c.parent == a.id), key=lambda c: c.id)
+        self.cancel_children(a, "deadline")
+        ms = timer.due_at - timer.armed_at
+        failed = running[-1] if running else a
+        self.catch(a, failed, E.error("timeout", 408, a.reference, NOT_FINISHED.format(ms=ms)))
+
+    def yield_over(self, _a: TaskRun, _timer: TimerInfo) -> None:
+        self.queue.extend(self.state.pending)
+        self.state.pending = []
+
+    def cancel_own_call(self, a: TaskRun, kind: str) -> None:
+        if isinstance(a, CallRun) and a.call_key is not None and a.call_key in self.state.calls:
             info = self.state.calls.pop(a.call_key)
             self.outputs.append(CancelCall(a.call_key, info.run_id, kind))
             a.call_key = None
 
-    def on_answer(self, a: Activation, answer: CallAnswered) -> None:
+    def on_answer(self, task: TaskRun, message: Answered) -> None:
+        a = expect(task, CallRun)
+        answer = message.answer
         info = self.state.calls.pop(answer.key)
         a.call_key = None
         if answer.status == "succeeded":
@@ -1064,7 +1111,7 @@ class _Apply:
         for timer_id in sorted(s.timers):
             self.outputs.append(CancelTimer(timer_id))
         for activation in sorted(s.activations.values(), key=lambda a: a.id):
-            if activation.listener is not None:
+            if isinstance(activation, ListenRun) and activation.listener is not None:
                 self.outputs.append(CancelListener(activation.listener))
         s.timers.clear()
         s.activations.clear()
@@ -1075,52 +1122,227 @@ class _Apply:
         raise _Ended()
 
 
-def _input_key(state: RunState, applied: Input) -> dict[str, Any]:
-    if isinstance(applied, Started):
-        return {"kind": "started", "key": state.run_id}
-    if isinstance(applied, CancelRequested):
-        return {"kind": "cancel_requested", "key": state.run_id, "cancel": {"by": applied.by, "kind": applied.kind}}
-    if isinstance(applied, TimerFired):
-        return {"kind": "timer_fired", "key": applied.timer_id}
-    if isinstance(applied, EventReceived):
-        return {"kind": "event_received", "key": str(applied.event.get("id")), "event_type": applied.event.get("type")}
-    if isinstance(applied, EventOffered):
-        return {"kind": "event_offered", "key": applied.record_id, "event_type": applied.event.get("type")}
+MESSAGE_HANDLERS: Mapping[type, Callable[[_Apply, TaskRun, Any], None]] = {
+    Begin: _Apply.on_begin,
+    TimerDue: _Apply.on_timer,
+    Answered: _Apply.on_answer,
+    EventTaken: _Apply.on_event,
+}
+"""What the queue does with each message, by the message's type."""
+
+TASK_BODIES: Mapping[type, Callable[[_Apply, Any, dict[str, Any]], None]] = {
+    DoRun: _Apply.body_do,
+    ForRun: _Apply.body_for,
+    TryRun: _Apply.body_try,
+    ForkRun: _Apply.body_fork,
+    SetRun: _Apply.body_set,
+    SwitchRun: _Apply.body_switch,
+    RaiseRun: _Apply.body_raise,
+    EmitRun: _Apply.body_emit,
+    WaitRun: _Apply.body_wait,
+    CallRun: _Apply.body_call,
+    ListenRun: _Apply.body_listen,
+}
+"""The body of each kind of task, by its task run's type (the root is the run itself: it never begins)."""
+
+TIMER_HANDLERS: Mapping[str, Callable[[_Apply, TaskRun, TimerInfo], None]] = {
+    "wait": _Apply.wait_over,
+    "retry": _Apply.retry_due,
+    "timeout": _Apply.task_timed_out,
+    "call": _Apply.call_overdue,
+    "attempt": _Apply.attempt_over,
+    "yield": _Apply.yield_over,
+}
+"""What a task run's fired timer does, by the purpose it was armed for (the run's own timers, `deadline` and
+`run_timeout`, end the run when the input is taken)."""
+
+
+class Stale(Enum):
+    """An input that changes nothing: its run has not started or has ended, or what it answers is not awaited."""
+
+    STALE = "stale"
+
+
+InputT = TypeVar("InputT")
+
+
+@dataclass(frozen=True)
+class InputRule(Generic[InputT]):
+    """How the decider takes one type of input.
+
+    `first`: the input starts the run (every other needs a started run). `admit` gives the input's cause (the
+    record it follows, None for the input itself) or `Stale.STALE`; `take` moves the run (the queue is drained
+    after it); `shown` is the input as its `workflow_input_applied` names it."""
+
+    first: bool
+    admit: Callable[[EngineState, InputT], str | Stale | None]
+    take: Callable[[_Apply, InputT], None]
+    shown: Callable[[EngineState, InputT], dict[str, Any]]
+
+
+def _take_started(work: _Apply, applied: Started) -> None:
+    s = work.state
+    s.started = True
+    s.started_at = work.now
+    s.seed = applied.seed
+    s.run_input = applied.run_input
+    root = RootRun(
+        id=0,
+        reference="/",
+        name="",
+        run=1,
+        parent=None,
+        cause=None,
+        raw_input=applied.run_input,
+        started_at=work.now,
+        list_pointer="/do",
+    )
+    s.activations[0] = root
+    work.arm(f"{s.run_id}/#1:deadline", work.now + s.max_duration_ms, "deadline", None)
+    data = applied.run_input
+    shaping = s.document.get("input")
+    variables = {"data": data, "workflow": work.workflow_var(), "runtime": work.runtime_var()}
+    if isinstance(shaping, dict) and "from" in shaping:
+        shaped = evaluate_shaping(work.evaluator, shaping["from"], variables)
+        if isinstance(shaped, Failed):
+            work.end_rejected(E.uncaught(E.error(shaped.short, shaped.status, "/", shaped.title, shaped.detail)))
+        data = shaped
+    timeout = s.document.get("timeout")
+    if timeout is not None:
+        ms = work.duration_of(root, work.timeout_after(timeout), variables)
+        if isinstance(ms, dict):
+            work.end_rejected(E.uncaught(ms))
+        if ms is not None:
+            work.arm(f"{s.run_id}/#1:timeout", work.now + ms, "run_timeout", None)
+    work.start_in_list(root, 0, data, None)
+
+
+def _take_cancel(work: _Apply, applied: CancelRequested) -> None:
+    detail = applied.reason or f"The run was cancelled by {applied.by}."
+    work.settle(Settle("rejected", rejection={"reason": "cancelled", "detail": detail, "kind": applied.kind}))
+
+
+def _admit_answer(s: EngineState, applied: CallAnswered) -> str | Stale | None:
+    call = s.calls.get(applied.key)
+    return Stale.STALE if call is None else call.waited_in
+
+
+def _take_answer(work: _Apply, applied: CallAnswered) -> None:
+    s = work.state
+    info = s.calls[applied.key]
+    caller = expect(s.activations[info.activation], CallRun)
+    work.disarm(caller.timer)
+    caller.timer = None
+    work.push(Answered(info.activation, applied))
+
+
+def _shown_answer(_s: EngineState, applied: CallAnswered) -> dict[str, Any]:
     shown: dict[str, Any] = {"kind": "call_answered", "key": applied.key, "status": applied.status}
     if applied.rejection is not None:
         shown["rejection"] = {k: applied.rejection[k] for k in ("kind", "because") if k in applied.rejection}
     return shown
 
 
-def apply(state: RunState, applied: Input, evaluator: Evaluator) -> Transition:
+def _admit_timer(s: EngineState, applied: TimerFired) -> str | Stale | None:
+    timer = s.timers.get(applied.timer_id)
+    return Stale.STALE if timer is None else timer.armed_in
+
+
+def _take_timer(work: _Apply, applied: TimerFired) -> None:
+    s = work.state
+    timer = s.timers.pop(applied.timer_id)
+    if timer.purpose == "deadline":
+        work.settle(
+            Settle(
+                "rejected",
+                rejection={
+                    "reason": "cancelled",
+                    "detail": "The run passed WORKFLOW_MAX_DURATION.",
+                    "kind": "overrun",
+                },
+            ),
+            "deadline",
+        )
+    if timer.purpose == "run_timeout":
+        ms = timer.due_at - timer.armed_at
+        for a in sorted(s.activations.values(), key=lambda x: -x.id):
+            if not isinstance(a, RootRun) and a.id in s.activations and a.parent == 0:
+                work.cancel(a, "deadline")
+        work.end_rejected(E.uncaught(E.error("timeout", 408, "/", NOT_FINISHED.format(ms=ms))))
+    assert timer.activation is not None
+    work.push(TimerDue(timer.activation, timer))
+
+
+def _admit_sent(s: EngineState, applied: EventReceived) -> str | Stale | None:
+    return Stale.STALE if str(applied.event.get("id")) in s.received else None
+
+
+def _admit_offered(s: EngineState, _applied: EventOffered) -> str | Stale | None:
+    listening = any(isinstance(a, ListenRun) and a.listener is not None for a in s.activations.values())
+    return None if listening else Stale.STALE
+
+
+INPUT_RULES: Mapping[type, InputRule[Any]] = {
+    Started: InputRule[Started](
+        first=True,
+        admit=lambda _s, applied: applied.run_started_id,
+        take=_take_started,
+        shown=lambda s, _applied: {"kind": "started", "key": s.run_id},
+    ),
+    CancelRequested: InputRule[CancelRequested](
+        first=False,
+        admit=lambda _s, applied: applied.cancel_record_id,
+        take=_take_cancel,
+        shown=lambda s, applied: {
+            "kind": "cancel_requested",
+            "key": s.run_id,
+            "cancel": {"by": applied.by, "kind": applied.kind},
+        },
+    ),
+    TimerFired: InputRule[TimerFired](
+        first=False,
+        admit=_admit_timer,
+        take=_take_timer,
+        shown=lambda _s, applied: {"kind": "timer_fired", "key": applied.timer_id},
+    ),
+    CallAnswered: InputRule[CallAnswered](first=False, admit=_admit_answer, take=_take_answer, shown=_shown_answer),
+    EventReceived: InputRule[EventReceived](
+        first=False,
+        admit=_admit_sent,
+        take=lambda work, applied: _offer(work, applied),
+        shown=lambda _s, applied: {
+            "kind": "event_received",
+            "key": str(applied.event.get("id")),
+            "event_type": applied.event.get("type"),
+        },
+    ),
+    EventOffered: InputRule[EventOffered](
+        first=False,
+        admit=_admit_offered,
+        take=lambda work, applied: _offer(work, applied),
+        shown=lambda _s, applied: {
+            "kind": "event_offered",
+            "key": applied.record_id,
+            "event_type": applied.event.get("type"),
+        },
+    ),
+}
+"""How the decider takes each input, by the input's type."""
+
+
+def apply(state: EngineState, applied: Input, evaluator: Evaluator) -> Transition:
     """Apply one input to a copy of `state`; a stale input (ended run, unknown timer or call) changes nothing.
 
     The copy shares the run's document with `state`: nothing here writes to a document, and copying it took
-    most of the copy's time (it is the largest part of a state)."""
+    most of the copy's time (it is the largest part of a state). An input of a type the engine does not take
+    is refused with `NoHandler`."""
+    rule = handler_for(INPUT_RULES, applied, "input")
     s = copy.deepcopy(state, {id(state.document): state.document})
-    if s.ended or (isinstance(applied, Started) and s.started) or (not isinstance(applied, Started) and not s.started):
+    if s.ended or rule.first == s.started:
         return Transition(state, stale=True)
-    cause: str | None = None
-    if isinstance(applied, TimerFired):
-        timer = s.timers.get(applied.timer_id)
-        if timer is None:
-            return Transition(state, stale=True)
-        cause = timer.armed_in
-    elif isinstance(applied, CallAnswered):
-        call = s.calls.get(applied.key)
-        if call is None:
-            return Transition(state, stale=True)
-        cause = call.waited_in
-    elif isinstance(applied, EventReceived):
-        if str(applied.event.get("id")) in s.received:
-            return Transition(state, stale=True)
-    elif isinstance(applied, EventOffered):
-        if not any(a.listener is not None for a in s.activations.values()):
-            return Transition(state, stale=True)
-    elif isinstance(applied, Started):
-        cause = applied.run_started_id
-    elif isinstance(applied, CancelRequested):
-        cause = applied.cancel_record_id
+    cause = rule.admit(s, applied)
+    if isinstance(cause, Stale):
+        return Transition(state, stale=True)
     now = max(applied.at, s.last_at)
     s.last_at = now
     s.inputs += 1
@@ -1132,12 +1354,13 @@ def apply(state: RunState, applied: Input, evaluator: Evaluator) -> Transition:
             work.end_rejected(E.RunRejection("unavailable", TOO_MANY_INPUTS))
         if woken is not None and s.quick_inputs > INPUTS_WITHOUT_WAITING:
             work.end_rejected(E.RunRejection("unavailable", WOKE_ITSELF.format(reference=_woken_at(s, woken))))
-        _run_input(work, applied)
+        rule.take(work, applied)
+        work.drain()
         if not work.stale:
             _check_holdings(work)
     if work.stale:
         return Transition(state, stale=True)
-    return _transition(work, applied, work.input_cause)
+    return _transition(work, applied, rule.shown(s, applied), work.input_cause)
 
 
 def _wakes_itself(timer: TimerInfo) -> bool:
@@ -1146,10 +1369,10 @@ def _wakes_itself(timer: TimerInfo) -> bool:
     return timer.purpose == "yield" or timer.due_at - timer.armed_at < OUTSIDE_WAIT_MS
 
 
-def _woken_at(state: RunState, timer: TimerInfo) -> str:
+def _woken_at(state: EngineState, timer: TimerInfo) -> str:
     """The reference of the task a run woke itself for: the next task a yield goes on with, else the task that
     armed the timer (`/` for the run's own)."""
-    pending = [state.activations.get(activation) for _message, activation, _payload in state.pending]
+    pending = [state.activations.get(message.activation) for message in state.pending]
     going_on = next((a for a in pending if a is not None), None)
     if timer.purpose == "yield" and going_on is not None:
         return going_on.reference
@@ -1157,69 +1380,7 @@ def _woken_at(state: RunState, timer: TimerInfo) -> str:
     return armed_by.reference if armed_by is not None else "/"
 
 
-def _run_input(work: _Apply, applied: Input) -> None:
-    s = work.state
-    if isinstance(applied, Started):
-        s.started = True
-        s.started_at = work.now
-        s.seed = applied.seed
-        s.run_input = applied.run_input
-        root = Activation(0, "/", "", "root", 1, None, None, raw_input=applied.run_input, started_at=work.now)
-        root.list_pointer = "/do"
-        s.activations[0] = root
-        work.arm(f"{s.run_id}/#1:deadline", work.now + s.max_duration_ms, "deadline", None)
-        data = applied.run_input
-        shaping = s.document.get("input")
-        variables = {"data": data, "workflow": work.workflow_var(), "runtime": work.runtime_var()}
-        if isinstance(shaping, dict) and "from" in shaping:
-            shaped = evaluate_shaping(work.evaluator, shaping["from"], variables)
-            if isinstance(shaped, Failed):
-                work.end_rejected(E.uncaught(E.error(shaped.short, shaped.status, "/", shaped.title, shaped.detail)))
-            data = shaped
-        timeout = s.document.get("timeout")
-        if timeout is not None:
-            ms = work.duration_of(root, work.timeout_after(timeout), variables)
-            if isinstance(ms, dict):
-                work.end_rejected(E.uncaught(ms))
-            if ms is not None:
-                work.arm(f"{s.run_id}/#1:timeout", work.now + ms, "run_timeout", None)
-        work.start_in_list(root, 0, data, None)
-    elif isinstance(applied, CancelRequested):
-        detail = applied.reason or f"The run was cancelled by {applied.by}."
-        work.settle(Settle("rejected", rejection={"reason": "cancelled", "detail": detail, "kind": applied.kind}))
-    elif isinstance(applied, CallAnswered):
-        info = s.calls[applied.key]
-        work.disarm(s.activations[info.activation].timer)
-        s.activations[info.activation].timer = None
-        work.push("answer", info.activation, applied)
-    elif isinstance(applied, EventReceived | EventOffered):
-        _offer(work, applied)
-    elif isinstance(applied, TimerFired):
-        timer = s.timers.pop(applied.timer_id)
-        if timer.purpose == "deadline":
-            work.settle(
-                Settle(
-                    "rejected",
-                    rejection={
-                        "reason": "cancelled",
-                        "detail": "The run passed WORKFLOW_MAX_DURATION.",
-                        "kind": "overrun",
-                    },
-                ),
-                "deadline",
-            )
-        if timer.purpose == "run_timeout":
-            ms = timer.due_at - timer.armed_at
-            for a in sorted(s.activations.values(), key=lambda x: -x.id):
-                if a.kind != "root" and a.id in s.activations and a.parent == 0:
-                    work.cancel(a, "deadline")
-            work.end_rejected(E.uncaught(E.error("timeout", 408, "/", NOT_FINISHED.format(ms=ms))))
-        assert timer.activation is not None
-        work.push("timer", timer.activation, timer)
-    work.drain()
-
-
-def held_bytes(state: RunState) -> int:
+def held_bytes(state: EngineState) -> int:
     """The data a run holds (spec 13): the values it reaches, each distinct value once, 4 KiB for each running
     task and the document."""
     texts: set[str] = set()
@@ -1233,9 +1394,7 @@ def held_bytes(state: RunState) -> int:
     for event in state.inbox:
         reach(event)
     for a in state.activations.values():
-        for value in (a.raw_input, a.input, a.data, a.items, *a.scope.values(), *a.results.values()):
-            reach(value)
-        for value in (*a.taken.values(), *(failure[2] for failure in a.failures)):
+        for value in a.held_values():
             reach(value)
     values = sum(len(text.encode("utf-8", "surrogatepass")) for text in texts)
     return values + RUNNING_TASK_BYTES * len(state.activations) + json_size(state.document)
@@ -1264,7 +1423,9 @@ def _offer(work: _Apply, applied: EventReceived | EventOffered) -> None:
         s.received_bytes += size
         if len(s.received) > 1024 or s.received_bytes > 4 * 1024 * 1024:
             work.end_rejected(E.RunRejection("unavailable", INBOX_LIFE))
-    listens = sorted((a for a in s.activations.values() if a.phase == "listening"), key=lambda a: a.id)
+    listens = sorted(
+        (a for a in s.activations.values() if isinstance(a, ListenRun) and a.phase == "listening"), key=lambda a: a.id
+    )
     for listen in listens:
         if offered and listen.listener is None:
             continue
@@ -1275,7 +1436,7 @@ def _offer(work: _Apply, applied: EventReceived | EventOffered) -> None:
             return
         if taken:
             work.input_cause = waited_in
-            work.push("event", listen.id, event)
+            work.push(EventTaken(listen.id, event))
             return
     if offered:
         work.stale = True
@@ -1304,7 +1465,7 @@ def _envelope(event: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def _transition(work: _Apply, applied: Input, cause: str | None) -> Transition:
+def _transition(work: _Apply, applied: Input, input_shown: dict[str, Any], cause: str | None) -> Transition:
     s = work.state
     facts: list[Fact] = []
     entries = list(work.entries.values())
@@ -1345,7 +1506,7 @@ def _transition(work: _Apply, applied: Input, cause: str | None) -> Transition:
     kinds = {OUTPUT_KINDS[type(output)] for output in fixed}
     applied_data: dict[str, Any] = {
         "run_id": s.run_id,
-        "input": _input_key(s, applied),
+        "input": input_shown,
         "step_count": len(entries),
         "steps": [{"task": e.reference, "run": e.run, "outcome": e.outcome} for e in entries[:5]],
         "output_kinds": [kind for kind in OUTPUT_KIND_ORDER if kind in kinds],

@@ -1,59 +1,17 @@
-"""A run's state between inputs: the running task runs (activations), timers, calls and counters.
+"""A run's state between inputs: the running task runs (by activation id), timers, calls and counters, and the
+decider's queued messages.
 
-Activation ids grow for the run's whole life, so an id names one task run forever. The state is plain
-data; `apply` works on a deep copy and never changes the state it was given.
+The state is plain data; `apply` works on a deep copy and never changes the state it was given.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass
-class Activation:
-    """One task run in progress (or the run itself, `kind == "root"`, reference `/`).
-
-    A list holder (`root`, `do`, `for`, `try`) runs one list at a time: `list_pointer`, `index` of the
-    running child, `data` the list's current data. `cause` is the activation whose entry caused this one's
-    first entry (None: the input). `scope` holds the loop and catch names visible inside it.
-    """
-
-    id: int
-    reference: str
-    name: str
-    kind: str
-    run: int
-    parent: int | None
-    cause: int | None
-    started_in: str = ""
-    """The input that started this task run: `cause` counts only in that input (later, the input is the cause)."""
-    raw_input: Any = None
-    input: Any = None
-    started_at: int = 0
-    phase: str = "new"
-    scope: dict[str, Any] = field(default_factory=dict)
-    list_pointer: str | None = None
-    index: int = 0
-    data: Any = None
-    branch: int | None = None
-    items: list[Any] | None = None
-    iteration: int = 0
-    attempt: int = 0
-    first_attempt_at: int = 0
-    failed_child: int | None = None
-    results: dict[int, Any] = field(default_factory=dict)
-    failures: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
-    end_requested: bool = False
-    waited_in: str = ""
-    """The input in which this task run last recorded `waiting`."""
-    taken: dict[int, dict[str, Any]] = field(default_factory=dict)
-    """A listen's events taken so far, by filter index."""
-    listener: str | None = None
-    timer: str | None = None
-    timeout_timer: str | None = None
-    attempt_timer: str | None = None
-    call_key: str | None = None
+from auto_runtime.functions.workflow.engine.model import CallAnswered
+from auto_runtime.functions.workflow.engine.task_runs import TaskRun
 
 
 @dataclass
@@ -74,8 +32,45 @@ class CallInfo:
     waited_in: str
 
 
+@dataclass(frozen=True)
+class Begin:
+    """Begin a task run the decider started (its entry, its body)."""
+
+    activation: int
+
+
+@dataclass(frozen=True)
+class TimerDue:
+    """A timer the task run armed fired."""
+
+    activation: int
+    timer: TimerInfo
+
+
+@dataclass(frozen=True)
+class Answered:
+    """The run a call task run started ended."""
+
+    activation: int
+    answer: CallAnswered
+
+
+@dataclass(frozen=True)
+class EventTaken:
+    """A listen took an event."""
+
+    activation: int
+    event: Mapping[str, Any]
+
+
+QueuedMessage = Begin | TimerDue | Answered | EventTaken
+"""A message in the decider's queue for the task run `activation`, processed in order within an input."""
+
+
 @dataclass
-class RunState:
+class EngineState:
+    """The workflow engine's state of one run (the decider's; a run's view for callers is `playbooks.run_view`)."""
+
     run_id: str
     document: dict[str, Any]
     runtime_version: str
@@ -86,7 +81,7 @@ class RunState:
     seed: str = ""
     run_input: Any = None
     context: Any = field(default_factory=dict)
-    activations: dict[int, Activation] = field(default_factory=dict)
+    activations: dict[int, TaskRun] = field(default_factory=dict)
     next_id: int = 1
     runs: dict[str, int] = field(default_factory=dict)
     times: dict[str, int] = field(default_factory=dict)
@@ -95,7 +90,8 @@ class RunState:
     running task and the document."""
     timers: dict[str, TimerInfo] = field(default_factory=dict)
     calls: dict[str, CallInfo] = field(default_factory=dict)
-    pending: list[tuple[str, int, Any]] = field(default_factory=list)
+    pending: list[QueuedMessage] = field(default_factory=list)
+    """What a yield left for the next input (only `Begin` messages, which is all a stored state keeps)."""
     inbox: list[dict[str, Any]] = field(default_factory=list)
     received: list[str] = field(default_factory=list)
     """Ids of the events sent to the run, so an id sent again is stale."""

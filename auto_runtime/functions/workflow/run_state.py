@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from auto_runtime.functions.workflow.outbox import cancel_payload
 from auto_runtime.ledger import Projection, Record, Row, TableSpec
 from auto_runtime.runs.facts import RUN_CANCEL_REQUESTED, RUN_ENDINGS
 from auto_runtime.telemetry import APPEND_TRACE_FIELDS
-from auto_runtime.workflow_host.outbox import cancel_payload
 
 WORKFLOW_INPUT_APPLIED = "workflow_input_applied"
 STATE_METADATA = "state"

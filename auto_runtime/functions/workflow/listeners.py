@@ -1,7 +1,7 @@
 """The `workflow_listeners` projection: per workflow run, its open listens for playbook events (spec 9.1).
 
 Computed from what each `workflow_input_applied` record carries: its `listening` metadata (the run store
-writes the open listens' literal types there), or, in a record without it, the state's `Activation.listener`
+writes the open listens' literal types there), or, in a record without it, the state's `ListenRun.listener`
 and the listen's filters at the activation's `reference` in `state.document`; so the history alone rebuilds
 it. A row
 exists only while the run has an open listen with a literal type; it keeps:
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from auto_runtime.functions.workflow.expressions import wrapped_expression
+from auto_runtime.functions.workflow.run_state import STATE_METADATA, WORKFLOW_INPUT_APPLIED
 from auto_runtime.ledger import Ledger, PlaybookScope, Projection, Record, Row, TableSpec
-from auto_runtime.workflow_host.run_state import STATE_METADATA, WORKFLOW_INPUT_APPLIED
 
 LISTENING_METADATA: Final = "listening"
 """The metadata of a `workflow_input_applied` record naming the run's open listens (listener id → literal

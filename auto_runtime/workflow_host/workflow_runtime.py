@@ -38,6 +38,7 @@ import trio
 
 from auto_runtime.events.cloudevents import read_event
 from auto_runtime.functions.workflow.engine.model import EventReceived
+from auto_runtime.functions.workflow.outbox import cancel_key, cancel_payload
 from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import (
     DueEntry,
@@ -63,7 +64,6 @@ from auto_runtime.sandbox.workers import WorkerPool
 from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, RestartIntensity, Supervisor
 from auto_runtime.workflow_host.calls import CallDispatcher
-from auto_runtime.workflow_host.outbox import cancel_key, cancel_payload
 from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
 from auto_runtime.workflow_host.timer_loop import DueHandler, TimerLoop
 
