@@ -267,6 +267,7 @@ class Ledger(abc.ABC):
         unless cast: a comparison is a `bool` on PostgreSQL and an `int` on SQLite, and `avg` is a
         `Decimal` on PostgreSQL, so write `CAST(avg(x) AS DOUBLE PRECISION)` (both engines accept
         it). The statement runs in a read-only transaction on both stores, so a write is refused.
+        Code above the ledger reads through `queries` instead (`tests/architecture/test_ledger_sql.py`).
         """
         self._check_open()
         return await self._fetch(sql, tuple(params))
