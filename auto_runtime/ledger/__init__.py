@@ -37,6 +37,20 @@ The workflow host claims the lease every sweep and fires due timers only while i
             pause = sweep if next_due is None else min(sweep, next_due - datetime.now(UTC))
             await trio.sleep(max(pause.total_seconds(), 0))
     await lease.release(server_id)  # a clean stop: a standby takes over at its next claim
+
+The ledger is a set of ports (design §3), and code above it runs no SQL. Beside the event store itself (`append`,
+`read_stream`, `read_playbook`, `read_forward`, ...) it offers `due_work`, `lease(name)`, `content`, `secrets`,
+`recall_views`, and `queries`: one typed query object per projection (the `queries` package), made once per
+ledger and reading through it, each with its SQL beside its methods::
+
+    row = await ledger.queries.definitions.row(scope.org, scope.playbook, "workflow", name)  # as stored, or None
+    version = version_of(DEFINITIONS_PROJECTION.decode_row(row)) if row is not None else None
+    if await ledger.queries.runs.status(scope.org, scope.playbook, run_id) == "started": ...
+
+`queries.playbooks`, `.definitions`, `.runs`, `.analytics`, `.workflow_runs` and `.workflow_listeners` answer rows
+as stored (the caller decodes `json` columns with its projection, defined above the ledger) or plain values. A new
+read of a projection is a method on its query object, never `fetch(sql)` outside `ledger/`
+(`tests/architecture/test_ledger_sql.py`).
 """
 
 from .commands import Decided, Folded, decide_and_append, folding_reader

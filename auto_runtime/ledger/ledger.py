@@ -8,6 +8,7 @@ encoding, paging and cursors live here so both stores behave alike.
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -25,6 +26,7 @@ from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseState, validate_
 from .migrations import SchemaReport
 from .paging import Order, Page, ScanRow, SortKey
 from .projections import Projection
+from .queries import Queries
 from .recall_views import Expected, RecallViewRows, ViewRow
 from .records import (
     AnyVersion,
@@ -265,9 +267,16 @@ class Ledger(abc.ABC):
         unless cast: a comparison is a `bool` on PostgreSQL and an `int` on SQLite, and `avg` is a
         `Decimal` on PostgreSQL, so write `CAST(avg(x) AS DOUBLE PRECISION)` (both engines accept
         it). The statement runs in a read-only transaction on both stores, so a write is refused.
+        Code above the ledger reads through `queries` instead (`tests/architecture/test_ledger_sql.py`).
         """
         self._check_open()
         return await self._fetch(sql, tuple(params))
+
+    @functools.cached_property
+    def queries(self) -> Queries:
+        """The query ports (`queries`): one typed query object per projection, e.g. `queries.runs.status(...)`;
+        what code above the ledger reads projections with, instead of SQL."""
+        return Queries(self.fetch)
 
     async def put_content(self, scope: Scope, data: bytes) -> str:
         """Keep `data` under its SHA-256 within the scope; returns the hex digest. Idempotent. Kept in the

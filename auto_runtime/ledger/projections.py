@@ -15,8 +15,9 @@ Projections are registered when the ledger opens. The ledger keeps each projecti
 from the whole history in one transaction on open (dropped, created and refilled), on PostgreSQL
 under an advisory lock so servers starting together rebuild once.
 
-Column types are `text`, `integer`, `real` and `json` (kept as JSON text, see `json_text`). Read a
-projection table with `Ledger.fetch` and decode its rows with `Projection.decode_row`.
+Column types are `text`, `integer`, `real` and `json` (kept as JSON text, see `json_text`). A projection
+table is read through its query object (`queries`, `Ledger.queries`), which runs its SQL with `Ledger.fetch`;
+decode the rows it answers with `Projection.decode_row`.
 """
 
 from __future__ import annotations

@@ -174,7 +174,7 @@ class ModelCatalog:
             if not waiting:
                 try:
                     with trio.fail_after(LIST_DEADLINE_SECONDS):
-                        models = await provider.lister.fetch(self._client)
+                        models = await provider.lister.read_models(self._client)
                 except (ListingFailed, trio.TooSlowError) as error:
                     log.warning("the list of models of %s could not be read: %s", prefix, error or "timed out")
                     cached.failed_at = now

@@ -23,7 +23,7 @@ class ListingFailed(Exception):
 
 
 class ModelLister(Protocol):
-    async def fetch(self, client: httpx.AsyncClient) -> list[ListedModel]: ...
+    async def read_models(self, client: httpx.AsyncClient) -> list[ListedModel]: ...
 
 
 async def _get_json(
@@ -102,7 +102,7 @@ class OpenAIModelsList:
     params: Mapping[str, str] = field(default_factory=dict)
     auth: RequestAuth | None = None
 
-    async def fetch(self, client: httpx.AsyncClient) -> list[ListedModel]:
+    async def read_models(self, client: httpx.AsyncClient) -> list[ListedModel]:
         document = await _get_json(client, self.url, headers=self.headers, params=self.params, auth=self.auth)
         models: list[ListedModel] = []
         for item in _entries(document, "data"):
@@ -132,7 +132,7 @@ class AnthropicModelsList:
     headers: Mapping[str, str] = field(default_factory=dict)
     auth: RequestAuth | None = None
 
-    async def fetch(self, client: httpx.AsyncClient) -> list[ListedModel]:
+    async def read_models(self, client: httpx.AsyncClient) -> list[ListedModel]:
         models: list[ListedModel] = []
         pages = _pages(
             client, self.url, headers=self.headers, auth=self.auth, params={"limit": "1000"}, following=_after_last
@@ -168,7 +168,7 @@ class GeminiModelsList:
     headers: Mapping[str, str] = field(default_factory=dict)
     auth: RequestAuth | None = None
 
-    async def fetch(self, client: httpx.AsyncClient) -> list[ListedModel]:
+    async def read_models(self, client: httpx.AsyncClient) -> list[ListedModel]:
         models: list[ListedModel] = []
         pages = _pages(
             client, self.url, headers=self.headers, auth=self.auth, params={"pageSize": "1000"}, following=_next_page

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from auto_runtime.ledger import Ledger, PlaybookScope, SqlValue
+from auto_runtime.ledger import Ledger, PlaybookScope
 from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.problems import InputIssue, invalid_input
 
@@ -159,13 +159,6 @@ def summarize(rows: Iterable[Mapping[str, Any]], window: Window) -> dict[str, An
     }
 
 
-RUNS_OF_WINDOW = (
-    "SELECT type, name, status, first_started_us, duration_ms, tokens_input, tokens_output, tokens_cached "
-    "FROM runs WHERE org = ? AND playbook = ? AND first_started_us >= ? AND first_started_us < ? "
-    "AND status IN ('succeeded', 'failed', 'rejected')"
-)
-
-
 class PlaybookAnalytics:
     """Reads the analytics of a playbook from the `runs` projection."""
 
@@ -184,12 +177,7 @@ class PlaybookAnalytics:
         name: str | None = None,
     ) -> dict[str, Any]:
         window = window_of(days, first, last, self.clock().astimezone(UTC).date())
-        sql = RUNS_OF_WINDOW
-        params: list[SqlValue] = [scope.org, scope.playbook, window.start_us, window.end_us]
-        if definition_type is not None:
-            sql += " AND type = ?"
-            params.append(definition_type)
-        if name is not None:
-            sql += " AND name = ?"
-            params.append(name)
-        return summarize(await self.ledger.fetch(sql, params), window)
+        rows = await self.ledger.queries.analytics.ended_runs(
+            scope.org, scope.playbook, window.start_us, window.end_us, definition_type, name
+        )
+        return summarize(rows, window)

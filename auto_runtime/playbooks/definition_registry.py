@@ -119,13 +119,10 @@ class DefinitionRegistry:
         if known is not None and (version := known.get(key)) is not None:
             return version
         ticket = known.ticket() if known is not None else 0
-        rows = await self.ledger.fetch(
-            "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
-            (scope.org, scope.playbook, definition_type, name),
-        )
-        if not rows:
+        row = await self.ledger.queries.definitions.row(scope.org, scope.playbook, definition_type, name)
+        if row is None:
             return None
-        version = version_of(DEFINITIONS_PROJECTION.decode_row(rows[0]))
+        version = version_of(DEFINITIONS_PROJECTION.decode_row(row))
         if known is not None:
             known.fill(key, version, ticket)
         return version
@@ -167,26 +164,16 @@ class DefinitionRegistry:
     async def listed(
         self, scope: PlaybookScope, definition_type: str, include_retired: bool
     ) -> list[DefinitionVersion]:
-        rows = await self.ledger.fetch(
-            "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ? ORDER BY name",
-            (scope.org, scope.playbook, definition_type),
-        )
+        rows = await self.ledger.queries.definitions.of_type(scope.org, scope.playbook, definition_type)
         versions = [version_of(DEFINITIONS_PROJECTION.decode_row(row)) for row in rows]
         return [v for v in versions if include_retired or v.status == "active"]
 
     async def count_active(self, scope: PlaybookScope, definition_type: str) -> int:
-        rows = await self.ledger.fetch(
-            "SELECT COUNT(*) AS n FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND status = ?",
-            (scope.org, scope.playbook, definition_type, "active"),
-        )
-        return int(rows[0]["n"])
+        return await self.ledger.queries.definitions.count_active(scope.org, scope.playbook, definition_type)
 
     async def users_of(self, scope: PlaybookScope, definition_type: str, name: str) -> list[tuple[str, str, str]]:
         """The active definitions of the playbook that use this one, as (type, name, how)."""
-        rows = await self.ledger.fetch(
-            "SELECT type, name, document FROM definitions WHERE org = ? AND playbook = ? AND status = ?",
-            (scope.org, scope.playbook, "active"),
-        )
+        rows = await self.ledger.queries.definitions.active_documents(scope.org, scope.playbook)
         users = {
             (row["type"], row["name"], use["how"])
             for row in rows

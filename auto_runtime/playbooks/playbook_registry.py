@@ -147,10 +147,10 @@ class PlaybookRegistry:
         if known is not None and (shown := known.get(key)) is not None:
             return shown
         ticket = known.ticket() if known is not None else 0
-        rows = await self.ledger.fetch("SELECT * FROM playbooks WHERE org = ? AND playbook = ?", (org, playbook))
-        if not rows:
+        row = await self.ledger.queries.playbooks.row(org, playbook)
+        if row is None:
             return None
-        shown = _shown_row(rows[0])
+        shown = _shown_row(row)
         if known is not None:
             known.fill(key, shown, ticket)
         return shown
@@ -169,7 +169,7 @@ class PlaybookRegistry:
         return dict(shown)
 
     async def listed(self, org: str, include_retired: bool, only: frozenset[str] | None) -> list[dict[str, Any]]:
-        rows = await self.ledger.fetch("SELECT * FROM playbooks WHERE org = ? ORDER BY created_at, playbook", (org,))
+        rows = await self.ledger.queries.playbooks.of_org(org)
         return [
             _shown_row(row)
             for row in rows

@@ -329,14 +329,9 @@ class RunService:
     ) -> dict[str, Any]:
         after = _position_after(decode_cursor(cursor, scope, "runs")) if cursor else None
         filtered = definition_type is not None or name is not None or status is not None
-        sql = "SELECT * FROM runs WHERE org = ? AND playbook = ?"
-        params: list[Any] = [scope.org, scope.playbook]
-        if after is not None:
-            sql += " AND (first_started_us < ? OR (first_started_us = ? AND run_id < ?))"
-            params += [after[0], after[0], after[1]]
-        sql += " ORDER BY first_started_us DESC, run_id DESC LIMIT ?"
-        params.append(LIST_SCAN if filtered else limit + 1)
-        rows = await self.ledger.fetch(sql, params)
+        rows = await self.ledger.queries.runs.newest_first(
+            scope.org, scope.playbook, after, LIST_SCAN if filtered else limit + 1
+        )
         chosen: list[dict[str, Any]] = []
         last_looked: tuple[int, str] | None = None
         more = False

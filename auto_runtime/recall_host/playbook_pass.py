@@ -102,10 +102,7 @@ class PlaybookPass:
         self._passed_over: set[str] = set()
 
     async def _actives(self, scope: PlaybookScope) -> dict[str, _Active]:
-        rows = await self.ledger.fetch(
-            "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND status = ?",
-            (scope.org, scope.playbook, "recall", "active"),
-        )
+        rows = await self.ledger.queries.definitions.active_of_type(scope.org, scope.playbook, "recall")
         found: dict[str, _Active] = {}
         for row in rows:
             version = version_of(DEFINITIONS_PROJECTION.decode_row(row))

@@ -48,12 +48,7 @@ class CallDispatcher:
     async def open_calls(self, scope: PlaybookScope, top: str, caller: LoadedRun, run_id: str, key: str) -> int:
         """Where this call stands among the calls waiting in the tree under the top run `top`: the other runs'
         waiting calls, plus its rank among its caller's (by key, so every dispatch counts alike), from 1."""
-        rows = await self.store.ledger.fetch(
-            "SELECT SUM(open_calls) AS n FROM workflow_runs WHERE org = ? AND playbook = ? AND tree = ? "
-            "AND run_id <> ?",
-            [scope.org, scope.playbook, top, run_id],
-        )
-        others = int((rows[0]["n"] if rows else None) or 0)
+        others = await self.store.ledger.queries.workflow_runs.open_calls(scope.org, scope.playbook, top, run_id)
         own = sorted(caller.state.calls)
         return others + (own.index(key) + 1 if key in own else len(own) + 1)
 

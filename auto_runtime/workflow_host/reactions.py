@@ -440,10 +440,8 @@ class Reactions:
 
     async def _retired(self, scope: PlaybookScope) -> bool:
         """Whether the playbook is retired: its triggers start nothing (a permanent refusal, not retried)."""
-        rows = await self.ledger.fetch(
-            "SELECT status FROM playbooks WHERE org = ? AND playbook = ?", [scope.org, scope.playbook]
-        )
-        return bool(rows) and rows[0]["status"] == "retired"
+        row = await self.ledger.queries.playbooks.row(scope.org, scope.playbook)
+        return row is not None and row["status"] == "retired"
 
     async def _document(self, scope: PlaybookScope, name: str, version: int, record_id: str) -> dict[str, Any]:
         """The document of the version a trigger names, from the playbook actors' one cache (its source read
@@ -556,8 +554,4 @@ class Reactions:
         return True
 
     async def _running(self, scope: PlaybookScope, run_id: str) -> bool:
-        rows = await self.ledger.fetch(
-            "SELECT status FROM runs WHERE org = ? AND playbook = ? AND run_id = ?",
-            [scope.org, scope.playbook, run_id],
-        )
-        return bool(rows) and rows[0]["status"] == "started"
+        return await self.ledger.queries.runs.status(scope.org, scope.playbook, run_id) == "started"

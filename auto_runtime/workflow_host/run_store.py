@@ -167,11 +167,8 @@ class RunStore:
 
     async def _row(self, scope: PlaybookScope, run_id: str) -> dict[str, Any] | None:
         """The run's `workflow_runs` row, its state still as stored (JSON), or None."""
-        rows = await self.ledger.fetch(
-            "SELECT * FROM workflow_runs WHERE org = ? AND playbook = ? AND run_id = ?",
-            [scope.org, scope.playbook, run_id],
-        )
-        return WORKFLOW_RUNS_PROJECTION.decode_row(rows[0]) if rows else None
+        row = await self.ledger.queries.workflow_runs.row(scope.org, scope.playbook, run_id)
+        return WORKFLOW_RUNS_PROJECTION.decode_row(row) if row is not None else None
 
     async def is_running(self, scope: PlaybookScope, run_id: str) -> bool:
         """Whether the playbook has a workflow run `run_id` that has not ended (one row read, no history)."""

@@ -179,10 +179,7 @@ def _within_limit(rows: list[ListeningRun]) -> list[ListeningRun]:
 
 async def listening_runs(ledger: Ledger, scope: PlaybookScope) -> list[ListeningRun]:
     """The playbook's runs with open listens for playbook events, within the playbook's limit."""
-    rows = await ledger.fetch(
-        "SELECT run_id, listeners, taken FROM workflow_listeners WHERE org = ? AND playbook = ? ORDER BY run_id",
-        [scope.org, scope.playbook],
-    )
+    rows = await ledger.queries.workflow_listeners.of_playbook(scope.org, scope.playbook)
     decoded = [WORKFLOW_LISTENERS_PROJECTION.decode_row(row) for row in rows]
     runs = [ListeningRun(str(row["run_id"]), dict(row["listeners"]), frozenset(row["taken"] or [])) for row in decoded]
     return _within_limit(runs)
