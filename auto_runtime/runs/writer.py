@@ -6,6 +6,9 @@ version guards: a `VersionConflict` means someone else moved the run, and the wr
 again, up to `ATTEMPTS` times, then raises what the caller chose (`RunKeptMoving` unless told otherwise). This
 is the only place above the ledger that catches a version clash on a run's stream.
 
+A decision that holds only due work (an entry marked fired with nothing to record) changes the due-work table
+alone, under the decision's fence, without a version check: it moves no stream.
+
 Between two messages the writer keeps, per decider kind, the state the last append left, so a queued message
 is decided without reading the run again; every other kind's kept state is dropped when an append moves the
 stream, and all of it when a message fails (`forget`).
@@ -77,14 +80,15 @@ class RunWriter:
             if not decision.writes:
                 self._kept[decider.kind] = loaded
                 return Written(decision.reply, [], loaded)
+            writes = [*decision.other_writes]
+            if decision.records:
+                writes.insert(0, StreamWrite(self.stream, loaded.version, list(decision.records)))
+            if not writes:
+                await self.ledger.due_work.change(decision.due_work, fence=decision.fence)
+                self._kept[decider.kind] = loaded
+                return Written(decision.reply, [], loaded, decision.due_work)
             try:
-                appended = await self.ledger.append(
-                    [StreamWrite(self.stream, loaded.version, list(decision.records)), *decision.other_writes]
-                    if decision.records
-                    else list(decision.other_writes),
-                    due_work=decision.due_work,
-                    fence=decision.fence,
-                )
+                appended = await self.ledger.append(writes, due_work=decision.due_work, fence=decision.fence)
             except VersionConflict:
                 self._kept.clear()
                 continue

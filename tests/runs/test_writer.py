@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Record, StreamWrite
+from auto_runtime.ledger import DueEntry, DueKey, DueWorkChanges, Ledger, NewRecord, PlaybookScope, Record, StreamWrite
 from auto_runtime.problems import Rejection, conflict
 from auto_runtime.runs import ATTEMPTS, Decision, HistoryDecider, Loaded, RunHistory, RunKeptMoving, RunWriter
 from auto_runtime.runs.facts import run_stream
-from tests.runs.conftest import SCOPE
+from tests.runs.conftest import MOMENT, SCOPE
 
 RUN = "0193e0a0-0000-7000-8000-0000000000aa"
 
@@ -119,3 +119,25 @@ async def test_a_decision_on_a_given_first_state_reads_nothing_until_it_clashes(
     other = Noting(ledger)
     written = await RunWriter(ledger, SCOPE, RUN).write(other, Note("b"), first=empty)
     assert other.loads == 1 and other.decided_on == [0, 1] and written.reply == 1
+
+
+@dataclass(frozen=True)
+class MarkOnly:
+    """A decision that records nothing and marks a due entry fired (a delivery attempt that found its run ended)."""
+
+    key: str
+
+
+class Marking(HistoryDecider[MarkOnly, None]):
+    def decide(self, loaded: Loaded[RunHistory], message: MarkOnly) -> Decision[None]:
+        history = loaded.state
+        return Decision(None, due_work=DueWorkChanges(fire=[DueKey(history.scope, history.run_id, message.key)]))
+
+
+async def test_a_decision_of_due_work_alone_changes_the_table_and_moves_no_stream(ledger: Ledger) -> None:
+    entry = DueEntry(SCOPE, RUN, "interaction:attempt:1", MOMENT, {})
+    await ledger.due_work.arm([entry])
+    written = await RunWriter(ledger, SCOPE, RUN).write(Marking(), MarkOnly(entry.key))
+    assert written.appended == [] and await kinds(ledger) == []
+    (row,) = await ledger.due_work.entries_of_run(SCOPE, RUN)
+    assert row.state == "fired"
