@@ -91,9 +91,9 @@ from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.framing import RequestFraming
 from auto_runtime.http.openapi import build_openapi
+from auto_runtime.interaction_host.interaction_runtime import KEY_PREFIX as INTERACTION_KEY_PREFIX
+from auto_runtime.interaction_host.interaction_runtime import InteractionRuntime
 from auto_runtime.interaction_host.open_requests import INTERACTION_SOURCE, open_requests_projection
-from auto_runtime.interaction_host.runtime import KEY_PREFIX as INTERACTION_KEY_PREFIX
-from auto_runtime.interaction_host.runtime import InteractionRuntime
 from auto_runtime.ledger import Ledger, LedgerStartError
 from auto_runtime.ledger.object_content import S3ContentObjects
 from auto_runtime.ledger.opening import LedgerStore, ledger_store

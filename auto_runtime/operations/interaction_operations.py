@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from auto_runtime.interaction_host.runtime import InteractionRuntime
+from auto_runtime.interaction_host.interaction_runtime import InteractionRuntime
 from auto_runtime.operations.definition_operations import PLAYBOOK_READ, PLAYBOOK_WRITE, DefinitionTypeField
 from auto_runtime.operations.fields import ID_PATTERN, OrLeftOut
 from auto_runtime.operations.operation import Hints, Operation, OperationContext

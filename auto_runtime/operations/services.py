@@ -11,7 +11,7 @@ from auto_runtime.functions.prediction.cache_folder import CacheFolder
 from auto_runtime.functions.prediction.candidates import Candidates
 from auto_runtime.functions.prediction.datasets import Datasets
 from auto_runtime.functions.prediction.model_pool import ModelPool
-from auto_runtime.interaction_host.runtime import InteractionRuntime
+from auto_runtime.interaction_host.interaction_runtime import InteractionRuntime
 from auto_runtime.models import ModelDirectory
 from auto_runtime.playbooks.analytics import PlaybookAnalytics
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry

@@ -17,7 +17,7 @@ from auto_runtime.functions.interaction.delivery_decisions import next_attempt_w
 from auto_runtime.functions.interaction.interaction_type import InteractionType
 from auto_runtime.functions.interaction.request_sources import MAX_ATTEMPTS
 from auto_runtime.functions.registry import function_types
-from auto_runtime.interaction_host.runtime import KEY_PREFIX, InteractionRuntime
+from auto_runtime.interaction_host.interaction_runtime import KEY_PREFIX, InteractionRuntime
 from auto_runtime.ledger import Ledger, Record
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_service import RunService

@@ -25,8 +25,8 @@ import trio
 from auto_runtime.functions.interaction.interaction_type import InteractionType
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
-from auto_runtime.interaction_host.runtime import KEY_PREFIX as INTERACTION_KEY_PREFIX
-from auto_runtime.interaction_host.runtime import InteractionRuntime
+from auto_runtime.interaction_host.interaction_runtime import KEY_PREFIX as INTERACTION_KEY_PREFIX
+from auto_runtime.interaction_host.interaction_runtime import InteractionRuntime
 from auto_runtime.ledger import Ledger, Projection, Record
 from auto_runtime.ledger.projections import ProjectionKey, Row, TableSpec
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry

@@ -30,7 +30,7 @@ LATER_TYPES = frozenset({"workflow", "interaction"})
 """Definition types whose runs may finish after their request: the answer comes from the callee's own ending (an
 interaction function's request; its `call` finishes within the request, `answered_later`)."""
 INTERACTION_CANCEL_KEY = "interaction:cancel"
-"""The key the interaction runtime ends a cancelled request by (`interaction_host.runtime`)."""
+"""The key the interaction runtime ends a cancelled request by (`interaction_host.interaction_runtime`)."""
 
 
 def in_request(definition_type: str) -> bool:

@@ -28,8 +28,8 @@ from auto_runtime.functions.prediction.prediction_type import PredictionType
 from auto_runtime.functions.prediction.questions import Questions
 from auto_runtime.functions.prediction.run_handlers import serve_builds
 from auto_runtime.functions.registry import function_types
+from auto_runtime.interaction_host.interaction_runtime import KEY_PREFIX, InteractionRuntime
 from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE
-from auto_runtime.interaction_host.runtime import KEY_PREFIX, InteractionRuntime
 from auto_runtime.ledger import Ledger
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_service import RunService
