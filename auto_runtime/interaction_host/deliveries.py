@@ -29,6 +29,7 @@ from typing import Any
 
 import trio
 
+from auto_runtime.clock_text import iso_utc, now_utc
 from auto_runtime.functions.interaction.arguments import (
     CONVERSATION_NAMES,
     DELIVER_NAMES,
@@ -58,7 +59,6 @@ from auto_runtime.ledger import (
     StreamWrite,
     VersionConflict,
 )
-from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.problems import Rejection
 from auto_runtime.runs.facts import RUN_REJECTED, RUN_SUCCEEDED, carried_metadata, run_stream
 from auto_runtime.runs.view import RunState, fold_run

@@ -31,6 +31,7 @@ from typing import Any
 
 import trio
 
+from auto_runtime.clock_text import now_utc
 from auto_runtime.functions.durations import interaction_duration_ms
 from auto_runtime.functions.interaction.arguments import (
     MAX_ARGUMENTS_BYTES,
@@ -59,7 +60,6 @@ from auto_runtime.ledger import (
     StreamWrite,
     VersionConflict,
 )
-from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.runs.facts import carried_metadata, run_stream
 from auto_runtime.runs.view import fold_run
 from auto_runtime.schema_issues import check_off_the_loop

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from auto_runtime.clock_text import iso_utc, now_utc
 from auto_runtime.functions.function_type import Rejected, RunEnding, Succeeded
 from auto_runtime.functions.interaction.arguments import ArgumentText
 from auto_runtime.functions.interaction.call_run import (
@@ -59,7 +60,6 @@ from auto_runtime.ledger import (
     StreamWrite,
     VersionConflict,
 )
-from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
 from auto_runtime.playbooks.run_service import RunService

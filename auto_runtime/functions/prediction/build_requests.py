@@ -21,6 +21,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from auto_runtime.clock_text import iso_utc, microseconds_since_epoch
 from auto_runtime.functions.interaction.request_sources import DELIVERY_CHANGES, RequestSource
 from auto_runtime.functions.prediction.brief import request_message
 from auto_runtime.functions.prediction.build_facts import (
@@ -33,7 +34,6 @@ from auto_runtime.functions.prediction.build_facts import (
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.ledger import NewRecord, PlaybookScope, Record, Row, StreamWrite, VersionConflict
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
-from auto_runtime.playbooks.clock import iso_utc, microseconds_since_epoch
 from auto_runtime.problems import InputIssue, conflict, invalid_input, not_found
 from auto_runtime.runs.facts import run_stream
 from auto_runtime.runs.ids import is_run_id
