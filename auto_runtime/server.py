@@ -66,6 +66,7 @@ from auto_runtime.auth.access_tokens import AccessTokens
 from auto_runtime.auth.api_keys import KeyEntry, KeyRing
 from auto_runtime.auth.caller import Permission
 from auto_runtime.auth.issuer_keys import IssuerKeys
+from auto_runtime.aws.credentials import AwsDefaultChain
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.interaction import InteractionType
 from auto_runtime.functions.prediction.approval import APPROVAL_PREFIX, Approval
@@ -105,7 +106,6 @@ from auto_runtime.mcp_server.asgi import McpRoot
 from auto_runtime.mcp_server.service import McpService
 from auto_runtime.metrics import install_metrics
 from auto_runtime.models import ModelDirectory
-from auto_runtime.models.aws_credentials import AwsDefaultChain
 from auto_runtime.models.http_client import model_http_client
 from auto_runtime.models.providers import partly_configured
 from auto_runtime.operations.catalog import Catalog

@@ -34,6 +34,7 @@ from typing import Any
 import trio
 
 from auto_runtime.actors import MailboxFull
+from auto_runtime.clock_text import now_utc
 from auto_runtime.functions.interaction.arguments import (
     DELIVER_NAMES,
     MAX_ARGUMENTS_BYTES,
@@ -54,7 +55,6 @@ from auto_runtime.interaction_host.replies import ReplyReads
 from auto_runtime.interaction_host.request_facts import INTERACTION_SOURCES, RequestFacts, request_facts
 from auto_runtime.json_limits import compact_json, json_size
 from auto_runtime.ledger import DueEntry, LeaseFence, LeaseLost, Ledger, LedgerError, PlaybookScope, Record
-from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.runs import RunKeptMoving, Runs, RunWriter
 from auto_runtime.runs.facts import run_stream
 from auto_runtime.runs.interaction_messages import DeliveryOutcome, EndDelivery, LoseDelivery, StartDelivery

@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from auto_runtime.actors import MailboxFull
+from auto_runtime.clock_text import iso_utc, now_utc
 from auto_runtime.functions.function_type import Rejected, RunEnding, Succeeded
 from auto_runtime.functions.interaction.arguments import ArgumentText
 from auto_runtime.functions.interaction.call_run import (
@@ -55,7 +56,6 @@ from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE, lis
 from auto_runtime.interaction_host.request_facts import answer_shown
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import DueEntry, LeaseFence, Ledger, NewRecord, PlaybookScope
-from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.cursors import decode_cursor, encode_cursor, foreign_cursor
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
 from auto_runtime.playbooks.run_service import RunService

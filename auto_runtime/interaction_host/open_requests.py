@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from auto_runtime.clock_text import iso_utc, microseconds_since_epoch
 from auto_runtime.functions.interaction.request_sources import DELIVERY_CHANGES, RequestSource, RowChange
 from auto_runtime.ledger import Projection, Record, Row, TableSpec
-from auto_runtime.playbooks.clock import iso_utc, microseconds_since_epoch
 from auto_runtime.runs.facts import RUN_CANCEL_REQUESTED, RUN_ENDINGS, RUN_STARTED
 
 INTERACTION_REQUESTED = "interaction_requested"

@@ -36,6 +36,7 @@ from typing import Any
 import trio
 
 from auto_runtime.actors import MailboxFull
+from auto_runtime.clock_text import now_utc
 from auto_runtime.functions.interaction.arguments import (
     MAX_ARGUMENTS_BYTES,
     REPLIES_NAMES,
@@ -64,7 +65,6 @@ from auto_runtime.ledger import (
     Record,
     StreamWrite,
 )
-from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.runs import RunKeptMoving, Runs, RunWriter
 from auto_runtime.runs.facts import run_stream
 from auto_runtime.runs.interaction_messages import JudgeReply, ReplyJudged, Telling

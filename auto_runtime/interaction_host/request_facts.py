@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.functions.interaction.request_sources import RequestSource
 from auto_runtime.interaction_host.open_requests import INTERACTION_REQUESTED, INTERACTION_SOURCE, REQUEST_ANSWERED
 from auto_runtime.ledger import Record
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.runs.facts import RUN_CANCEL_REQUESTED, RUN_STARTED
 
 INTERACTION_SOURCES: Final[Mapping[str, RequestSource]] = {INTERACTION_REQUESTED: INTERACTION_SOURCE}

@@ -33,22 +33,25 @@ Invariants (both stores):
   nothing will arm its keys again: removing its tombstones would let a late arm through).
 
 Due times are kept as UTC microseconds since the Unix epoch, like `recorded_at`.
+
+`DueWork` is the port: it validates and encodes here, once for both stores, and each store's dialect
+(`sqlite.due_work`, `postgres.due_work`) runs the encoded changes and reads; `opening` composes it into the
+ledger (`Ledger.due_work`).
 """
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from . import json_text
 from .lease import LeaseFence, validate_fence
+from .open_state import OpenState
 from .records import from_microseconds, to_microseconds
 from .streams import OrgScope, PlaybookScope, Scope, validate_segment
-
-if TYPE_CHECKING:
-    from .ledger import Ledger
 
 DueState = Literal["armed", "fired", "cancelled"]
 KEY_MAX_LENGTH: Final = 512
@@ -244,15 +247,18 @@ def decode_row(scope_key: str, run_id: str, key: str, due_us: int | None, payloa
     )
 
 
-@dataclass(frozen=True, slots=True)
-class DueWork:
+class DueWork(abc.ABC):
     """The ledger's due-work table (`Ledger.due_work`). Every method may be called from any Trio task.
 
     The writing methods take an optional `fence`: the write then happens only while that holder
     still holds the lease with that fencing number, else `LeaseLost` and nothing is written.
+
+    A dialect implements the `_` steps with encoded, validated arguments; each write step runs in one
+    transaction of its own, with the fence checked inside it.
     """
 
-    ledger: Ledger
+    def __init__(self, open_state: OpenState) -> None:
+        self._open = open_state
 
     async def arm(self, entries: Sequence[DueEntry], fence: LeaseFence | None = None) -> None:
         """Arm entries, each unless its key already has a row (armed, fired or a tombstone)."""
@@ -264,25 +270,25 @@ class DueWork:
 
     async def change(self, changes: DueWorkChanges, fence: LeaseFence | None = None) -> None:
         """Apply arms, cancels and marks in one transaction (see the module docstring for the rules)."""
-        self.ledger._check_open()
+        self._open.check()
         encoded = encode_changes(changes)
         if fence is not None:
             validate_fence(fence)
         if not encoded and fence is None:
             return
-        await self.ledger._change_due_work(encoded, fence)
+        await self._change(encoded, fence)
 
     async def due(self, now: datetime, limit: int = 100) -> list[DueEntry]:
         """Armed entries due at or before `now`, oldest due first, at most `limit` (1 to 10,000)."""
-        self.ledger._check_open()
+        self._open.check()
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_DUE_LIMIT:
             raise ValueError(f"limit is an int from 1 to {MAX_DUE_LIMIT}")
-        return await self.ledger._due(to_microseconds(now), limit)
+        return await self._due(to_microseconds(now), limit)
 
     async def next_due(self) -> datetime | None:
         """The earliest due time of an armed entry (perhaps already past), or None when none is armed."""
-        self.ledger._check_open()
-        found = await self.ledger._next_due()
+        self._open.check()
+        found = await self._next_due()
         return None if found is None else from_microseconds(found)
 
     async def mark_fired(self, keys: Sequence[DueKey], fence: LeaseFence | None = None) -> int:
@@ -290,23 +296,41 @@ class DueWork:
 
         Fired, cancelled and unknown keys are left as they are.
         """
-        self.ledger._check_open()
+        self._open.check()
         encoded = encode_keys(keys)
         if fence is not None:
             validate_fence(fence)
         if not encoded and fence is None:
             return 0
-        return await self.ledger._mark_fired(encoded, fence)
+        return await self._mark_fired(encoded, fence)
 
     async def entries_of_run(self, scope: Scope, run_id: str) -> list[DueRow]:
         """Every row of one run (any state), ordered by key: for the sweep's repairs and for tests."""
-        self.ledger._check_open()
-        return await self.ledger._due_rows_of_run(*encode_run(scope, run_id))
+        self._open.check()
+        return await self._rows_of_run(*encode_run(scope, run_id))
 
     async def forget_run(self, scope: Scope, run_id: str, fence: LeaseFence | None = None) -> int:
         """Delete every row of one run, tombstones too; returns how many. Only once the run has ended."""
-        self.ledger._check_open()
+        self._open.check()
         scope_key, run = encode_run(scope, run_id)
         if fence is not None:
             validate_fence(fence)
-        return await self.ledger._forget_due_run(scope_key, run, fence)
+        return await self._forget_run(scope_key, run, fence)
+
+    @abc.abstractmethod
+    async def _change(self, changes: EncodedChanges, fence: LeaseFence | None) -> None: ...
+
+    @abc.abstractmethod
+    async def _due(self, now_us: int, limit: int) -> list[DueEntry]: ...
+
+    @abc.abstractmethod
+    async def _next_due(self) -> int | None: ...
+
+    @abc.abstractmethod
+    async def _mark_fired(self, keys: list[EncodedKey], fence: LeaseFence | None) -> int: ...
+
+    @abc.abstractmethod
+    async def _rows_of_run(self, scope_key: str, run_id: str) -> list[DueRow]: ...
+
+    @abc.abstractmethod
+    async def _forget_run(self, scope_key: str, run_id: str, fence: LeaseFence | None) -> int: ...

@@ -35,19 +35,22 @@ Invariants (both stores):
   fencing number, or raises `LeaseLost` and writes nothing. On PostgreSQL the check takes a share
   lock on the lease row, so a claim that would take the lease waits for the fenced write to commit:
   a new holder therefore sees every write its predecessor's fence let through.
+
+`Leases` is the port: it validates here, once for both stores, and each store's dialect (`sqlite.leases`,
+`postgres.leases`) claims, releases and reads the rows; `opening` composes it into the ledger, whose
+`Ledger.lease(name)` hands out a `Lease` for one name.
 """
 
 from __future__ import annotations
 
+import abc
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from .errors import LedgerError
-
-if TYPE_CHECKING:
-    from .ledger import Ledger
+from .open_state import OpenState
 
 WORKFLOW_HOST_LEASE: Final = "workflow-host"
 """The name of the lease whose holder runs the workflow host's due work."""
@@ -155,11 +158,50 @@ def validate_fence(fence: LeaseFence) -> LeaseFence:
     return fence
 
 
+class Leases(abc.ABC):
+    """The ledger's lease rows, by name. Every method may be called from any Trio task; a dialect implements
+    the `_` steps with validated arguments."""
+
+    def __init__(self, open_state: OpenState) -> None:
+        self._open = open_state
+
+    async def claim(self, name: str, holder_id: str, lapse: timedelta) -> LeaseState:
+        """`Lease.claim` of the lease called `name`."""
+        self._open.check()
+        validate_lease_name(name)
+        validate_holder(holder_id)
+        if not isinstance(lapse, timedelta) or lapse <= timedelta(0):
+            raise ValueError("a lease lapse is a positive timedelta")
+        return await self._claim(name, holder_id, lapse)
+
+    async def release(self, name: str, holder_id: str) -> bool:
+        """`Lease.release` of the lease called `name`."""
+        self._open.check()
+        validate_lease_name(name)
+        validate_holder(holder_id)
+        return await self._release(name, holder_id)
+
+    async def holder(self, name: str) -> LeaseState:
+        """`Lease.holder` of the lease called `name`."""
+        self._open.check()
+        validate_lease_name(name)
+        return await self._read(name)
+
+    @abc.abstractmethod
+    async def _claim(self, name: str, holder: str, lapse: timedelta) -> LeaseState: ...
+
+    @abc.abstractmethod
+    async def _release(self, name: str, holder: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def _read(self, name: str) -> LeaseState: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Lease:
     """One named lease of a ledger (`Ledger.lease(name)`). Cheap to make; holds no state of its own."""
 
-    ledger: Ledger
+    leases: Leases
     name: str
 
     async def claim(self, holder_id: str, lapse: timedelta) -> LeaseState:
@@ -171,22 +213,15 @@ class Lease:
         with the number from your previous claim: a different number means another process held
         the lease in between, so in-memory state about due work must be reloaded.
         """
-        self.ledger._check_open()
-        validate_holder(holder_id)
-        if not isinstance(lapse, timedelta) or lapse <= timedelta(0):
-            raise ValueError("a lease lapse is a positive timedelta")
-        return await self.ledger._claim_lease(self.name, holder_id, lapse)
+        return await self.leases.claim(self.name, holder_id, lapse)
 
     async def release(self, holder_id: str) -> bool:
         """Free the lease when `holder_id` is its holder (live or lapsed); returns whether it did.
 
         A clean stop releases, so a standby takes the lease at its next claim.
         """
-        self.ledger._check_open()
-        validate_holder(holder_id)
-        return await self.ledger._release_lease(self.name, holder_id)
+        return await self.leases.release(self.name, holder_id)
 
     async def holder(self) -> LeaseState:
         """The lease as it stands now (changes nothing)."""
-        self.ledger._check_open()
-        return await self.ledger._read_lease(self.name)
+        return await self.leases.holder(self.name)

@@ -1,8 +1,11 @@
 """`Ledger`: the interface the runtime codes against, with the behaviour both stores share.
 
-One instance per process, opened with `open_ledger` and used from Trio tasks. Subclasses (the SQLite
-and PostgreSQL stores) implement the storage steps (`_append`, `_scan`, `_load`, ...); validation,
-encoding, paging and cursors live here so both stores behave alike.
+One instance per process, opened with `open_ledger` and used from Trio tasks. The event store is this class:
+subclasses (the SQLite and PostgreSQL stores) implement its storage steps (`_append`, `_scan`, `_load`, ...);
+validation, encoding, paging and cursors live here so both stores behave alike. Beside it, each other concern
+is a port of its own with a SQLite and a PostgreSQL implementation (`LedgerPorts`: content, due work, leases,
+secret rows, recall view rows), which `opening` composes and hands to the store; the ledger shows them as
+`content`, `due_work`, `lease(name)`, `secrets` and `recall_views`.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import abc
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from auto_runtime.metrics import appended
@@ -19,15 +22,15 @@ from auto_runtime.telemetry import ledger_append_span
 
 from . import paging
 from .content import ContentStore, is_digest
-from .due_work import DueEntry, DueRow, DueWork, DueWorkChanges, EncodedChanges, EncodedKey, encode_changes
-from .errors import LedgerClosedError
+from .due_work import DueWork, DueWorkChanges, EncodedChanges, encode_changes
 from .feed import AppendSignal, FeedPosition, ScopesAppended
-from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, LeaseState, validate_fence, validate_lease_name
+from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, Leases, validate_fence, validate_lease_name
 from .migrations import SchemaReport
+from .open_state import OpenState
 from .paging import Order, Page, ScanRow, SortKey
 from .projections import Projection
 from .queries import Queries
-from .recall_views import Expected, RecallViewRows, ViewRow
+from .recall_views import RecallViewRows
 from .records import (
     AnyVersion,
     EncodedRecord,
@@ -38,7 +41,7 @@ from .records import (
     to_microseconds,
     validate_writes,
 )
-from .secret_rows import SecretRow, SecretRows
+from .secret_rows import SecretRows
 from .streams import PlaybookScope, Scope, StreamName, scope_key_of
 
 SqlValue = str | int | float | bytes | None
@@ -51,6 +54,17 @@ class EncodedWrite:
     stream: str
     expected: int | None
     records: list[EncodedRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerPorts:
+    """A ledger's ports beside its event store, all on the store's own database (made by `opening`)."""
+
+    content: ContentStore
+    due_work: DueWork
+    leases: Leases
+    secrets: SecretRows
+    recall_views: RecallViewRows
 
 
 class Ledger(abc.ABC):
@@ -68,9 +82,13 @@ class Ledger(abc.ABC):
     what this process appended is all there is: a cache kept current by this process's own appends is exact,
     and "did another server move this stream?" needs no read. False on PostgreSQL, shared by servers."""
 
-    def __init__(self, projections: Sequence[Projection], content: ContentStore) -> None:
+    def __init__(self, projections: Sequence[Projection], ports: LedgerPorts, open_state: OpenState) -> None:
         self.projections: tuple[Projection, ...] = tuple(projections)
-        self.content = content
+        self.ports = ports
+        self.content = ports.content
+        self.open_state = open_state
+        """Shared with the ports: the store's `stop` closes it, and every call of the ledger or a port then
+        raises `LedgerClosedError`."""
         self.appended = AppendSignal()
         self.scopes_appended = ScopesAppended()
         """The scopes each of this process's appends wrote to, told once it committed (see `ScopesAppended`)."""
@@ -78,11 +96,9 @@ class Ledger(abc.ABC):
         """The names of the projections rebuilt from history when this ledger opened."""
         self.schema: SchemaReport | None = None
         """The schema versions this ledger was found at and brought to when it opened (see `migrations`)."""
-        self._closed = False
 
     def _check_open(self) -> None:
-        if self._closed:
-            raise LedgerClosedError("the ledger is closed")
+        self.open_state.check()
 
     async def append(
         self,
@@ -132,17 +148,17 @@ class Ledger(abc.ABC):
 
     def lease(self, name: str = WORKFLOW_HOST_LEASE) -> Lease:
         """The lease called `name` (the workflow host's by default): `claim`, `release`, `holder`."""
-        return Lease(self, validate_lease_name(name))
+        return Lease(self.ports.leases, validate_lease_name(name))
 
     @property
     def secrets(self) -> SecretRows:
         """The sealed secret rows (`secret_rows`): put, get, forget, every, replace."""
-        return SecretRows(self)
+        return self.ports.secrets
 
     @property
     def due_work(self) -> DueWork:
         """The due-work table (timers): `arm`, `cancel`, `due`, `next_due`, `mark_fired`, ..."""
-        return DueWork(self)
+        return self.ports.due_work
 
     async def read_stream(self, stream: StreamName, from_position: int = 1, limit: int | None = None) -> list[Record]:
         """The stream's records from `from_position` (counting from 1), at most `limit` of them."""
@@ -242,21 +258,7 @@ class Ledger(abc.ABC):
     @property
     def recall_views(self) -> RecallViewRows:
         """The recall views' table (`recall_views`): reads, and writes fenced by the workflow lease."""
-        return RecallViewRows(self)
-
-    async def write_recall_view(self, row: ViewRow, expected: Expected | None, fence: LeaseFence | None) -> bool:
-        """Make or reset the row (`expected` None), or write it only while it holds `expected`; False when
-        that condition failed. `LeaseLost` when `fence` no longer holds."""
-        self._check_open()
-        if fence is not None:
-            validate_fence(fence)
-        return await self._write_recall_view(row, expected, fence)
-
-    async def drop_recall_view(self, org: str, playbook: str, name: str, fence: LeaseFence | None) -> None:
-        self._check_open()
-        if fence is not None:
-            validate_fence(fence)
-        await self._drop_recall_view(org, playbook, name, fence)
+        return self.ports.recall_views
 
     async def fetch(self, sql: str, params: Sequence[SqlValue] = ()) -> list[dict[str, Any]]:
         """Run one read-only SELECT (usually over projection tables) and return its rows as dicts.
@@ -306,48 +308,6 @@ class Ledger(abc.ABC):
         """`_append` with due-work changes and a fence check, all in the append's transaction."""
 
     @abc.abstractmethod
-    async def _claim_lease(self, name: str, holder: str, lapse: timedelta) -> LeaseState: ...
-
-    @abc.abstractmethod
-    async def _release_lease(self, name: str, holder: str) -> bool: ...
-
-    @abc.abstractmethod
-    async def _read_lease(self, name: str) -> LeaseState: ...
-
-    @abc.abstractmethod
-    async def _change_due_work(self, changes: EncodedChanges, fence: LeaseFence | None) -> None: ...
-
-    @abc.abstractmethod
-    async def _due(self, now_us: int, limit: int) -> list[DueEntry]: ...
-
-    @abc.abstractmethod
-    async def _next_due(self) -> int | None: ...
-
-    @abc.abstractmethod
-    async def _mark_fired(self, keys: list[EncodedKey], fence: LeaseFence | None) -> int: ...
-
-    @abc.abstractmethod
-    async def _due_rows_of_run(self, scope_key: str, run_id: str) -> list[DueRow]: ...
-
-    @abc.abstractmethod
-    async def _forget_due_run(self, scope_key: str, run_id: str, fence: LeaseFence | None) -> int: ...
-
-    @abc.abstractmethod
-    async def _put_secret(self, row: SecretRow) -> None: ...
-
-    @abc.abstractmethod
-    async def _get_secret(self, scope_key: str, name: str) -> SecretRow | None: ...
-
-    @abc.abstractmethod
-    async def _forget_secret(self, scope_key: str, name: str) -> bool: ...
-
-    @abc.abstractmethod
-    async def _every_secret(self) -> list[SecretRow]: ...
-
-    @abc.abstractmethod
-    async def _replace_secret(self, row: SecretRow, sealed: bytes) -> bool: ...
-
-    @abc.abstractmethod
     async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]: ...
 
     @abc.abstractmethod
@@ -375,12 +335,6 @@ class Ledger(abc.ABC):
 
     @abc.abstractmethod
     async def _read_forward(self, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]: ...
-
-    @abc.abstractmethod
-    async def _write_recall_view(self, row: ViewRow, expected: Expected | None, fence: LeaseFence | None) -> bool: ...
-
-    @abc.abstractmethod
-    async def _drop_recall_view(self, org: str, playbook: str, name: str, fence: LeaseFence | None) -> None: ...
 
     @abc.abstractmethod
     async def _fetch(self, sql: str, params: tuple[SqlValue, ...]) -> list[dict[str, Any]]: ...

@@ -1,4 +1,10 @@
-"""`open_ledger`: choose and run the store for this process."""
+"""`open_ledger`: choose and run the store for this process, composed of its ports.
+
+The one place a ledger is put together: the store's connections (`sqlite.connections`, `postgres.connections`),
+its ports on them (content rows, due work, leases, secret rows, recall view rows; each port's base beside the
+event store in `ledger/`, its dialect in `sqlite/` or `postgres/`), one `OpenState` they all share, and the store
+that runs them (`sqlite_ledger`, `postgres_ledger`).
+"""
 
 from __future__ import annotations
 
@@ -8,17 +14,74 @@ from pathlib import Path
 
 import trio
 
-from .content import ContentObjects
-from .ledger import Ledger
+from .content import ContentObjects, LedgerContent
+from .ledger import Ledger, LedgerPorts
+from .open_state import OpenState
+from .postgres.connections import PostgresConnections
+from .postgres.content_rows import PostgresContentRows
+from .postgres.due_work import PostgresDueWork
 from .postgres.iam_auth import DatabaseCredentials
+from .postgres.leases import PostgresLeases
+from .postgres.recall_views import PostgresRecallViewRows
+from .postgres.secret_rows import PostgresSecretRows
 from .postgres.store import PostgresLedger
 from .projections import Projection, check_registrations
 from .serving import ledger_supervisor
+from .sqlite.connections import SqliteConnections
+from .sqlite.content_rows import SqliteContentRows
+from .sqlite.due_work import SqliteDueWork
+from .sqlite.leases import SqliteLeases
+from .sqlite.recall_views import SqliteRecallViewRows
+from .sqlite.secret_rows import SqliteSecretRows
 from .sqlite.store import SqliteLedger
 
 LedgerStore = SqliteLedger | PostgresLedger
 """A store not yet started (`start`) or already stopped (`stop`, which may be called again). Between the two,
 its actor is served by `serving.ledger_supervisor(store)`."""
+
+
+def sqlite_ledger(
+    path: Path, projections: Sequence[Projection] = (), content_objects: ContentObjects | None = None
+) -> SqliteLedger:
+    """The SQLite store of the file at `path` with its ports, not started."""
+    connections = SqliteConnections(path)
+    state = OpenState()
+    ports = LedgerPorts(
+        content=LedgerContent(SqliteContentRows(connections), content_objects),
+        due_work=SqliteDueWork(connections, state),
+        leases=SqliteLeases(connections, state),
+        secrets=SqliteSecretRows(connections, state),
+        recall_views=SqliteRecallViewRows(connections, state),
+    )
+    return SqliteLedger(connections, projections, ports, state)
+
+
+def postgres_ledger(
+    database_url: str,
+    projections: Sequence[Projection] = (),
+    database_credentials: DatabaseCredentials = "url",
+    environ: Mapping[str, str] | None = None,
+    content_objects: ContentObjects | None = None,
+) -> PostgresLedger:
+    """The PostgreSQL store of `database_url` with its ports, not started (`ledger_store` for the arguments)."""
+    connections = PostgresConnections(database_url)
+    state = OpenState()
+    ports = LedgerPorts(
+        content=LedgerContent(PostgresContentRows(connections), content_objects),
+        due_work=PostgresDueWork(connections, state),
+        leases=PostgresLeases(connections, state),
+        secrets=PostgresSecretRows(connections, state),
+        recall_views=PostgresRecallViewRows(connections, state),
+    )
+    return PostgresLedger(
+        database_url,
+        connections,
+        projections,
+        ports,
+        state,
+        credentials=database_credentials,
+        environ=environ,
+    )
 
 
 def ledger_store(
@@ -43,15 +106,9 @@ def ledger_store(
     if database_url is not None and ledger_file is not None:
         raise ValueError("give either a ledger file or a database URL, not both")
     if database_url is not None:
-        return PostgresLedger(
-            database_url,
-            projections,
-            credentials=database_credentials,
-            environ=environ,
-            content_objects=content_objects,
-        )
+        return postgres_ledger(database_url, projections, database_credentials, environ, content_objects)
     if ledger_file is not None:
-        return SqliteLedger(Path(ledger_file), projections, content_objects)
+        return sqlite_ledger(Path(ledger_file), projections, content_objects)
     raise ValueError("a ledger needs a ledger file or a database URL")
 
 

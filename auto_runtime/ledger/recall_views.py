@@ -1,8 +1,10 @@
 """The `recall_views` table: one row for each active recall function of a playbook, its view and checkpoint.
 
 Only the server holding the workflow lease writes it, and every write states the lease's fence (checked in the
-write's own transaction), so a server that lost the lease writes nothing (`LeaseLost`). Reads are plain
-`Ledger.fetch` selects.
+write's own transaction), so a server that lost the lease writes nothing (`LeaseLost`).
+
+`RecallViewRows` is the port (`Ledger.recall_views`): it checks here, once for both stores, and each store's
+dialect (`sqlite.recall_views`, `postgres.recall_views`) runs the SQL; `opening` composes it into the ledger.
 
 Invariants:
 
@@ -15,13 +17,12 @@ Invariants:
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .lease import LeaseFence
-
-if TYPE_CHECKING:
-    from .ledger import Ledger
+from .lease import LeaseFence, validate_fence
+from .open_state import OpenState
 
 COLUMNS = (
     "org",
@@ -74,49 +75,69 @@ class Expected:
     checkpoint: str | None
 
 
-class RecallViewRows:
-    """The table's reads and fenced writes (see the module's invariants)."""
+class RecallViewRows(abc.ABC):
+    """The table's reads and fenced writes (see the module's invariants). Every method may be called from any
+    Trio task; a dialect implements the `_` steps."""
 
-    def __init__(self, ledger: Ledger) -> None:
-        self.ledger = ledger
+    def __init__(self, open_state: OpenState) -> None:
+        self._open = open_state
 
     async def of_playbook(self, org: str, playbook: str) -> list[ViewRow]:
-        rows = await self.ledger.fetch(
-            f"SELECT {', '.join(COLUMNS)} FROM recall_views WHERE org = ? AND playbook = ? ORDER BY name",
-            (org, playbook),
-        )
-        return [ViewRow.of(row) for row in rows]
+        """The playbook's rows, by name."""
+        self._open.check()
+        return await self._of_playbook(org, playbook)
 
     async def one(self, org: str, playbook: str, name: str) -> ViewRow | None:
-        rows = await self.ledger.fetch(
-            f"SELECT {', '.join(COLUMNS)} FROM recall_views WHERE org = ? AND playbook = ? AND name = ?",
-            (org, playbook, name),
-        )
-        return ViewRow.of(rows[0]) if rows else None
+        self._open.check()
+        return await self._one(org, playbook, name)
 
     async def playbooks(self) -> list[tuple[str, str]]:
         """Every playbook with a view row or an active recall function."""
-        rows = await self.ledger.fetch(
-            "SELECT org, playbook FROM recall_views UNION "
-            "SELECT org, playbook FROM definitions WHERE type = 'recall' AND status = 'active'"
-        )
-        return sorted({(str(row["org"]), str(row["playbook"])) for row in rows})
+        self._open.check()
+        return sorted(set(await self._playbooks()))
 
     async def keeps_views(self, org: str, playbook: str) -> bool:
         """Whether the playbook has a view row or an active recall function."""
-        rows = await self.ledger.fetch(
-            "SELECT 1 AS found FROM recall_views WHERE org = ? AND playbook = ? UNION "
-            "SELECT 1 AS found FROM definitions "
-            "WHERE org = ? AND playbook = ? AND type = 'recall' AND status = 'active'",
-            (org, playbook, org, playbook),
-        )
-        return bool(rows)
+        self._open.check()
+        return await self._keeps_views(org, playbook)
 
     async def put(self, row: ViewRow, fence: LeaseFence | None) -> None:
-        await self.ledger.write_recall_view(row, None, fence)
+        """Make or reset the row. `LeaseLost` when `fence` no longer holds."""
+        self._checked(fence)
+        await self._write(row, None, fence)
 
     async def advance(self, row: ViewRow, expected: Expected, fence: LeaseFence | None) -> bool:
-        return await self.ledger.write_recall_view(row, expected, fence)
+        """Write the row only while it holds `expected`; False when it no longer did. `LeaseLost` when `fence` no
+        longer holds."""
+        self._checked(fence)
+        return await self._write(row, expected, fence)
 
     async def drop(self, org: str, playbook: str, name: str, fence: LeaseFence | None) -> None:
-        await self.ledger.drop_recall_view(org, playbook, name, fence)
+        self._checked(fence)
+        await self._drop(org, playbook, name, fence)
+
+    def _checked(self, fence: LeaseFence | None) -> None:
+        self._open.check()
+        if fence is not None:
+            validate_fence(fence)
+
+    @abc.abstractmethod
+    async def _of_playbook(self, org: str, playbook: str) -> list[ViewRow]: ...
+
+    @abc.abstractmethod
+    async def _one(self, org: str, playbook: str, name: str) -> ViewRow | None: ...
+
+    @abc.abstractmethod
+    async def _playbooks(self) -> list[tuple[str, str]]:
+        """The `(org, playbook)` of every view row and active recall function, in any order, perhaps repeated."""
+
+    @abc.abstractmethod
+    async def _keeps_views(self, org: str, playbook: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def _write(self, row: ViewRow, expected: Expected | None, fence: LeaseFence | None) -> bool:
+        """Make or reset the row (`expected` None), or write it only while it holds `expected`, in one
+        transaction with the fence's check; False when that condition failed."""
+
+    @abc.abstractmethod
+    async def _drop(self, org: str, playbook: str, name: str, fence: LeaseFence | None) -> None: ...

@@ -1,9 +1,9 @@
 """Signed S3 requests over httpx: put, get, copy and delete one object, each within a time limit.
 
-The requests are signed with AWS Signature Version 4 (`auto_runtime.models.auth`: `sigv4_signature`,
+The requests are signed with AWS Signature Version 4 (`auto_runtime.aws.signing`: `sigv4_signature`,
 `sigv4_scope`, `sigv4_stamp`) for the `s3` service, with the payload's SHA-256 in `x-amz-content-sha256` (S3
 refuses a body that does not match it). Credentials come from an `AwsCredentialSource` (the server passes the
-AWS default chain, `models.aws_credentials.AwsDefaultChain`), asked for each request so rotated keys are taken
+AWS default chain, `aws.credentials.AwsDefaultChain`), asked for each request so rotated keys are taken
 up.
 
 Addressing: with an endpoint (`AWS_ENDPOINT_URL`, an S3-compatible server) the bucket is the path's first
@@ -29,7 +29,7 @@ from urllib.parse import quote
 import httpx
 import trio
 
-from auto_runtime.models.auth import AwsCredentialSource, sigv4_scope, sigv4_signature, sigv4_stamp
+from auto_runtime.aws.signing import AwsCredentialSource, sigv4_scope, sigv4_signature, sigv4_stamp
 
 SERVICE: Final = "s3"
 REQUEST_SECONDS: Final = 120.0

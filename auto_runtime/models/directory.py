@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
+from auto_runtime.aws.credentials import AwsDefaultChain
 from auto_runtime.models.answers import ModelAnswer
-from auto_runtime.models.aws_credentials import AwsDefaultChain
 from auto_runtime.models.conversation import ModelRequest
 from auto_runtime.models.deadlines import RetryPolicy
 from auto_runtime.models.google_credentials import ApplicationDefaultCredentials

@@ -14,9 +14,9 @@ from urllib.parse import quote
 
 import httpx
 
+from auto_runtime.aws.signing import AwsCredentialSource
 from auto_runtime.models.answers import ModelAnswer
 from auto_runtime.models.auth import (
-    AwsCredentialSource,
     AwsSigV4Auth,
     GoogleBearerAuth,
     GoogleTokenSource,

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from auto_runtime.clock_text import now_utc
 from auto_runtime.ledger import Ledger, PlaybookScope
-from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.problems import InputIssue, invalid_input
 
 WINDOW_DAYS = (7, 14, 30)

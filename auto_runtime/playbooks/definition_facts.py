@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.ledger import NewRecord, PlaybookScope, Projection, Record, Row, TableSpec
-from auto_runtime.playbooks.clock import iso_utc
 
 DEFINITION_CREATED = "definition_created"
 DEFINITION_UPDATED = "definition_updated"

@@ -19,6 +19,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from auto_runtime.clock_text import iso_utc, now_utc
 from auto_runtime.events.cloudevent_time import parse_event_time
 from auto_runtime.events.cloudevents import SPEC_VERSION, CloudEvent, check_size, read_event
 from auto_runtime.ledger import (
@@ -31,7 +32,6 @@ from auto_runtime.ledger import (
     folding_reader,
     uuid7,
 )
-from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.json_equality import json_equal
 from auto_runtime.problems import changed_at_the_same_moment, conflict
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import Record
-from auto_runtime.playbooks.clock import iso_utc
 
 MAX_DATA_BYTES = 4096
 MAX_VALUE_BYTES = 2048

@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.ledger import OrgScope, Record, StreamName
-from auto_runtime.playbooks.clock import iso_utc
 
 PLAYBOOK_CREATED = "playbook_created"
 PLAYBOOK_UPDATED = "playbook_updated"

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from auto_runtime.actors import Registry
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.ledger import Ledger, NewRecord, Projection, Record, Row, TableSpec
 from auto_runtime.playbooks.actor_limits import ActorLimits
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.known_rows import KnownRows
 from auto_runtime.playbooks.org_actor import ChangePlaybooks, OrgActor, PlaybooksChanged
 from auto_runtime.playbooks.playbook_facts import (

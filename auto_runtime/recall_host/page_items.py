@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.functions.recall.document import RecallDocument
 from auto_runtime.functions.recall.fold_page import FoldProgram, PageItem
 from auto_runtime.ledger import Record
 from auto_runtime.ledger.paging import SortKey
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.runs.facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED
 
 RUN_FACTS = frozenset({RUN_STARTED, RUN_SUCCEEDED, RUN_REJECTED, RUN_FAILED})

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from auto_runtime.clock_text import iso_utc, microseconds_since_epoch
 from auto_runtime.ledger import PlaybookScope, Projection, Record, Row, StreamName, TableSpec
-from auto_runtime.playbooks.clock import iso_utc, microseconds_since_epoch
 
 RUN_STARTED = "run_started"
 RUN_SUCCEEDED = "run_succeeded"

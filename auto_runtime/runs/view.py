@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.ledger import Record
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.problems import Rejection
 from auto_runtime.runs.facts import (
     RUN_CANCEL_REQUESTED,

@@ -31,8 +31,8 @@ from urllib.parse import urlencode
 import trio
 
 from auto_runtime.auth.caller import Caller
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.ledger import Ledger, NewRecord, OrgScope, decide_and_append, folding_reader, uuid7
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.problems import InputIssue, Rejection, conflict, forbidden, invalid_input, not_found
 from auto_runtime.settings.connections import ConnectionsPolicy
 from auto_runtime.tools.connection_records import (

@@ -22,9 +22,9 @@ from typing import Any
 
 import trio
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.json_limits import compact_json, json_size
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamName, StreamWrite, uuid7
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.tools.call_facts import answered_data, failed_data, started_data
 from auto_runtime.tools.result_text import error_text, result_text
 from auto_runtime.tools.servers import OfferedTool, ToolCallFailed, ToolCallResult

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import PlaybookScope, Record
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.event_publishing import EVENT_PUBLISHED, recorded_cloud_event
 from auto_runtime.runs.facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.ledger import NewRecord, PlaybookScope
-from auto_runtime.playbooks.clock import iso_utc
 
 STARTS_PER_MINUTE: Final = 60
 QUEUED_MAX: Final = 1_000

@@ -54,6 +54,7 @@ from datetime import UTC, datetime, timedelta
 import trio
 
 from auto_runtime.actors import MailboxFull
+from auto_runtime.clock_text import now_utc
 from auto_runtime.functions.workflow.engine.model import Input, TimerFired
 from auto_runtime.functions.workflow.outbox import (
     answer_of,
@@ -77,7 +78,6 @@ from auto_runtime.ledger import (
 )
 from auto_runtime.ledger.due_work import MAX_DUE_LIMIT
 from auto_runtime.metrics import taken_up
-from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.fair_firing import FairSlots, owner_of
 from auto_runtime.workflow_host.run_store import Applied, RunStore, RunStoreConflict, UnknownRun, now_ms

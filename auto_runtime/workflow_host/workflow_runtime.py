@@ -36,6 +36,7 @@ from typing import Any, Final
 
 import trio
 
+from auto_runtime.clock_text import iso_utc, now_utc
 from auto_runtime.events.cloudevents import read_event
 from auto_runtime.functions.workflow.engine.model import EventReceived
 from auto_runtime.functions.workflow.outbox import cancel_key, cancel_payload
@@ -50,7 +51,6 @@ from auto_runtime.ledger import (
     uuid7,
 )
 from auto_runtime.playbooks.actor_limits import ActorLimits
-from auto_runtime.playbooks.clock import iso_utc, now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import InputIssue, Rejection, invalid_input, not_found, unavailable

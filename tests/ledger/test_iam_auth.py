@@ -21,9 +21,9 @@ import botocore.session
 import pytest
 import trio
 
+from auto_runtime.aws.signing import AwsCredentials
 from auto_runtime.ledger import LedgerStartError, open_ledger
 from auto_runtime.ledger.postgres.iam_auth import RdsIamPassword, rds_auth_token, sign_in_options
-from auto_runtime.models.auth import AwsCredentials
 from tests.e2e.server_process import free_port, run_command
 
 from .children import ROOT, child_command

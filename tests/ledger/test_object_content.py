@@ -17,12 +17,12 @@ import boto3
 import httpx
 import pytest
 
+from auto_runtime.aws.credentials import StaticAwsCredentials
+from auto_runtime.aws.signing import AwsCredentials
 from auto_runtime.ledger import ContentDamaged, ContentUnavailable, Ledger, PlaybookScope, open_ledger
 from auto_runtime.ledger.content import CHUNK_SIZE
 from auto_runtime.ledger.object_content import S3ContentObjects
 from auto_runtime.ledger.s3_requests import S3Endpoint, S3Requests
-from auto_runtime.models.auth import AwsCredentials
-from auto_runtime.models.aws_credentials import StaticAwsCredentials
 from tests.fakes.s3_emulator import ALL_OF_S3, REGION, S3Emulator, start_s3_emulator
 
 from .conftest import Target

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import httpx
 
+from auto_runtime.aws.signing import AwsCredentials, sigv4_headers
 from auto_runtime.models import RetryPolicy, TokenUsage, call_deadline_seconds
-from auto_runtime.models.auth import AwsCredentials, sigv4_headers
 from auto_runtime.models.failures import retry_after_seconds
 from auto_runtime.models.http_client import no_proxy_patterns
 from auto_runtime.models.provider_words import Scrubber

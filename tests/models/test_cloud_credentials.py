@@ -14,8 +14,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from auto_runtime.models.auth import AwsCredentials
-from auto_runtime.models.aws_credentials import AwsDefaultChain
+from auto_runtime.aws.credentials import AwsDefaultChain
+from auto_runtime.aws.signing import AwsCredentials
 from auto_runtime.models.google_credentials import ApplicationDefaultCredentials
 from tests.fakes.gateway_process import FakeGatewayProcess, start_fake_gateway
 

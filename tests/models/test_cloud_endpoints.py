@@ -13,6 +13,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from auto_runtime.aws.signing import AwsCredentials, sigv4_headers
 from auto_runtime.models import (
     CallSettings,
     JsonOutput,
@@ -24,7 +25,6 @@ from auto_runtime.models import (
     ToolDefinition,
     UserTurn,
 )
-from auto_runtime.models.auth import AwsCredentials, sigv4_headers
 from tests.fakes.gateway_process import FakeGatewayProcess
 from tests.models.conftest import settings_of
 

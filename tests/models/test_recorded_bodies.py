@@ -9,6 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from auto_runtime.aws.credentials import StaticAwsCredentials
+from auto_runtime.aws.signing import AwsCredentials
 from auto_runtime.models import (
     AssistantTurn,
     CallSettings,
@@ -21,8 +23,6 @@ from auto_runtime.models import (
     ToolResultsTurn,
     UserTurn,
 )
-from auto_runtime.models.auth import AwsCredentials
-from auto_runtime.models.aws_credentials import StaticAwsCredentials
 from auto_runtime.models.failures import failure_of_response
 from auto_runtime.models.protocols.anthropic_messages import AnthropicMessages
 from auto_runtime.models.protocols.gemini import Gemini

@@ -16,8 +16,7 @@ import trio
 
 from auto_runtime.actors.errors import ActorCrashedError
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, Projection, StreamWrite
-from auto_runtime.ledger.opening import LedgerStore, ledger_store
-from auto_runtime.ledger.postgres.store import PostgresLedger
+from auto_runtime.ledger.opening import LedgerStore, ledger_store, postgres_ledger
 from auto_runtime.ledger.projections import ProjectionKey, Row, TableSpec
 from auto_runtime.ledger.records import Record
 from auto_runtime.ledger.serving import ledger_supervisor
@@ -183,4 +182,4 @@ async def test_a_closed_store_commits_what_is_still_queued_when_no_supervisor_se
 
 
 def test_the_postgres_store_is_named_for_its_loop() -> None:
-    assert PostgresLedger("postgresql://nobody@127.0.0.1:1/none", []).loop_ref.name == "loop"
+    assert postgres_ledger("postgresql://nobody@127.0.0.1:1/none").loop_ref.name == "loop"

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.functions.function_type import Rejected
 from auto_runtime.functions.interaction.request_sources import attempt_key
 from auto_runtime.functions.workflow.outbox import answer_key, answer_payload, caller_call_key
@@ -28,7 +29,6 @@ from auto_runtime.interaction_host.open_requests import INTERACTION_REQUESTED, R
 from auto_runtime.interaction_host.request_facts import RequestFacts, request_facts
 from auto_runtime.json_limits import canonical_digest, depth_of, json_size
 from auto_runtime.ledger import DueEntry, DueKey, DueWorkChanges, NewRecord, PlaybookScope, Record
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found
 from auto_runtime.runs.deciders import HistoryDecider, RunHistory
 from auto_runtime.runs.decision import Decision, Loaded

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.functions.interaction.arguments import CONVERSATION_NAMES, compile_text
 from auto_runtime.functions.interaction.conversations import woken_read
 from auto_runtime.functions.interaction.decisions import SETTLE_KEY, RequestDecider, caller_answer
@@ -35,7 +36,6 @@ from auto_runtime.interaction_host.call_measures import sha256
 from auto_runtime.interaction_host.open_requests import REQUEST_ANSWERED
 from auto_runtime.interaction_host.request_facts import INTERACTION_SOURCES, RequestFacts, request_facts
 from auto_runtime.ledger import DueEntry, DueKey, DueWorkChanges, NewRecord, PlaybookScope, Record
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.problems import Rejection
 from auto_runtime.runs.deciders import RunHistory
 from auto_runtime.runs.decision import Decision, Loaded

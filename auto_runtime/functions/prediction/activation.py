@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.functions.prediction.document import parse_document
 from auto_runtime.functions.prediction.versions import VERSION_ACTIVATED
 from auto_runtime.ledger import ANY_VERSION, NewRecord, PlaybookScope, StreamWrite
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.problems import conflict, not_found
 
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from auto_runtime.clock_text import iso_utc, microseconds_since_epoch
 from auto_runtime.functions.interaction.request_sources import DELIVERY_CHANGES, RequestSource
 from auto_runtime.functions.prediction.brief import request_message
 from auto_runtime.functions.prediction.build_facts import ANSWER_SCHEMA, BUILD_ASKED
 from auto_runtime.functions.prediction.builds import Builds
 from auto_runtime.ledger import PlaybookScope, Record, Row
-from auto_runtime.playbooks.clock import iso_utc, microseconds_since_epoch
 from auto_runtime.problems import not_found
 from auto_runtime.runs import Runs
 from auto_runtime.runs.ids import is_run_id

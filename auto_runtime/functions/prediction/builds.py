@@ -36,6 +36,7 @@ import trio
 from liquid import Environment, StrictUndefined
 from liquid.exceptions import LiquidError
 
+from auto_runtime.clock_text import now_utc
 from auto_runtime.functions.durations import duration_ms
 from auto_runtime.functions.interaction.call_run import rendered_arguments, tools_not_offered
 from auto_runtime.functions.interaction.document import InteractionDocument
@@ -75,7 +76,6 @@ from auto_runtime.functions.reasoning.front_matter import read_front_matter
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope
 from auto_runtime.ledger.due_work import DueEntry, DueWorkChanges
-from auto_runtime.playbooks.clock import now_utc
 from auto_runtime.playbooks.definition_registry import DefinitionVersion, definitions_stream
 from auto_runtime.playbooks.run_slots import SlotClaims
 from auto_runtime.problems import Rejection, conflict, invalid_input, not_found, unavailable

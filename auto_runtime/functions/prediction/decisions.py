@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.functions.prediction.build_facts import (
     BUILD_ENDED,
     CANDIDATE_REFUSED,
@@ -34,7 +35,6 @@ from auto_runtime.functions.prediction.build_facts import (
     fold_build,
 )
 from auto_runtime.ledger import DueEntry, DueWorkChanges, Ledger, NewRecord, PlaybookScope, Record, StreamWrite
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.playbooks.run_slots import RunSlot, SlotReading, read_slot, slot_claim
 from auto_runtime.problems import InputIssue, Rejection, conflict, invalid_input, not_found
 from auto_runtime.runs import Decision, HistoryDecider, Loaded, RunHistory

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.functions.prediction.build_facts import BUILD_ENDED
 from auto_runtime.ledger import Projection, Record, Row, TableSpec
-from auto_runtime.playbooks.clock import iso_utc
 
 VERSION_BUILT: Final = "version_built"
 VERSION_ACTIVATED: Final = "version_activated"

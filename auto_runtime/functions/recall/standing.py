@@ -7,10 +7,10 @@ import json
 from datetime import datetime
 from typing import Any
 
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.functions.recall.fold_page import WORDS
 from auto_runtime.ledger import Ledger, PlaybookScope
 from auto_runtime.ledger.recall_views import ViewRow
-from auto_runtime.playbooks.clock import iso_utc
 from auto_runtime.problems import Rejection, conflict, unavailable
 
 STALLED_DETAIL = (

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 from urllib.parse import quote, urlsplit
 
-from auto_runtime.models.auth import AwsCredentials, sigv4_scope, sigv4_signature, sigv4_stamp
-from auto_runtime.models.aws_credentials import StaticAwsCredentials, shared_file_credentials
+from auto_runtime.aws.credentials import StaticAwsCredentials, shared_file_credentials
+from auto_runtime.aws.signing import AwsCredentials, sigv4_scope, sigv4_signature, sigv4_stamp
 
 from ..errors import LedgerError, LedgerStartError
 

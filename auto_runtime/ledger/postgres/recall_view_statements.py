@@ -1,4 +1,5 @@
-"""The PostgreSQL store's `recall_views` writes, each in one transaction with its fence check (`..recall_views`)."""
+"""The PostgreSQL store's `recall_views` SQL (`..recall_views`): reads, and writes each in one transaction with its
+fence check."""
 
 from __future__ import annotations
 
@@ -21,6 +22,39 @@ _ADVANCE = (
     + f" WHERE org = ${_SETS + 1} AND playbook = ${_SETS + 2} AND name = ${_SETS + 3} AND version = ${_SETS + 4}"
     + f" AND checkpoint IS NOT DISTINCT FROM ${_SETS + 5}::text"
 )
+
+
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM recall_views"
+
+
+async def of_playbook(conn: Any, org: str, playbook: str) -> list[ViewRow]:
+    rows = await conn.fetch(f"{_SELECT} WHERE org = $1 AND playbook = $2 ORDER BY name", org, playbook)
+    return [ViewRow.of(dict(row)) for row in rows]
+
+
+async def one(conn: Any, org: str, playbook: str, name: str) -> ViewRow | None:
+    row = await conn.fetchrow(f"{_SELECT} WHERE org = $1 AND playbook = $2 AND name = $3", org, playbook, name)
+    return None if row is None else ViewRow.of(dict(row))
+
+
+async def playbooks(conn: Any) -> list[tuple[str, str]]:
+    """Every playbook with a view row or an active recall function."""
+    rows = await conn.fetch(
+        "SELECT org, playbook FROM recall_views UNION "
+        "SELECT org, playbook FROM definitions WHERE type = 'recall' AND status = 'active'"
+    )
+    return [(str(row["org"]), str(row["playbook"])) for row in rows]
+
+
+async def keeps_views(conn: Any, org: str, playbook: str) -> bool:
+    """Whether the playbook has a view row or an active recall function."""
+    found = await conn.fetchval(
+        "SELECT 1 FROM recall_views WHERE org = $1 AND playbook = $2 UNION "
+        "SELECT 1 FROM definitions WHERE org = $1 AND playbook = $2 AND type = 'recall' AND status = 'active'",
+        org,
+        playbook,
+    )
+    return found is not None
 
 
 async def write(conn: Any, row: ViewRow, expected: Expected | None, fence: LeaseFence | None) -> bool:

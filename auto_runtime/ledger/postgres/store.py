@@ -6,15 +6,14 @@ run one unit of work (a whole transaction) on a pooled connection, as a task of 
 cancels the task. The ledger's supervisor serves the actor's lives (`actor_spec`, see `serving`). Appends go
 through the life's `AppendBatcher` (`batcher`), which sends those asked together in one statement. Appends are
 correct across processes through row locks on `ledger_streams` and unique constraints; other processes'
-appends wake this process's followers through LISTEN/NOTIFY (`notifier`).
+appends wake this process's followers through LISTEN/NOTIFY (`notifier`). The loop's address is the database's
+`PostgresConnections`, which the store shares with its ports (`opening` composes them).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, TypeVar
 
 import asyncpg
@@ -26,20 +25,18 @@ from auto_runtime.actors.thread_bridge import TrioPort
 from auto_runtime.metrics import reader_waits
 from auto_runtime.supervision.child_spec import ChildSpec
 
-from ..content import ContentObjects, KeptContent, LedgerContent, SpooledContent, chunks_of
-from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey
-from ..faults import FaultLog
-from ..lease import LeaseFence, LeaseState
-from ..ledger import EncodedWrite, Ledger, SqlValue
+from ..due_work import EncodedChanges
+from ..lease import LeaseFence
+from ..ledger import EncodedWrite, Ledger, LedgerPorts, SqlValue
+from ..open_state import OpenState
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
-from ..recall_views import Expected, ViewRow
 from ..records import Record
-from ..secret_rows import SecretRow
-from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
-from . import due_work_statements, lease_statements, recall_view_statements, secret_statements, statements
+from ..serving import ACTOR_SHUTDOWN_SECONDS
+from . import statements
 from .batcher import AppendBatcher
-from .faults import full_disk_cause, server_of, start_error
+from .connections import LoopMessage, PostgresConnections, Unit
+from .faults import start_error
 from .iam_auth import DatabaseCredentials, sign_in_options
 from .notifier import Notifier
 from .schema import ensure_projections, migrate
@@ -56,18 +53,6 @@ async def _keep_session(conn: Any) -> None:
     pooled connections: no session advisory locks (only transaction-level ones), no cursors outside
     transactions, no LISTEN (the listener has a connection of its own), no SET.
     """
-
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """One unit of work for the loop: `work(connection)` on a pooled connection; `notify` asks the listener
-    to tell other processes that something was appended, once the work succeeded."""
-
-    work: Callable[[Any], Awaitable[Any]]
-    notify: bool = False
-
-
-LoopMessage = Unit | Append
 
 
 class PostgresLoop(LoopActor[LoopMessage, Any]):
@@ -136,58 +121,36 @@ class PostgresLoop(LoopActor[LoopMessage, Any]):
         await self._pool.close()
 
 
-class PostgresContentRows:
-    """The content table of the ledger's PostgreSQL database (the `ContentRows` of its `LedgerContent`)."""
-
-    def __init__(self, ledger: PostgresLedger) -> None:
-        self._ledger = ledger
-
-    async def find(self, scope_key: str, sha256: str) -> KeptContent | None:
-        return await self._ledger.with_connection(lambda conn: statements.get_content(conn, scope_key, sha256))
-
-    async def keep_in_ledger(self, scope_key: str, sha256: str, data: bytes) -> None:
-        chunks = chunks_of(data)
-        await self._ledger.with_connection(lambda conn: statements.put_content(conn, scope_key, sha256, chunks))
-
-    async def keep_spooled_in_ledger(self, scope_key: str, spooled: SpooledContent) -> None:
-        await self._ledger.with_connection(lambda conn: statements.put_spooled_content(conn, scope_key, spooled))
-
-    async def drop_scope(self, scope_key: str) -> list[str]:
-        return await self._ledger.with_connection(lambda conn: statements.drop_content(conn, scope_key))
-
-    async def keep_elsewhere(self, scope_key: str, sha256: str, size: int, location: str) -> None:
-        await self._ledger.with_connection(
-            lambda conn: statements.put_content_reference(conn, scope_key, sha256, size, location)
-        )
-
-
 class PostgresLedger(Ledger):
-    """The PostgreSQL store. Create with `open_ledger`; `start` opens the database (migrates, rebuilds changed
-    projections), the ledger's supervisor serves the loop actor (`actor_spec`), `stop` closes its address.
+    """The PostgreSQL store. Create with `open_ledger` (or `opening.postgres_ledger`); `start` opens the database
+    (migrates, rebuilds changed projections), the ledger's supervisor serves the loop actor (`actor_spec`), `stop`
+    closes its address.
 
     `credentials` is `DATABASE_CREDENTIALS`: `url` signs in with the URL's password, `aws-iam` with a token
-    signed for each connection from the AWS credentials in `environ` (see `iam_auth`). `content_objects`: the
-    object store for content (`CONTENT_STORE_URL`; see `content`)."""
+    signed for each connection from the AWS credentials in `environ` (see `iam_auth`)."""
 
     def __init__(
         self,
         database_url: str,
+        connections: PostgresConnections,
         projections: Sequence[Projection],
+        ports: LedgerPorts,
+        open_state: OpenState,
         pool_size: int = POOL_SIZE,
         credentials: DatabaseCredentials = "url",
         environ: Mapping[str, str] | None = None,
-        content_objects: ContentObjects | None = None,
     ) -> None:
-        super().__init__(projections, LedgerContent(PostgresContentRows(self), content_objects))
+        super().__init__(projections, ports, open_state)
         self._url = database_url
+        self.connections = connections
         self._pool_size = pool_size
         self._credentials: DatabaseCredentials = credentials
         self._environ = dict(os.environ if environ is None else environ)
         self._sign_in: dict[str, Any] = {}
-        self.loop_ref = LoopActorRef[LoopMessage, Any]("loop", ACTOR_MAILBOX)
+        self.loop_ref = connections.loop_ref
         self._loop: PostgresLoop | None = None
         self._port: TrioPort | None = None
-        self.faults = FaultLog(f"DATABASE_URL {server_of(database_url)}")
+        self.faults = connections.faults
 
     async def start(self) -> None:
         """Migrate and rebuild changed projections, on a loop of its own that ends once they are done.
@@ -249,7 +212,7 @@ class PostgresLedger(Ledger):
 
     async def stop(self) -> None:
         """Close the loop's address; work still queued runs on a last life when the supervisor serves none."""
-        self._closed = True
+        self.open_state.close()
         ref = self.loop_ref
         ref.stop()
         if ref.pending and not ref.serving and self._port is not None:
@@ -262,42 +225,14 @@ class PostgresLedger(Ledger):
             self._port.call_soon(self.appended.notify)
 
     async def with_connection(self, work: Callable[[Any], Awaitable[T]], *, notify: bool = False) -> T:
-        """Run `work(connection)` on the loop with a pooled connection (cancellable).
-
-        The server's `disk_full` is a passing fault: `LedgerUnavailable` (nothing of the transaction was kept);
-        so is a full mailbox."""
-        result: T = await self._ask(Unit(work, notify))
-        return result
-
-    async def _ask(self, message: LoopMessage) -> Any:
-        try:
-            return await ask_store_actor(self.loop_ref, message)
-        except asyncpg.PostgresError as error:
-            cause = full_disk_cause(error)
-            if cause is None:
-                raise
-            raise self.faults.refused(cause) from error
+        """Run `work(connection)` on the loop with a pooled connection (cancellable); see `connections`."""
+        return await self.connections.with_connection(work, notify=notify)
 
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
-        records: list[Record] = await self._ask(Append(writes))
+        records: list[Record] = await self.connections.ask(Append(writes))
         self.faults.took()
         self.appended.notify()
         return records
-
-    async def _put_secret(self, row: SecretRow) -> None:
-        await self.with_connection(lambda conn: secret_statements.put(conn, row))
-
-    async def _get_secret(self, scope_key: str, name: str) -> SecretRow | None:
-        return await self.with_connection(lambda conn: secret_statements.get(conn, scope_key, name))
-
-    async def _forget_secret(self, scope_key: str, name: str) -> bool:
-        return await self.with_connection(lambda conn: secret_statements.forget(conn, scope_key, name))
-
-    async def _every_secret(self) -> list[SecretRow]:
-        return await self.with_connection(secret_statements.every)
-
-    async def _replace_secret(self, row: SecretRow, sealed: bytes) -> bool:
-        return await self.with_connection(lambda conn: secret_statements.replace(conn, row, sealed))
 
     async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]:
         return await self.with_connection(lambda conn: statements.read_stream(conn, stream, from_position, limit))
@@ -328,46 +263,13 @@ class PostgresLedger(Ledger):
     async def _read_forward(self, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]:
         return await self.with_connection(lambda conn: statements.read_forward(conn, after, limit))
 
-    async def _write_recall_view(self, row: ViewRow, expected: Expected | None, fence: LeaseFence | None) -> bool:
-        return await self.with_connection(lambda conn: recall_view_statements.write(conn, row, expected, fence))
-
-    async def _drop_recall_view(self, org: str, playbook: str, name: str, fence: LeaseFence | None) -> None:
-        await self.with_connection(lambda conn: recall_view_statements.drop(conn, org, playbook, name, fence))
-
     async def _fetch(self, sql: str, params: tuple[SqlValue, ...]) -> list[dict[str, Any]]:
         return await self.with_connection(lambda conn: statements.fetch(conn, sql, params))
 
     async def _append_guarded(
         self, writes: list[EncodedWrite], changes: EncodedChanges, fence: LeaseFence | None
     ) -> list[Record]:
-        records: list[Record] = await self._ask(Append(writes, changes, fence))
+        records: list[Record] = await self.connections.ask(Append(writes, changes, fence))
         self.faults.took()
         self.appended.notify()
         return records
-
-    async def _claim_lease(self, name: str, holder: str, lapse: timedelta) -> LeaseState:
-        return await self.with_connection(lambda conn: lease_statements.claim(conn, name, holder, lapse))
-
-    async def _release_lease(self, name: str, holder: str) -> bool:
-        return await self.with_connection(lambda conn: lease_statements.release(conn, name, holder))
-
-    async def _read_lease(self, name: str) -> LeaseState:
-        return await self.with_connection(lambda conn: lease_statements.read(conn, name))
-
-    async def _change_due_work(self, changes: EncodedChanges, fence: LeaseFence | None) -> None:
-        await self.with_connection(lambda conn: due_work_statements.change(conn, changes, fence))
-
-    async def _due(self, now_us: int, limit: int) -> list[DueEntry]:
-        return await self.with_connection(lambda conn: due_work_statements.due(conn, now_us, limit))
-
-    async def _next_due(self) -> int | None:
-        return await self.with_connection(due_work_statements.next_due)
-
-    async def _mark_fired(self, keys: list[EncodedKey], fence: LeaseFence | None) -> int:
-        return await self.with_connection(lambda conn: due_work_statements.mark_fired(conn, keys, fence))
-
-    async def _due_rows_of_run(self, scope_key: str, run_id: str) -> list[DueRow]:
-        return await self.with_connection(lambda conn: due_work_statements.rows_of_run(conn, scope_key, run_id))
-
-    async def _forget_due_run(self, scope_key: str, run_id: str, fence: LeaseFence | None) -> int:
-        return await self.with_connection(lambda conn: due_work_statements.forget_run(conn, scope_key, run_id, fence))

@@ -1,4 +1,5 @@
-"""The SQLite store's `recall_views` writes, on the writer thread inside its transaction (`..recall_views`)."""
+"""The SQLite store's `recall_views` SQL (`..recall_views`): writes on the writer thread inside its transaction,
+reads on a reader."""
 
 from __future__ import annotations
 
@@ -16,6 +17,38 @@ _ADVANCE = (
     + ", ".join(f"{column} = ?" for column in COLUMNS[3:])
     + " WHERE org = ? AND playbook = ? AND name = ? AND version = ? AND checkpoint IS ?"
 )
+
+
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM recall_views"
+
+
+def of_playbook(conn: sqlite3.Connection, org: str, playbook: str) -> list[ViewRow]:
+    rows = conn.execute(f"{_SELECT} WHERE org = ? AND playbook = ? ORDER BY name", (org, playbook))
+    return [ViewRow.of(dict(zip(COLUMNS, row, strict=True))) for row in rows]
+
+
+def one(conn: sqlite3.Connection, org: str, playbook: str, name: str) -> ViewRow | None:
+    row = conn.execute(f"{_SELECT} WHERE org = ? AND playbook = ? AND name = ?", (org, playbook, name)).fetchone()
+    return None if row is None else ViewRow.of(dict(zip(COLUMNS, row, strict=True)))
+
+
+def playbooks(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """Every playbook with a view row or an active recall function."""
+    rows = conn.execute(
+        "SELECT org, playbook FROM recall_views UNION "
+        "SELECT org, playbook FROM definitions WHERE type = 'recall' AND status = 'active'"
+    )
+    return [(str(org), str(playbook)) for org, playbook in rows]
+
+
+def keeps_views(conn: sqlite3.Connection, org: str, playbook: str) -> bool:
+    """Whether the playbook has a view row or an active recall function."""
+    found = conn.execute(
+        "SELECT 1 FROM recall_views WHERE org = ? AND playbook = ? UNION "
+        "SELECT 1 FROM definitions WHERE org = ? AND playbook = ? AND type = 'recall' AND status = 'active'",
+        (org, playbook, org, playbook),
+    ).fetchone()
+    return found is not None
 
 
 def write(conn: sqlite3.Connection, row: ViewRow, expected: Expected | None) -> bool:

@@ -2,123 +2,65 @@
 
 Writes go through the one writer, a thread actor (`writer`) whose lives the ledger's supervisor serves
 (`actor_spec`, see `serving`); reads run on a small pool of reader connections (`query_only`, WAL lets them
-read while the writer commits) in Trio worker threads. Only one process may use a file at a time, and the
-store holds the file's lock (`file_lock`) from start to stop to make sure of it.
+read while the writer commits) in Trio worker threads. Both are the file's `SqliteConnections`, which the store
+shares with its ports (`opening` composes them). Only one process may use a file at a time, and the store holds
+the file's lock (`file_lock`) from start to stop to make sure of it.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import sqlite3
 from collections.abc import Callable, Sequence
-from datetime import timedelta
-from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
 
-from auto_runtime.actors.thread_actor import ThreadActorRef
 from auto_runtime.actors.thread_bridge import TrioPort
-from auto_runtime.metrics import reader_waits
 from auto_runtime.supervision.child_spec import ChildSpec
 
-from ..content import ContentObjects, KeptContent, LedgerContent, SpooledContent, chunks_of
-from ..due_work import DueEntry, DueRow, EncodedChanges, EncodedKey
+from ..due_work import EncodedChanges
 from ..faults import FaultLog
 from ..files import private_sqlite_file
-from ..lease import LeaseFence, LeaseState
-from ..ledger import EncodedWrite, Ledger, SqlValue
+from ..lease import LeaseFence
+from ..ledger import EncodedWrite, Ledger, LedgerPorts, SqlValue
 from ..migrations import SchemaTooNew
+from ..open_state import OpenState
 from ..paging import Order, ScanRow, SortKey
 from ..projections import Projection
-from ..recall_views import Expected, ViewRow
 from ..records import Record
-from ..secret_rows import SecretRow
-from ..serving import ACTOR_MAILBOX, ACTOR_SHUTDOWN_SECONDS, ask_store_actor
-from . import due_work_statements, lease_statements, recall_view_statements, secret_statements, statements
+from ..serving import ACTOR_SHUTDOWN_SECONDS
+from . import statements
+from .connections import ReaderPool, SqliteConnections
 from .file_lock import LedgerFileInUse, hold_ledger_file
 from .schema import connect_writer, ensure_projections, migrate
 from .start_errors import in_use, start_error
 from .statements import Append
-from .writer import SqliteWriter, Write, WriterMessage
+from .writer import SqliteWriter
 
 T = TypeVar("T")
-READERS = 4
-
-
-class _ReaderPool:
-    """Up to `READERS` read-only connections, each used by one worker thread at a time."""
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
-        self._all: list[sqlite3.Connection] = []
-        self._limiter = trio.CapacityLimiter(READERS)
-
-    def _connection(self) -> sqlite3.Connection:
-        try:
-            return self._idle.get_nowait()
-        except queue.Empty:
-            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA query_only=ON")
-            conn.execute("PRAGMA busy_timeout=10000")
-            self._all.append(conn)
-            return conn
-
-    def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        conn = self._connection()
-        try:
-            return work(conn)
-        finally:
-            self._idle.put(conn)
-
-    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        reader_waits("sqlite", self._limiter.available_tokens)
-        return await trio.to_thread.run_sync(self._call, work, limiter=self._limiter)
-
-    def close(self) -> None:
-        for conn in self._all:
-            conn.close()
-
-
-class SqliteContentRows:
-    """The content table of the ledger's SQLite file (the `ContentRows` of its `LedgerContent`)."""
-
-    def __init__(self, ledger: SqliteLedger) -> None:
-        self._ledger = ledger
-
-    async def find(self, scope_key: str, sha256: str) -> KeptContent | None:
-        return await self._ledger.readers.run(lambda conn: statements.get_content(conn, scope_key, sha256))
-
-    async def keep_in_ledger(self, scope_key: str, sha256: str, data: bytes) -> None:
-        chunks = chunks_of(data)
-        await self._ledger.write(lambda conn: statements.put_content(conn, scope_key, sha256, chunks))
-
-    async def keep_spooled_in_ledger(self, scope_key: str, spooled: SpooledContent) -> None:
-        await self._ledger.write(lambda conn: statements.put_spooled_content(conn, scope_key, spooled))
-
-    async def drop_scope(self, scope_key: str) -> list[str]:
-        return await self._ledger.write(lambda conn: statements.drop_content(conn, scope_key))
-
-    async def keep_elsewhere(self, scope_key: str, sha256: str, size: int, location: str) -> None:
-        await self._ledger.write(lambda conn: statements.put_content_reference(conn, scope_key, sha256, size, location))
 
 
 class SqliteLedger(Ledger):
-    """The SQLite store. Create with `open_ledger`; `start` opens the file, the ledger's supervisor serves the
-    writer (`actor_spec`), `stop` commits what is still queued and closes every connection."""
+    """The SQLite store. Create with `open_ledger` (or `opening.sqlite_ledger`); `start` opens the file, the
+    ledger's supervisor serves the writer (`actor_spec`), `stop` commits what is still queued and closes every
+    connection."""
 
     sole_writer = True
 
     def __init__(
-        self, path: Path, projections: Sequence[Projection], content_objects: ContentObjects | None = None
+        self,
+        connections: SqliteConnections,
+        projections: Sequence[Projection],
+        ports: LedgerPorts,
+        open_state: OpenState,
     ) -> None:
-        super().__init__(projections, LedgerContent(SqliteContentRows(self), content_objects))
-        self.path = path
-        self.readers = _ReaderPool(str(path))
-        self.faults = FaultLog(f"LEDGER_FILE {path}")
-        self.writer_ref = ThreadActorRef[WriterMessage, Any]("writer", ACTOR_MAILBOX, stack_size=0)
+        super().__init__(projections, ports, open_state)
+        self.connections = connections
+        self.path = connections.path
+        self.readers: ReaderPool = connections.readers
+        self.writer_ref = connections.writer_ref
+        self.faults = FaultLog(f"LEDGER_FILE {self.path}")
         self._opened: list[sqlite3.Connection] = []
         self._port: TrioPort | None = None
         self._writer: SqliteWriter | None = None
@@ -192,7 +134,7 @@ class SqliteLedger(Ledger):
     async def stop(self) -> None:
         """Close the writer's address, commit what is still queued (with a last life when the supervisor no
         longer serves one) and close every connection. Call after the ledger's supervisor stopped."""
-        self._closed = True
+        self.open_state.close()
         ref = self.writer_ref
         ref.stop()
         if ref.pending and not ref.serving and self._port is not None:
@@ -218,36 +160,20 @@ class SqliteLedger(Ledger):
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work` on the writer thread inside a group-committed transaction; return after commit."""
-        result: T = await ask_store_actor(self.writer_ref, Write(work))
-        return result
+        return await self.connections.write(work)
 
     async def _append(self, writes: list[EncodedWrite]) -> list[Record]:
-        records: list[Record] = await ask_store_actor(self.writer_ref, Append(writes))
+        records: list[Record] = await self.connections.ask(Append(writes))
         return records
 
-    async def _put_secret(self, row: SecretRow) -> None:
-        await self.write(lambda conn: secret_statements.put(conn, row))
-
-    async def _get_secret(self, scope_key: str, name: str) -> SecretRow | None:
-        return await self.readers.run(lambda conn: secret_statements.get(conn, scope_key, name))
-
-    async def _forget_secret(self, scope_key: str, name: str) -> bool:
-        return await self.write(lambda conn: secret_statements.forget(conn, scope_key, name))
-
-    async def _every_secret(self) -> list[SecretRow]:
-        return await self.readers.run(secret_statements.every)
-
-    async def _replace_secret(self, row: SecretRow, sealed: bytes) -> bool:
-        return await self.write(lambda conn: secret_statements.replace(conn, row, sealed))
-
     async def _read_stream(self, stream: str, from_position: int, limit: int | None) -> list[Record]:
-        return await self.readers.run(lambda conn: statements.read_stream(conn, stream, from_position, limit))
+        return await self.connections.read(lambda conn: statements.read_stream(conn, stream, from_position, limit))
 
     async def _stream_version(self, stream: str) -> int:
-        return await self.readers.run(lambda conn: statements.stream_version(conn, stream))
+        return await self.connections.read(lambda conn: statements.stream_version(conn, stream))
 
     async def _read_record(self, scope_key: str, record_id: str) -> Record | None:
-        return await self.readers.run(lambda conn: statements.read_record(conn, scope_key, record_id))
+        return await self.connections.read(lambda conn: statements.read_record(conn, scope_key, record_id))
 
     async def _scan(
         self,
@@ -259,79 +185,21 @@ class SqliteLedger(Ledger):
         since_us: int | None,
         size: int,
     ) -> list[ScanRow]:
-        return await self.readers.run(
+        return await self.connections.read(
             lambda conn: statements.scan(conn, scope_key, order, after, correlation_id, types, since_us, size)
         )
 
     async def _load(self, keys: list[SortKey]) -> list[Record]:
-        return await self.readers.run(lambda conn: statements.load(conn, keys))
+        return await self.connections.read(lambda conn: statements.load(conn, keys))
 
     async def _read_forward(self, after: SortKey | None, limit: int) -> list[tuple[SortKey, Record]]:
-        return await self.readers.run(lambda conn: statements.read_forward(conn, after, limit))
-
-    async def _write_recall_view(self, row: ViewRow, expected: Expected | None, fence: LeaseFence | None) -> bool:
-        def work(conn: sqlite3.Connection) -> bool:
-            if fence is not None:
-                lease_statements.check_fence(conn, fence)
-            return recall_view_statements.write(conn, row, expected)
-
-        return await self.write(work)
-
-    async def _drop_recall_view(self, org: str, playbook: str, name: str, fence: LeaseFence | None) -> None:
-        def work(conn: sqlite3.Connection) -> None:
-            if fence is not None:
-                lease_statements.check_fence(conn, fence)
-            recall_view_statements.drop(conn, org, playbook, name)
-
-        await self.write(work)
+        return await self.connections.read(lambda conn: statements.read_forward(conn, after, limit))
 
     async def _fetch(self, sql: str, params: tuple[SqlValue, ...]) -> list[dict[str, Any]]:
-        return await self.readers.run(lambda conn: statements.fetch(conn, sql, params))
+        return await self.connections.read(lambda conn: statements.fetch(conn, sql, params))
 
     async def _append_guarded(
         self, writes: list[EncodedWrite], changes: EncodedChanges, fence: LeaseFence | None
     ) -> list[Record]:
-        records: list[Record] = await ask_store_actor(self.writer_ref, Append(writes, changes, fence))
+        records: list[Record] = await self.connections.ask(Append(writes, changes, fence))
         return records
-
-    async def _claim_lease(self, name: str, holder: str, lapse: timedelta) -> LeaseState:
-        return await self.write(lambda conn: lease_statements.claim(conn, name, holder, lapse))
-
-    async def _release_lease(self, name: str, holder: str) -> bool:
-        return await self.write(lambda conn: lease_statements.release(conn, name, holder))
-
-    async def _read_lease(self, name: str) -> LeaseState:
-        return await self.readers.run(lambda conn: lease_statements.read(conn, name))
-
-    async def _change_due_work(self, changes: EncodedChanges, fence: LeaseFence | None) -> None:
-        def work(conn: sqlite3.Connection) -> None:
-            if fence is not None:
-                lease_statements.check_fence(conn, fence)
-            due_work_statements.apply_changes(conn, changes)
-
-        await self.write(work)
-
-    async def _due(self, now_us: int, limit: int) -> list[DueEntry]:
-        return await self.readers.run(lambda conn: due_work_statements.due(conn, now_us, limit))
-
-    async def _next_due(self) -> int | None:
-        return await self.readers.run(due_work_statements.next_due)
-
-    async def _mark_fired(self, keys: list[EncodedKey], fence: LeaseFence | None) -> int:
-        def work(conn: sqlite3.Connection) -> int:
-            if fence is not None:
-                lease_statements.check_fence(conn, fence)
-            return due_work_statements.mark_fired(conn, keys)
-
-        return await self.write(work)
-
-    async def _due_rows_of_run(self, scope_key: str, run_id: str) -> list[DueRow]:
-        return await self.readers.run(lambda conn: due_work_statements.rows_of_run(conn, scope_key, run_id))
-
-    async def _forget_due_run(self, scope_key: str, run_id: str, fence: LeaseFence | None) -> int:
-        def work(conn: sqlite3.Connection) -> int:
-            if fence is not None:
-                lease_statements.check_fence(conn, fence)
-            return due_work_statements.forget_run(conn, scope_key, run_id)
-
-        return await self.write(work)

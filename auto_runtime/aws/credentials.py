@@ -22,9 +22,9 @@ from typing import Any
 import httpx
 import trio
 
-from auto_runtime.models.auth import AwsCredentials
+from auto_runtime.aws.signing import AwsCredentials
 
-log = logging.getLogger("auto_runtime.models")
+log = logging.getLogger("auto_runtime.aws")
 
 CONTAINER_HOST = "http://169.254.170.2"
 IMDS = "http://169.254.169.254"
@@ -95,7 +95,7 @@ def _temporary(document: Any) -> tuple[AwsCredentials, float | None] | None:
 
 
 class AwsDefaultChain:
-    """An :class:`~auto_runtime.models.auth.AwsCredentialSource` following the chain above."""
+    """An :class:`~auto_runtime.aws.signing.AwsCredentialSource` following the chain above."""
 
     def __init__(self, client: httpx.AsyncClient, environ: Mapping[str, str]) -> None:
         self._client = client

@@ -1,4 +1,6 @@
-"""Times as the runtime shows them: ISO 8601 UTC with milliseconds, such as `2026-10-01T09:00:00.000Z`."""
+"""Times as the runtime shows them: ISO 8601 UTC with milliseconds, such as `2026-10-01T09:00:00.000Z`.
+
+Below every room (it imports nothing of the runtime), so the tools, the playbooks and the hosts share it."""
 
 from __future__ import annotations
 

@@ -1,0 +1,26 @@
+"""`SqliteLeases`: the lease port (`..lease`) on the SQLite file: claims and releases on the writer thread (one
+after the other, so a claim's read, clock and write never interleave with another's), reads on a reader."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ..lease import Leases, LeaseState
+from ..open_state import OpenState
+from . import lease_statements
+from .connections import SqliteConnections
+
+
+class SqliteLeases(Leases):
+    def __init__(self, connections: SqliteConnections, open_state: OpenState) -> None:
+        super().__init__(open_state)
+        self._connections = connections
+
+    async def _claim(self, name: str, holder: str, lapse: timedelta) -> LeaseState:
+        return await self._connections.write(lambda conn: lease_statements.claim(conn, name, holder, lapse))
+
+    async def _release(self, name: str, holder: str) -> bool:
+        return await self._connections.write(lambda conn: lease_statements.release(conn, name, holder))
+
+    async def _read(self, name: str) -> LeaseState:
+        return await self._connections.read(lambda conn: lease_statements.read(conn, name))
