@@ -2,7 +2,7 @@
 
 Only the server holding the workflow lease writes it, and every write states the lease's fence (checked in the
 write's own transaction), so a server that lost the lease writes nothing (`LeaseLost`). Reads are plain
-`Ledger.fetch` selects.
+`Ledger._select` selects.
 
 Invariants:
 
@@ -81,14 +81,14 @@ class RecallViewRows:
         self.ledger = ledger
 
     async def of_playbook(self, org: str, playbook: str) -> list[ViewRow]:
-        rows = await self.ledger.fetch(
+        rows = await self.ledger._select(
             f"SELECT {', '.join(COLUMNS)} FROM recall_views WHERE org = ? AND playbook = ? ORDER BY name",
             (org, playbook),
         )
         return [ViewRow.of(row) for row in rows]
 
     async def one(self, org: str, playbook: str, name: str) -> ViewRow | None:
-        rows = await self.ledger.fetch(
+        rows = await self.ledger._select(
             f"SELECT {', '.join(COLUMNS)} FROM recall_views WHERE org = ? AND playbook = ? AND name = ?",
             (org, playbook, name),
         )
@@ -96,7 +96,7 @@ class RecallViewRows:
 
     async def playbooks(self) -> list[tuple[str, str]]:
         """Every playbook with a view row or an active recall function."""
-        rows = await self.ledger.fetch(
+        rows = await self.ledger._select(
             "SELECT org, playbook FROM recall_views UNION "
             "SELECT org, playbook FROM definitions WHERE type = 'recall' AND status = 'active'"
         )
@@ -104,7 +104,7 @@ class RecallViewRows:
 
     async def keeps_views(self, org: str, playbook: str) -> bool:
         """Whether the playbook has a view row or an active recall function."""
-        rows = await self.ledger.fetch(
+        rows = await self.ledger._select(
             "SELECT 1 AS found FROM recall_views WHERE org = ? AND playbook = ? UNION "
             "SELECT 1 AS found FROM definitions "
             "WHERE org = ? AND playbook = ? AND type = 'recall' AND status = 'active'",

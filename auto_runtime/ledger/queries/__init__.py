@@ -5,7 +5,7 @@ playbook, run_id)`), never with SQL of its own. Each query object keeps its SQL 
 with `?` placeholders for both stores (the PostgreSQL store numbers them), and answers rows as stored (dicts of
 column to value, `json` columns still text: the caller decodes them with its projection's `decode_row`, since the
 projections are defined above the ledger) or plain values (`int`, `str`). None of these needs a statement per
-engine: they keep to the SQL both speak (see `Ledger.fetch`), and a value whose type differs by engine is made
+engine: they keep to the SQL both speak (see `Ledger._select`), and a value whose type differs by engine is made
 one type here (`SUM` is a `Decimal` on PostgreSQL: `int()`). A query that cannot be written once would keep a
 SQLite and a PostgreSQL statement side by side, chosen by the store's dialect handed to `Queries`.
 
