@@ -52,7 +52,7 @@ from auto_runtime.functions.interaction.document import InteractionDocument
 from auto_runtime.functions.interaction.request_sources import RequestSource
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText, render_text
 from auto_runtime.interaction_host.deliveries import Deliveries
-from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE, listed
+from auto_runtime.interaction_host.open_requests import listed
 from auto_runtime.interaction_host.request_facts import answer_shown
 from auto_runtime.json_limits import canonical_digest
 from auto_runtime.ledger import DueEntry, LeaseFence, Ledger, NewRecord, PlaybookScope
@@ -318,11 +318,7 @@ class InteractionRuntime:
 
     async def open_count(self, scope: PlaybookScope) -> int:
         """The playbook's open requests of interaction functions (a decision of §3.1: builds are not counted)."""
-        rows = await self.ledger.fetch(
-            f"SELECT COUNT(*) AS n FROM {OPEN_REQUESTS_TABLE} WHERE org = ? AND playbook = ? AND type = ?",
-            [scope.org, scope.playbook, "interaction"],
-        )
-        return int(rows[0]["n"]) if rows else 0
+        return await self.ledger.queries.open_requests.count(scope.org, scope.playbook, "interaction")
 
     async def cancel(self, writer: RunWriter, scope: PlaybookScope, state: RunState, message: CancelRun) -> None:
         """Record `run_cancel_requested` and the `interaction:cancel` entry that ends the run, unless the run was
@@ -379,22 +375,22 @@ class InteractionRuntime:
         cursor: str | None,
     ) -> dict[str, Any]:
         """`list_interactions`: the open requests, newest first by `requested_at`, a page at a time."""
-        sql = f"SELECT * FROM {OPEN_REQUESTS_TABLE} WHERE org = ? AND playbook = ?"
-        params: list[Any] = [scope.org, scope.playbook]
+        start: tuple[int, str] | None = None
         if cursor:
             position = decode_cursor(cursor, scope, "interactions")
             at, after = position.get("t"), position.get("i")
             if not isinstance(at, int) or not isinstance(after, str):
                 raise foreign_cursor()
-            sql += " AND (requested_us < ? OR (requested_us = ? AND run_id < ?))"
-            params += [at, at, after]
-        for column, wanted in (("to_party", to), ("type", definition_type), ("function", function)):
-            if wanted is not None:
-                sql += f" AND {column} = ?"
-                params.append(wanted)
-        sql += " ORDER BY requested_us DESC, run_id DESC LIMIT ?"
-        params.append(limit + 1)
-        rows = await self.ledger.fetch(sql, params)
+            start = (at, after)
+        rows = await self.ledger.queries.open_requests.newest_first(
+            scope.org,
+            scope.playbook,
+            start,
+            limit + 1,
+            to_party=to,
+            definition_type=definition_type,
+            function=function,
+        )
         page = rows[:limit]
         more = len(rows) > limit
         next_cursor = (

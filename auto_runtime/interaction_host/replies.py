@@ -50,7 +50,6 @@ from auto_runtime.functions.interaction.document import resolve_pointer
 from auto_runtime.functions.interaction.reply_rule import rule_words
 from auto_runtime.functions.reasoning.template import RenderProblem, StructureAmongText
 from auto_runtime.interaction_host.call_measures import arguments_measures, named_server, result_measures
-from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE
 from auto_runtime.interaction_host.request_facts import request_facts
 from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import (
@@ -157,12 +156,7 @@ class ReplyReads:
             await self._ended.park()
 
     async def _kept(self, scope: PlaybookScope, key: str) -> list[str]:
-        rows = await self.ledger.fetch(
-            f"SELECT run_id FROM {OPEN_REQUESTS_TABLE} WHERE org = ? AND playbook = ? AND conversation = ? "
-            "AND standing IN ('delivered', 'retrying') ORDER BY requested_us, run_id LIMIT ?",
-            [scope.org, scope.playbook, key, KEPT_AT_MOST],
-        )
-        return [str(row["run_id"]) for row in rows]
+        return await self.ledger.queries.open_requests.awaiting_reply(scope.org, scope.playbook, key, KEPT_AT_MOST)
 
     async def _read(self, entry: DueEntry, fence: LeaseFence) -> None:
         scope = entry.scope

@@ -47,10 +47,11 @@ ledger and reading through it, each with its SQL beside its methods::
     version = version_of(DEFINITIONS_PROJECTION.decode_row(row)) if row is not None else None
     if await ledger.queries.runs.status(scope.org, scope.playbook, run_id) == "started": ...
 
-`queries.playbooks`, `.definitions`, `.runs`, `.analytics`, `.workflow_runs` and `.workflow_listeners` answer rows
-as stored (the caller decodes `json` columns with its projection, defined above the ledger) or plain values. A new
-read of a projection is a method on its query object, never `fetch(sql)` outside `ledger/`
-(`tests/architecture/test_ledger_sql.py`).
+`queries.playbooks`, `.definitions`, `.runs`, `.analytics`, `.workflow_runs`, `.workflow_listeners`,
+`.prediction_versions`, `.open_requests`, `.due_work` (counts) and `.content` (digests) answer rows as stored (the
+caller decodes `json` columns with its projection, defined above the ledger) or plain values. A new read of a
+projection is a method on its query object: SQL runs only inside `ledger/`, whose one read (`Ledger._select`) is
+private (`tests/architecture/test_ledger_sql.py`).
 """
 
 from .commands import Decided, Folded, decide_and_append, folding_reader

@@ -260,8 +260,9 @@ class Ledger(abc.ABC):
         """The recall views' table (`recall_views`): reads, and writes fenced by the workflow lease."""
         return self.ports.recall_views
 
-    async def fetch(self, sql: str, params: Sequence[SqlValue] = ()) -> list[dict[str, Any]]:
-        """Run one read-only SELECT (usually over projection tables) and return its rows as dicts.
+    async def _select(self, sql: str, params: Sequence[SqlValue] = ()) -> list[dict[str, Any]]:
+        """Run one read-only SELECT (usually over projection tables) and return its rows as dicts: the read the
+        query objects are given (`queries`), private to `ledger/`.
 
         Write the SQL with `?` placeholders; the PostgreSQL store numbers them for asyncpg. Keep to
         SQL both engines speak. Column values come back as `str`, `int`, `float` or None; decode a
@@ -269,7 +270,7 @@ class Ledger(abc.ABC):
         unless cast: a comparison is a `bool` on PostgreSQL and an `int` on SQLite, and `avg` is a
         `Decimal` on PostgreSQL, so write `CAST(avg(x) AS DOUBLE PRECISION)` (both engines accept
         it). The statement runs in a read-only transaction on both stores, so a write is refused.
-        Code above the ledger reads through `queries` instead (`tests/architecture/test_ledger_sql.py`).
+        Code above the ledger runs no SQL: it reads through `queries` (`tests/architecture/test_ledger_sql.py`).
         """
         self._check_open()
         return await self._fetch(sql, tuple(params))
@@ -278,7 +279,7 @@ class Ledger(abc.ABC):
     def queries(self) -> Queries:
         """The query ports (`queries`): one typed query object per projection, e.g. `queries.runs.status(...)`;
         what code above the ledger reads projections with, instead of SQL."""
-        return Queries(self.fetch)
+        return Queries(self._select)
 
     async def put_content(self, scope: Scope, data: bytes) -> str:
         """Keep `data` under its SHA-256 within the scope; returns the hex digest. Idempotent. Kept in the

@@ -16,7 +16,7 @@ from the whole history in one transaction on open (dropped, created and refilled
 under an advisory lock so servers starting together rebuild once.
 
 Column types are `text`, `integer`, `real` and `json` (kept as JSON text, see `json_text`). A projection
-table is read through its query object (`queries`, `Ledger.queries`), which runs its SQL with `Ledger.fetch`;
+table is read through its query object (`queries`, `Ledger.queries`), which runs its SQL with `Ledger._select`;
 decode the rows it answers with `Projection.decode_row`.
 """
 

@@ -103,9 +103,7 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
                 definitions_stream(self.scope, definition_type)
             )
             self._definitions[definition_type] = {}
-        rows = await self.ledger.fetch(
-            "SELECT * FROM definitions WHERE org = ? AND playbook = ?", (self.scope.org, self.scope.playbook)
-        )
+        rows = await self.ledger.queries.definitions.of_playbook(self.scope.org, self.scope.playbook)
         for row in rows:
             version = version_of(DEFINITIONS_PROJECTION.decode_row(row))
             self._definitions.setdefault(version.type, {})[version.name] = version
@@ -127,10 +125,7 @@ class PlaybookActor(Actor[PlaybookCommand, PlaybookAnswer]):
         stream = definitions_stream(self.scope, definition_type)
         version = await self.ledger.stream_version(stream)
         if version != self._versions.get(definition_type):
-            rows = await self.ledger.fetch(
-                "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ?",
-                (self.scope.org, self.scope.playbook, definition_type),
-            )
+            rows = await self.ledger.queries.definitions.of_type(self.scope.org, self.scope.playbook, definition_type)
             self._definitions[definition_type] = {
                 row["name"]: version_of(DEFINITIONS_PROJECTION.decode_row(row)) for row in rows
             }

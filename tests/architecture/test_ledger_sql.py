@@ -2,10 +2,10 @@
 the package's source.
 
 Code above the ledger reads a projection through a query object (`ledger.queries.<name>`, see
-`auto_runtime/ledger/queries/`), never with `fetch(sql)`: no module outside `auto_runtime/ledger/` names an
-attribute `fetch` of anything (a ledger, a store, a name bound to one), whether it calls it or passes it on. The
-check walks every module's syntax tree (nothing is imported or run), so a new `fetch` above the ledger fails here
-with its file and line.
+`auto_runtime/ledger/queries/`), never with SQL of its own: the ledger's read of SQL is private (`Ledger._select`,
+handed to the query objects), and no module outside `auto_runtime/ledger/` names an attribute `fetch` or `_select`
+of anything (a ledger, a store, a name bound to one), whether it calls it or passes it on. The check walks every
+module's syntax tree (nothing is imported or run), so a new one above the ledger fails here with its file and line.
 """
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from auto_runtime.ledger import Ledger
+
 PACKAGE = Path(__file__).resolve().parents[2] / "auto_runtime"
 LEDGER = PACKAGE / "ledger"
+SQL_READS = frozenset({"fetch", "_select"})
+"""The attributes that run SQL: the public `fetch` of old (and asyncpg's), and the ledger's private read."""
 
 
 def modules_above_the_ledger() -> Iterator[tuple[Path, ast.Module]]:
@@ -25,13 +29,13 @@ def modules_above_the_ledger() -> Iterator[tuple[Path, ast.Module]]:
 
 
 def fetch_uses(tree: ast.Module) -> list[int]:
-    """Lines that read an attribute named `fetch`, whatever of (`ledger.fetch(...)`, `self.store.ledger.fetch`
-    handed on uncalled)."""
+    """Lines that read an attribute that runs SQL (`SQL_READS`), whatever of (`ledger.fetch(...)`,
+    `self.store.ledger._select` handed on uncalled)."""
     return sorted(
         {
             node.lineno
             for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute) and node.attr == "fetch" and isinstance(node.ctx, ast.Load)
+            if isinstance(node, ast.Attribute) and node.attr in SQL_READS and isinstance(node.ctx, ast.Load)
         }
     )
 
@@ -58,6 +62,13 @@ def test_the_check_sees_a_fetch_called_or_handed_on() -> None:
         "    row = await ledger.queries.runs.status(scope.org, scope.playbook, 'r')\n"
         "    fetch = prefetch(ledger)\n"
         "    store.fetch_size = 10\n"
-        "    return rows, more, read, row, fetch\n"
+        "    private = await ledger._select('SELECT 1')\n"
+        "    stored = store._select\n"
+        "    return rows, more, read, row, fetch, private, stored\n"
     )
-    assert fetch_uses(ast.parse(source)) == [2, 3, 6]
+    assert fetch_uses(ast.parse(source)) == [2, 3, 6, 10, 11]
+
+
+def test_the_ledger_shows_no_sql_read() -> None:
+    """`fetch` left the ledger's public face: the query objects are the reads it offers."""
+    assert not [name for name in dir(Ledger) if "fetch" in name and not name.startswith("_")]

@@ -32,6 +32,7 @@ from auto_runtime.ledger import (
 )
 from auto_runtime.ledger.postgres.store import PostgresLedger
 from auto_runtime.ledger.sqlite.store import SqliteLedger
+from tests.stored_rows import stored_rows
 from tests.supervision.polling import wait_until
 
 from .holding import hold_the_actor
@@ -189,7 +190,8 @@ async def test_postgres_appends_queued_behind_a_batch_share_the_next_and_each_ge
         assert isinstance(outcomes["reused"], DuplicateRecordIdError)
         assert [len(outcomes[name]) for name in ("held", "fresh")] == [1, 1]
         assert [r.data["by"] for r in await ledger.read_stream(ACME.stream("runs", "shared"))] == won
-        assert await ledger.fetch("SELECT total FROM test_counts") == [{"total": 4}]  # fixed-id, held, won, fresh
+        counted = await stored_rows(ledger, "SELECT total FROM test_counts")
+        assert counted == [{"total": 4}]  # fixed-id, held, won, fresh
 
         locked, gate = threading.Event(), threading.Event()
         with trio.fail_after(30):
@@ -205,7 +207,7 @@ async def test_postgres_appends_queued_behind_a_batch_share_the_next_and_each_ge
         assert isinstance(outcomes["exploding"], RuntimeError)
         assert [len(outcomes[name]) for name in ("held-again", "calm")] == [1, 1]
         assert await ledger.stream_version(ACME.stream("runs", "boom")) == 0
-        assert await ledger.fetch("SELECT total FROM test_counts") == [{"total": 6}]
+        assert await stored_rows(ledger, "SELECT total FROM test_counts") == [{"total": 6}]
 
 
 @pytest.mark.postgres

@@ -8,6 +8,7 @@ import os
 import trio
 
 from auto_runtime.ledger import Ledger, OrgScope, PlaybookScope
+from tests.stored_rows import stored_rows
 
 ACME = PlaybookScope("acme", "finance")
 
@@ -37,7 +38,7 @@ async def test_putting_the_same_content_again_changes_nothing(ledger: Ledger) ->
             nursery.start_soon(put)
     assert len(set(digests)) == 1
     assert await ledger.get_content(ACME, digests[0]) == data
-    rows = await ledger.fetch("SELECT count(*) AS n FROM ledger_content_chunks WHERE sha256 = ?", [digests[0]])
+    rows = await stored_rows(ledger, "SELECT count(*) AS n FROM ledger_content_chunks WHERE sha256 = ?", [digests[0]])
     assert rows == [{"n": 1}]
 
 

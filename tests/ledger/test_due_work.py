@@ -27,6 +27,7 @@ from auto_runtime.ledger import (
 from auto_runtime.ledger.postgres import due_work_statements as postgres_due
 from auto_runtime.ledger.records import to_microseconds as to_us
 from auto_runtime.ledger.sqlite import due_work_statements as sqlite_due
+from tests.stored_rows import stored_rows
 
 from .conftest import Target
 
@@ -291,12 +292,12 @@ async def test_due_reads_the_armed_index_not_the_whole_table(target: Target) -> 
         statements = sqlite_due if target.kind == "sqlite" else postgres_due
         for sql, params in ((statements.DUE_SQL, (to_us(at(1000)), 10)), (statements.NEXT_DUE_SQL, ())):
             if target.kind == "sqlite":
-                plan = await ledger.fetch("EXPLAIN QUERY PLAN " + sql, params)
+                plan = await stored_rows(ledger, "EXPLAIN QUERY PLAN " + sql, params)
                 steps = [str(row["detail"]) for row in plan]
                 # One step, reading the partial index of armed entries in order (no sort, no table scan).
                 assert len(steps) == 1 and "USING INDEX ledger_due_work_armed" in steps[0], steps
             else:
-                plan = await ledger.fetch("EXPLAIN " + sql, params)
+                plan = await stored_rows(ledger, "EXPLAIN " + sql, params)
                 details = " ".join(str(row["QUERY PLAN"]) for row in plan)
                 # The armed index finds the rows (PostgreSQL may sort the few it finds); no table scan.
                 assert "ledger_due_work_armed" in details and "Seq Scan" not in details, details

@@ -24,6 +24,7 @@ from auto_runtime.ledger.content import CHUNK_SIZE
 from auto_runtime.ledger.object_content import S3ContentObjects
 from auto_runtime.ledger.s3_requests import S3Endpoint, S3Requests
 from tests.fakes.s3_emulator import ALL_OF_S3, REGION, S3Emulator, start_s3_emulator
+from tests.stored_rows import stored_rows
 
 from .conftest import Target
 
@@ -74,13 +75,13 @@ async def ledger_of(target: Target, objects: S3ContentObjects | None) -> AsyncIt
 
 
 async def row_of(ledger: Ledger, digest: str) -> list[dict[str, object]]:
-    return await ledger.fetch(
-        "SELECT location, size FROM ledger_content WHERE scope_key = ? AND sha256 = ?", [ACME.key, digest]
+    return await stored_rows(
+        ledger, "SELECT location, size FROM ledger_content WHERE scope_key = ? AND sha256 = ?", [ACME.key, digest]
     )
 
 
 async def chunks_of(ledger: Ledger, digest: str) -> int:
-    rows = await ledger.fetch("SELECT count(*) AS n FROM ledger_content_chunks WHERE sha256 = ?", [digest])
+    rows = await stored_rows(ledger, "SELECT count(*) AS n FROM ledger_content_chunks WHERE sha256 = ?", [digest])
     return int(str(rows[0]["n"]))
 
 

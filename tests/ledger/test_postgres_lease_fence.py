@@ -14,6 +14,7 @@ from auto_runtime.ledger import DueEntry, DueWorkChanges, LeaseLost, NewRecord, 
 from auto_runtime.ledger.due_work import encode_changes
 from auto_runtime.ledger.lease import LeaseState
 from auto_runtime.ledger.postgres import due_work_statements
+from tests.stored_rows import stored_rows
 
 from .conftest import Target
 from .side_loop import side_loop
@@ -58,9 +59,10 @@ async def test_a_take_over_waits_for_the_old_holders_fenced_write(postgres_url: 
                     async with trio.open_nursery() as nursery:
                         nursery.start_soon(take_over)
                         while True:
-                            [waiting] = await ledger.fetch(
+                            [waiting] = await stored_rows(
+                                ledger,
                                 "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() "
-                                "AND wait_event_type = 'Lock' AND query LIKE '%ledger_claim_lease%'"
+                                "AND wait_event_type = 'Lock' AND query LIKE '%ledger_claim_lease%'",
                             )
                             if waiting["n"]:
                                 break

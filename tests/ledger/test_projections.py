@@ -21,6 +21,7 @@ from auto_runtime.ledger import (
 )
 from auto_runtime.ledger.projections import Delete, Upsert, distinct_keys, fold, touches
 from auto_runtime.ledger.sqlite.store import SqliteLedger
+from tests.stored_rows import stored_rows
 
 from .conftest import Target
 
@@ -78,7 +79,7 @@ def run_record(run_id: str, kind: str, status: str) -> NewRecord:
 
 
 async def runs(ledger: Ledger) -> dict[str, dict[str, Any]]:
-    rows = await ledger.fetch("SELECT * FROM test_runs ORDER BY run_id")
+    rows = await stored_rows(ledger, "SELECT * FROM test_runs ORDER BY run_id")
     return {row["run_id"]: RUNS_V1.decode_row(row) for row in rows}
 
 
@@ -100,27 +101,31 @@ async def test_a_projection_changes_in_the_append_that_causes_it(target: Target)
         assert await runs(ledger) == {}
 
 
-async def test_fetch_takes_question_mark_parameters_on_every_store(target: Target) -> None:
+async def test_a_read_takes_question_mark_parameters_on_every_store(target: Target) -> None:
+    """The store's read statement, which the query objects' reads run too, takes `?` placeholders on both stores
+    (numbered for asyncpg, a `?` inside a string literal left alone) and answers one type per value."""
     async with target.open([RUNS_V1]) as ledger:
         for number, status in enumerate(["started", "succeeded", "started"]):
             run_id = f"r{number}"
             await ledger.append([StreamWrite(ACME.stream("runs", run_id), 0, [run_record(run_id, "x", status)])])
-        rows = await ledger.fetch(
+        rows = await stored_rows(
+            ledger,
             "SELECT run_id, steps FROM test_runs WHERE status = ? AND run_id <> ? ORDER BY run_id",
             ["started", "r9"],
         )
         assert rows == [{"run_id": "r0", "steps": 1}, {"run_id": "r2", "steps": 1}]
-        counted = await ledger.fetch("SELECT count(*) AS n FROM test_runs WHERE status = '?' OR steps = ?", [1])
+        counted = await stored_rows(ledger, "SELECT count(*) AS n FROM test_runs WHERE status = '?' OR steps = ?", [1])
         assert counted == [{"n": 3}]
-        [mean] = await ledger.fetch("SELECT CAST(avg(steps) AS DOUBLE PRECISION) AS mean FROM test_runs")
+        [mean] = await stored_rows(ledger, "SELECT CAST(avg(steps) AS DOUBLE PRECISION) AS mean FROM test_runs")
         assert mean == {"mean": 1.0}
         assert isinstance(mean["mean"], float)
 
 
-async def test_fetch_refuses_to_write(target: Target) -> None:
+async def test_a_read_refuses_to_write(target: Target) -> None:
+    """The store's read statement runs read-only: on a `query_only` reader, or in a read-only transaction."""
     async with target.open([RUNS_V1]) as ledger:
         with pytest.raises(Exception, match=r"(?i)read.only|readonly"):
-            await ledger.fetch("DELETE FROM test_runs")
+            await stored_rows(ledger, "DELETE FROM test_runs")
 
 
 async def test_a_failing_projection_fails_only_its_own_append(target: Target) -> None:
@@ -139,7 +144,7 @@ async def test_a_failing_projection_fails_only_its_own_append(target: Target) ->
             await ledger.append([StreamWrite(stream, 0, [NewRecord("x", {}), NewRecord("x", {"explode": 1})])])
         assert await ledger.stream_version(stream) == 0
         await ledger.append([StreamWrite(stream, 0, [NewRecord("x", {})])])
-        assert await ledger.fetch("SELECT total FROM test_counts") == [{"total": 1}]
+        assert await stored_rows(ledger, "SELECT total FROM test_counts") == [{"total": 1}]
 
 
 async def test_a_changed_version_rebuilds_the_projection_from_history(target: Target) -> None:
@@ -147,21 +152,21 @@ async def test_a_changed_version_rebuilds_the_projection_from_history(target: Ta
         for number in range(3):
             await ledger.append([StreamWrite(ACME.stream("runs", str(number)), 0, [NewRecord("a", {})])])
         await ledger.append([StreamWrite(ACME.stream("runs", "b"), 0, [NewRecord("b", {})])])
-        assert await ledger.fetch("SELECT type, total FROM test_counts ORDER BY type") == [
+        assert await stored_rows(ledger, "SELECT type, total FROM test_counts ORDER BY type") == [
             {"type": "a", "total": 3},
             {"type": "b", "total": 1},
         ]
     async with target.open([COUNTS_V1]) as ledger:
         assert ledger.rebuilt == []
-        assert len(await ledger.fetch("SELECT * FROM test_counts")) == 2
+        assert len(await stored_rows(ledger, "SELECT * FROM test_counts")) == 2
     async with target.open([COUNTS_V2]) as ledger:
         assert ledger.rebuilt == ["test_counts"]
-        assert await ledger.fetch("SELECT type, total FROM test_counts ORDER BY type") == [
+        assert await stored_rows(ledger, "SELECT type, total FROM test_counts ORDER BY type") == [
             {"type": "a", "total": 6},
             {"type": "b", "total": 2},
         ]
         await ledger.append([StreamWrite(ACME.stream("runs", "b"), 1, [NewRecord("b", {})])])
-        assert await ledger.fetch("SELECT total FROM test_counts WHERE type = ?", ["b"]) == [{"total": 4}]
+        assert await stored_rows(ledger, "SELECT total FROM test_counts WHERE type = ?", ["b"]) == [{"total": 4}]
 
 
 async def test_a_new_projection_is_filled_from_existing_history(target: Target) -> None:
@@ -169,7 +174,7 @@ async def test_a_new_projection_is_filled_from_existing_history(target: Target) 
         await ledger.append([StreamWrite(ACME.stream("runs", "r1"), 0, [run_record("r1", "x", "started")])])
     async with target.open([RUNS_V1, COUNTS_V1]) as ledger:
         assert (await runs(ledger))["r1"]["status"] == "started"
-        assert await ledger.fetch("SELECT type, total FROM test_counts") == [{"type": "x", "total": 1}]
+        assert await stored_rows(ledger, "SELECT type, total FROM test_counts") == [{"type": "x", "total": 1}]
 
 
 def test_projection_definitions_are_checked() -> None:
@@ -194,7 +199,7 @@ async def test_concurrent_appends_to_one_projection_row_lose_no_change(target: T
         async with trio.open_nursery() as nursery:
             for task in range(12):
                 nursery.start_soon(appender, task)
-        assert await ledger.fetch("SELECT type, total FROM test_counts ORDER BY type") == [
+        assert await stored_rows(ledger, "SELECT type, total FROM test_counts ORDER BY type") == [
             {"type": "counted", "total": 120},
             {"type": "other", "total": 120},
         ]
@@ -211,7 +216,7 @@ async def test_servers_starting_together_rebuild_a_projection_once(postgres_url:
         async with target.open([COUNTS_V1]) as ledger:
             rebuilt.append(list(ledger.rebuilt))
             task_status.started()
-            assert await ledger.fetch("SELECT type, total FROM test_counts") == [{"type": "a", "total": 1}]
+            assert await stored_rows(ledger, "SELECT type, total FROM test_counts") == [{"type": "a", "total": 1}]
 
     async with trio.open_nursery() as nursery:
         for _ in range(3):
@@ -286,7 +291,7 @@ async def test_an_append_reads_and_writes_each_row_it_touches_once(tmp_path: Pat
         assert count("SELECT type, total FROM test_counts") == 3  # run_started, step, run_ended
         assert count("INSERT INTO test_counts") == 3
         assert (await runs(ledger))["r1"]["steps"] == 6
-        assert await ledger.fetch("SELECT type, total FROM test_counts ORDER BY type") == [
+        assert await stored_rows(ledger, "SELECT type, total FROM test_counts ORDER BY type") == [
             {"type": "run_ended", "total": 1},
             {"type": "run_started", "total": 1},
             {"type": "step", "total": 4},

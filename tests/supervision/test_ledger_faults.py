@@ -23,6 +23,7 @@ from auto_runtime.ledger.serving import ledger_supervisor
 from auto_runtime.ledger.sqlite.store import SqliteLedger
 from auto_runtime.supervision import Supervisor, SupervisorFailedError, describe_tree
 from tests.ledger.conftest import Target, postgres_database, postgres_url, target
+from tests.stored_rows import stored_rows
 from tests.supervision.polling import wait_until
 
 __all__ = ["postgres_database", "postgres_url", "target"]  # the ledger suite's fixtures: both stores
@@ -127,7 +128,7 @@ async def test_a_crashed_life_is_restarted_and_the_appends_queued_behind_it_land
         versions |= {f"queued{n}": await ledger.stream_version(ACME.stream("runs", f"queued{n}")) for n in range(10)}
         assert versions == {name: 0 if name in crashed else 1 for name in versions}
         assert await ledger.stream_version(ACME.stream("runs", "broken")) == 0  # rolled back with its batch
-        rows = await ledger.fetch("SELECT count(*) AS n FROM test_seen", [])
+        rows = await stored_rows(ledger, "SELECT count(*) AS n FROM test_seen", [])
         assert rows == [{"n": 12 - len(crashed)}]
     if target.kind == "sqlite":
         assert crashed == []

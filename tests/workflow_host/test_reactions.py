@@ -26,6 +26,7 @@ from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions
 from auto_runtime.workflow_host.run_store import RunStore
 from auto_runtime.workflow_host.schedules import schedule_run_id
 from tests.ledger.conftest import Target
+from tests.stored_rows import stored_rows
 from tests.workflow_host.conftest import HEAD, MAX_DURATION_MS, SCOPE, definition
 
 MONTH_CLOSED = "com.acme.ledger.month-closed"
@@ -195,15 +196,15 @@ async def test_a_listen_takes_a_playbook_event_recorded_while_it_is_open_only(
     run_id = str(uuid7())
     await store.start_run(SCOPE, run_id, definition(LISTEN), {}, "caller-1")
     await follow_all(reactions, fence)
-    rows = await ledger.fetch("SELECT status FROM runs WHERE run_id = ?", [run_id])
-    assert rows == [{"status": "started"}], "an event recorded before the listen opened is not offered"
+    status = await ledger.queries.runs.status(SCOPE.org, SCOPE.playbook, run_id)
+    assert status == "started", "an event recorded before the listen opened is not offered"
     await publish(ledger, "after")
     await follow_all(reactions, fence)
     await reactions.follow_once(None, fence)  # re-reading offers nothing twice
     history = await ledger.read_stream(run_stream(SCOPE, run_id))
     assert history[-1].type == "run_succeeded"
     assert history[-1].data["output"] == [{"region": "after"}]
-    assert await ledger.fetch("SELECT run_id FROM workflow_listeners") == []
+    assert await stored_rows(ledger, "SELECT run_id FROM workflow_listeners") == []
 
 
 async def test_a_listen_opened_after_the_follower_read_its_playbook_takes_the_next_event(

@@ -15,6 +15,7 @@ from auto_runtime.runs.view import fold_run
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.workflow_host.run_store import RunStore, UnknownRun, now_ms
+from tests.stored_rows import stored_rows
 from tests.workflow_host.conftest import SCOPE, definition
 
 WAIT_THEN_SET = "do:\n  - pause: { wait: { seconds: 60 } }\n  - done: { set: { done: true } }\n"
@@ -65,7 +66,7 @@ async def test_a_start_appends_run_started_the_applied_input_and_its_steps_with_
     assert len(timers) == 2
     shown = fold_run(run_id, records)
     assert shown is not None and shown.status == "started" and shown.waits
-    rows = await ledger.fetch("SELECT status, waits FROM runs WHERE run_id = ?", [run_id])
+    rows = await stored_rows(ledger, "SELECT status, waits FROM runs WHERE run_id = ?", [run_id])
     assert rows == [{"status": "started", "waits": 1}]
 
 
@@ -89,7 +90,7 @@ async def test_a_fired_timer_ends_the_run_once_and_cancels_the_deadline_in_the_s
     assert tail[3].data["output"] == {"done": True}
     assert len({r.global_position for r in tail}) == 4
     assert (await armed(ledger, run_id))[f"{run_id}/#1:deadline"][0] == "cancelled"
-    rows = await ledger.fetch("SELECT status, waits FROM runs WHERE run_id = ?", [run_id])
+    rows = await stored_rows(ledger, "SELECT status, waits FROM runs WHERE run_id = ?", [run_id])
     assert rows == [{"status": "succeeded", "waits": 0}]
 
     again = await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms() + 61_000, wait_key))

@@ -23,6 +23,7 @@ from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.run_store import RunStore
 from auto_runtime.workflow_host.timer_loop import TimerLoop
+from tests.stored_rows import stored_rows
 from tests.workflow_host.conftest import DOUBLE, SCOPE, definition
 
 WAIT_THEN_SET = "do:\n  - pause: { wait: PT0.1S }\n  - done: { set: { done: true } }\n"
@@ -35,8 +36,9 @@ BOUND_SECONDS = 60
 
 
 async def status_of(ledger: Ledger, run_id: str) -> str:
-    rows = await ledger.fetch("SELECT status FROM runs WHERE run_id = ?", [run_id])
-    return str(rows[0]["status"])
+    status = await ledger.queries.runs.status(SCOPE.org, SCOPE.playbook, run_id)
+    assert status is not None, f"no run {run_id}"
+    return status
 
 
 async def ended(ledger: Ledger, run_id: str) -> str:
@@ -204,10 +206,10 @@ async def test_a_fired_timer_is_marked_in_the_append_of_the_input_it_fed(ledger:
     if isinstance(ledger, SqliteLedger):
         assert ledger.writer.batches == commits + 1  # one commit: the input's append, which carried the mark
     else:  # the row's mark and the input's record were written by one transaction
-        (mark,) = await ledger.fetch(
-            "SELECT xmin::text AS tx FROM ledger_due_work WHERE run_id = ? AND key = ?", [run_id, wait.key]
+        (mark,) = await stored_rows(
+            ledger, "SELECT xmin::text AS tx FROM ledger_due_work WHERE run_id = ? AND key = ?", [run_id, wait.key]
         )
-        (record,) = await ledger.fetch("SELECT xmin::text AS tx FROM ledger_records WHERE id = ?", [fed.id])
+        (record,) = await stored_rows(ledger, "SELECT xmin::text AS tx FROM ledger_records WHERE id = ?", [fed.id])
         assert mark["tx"] == record["tx"]
 
 
@@ -264,7 +266,7 @@ async def test_the_loop_sleeps_while_a_call_is_in_flight(
                     await trio.sleep(0.01)
             before = loop.sweeps
             for _ in range(50):  # the ledger's round trips, during which a busy loop would sweep again and again
-                await ledger.fetch("SELECT 1 AS one", [])
+                await ledger.queries.runs.status(SCOPE.org, SCOPE.playbook, run_id)
             assert loop.sweeps - before <= 1, "the loop swept again while only the call in flight was due"
             held.set()
             assert await ended(ledger, run_id) == "succeeded"

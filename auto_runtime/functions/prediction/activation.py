@@ -25,20 +25,12 @@ class Activation:
         self.ledger = builds.ledger
 
     async def activate(self, scope: PlaybookScope, name: str, version: int, caller_id: str) -> dict[str, Any]:
-        rows = await self.ledger.fetch(
-            "SELECT version, status, source FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
-            (scope.org, scope.playbook, "prediction", name),
-        )
-        if not rows:
+        definition = await self.ledger.queries.definitions.row(scope.org, scope.playbook, "prediction", name)
+        if definition is None:
             raise not_found(f"The playbook {scope.playbook} has no prediction definition {name}.")
-        definition = rows[0]
         if definition["status"] == "retired":
             raise conflict(f"The prediction function {name} is retired, so no version of it activates.", kind="retired")
-        versions = await self.ledger.fetch(
-            "SELECT version, state, document_version FROM prediction_versions WHERE org = ? AND playbook = ? "
-            "AND function = ?",
-            (scope.org, scope.playbook, name),
-        )
+        versions = await self.ledger.queries.prediction_versions.oldest_first(scope.org, scope.playbook, name)
         chosen = next((row for row in versions if int(row["version"]) == version), None)
         if chosen is None:
             raise not_found(f"The prediction function {name} built no version {version}.")

@@ -117,10 +117,7 @@ class Approval:
         if definition.get("type") != "interaction" or len(parts) != 5 or parts[3] != "runs":
             return
         scope = PlaybookScope(parts[1], parts[2])
-        waiting = await self.ledger.fetch(
-            "SELECT function, version FROM prediction_versions WHERE org = ? AND playbook = ? AND state = ?",
-            (scope.org, scope.playbook, "awaiting_approval"),
-        )
+        waiting = await self.ledger.queries.prediction_versions.in_state(scope.org, scope.playbook, "awaiting_approval")
         for row in waiting:
             function, version = str(row["function"]), int(row["version"])
             if approval_run_id(scope, function, version) != parts[4]:
@@ -137,21 +134,14 @@ class Approval:
         self, scope: PlaybookScope, function: str, version: int
     ) -> tuple[PredictionDocument, Mapping[str, Any]] | None:
         """The function's document and the version's row while it awaits approval, else None."""
-        rows = await self.ledger.fetch(
-            "SELECT source, status FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
-            (scope.org, scope.playbook, "prediction", function),
-        )
-        if not rows or rows[0]["status"] == "retired":
+        definition = await self.ledger.queries.definitions.row(scope.org, scope.playbook, "prediction", function)
+        if definition is None or definition["status"] == "retired":
             return None
-        document = parse_document(str(rows[0]["source"]))
-        versions = await self.ledger.fetch(
-            "SELECT version, state, mase, msis, coverage, baseline_mase, baseline_msis, document_version "
-            "FROM prediction_versions WHERE org = ? AND playbook = ? AND function = ? AND version = ?",
-            (scope.org, scope.playbook, function, version),
-        )
-        if isinstance(document, list) or not versions or versions[0]["state"] != "awaiting_approval":
+        document = parse_document(str(definition["source"]))
+        row = await self.ledger.queries.prediction_versions.scores(scope.org, scope.playbook, function, version)
+        if isinstance(document, list) or row is None or row["state"] != "awaiting_approval":
             return None
-        return document, versions[0]
+        return document, row
 
     async def _decide(
         self,
@@ -170,15 +160,13 @@ class Approval:
             if found is None:
                 return []
             document, row = found
-            definition = await self.ledger.fetch(
-                "SELECT version FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
-                (scope.org, scope.playbook, "prediction", function),
-            )
+            definition = await self.ledger.queries.definitions.row(scope.org, scope.playbook, "prediction", function)
+            assert definition is not None, "a definition `_waiting` read is never deleted"
             metadata = {
                 "correlation_id": None,
                 "causation_id": None,
                 "by": f"playbook:{scope.playbook}",
-                "definition": {"type": "prediction", "name": function, "version": int(definition[0]["version"])},
+                "definition": {"type": "prediction", "name": function, "version": int(definition["version"])},
             }
             fact = await self._fact(scope, function, version, decision, document, row)
             return [NewRecord(fact[0], fact[1], metadata)]
@@ -212,11 +200,8 @@ class Approval:
             return ACTIVATION_REFUSED, {"version": version, "because": decision}
         if await self.builds.contract_of(scope, function, int(row["document_version"])) != document.contract:
             return ACTIVATION_REFUSED, {"version": version, "because": "contract_changed"}
-        active = await self.ledger.fetch(
-            "SELECT version FROM prediction_versions WHERE org = ? AND playbook = ? AND function = ? AND state = ?",
-            (scope.org, scope.playbook, function, "active"),
-        )
-        previous = int(active[0]["version"]) if active else None
+        active = await self.ledger.queries.prediction_versions.active(scope.org, scope.playbook, function)
+        previous = int(active["version"]) if active is not None else None
         if previous is not None and previous > version:
             return ACTIVATION_REFUSED, {"version": version, "because": "superseded"}
         return VERSION_ACTIVATED, {"version": version, "rule": "approved", "previous": previous}

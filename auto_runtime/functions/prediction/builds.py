@@ -199,10 +199,8 @@ class Builds:
         return fold_build(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
 
     async def _builds_of(self, scope: PlaybookScope, name: str) -> list[dict[str, Any]]:
-        rows = await self.ledger.fetch(
-            "SELECT run_id, status, waits, first_started_us, ending FROM runs WHERE org = ? AND playbook = ? "
-            "AND type = ? AND name = ? AND input_digest = ?",
-            (scope.org, scope.playbook, "prediction", name, BUILD_INPUT_DIGEST),
+        rows = await self.ledger.queries.runs.with_input(
+            scope.org, scope.playbook, "prediction", name, BUILD_INPUT_DIGEST
         )
         return [dict(row) for row in rows]
 
@@ -225,10 +223,8 @@ class Builds:
                 kind="builds_full",
                 because="builds_of_the_day",
             )
-        queued = await self.ledger.fetch(
-            "SELECT COUNT(*) AS n FROM ledger_due_work WHERE state = ? AND key = ?", ("armed", SCORE_KEY)
-        )
-        if int(queued[0]["n"]) + self._assembling >= self.builds_at_once:
+        queued = await self.ledger.queries.due_work.armed_with_key(SCORE_KEY)
+        if queued + self._assembling >= self.builds_at_once:
             raise unavailable(
                 f"{self.builds_at_once} builds are assembling, queued or scoring, the most at once "
                 "(PREDICTION_BUILDS_AT_ONCE); ask again in a minute.",
@@ -495,12 +491,9 @@ class Builds:
     async def document_version(self, scope: PlaybookScope, name: str, version: int) -> PredictionDocument:
         """Document version `version` of the function `name`."""
         source: str | None = None
-        rows = await self.ledger.fetch(
-            "SELECT version, source FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
-            (scope.org, scope.playbook, "prediction", name),
-        )
-        if rows and int(rows[0]["version"]) == version:
-            source = str(rows[0]["source"])
+        definition = await self.ledger.queries.definitions.row(scope.org, scope.playbook, "prediction", name)
+        if definition is not None and int(definition["version"]) == version:
+            source = str(definition["source"])
         else:
             for record in await self.ledger.read_stream(definitions_stream(scope, "prediction")):
                 if record.data.get("name") == name and record.data.get("version") == version:
@@ -532,10 +525,10 @@ class Builds:
 
     async def brief(self, scope: PlaybookScope, run_id: str) -> bytes | None:
         key = brief_key(scope, run_id)
-        rows = await self.ledger.fetch("SELECT sha256 FROM ledger_content WHERE scope_key = ?", (key,))
-        if not rows:
+        digest = await self.ledger.queries.content.digest(key)
+        if digest is None:
             return None
-        return await self.ledger.content.get(key, str(rows[0]["sha256"]))
+        return await self.ledger.content.get(key, digest)
 
 
 def _same_moment() -> Exception:

@@ -48,10 +48,10 @@ class Datasets:
     async def summary(self, scope: PlaybookScope, dataset: str) -> dict[str, Any] | None:
         """The summary of a dataset uploaded to the playbook, or None."""
         key = summary_key(scope, dataset)
-        rows = await self.ledger.fetch("SELECT sha256 FROM ledger_content WHERE scope_key = ?", (key,))
-        if not rows:
+        digest = await self.ledger.queries.content.digest(key)
+        if digest is None:
             return None
-        data = await self.ledger.content.get(key, str(rows[0]["sha256"]))
+        data = await self.ledger.content.get(key, digest)
         if data is None:
             return None
         summary: dict[str, Any] = json.loads(data)

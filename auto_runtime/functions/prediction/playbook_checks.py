@@ -19,19 +19,17 @@ from auto_runtime.functions.reasoning.front_matter import Problem, read_front_ma
 from auto_runtime.ledger import Ledger, PlaybookScope
 
 INTERACTION = "interaction"
+KEPT = ("version", "status", "source", "document")
+"""The columns of the definition's row `interaction_function` answers."""
 
 
 async def interaction_function(ledger: Ledger, scope: PlaybookScope, name: str) -> Mapping[str, Any] | None:
     """The active interaction function `name` of the playbook as the projection keeps it (`source`, `document`,
     `version`), or None."""
-    rows = await ledger.fetch(
-        "SELECT version, status, source, document FROM definitions WHERE org = ? AND playbook = ? AND type = ? "
-        "AND name = ?",
-        (scope.org, scope.playbook, INTERACTION, name),
-    )
-    if not rows or rows[0]["status"] != "active":
+    definition = await ledger.queries.definitions.row(scope.org, scope.playbook, INTERACTION, name)
+    if definition is None or definition["status"] != "active":
         return None
-    row = dict(rows[0])
+    row = {column: definition[column] for column in KEPT}
     document = row["document"]
     if isinstance(document, str | bytes):
         row["document"] = json.loads(document)

@@ -57,12 +57,8 @@ class Questions(ModelWork):
         if series is None:
             issue = InputIssue(f"series: the dataset has no series {asked['series']}.", "/input/series")
             return Rejected(invalid_input([issue]))
-        rows = await self.ledger.fetch(
-            "SELECT version, candidate, document_version FROM prediction_versions WHERE org = ? AND playbook = ? "
-            "AND function = ? AND state = ?",
-            (scope.org, scope.playbook, request.name, "active"),
-        )
-        if not rows:
+        active = await self.ledger.queries.prediction_versions.active(scope.org, scope.playbook, request.name)
+        if active is None:
             return Rejected(
                 conflict(
                     f"No version of the prediction function {request.name} is active; ask a build with "
@@ -70,7 +66,6 @@ class Questions(ModelWork):
                     kind="no_version",
                 )
             )
-        active = rows[0]
         if await self.builds.contract_of(scope, request.name, int(active["document_version"])) != document.contract:
             return Rejected(
                 conflict(

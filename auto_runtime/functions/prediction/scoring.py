@@ -295,31 +295,19 @@ class Scoring(ModelWork):
         return forecasts
 
     async def _retired(self, scope: PlaybookScope, name: str) -> bool:
-        rows = await self.ledger.fetch(
-            "SELECT status FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
-            (scope.org, scope.playbook, "prediction", name),
-        )
-        return not rows or rows[0]["status"] == "retired"
+        definition = await self.ledger.queries.definitions.row(scope.org, scope.playbook, "prediction", name)
+        return definition is None or definition["status"] == "retired"
 
     async def _next_version(self, scope: PlaybookScope, name: str) -> int:
-        rows = await self.ledger.fetch(
-            "SELECT MAX(version) AS latest FROM prediction_versions WHERE org = ? AND playbook = ? AND function = ?",
-            (scope.org, scope.playbook, name),
-        )
-        latest = rows[0]["latest"] if rows else None
-        return int(latest or 0) + 1
+        return await self.ledger.queries.prediction_versions.latest(scope.org, scope.playbook, name) + 1
 
     async def _active(self, scope: PlaybookScope, name: str, document: PredictionDocument) -> int | None:
         """The active version when it still fits the document's contract, else None."""
-        rows = await self.ledger.fetch(
-            "SELECT version, document_version FROM prediction_versions WHERE org = ? AND playbook = ? "
-            "AND function = ? AND state = ?",
-            (scope.org, scope.playbook, name, "active"),
-        )
-        if not rows:
+        active = await self.ledger.queries.prediction_versions.active(scope.org, scope.playbook, name)
+        if active is None:
             return None
-        contract = await self.builds.contract_of(scope, name, int(rows[0]["document_version"]))
-        return int(rows[0]["version"]) if contract == document.contract else None
+        contract = await self.builds.contract_of(scope, name, int(active["document_version"]))
+        return int(active["version"]) if contract == document.contract else None
 
 
 def _failed_rule(document: PredictionDocument, scored: Scores, baseline: Scores) -> dict[str, Any] | None:

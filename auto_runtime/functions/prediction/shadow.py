@@ -128,26 +128,19 @@ class Shadow(ModelWork):
         await self.ledger.append([StreamWrite(stream, ANY_VERSION, records)], due_work=changes, fence=fence)
 
     async def _work(self, scope: PlaybookScope, function: str) -> list[NewRecord]:
-        rows = await self.ledger.fetch(
-            "SELECT version, status, source FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?",
-            (scope.org, scope.playbook, "prediction", function),
-        )
-        if not rows or rows[0]["status"] == "retired":
+        definition = await self.ledger.queries.definitions.row(scope.org, scope.playbook, "prediction", function)
+        if definition is None or definition["status"] == "retired":
             return []
-        document = parse_document(str(rows[0]["source"]))
+        document = parse_document(str(definition["source"]))
         if isinstance(document, list):
             return []
         metadata = {
             "correlation_id": None,
             "causation_id": None,
             "by": f"playbook:{scope.playbook}",
-            "definition": {"type": "prediction", "name": function, "version": int(rows[0]["version"])},
+            "definition": {"type": "prediction", "name": function, "version": int(definition["version"])},
         }
-        versions = await self.ledger.fetch(
-            "SELECT version, state, candidate, dataset, document_version FROM prediction_versions "
-            "WHERE org = ? AND playbook = ? AND function = ? ORDER BY version",
-            (scope.org, scope.playbook, function),
-        )
+        versions = await self.ledger.queries.prediction_versions.oldest_first(scope.org, scope.playbook, function)
         active = next((row for row in versions if row["state"] == "active"), None)
         history = await self.ledger.read_stream(scope.stream("models", function))
         records: list[NewRecord] = []

@@ -22,12 +22,7 @@ async def standing(builds: Builds, scope: PlaybookScope, name: str, source: str)
         summary = await builds.datasets.summary(scope, document.dataset)
         if summary is not None:
             dataset = {key: summary[key] for key in ("dataset", "rows", "series", "period", "last_period")}
-    rows = await builds.ledger.fetch(
-        "SELECT version, state, candidate, built_at, rule, activated_at, mase, baseline_mase, coverage, "
-        "document_version "
-        "FROM prediction_versions WHERE org = ? AND playbook = ? AND function = ? ORDER BY version DESC",
-        (scope.org, scope.playbook, name),
-    )
+    rows = await builds.ledger.queries.prediction_versions.listed(scope.org, scope.playbook, name)
     contract = None if isinstance(document, list) else document.contract
     versions = []
     for row in rows[:LISTED_VERSIONS]:

@@ -6,6 +6,7 @@ from ..projections import Row
 from .reading import ReadRows
 
 ONE = "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND name = ?"
+OF_PLAYBOOK = "SELECT * FROM definitions WHERE org = ? AND playbook = ?"
 OF_TYPE = "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ? ORDER BY name"
 ACTIVE_OF_TYPE = "SELECT * FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND status = ?"
 COUNT_ACTIVE = "SELECT COUNT(*) AS n FROM definitions WHERE org = ? AND playbook = ? AND type = ? AND status = ?"
@@ -23,6 +24,10 @@ class DefinitionsQueries:
         """The definition's latest version, or None when the playbook has none of that type and name."""
         rows = await self._read(ONE, (org, playbook, definition_type, name))
         return rows[0] if rows else None
+
+    async def of_playbook(self, org: str, playbook: str) -> list[Row]:
+        """Every definition of the playbook, of every type, retired ones too, in no particular order."""
+        return await self._read(OF_PLAYBOOK, (org, playbook))
 
     async def of_type(self, org: str, playbook: str, definition_type: str) -> list[Row]:
         """Every definition of the type in the playbook, retired ones too, by name."""

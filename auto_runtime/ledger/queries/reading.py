@@ -1,7 +1,8 @@
 """`ReadRows`: how a query object runs its SQL, handed to it by the ledger that owns the database.
 
-A query object never holds the ledger: it is given the ledger's one read-only select (`Ledger.fetch` today), so no
-module of `ledger/` reaches into another's privates and the queries import nothing of the event store.
+A query object never holds the ledger: it is given the ledger's one read-only select (`Ledger._select`, private to
+`ledger/`), so no module of `ledger/` reaches into another's privates and the queries import nothing of the event
+store.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ NEWEST_FIRST = "SELECT * FROM runs WHERE org = ? AND playbook = ?"
 AFTER = " AND (first_started_us < ? OR (first_started_us = ? AND run_id < ?))"
 NEWEST_FIRST_ORDER = " ORDER BY first_started_us DESC, run_id DESC LIMIT ?"
 STATUS = "SELECT status FROM runs WHERE org = ? AND playbook = ? AND run_id = ?"
+WITH_INPUT = (
+    "SELECT run_id, status, waits, first_started_us, ending FROM runs WHERE org = ? AND playbook = ? "
+    "AND type = ? AND name = ? AND input_digest = ?"
+)
 
 
 class RunsQueries:
@@ -32,3 +36,11 @@ class RunsQueries:
         """The run's status (`started`, `succeeded`, ...), or None when the playbook has no run of that id."""
         rows = await self._read(STATUS, (org, playbook, run_id))
         return str(rows[0]["status"]) if rows else None
+
+    async def with_input(
+        self, org: str, playbook: str, definition_type: str, name: str, input_digest: str
+    ) -> list[Row]:
+        """The `run_id`, `status`, `waits`, `first_started_us` and `ending` (JSON text, or None while it runs) of
+        every run of the definition whose input has that digest (a prediction function's builds), in no particular
+        order."""
+        return await self._read(WITH_INPUT, (org, playbook, definition_type, name, input_digest))

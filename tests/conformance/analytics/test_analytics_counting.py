@@ -16,6 +16,7 @@ from typing import Any
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamWrite, uuid7
 from auto_runtime.playbooks.analytics import PlaybookAnalytics
 from auto_runtime.runs.facts import run_stream
+from tests.stored_rows import stored_rows
 
 SCOPE = PlaybookScope("acme", "sales")
 OTHER = PlaybookScope("acme", "other")
@@ -73,7 +74,7 @@ class Runs:
 
 
 async def rows_of(ledger: Ledger, scope: PlaybookScope = SCOPE) -> dict[str, dict[str, Any]]:
-    rows = await ledger.fetch("SELECT * FROM runs WHERE org = ? AND playbook = ?", [scope.org, scope.playbook])
+    rows = await stored_rows(ledger, "SELECT * FROM runs WHERE org = ? AND playbook = ?", [scope.org, scope.playbook])
     return {row["run_id"]: row for row in rows}
 
 

@@ -108,10 +108,9 @@ async def _decisions(parts: Parts) -> list[tuple[str, dict[str, Any]]]:
 
 
 async def _state(parts: Parts) -> str:
-    rows = await parts.ledger.fetch(
-        "SELECT state FROM prediction_versions WHERE function = ? AND version = ?", ("units", 1)
-    )
-    return str(rows[0]["state"])
+    row = await parts.ledger.queries.prediction_versions.scores(SCOPE.org, SCOPE.playbook, "units", 1)
+    assert row is not None, "version 1 of units was built"
+    return str(row["state"])
 
 
 async def test_an_approving_answer_activates_the_version(tmp_path: Path, database_url: str | None) -> None:

@@ -41,6 +41,7 @@ from auto_runtime.workflow_host.timer_loop import TimerLoop
 from tests.fakes.gateway_process import McpToolServerProcess
 from tests.functions.prediction.test_cycle_on_sqlite import DATA, SOURCE, _chunks
 from tests.interaction_host.clocked import Clock, Host, desk, numbers
+from tests.stored_rows import stored_rows
 from tests.workflow_host.conftest import SCOPE, engine, ledger, postgres_database, postgres_url, store, target
 
 __all__ = ["desk", "engine", "ledger", "postgres_database", "postgres_url", "store", "target"]
@@ -107,7 +108,8 @@ async def build(host: Host, tool: str) -> str:
 
 
 async def standing(host: Host, run_id: str) -> tuple[str, int]:
-    rows = await host.ledger.fetch(
+    rows = await stored_rows(
+        host.ledger,
         f"SELECT standing, attempts FROM {OPEN_REQUESTS_TABLE} WHERE org = ? AND playbook = ? AND run_id = ?",
         (SCOPE.org, SCOPE.playbook, run_id),
     )

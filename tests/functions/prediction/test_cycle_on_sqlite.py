@@ -15,7 +15,6 @@ from pathlib import Path
 from auto_runtime.functions.interaction import InteractionType
 from auto_runtime.functions.prediction.build_facts import SCORE_KEY
 from auto_runtime.functions.prediction.build_requests import BuildRequests
-from auto_runtime.interaction_host.open_requests import OPEN_REQUESTS_TABLE
 from auto_runtime.ledger import Ledger, PlaybookScope
 from auto_runtime.ledger.lease import WORKFLOW_HOST_LEASE
 from tests.functions.prediction.composed import composed_prediction
@@ -34,9 +33,7 @@ async def _chunks(data: bytes) -> AsyncIterator[bytes]:
 
 
 async def _open_requests(ledger: Ledger, scope: PlaybookScope) -> list[tuple[str, str]]:
-    rows = await ledger.fetch(
-        f"SELECT run_id, type FROM {OPEN_REQUESTS_TABLE} WHERE org = ? AND playbook = ?", (scope.org, scope.playbook)
-    )
+    rows = await ledger.queries.open_requests.newest_first(scope.org, scope.playbook, None, 100)
     return [(str(row["run_id"]), str(row["type"])) for row in rows]
 
 

@@ -84,7 +84,7 @@ async def _graded_passed_and_activated(parts: Parts, shadow: Shadow, fence: Leas
     ]
     assert decisions[1][1]["graded"] == decisions[1][1]["graded_total"] == 1
     assert decisions[-1][1] == {"version": 2, "rule": "shadow_passed", "previous": 1}
-    rows = await parts.ledger.fetch("SELECT version, state FROM prediction_versions ORDER BY version")
+    rows = await parts.ledger.queries.prediction_versions.oldest_first(SCOPE.org, SCOPE.playbook, "units")
     assert [(int(row["version"]), row["state"]) for row in rows] == [(1, "replaced"), (2, "active")]
 
 
