@@ -2,36 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from auto_runtime.ledger import Ledger, PlaybookScope, Record, StreamName
+from auto_runtime.ledger import PlaybookScope, Record, StreamName
 from auto_runtime.runs import Loaded, RunHistory
 from auto_runtime.runs.facts import run_stream
-from auto_runtime.server import RUNTIME_PROJECTIONS
-from tests.ledger.conftest import Target, postgres_database, postgres_url
+from tests.ledger.conftest import postgres_database, postgres_url
+from tests.playbooks.conftest import ledger, target
 
-__all__ = ["postgres_database", "postgres_url"]
+__all__ = ["ledger", "postgres_database", "postgres_url", "target"]
 
 SCOPE = PlaybookScope("acme", "finance")
 MOMENT = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
-    if request.param == "postgres":
-        return Target("postgres", None, request.getfixturevalue("postgres_url"))
-    return Target("sqlite", tmp_path / "folder" / "ledger.db", None)
-
-
-@pytest.fixture
-async def ledger(target: Target) -> AsyncIterator[Ledger]:
-    async with target.open(RUNTIME_PROJECTIONS) as opened:
-        yield opened
 
 
 def record(run_id: str, position: int, kind: str, data: Any, metadata: dict[str, Any] | None = None) -> Record:
