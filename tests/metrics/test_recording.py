@@ -19,7 +19,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from auto_runtime.actors import Actor, ActorRef, MailboxFull, Registry
 from auto_runtime.ledger import PlaybookScope, open_ledger
-from auto_runtime.ledger.sqlite.store import READERS
+from auto_runtime.ledger.sqlite.connections import READERS
 from auto_runtime.metrics import METERING, appended, restarted, sandbox_job
 from auto_runtime.metrics.actors import kind_of, observe
 from auto_runtime.metrics.sandbox import ending_of, share_bucket

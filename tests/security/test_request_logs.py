@@ -83,7 +83,7 @@ def test_a_connection_links_token_is_scrubbed_from_the_request_lines(server: Ser
     assert token not in log and token[::-1] not in log
 
 
-def test_a_client_that_goes_away_while_a_large_answer_streams_is_one_line(server: ServerProcess) -> None:
+def test_a_client_that_goes_away_while_a_large_answer_streams_is_one_line_a_request(server: ServerProcess) -> None:
     """The client reads a few bytes of a 900 KB answer through a tiny receive window, with more requests
     pipelined behind it so that the server cannot hand it all to the socket, then resets the connection."""
     with server.client() as client:
@@ -103,8 +103,11 @@ def test_a_client_that_goes_away_while_a_large_answer_streams_is_one_line(server
     reader.close()
 
     gone = wait_for_entries(server, path, level="info")
-    assert [line["message"] for line in gone] == [f"GET {path}: the client went away before the answer was sent whole"]
-    assert gone[0]["client_gone"] is True
+    # One line for each request whose answer was cut: the first, and any pipelined one the server began before it
+    # saw the reset (how many depends on when it sees it), never a traceback or a warning.
+    assert 1 <= len(gone) <= 8
+    assert {line["message"] for line in gone} == {f"GET {path}: the client went away before the answer was sent whole"}
+    assert all(line["client_gone"] is True for line in gone)
     entries = log_entries(server)
     assert not [e for e in entries if "exception" in e or "Traceback" in str(e.get("message"))]
     assert not [e for e in entries if e.get("level") in ("warn", "error")]
