@@ -40,8 +40,6 @@ class RunActor(Actor[RunMessage[Any], Any]):
     def __init__(self, ledger: Ledger, key: RunKey, handlers: RunHandlers) -> None:
         self.writer = RunWriter(ledger, PlaybookScope(key[0], key[1]), key[2])
         self.handlers = handlers
-        self.handled = 0
-        """Messages this life handled."""
 
     async def receive(self, message: RunMessage[Any]) -> Any:
         try:
@@ -50,5 +48,3 @@ class RunActor(Actor[RunMessage[Any], Any]):
         except EXPECTED as error:
             self.writer.forget()
             return Refused(error)
-        finally:
-            self.handled += 1

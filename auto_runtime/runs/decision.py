@@ -61,4 +61,3 @@ class Written(Generic[S, R]):
     reply: R
     appended: list[Record] = field(default_factory=list)
     after: Loaded[S] | None = None
-    due_work: DueWorkChanges = NO_DUE_WORK

@@ -40,7 +40,3 @@ class RunHandlers:
         if handler is None:
             raise UnknownRunMessage(f"no handler takes the run message {type(message).__name__}")
         return handler
-
-    @property
-    def message_types(self) -> tuple[type[RunMessage[Any]], ...]:
-        return tuple(self._table)

@@ -86,7 +86,7 @@ class RunWriter:
             if not writes:
                 await self.ledger.due_work.change(decision.due_work, fence=decision.fence)
                 self._kept[decider.kind] = loaded
-                return Written(decision.reply, [], loaded, decision.due_work)
+                return Written(decision.reply, [], loaded)
             try:
                 appended = await self.ledger.append(writes, due_work=decision.due_work, fence=decision.fence)
             except VersionConflict:
@@ -101,7 +101,7 @@ class RunWriter:
                 after = decider.evolve(loaded, own) if decision.records else loaded
             if after is not None:
                 self._kept[decider.kind] = after
-            return Written(decision.reply, appended, after, decision.due_work)
+            return Written(decision.reply, appended, after)
         raise (
             kept_moving()
             if kept_moving is not None

@@ -68,7 +68,7 @@ from auto_runtime.ledger import (
 )
 from auto_runtime.playbooks.event_publishing import EVENT_PUBLISHED, event_stream, published_data
 from auto_runtime.runs import NO_DUE_WORK, Decision, Loaded
-from auto_runtime.runs.facts import RUN_ENDINGS, RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED
+from auto_runtime.runs.facts import RUN_FAILED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED
 from auto_runtime.runs.workflow_messages import (
     Applied,
     ApplyWorkflowInput,
@@ -454,8 +454,3 @@ class WorkflowFailure:
     def evolve(self, loaded: Loaded[Any], appended: Sequence[Record]) -> None:
         """A failed run has ended: nothing to keep."""
         return None
-
-
-def ended_in(history: Sequence[Record]) -> bool:
-    """Whether records read after the stored state hold the run's ending."""
-    return any(record.type in RUN_ENDINGS for record in history)
