@@ -7,6 +7,8 @@ import json
 import math
 from typing import Any
 
+from auto_runtime.json_pointers import escape
+
 MAX_INPUT_BYTES = 256 * 1024
 MAX_INPUT_DEPTH = 512
 MAX_OUTPUT_AND_RECORD_BYTES = 1_048_576
@@ -55,7 +57,7 @@ def _pointer(place: _Place) -> str:
     parts: list[str] = []
     while place is not None:
         place, part = place
-        parts.append("/" + str(part).replace("~", "~0").replace("/", "~1"))
+        parts.append("/" + escape(part))
     return "".join(reversed(parts))
 
 

@@ -17,6 +17,7 @@ import trio
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
+from auto_runtime.json_pointers import pointer_of
 from auto_runtime.problems import InputIssue, Rejection, conflict, cut_text
 from auto_runtime.user_schemas import TooManySteps, UnusableSchema, checked_errors
 from auto_runtime.user_schemas import validator_for as user_validator_for
@@ -31,11 +32,6 @@ JSON_TYPE_WORDS: Mapping[str, str] = {
     "boolean": "true or false",
     "null": "null",
 }
-
-
-def pointer_of(base: str, path: Sequence[str | int]) -> str:
-    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
-    return base + "".join("/" + part for part in parts)
 
 
 def name_of(path: Sequence[str | int], root_name: str) -> str:
@@ -139,12 +135,12 @@ def issues_from_errors(errors: Sequence[ValidationError], base_pointer: str, roo
                 issues.append(
                     InputIssue(
                         cut_text(f"{name_of(field_path, root_name)}: unexpected field."),
-                        cut_text(pointer_of(base_pointer, field_path)),
+                        cut_text(base_pointer + pointer_of(field_path)),
                     )
                 )
             continue
         subject = _described(name_of(path, root_name), error.schema)
-        issues.append(InputIssue(cut_text(f"{subject}: {rule_of(error)}."), cut_text(pointer_of(base_pointer, path))))
+        issues.append(InputIssue(cut_text(f"{subject}: {rule_of(error)}."), cut_text(base_pointer + pointer_of(path))))
     return issues[:MAX_ISSUES]
 
 

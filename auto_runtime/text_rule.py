@@ -19,8 +19,9 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from auto_runtime.json_pointers import pointer_of
 from auto_runtime.problems import InputIssue, cut_text
-from auto_runtime.schema_issues import name_of, pointer_of
+from auto_runtime.schema_issues import name_of
 
 NOT_UNICODE = "text that is valid Unicode, without a lone surrogate"
 HOLDS_NUL = "text without the character U+0000"
@@ -91,5 +92,5 @@ def _path_of(trail: _Trail) -> Path:
 def not_unicode_issue(path: Sequence[str | int], base_pointer: str = "", root_name: str = "The input") -> InputIssue:
     """The sentence of a lone surrogate at `path` (under `base_pointer`), named as every input problem names it."""
     return InputIssue(
-        cut_text(f"{name_of(path, root_name)}: expected {NOT_UNICODE}."), cut_text(pointer_of(base_pointer, path))
+        cut_text(f"{name_of(path, root_name)}: expected {NOT_UNICODE}."), cut_text(base_pointer + pointer_of(path))
     )

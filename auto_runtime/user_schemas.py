@@ -43,6 +43,7 @@ from jsonschema.protocols import Validator
 from referencing import Registry
 
 from auto_runtime.json_limits import depth_of
+from auto_runtime.json_pointers import escape, pointer_of, tokens_of
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_07 = "http://json-schema.org/draft-07/schema"
@@ -94,11 +95,6 @@ UNAPPLIED_MAPS = ("$defs", "definitions")
 REFERENCES = ("$ref", "$dynamicRef")
 
 
-def escape(token: str) -> str:
-    """One JSON Pointer reference token (RFC 6901)."""
-    return token.replace("~", "~0").replace("/", "~1")
-
-
 @dataclass(frozen=True)
 class _Child:
     schema: Any
@@ -124,7 +120,7 @@ def _children(node: Mapping[str, Any], pointer: str) -> Iterator[_Child]:
             for name, child in children.items():
                 if isinstance(child, dict | bool):
                     in_place = key in IN_PLACE_MAPS or key == "dependencies"
-                    yield _Child(child, f"{pointer}/{escape(key)}/{escape(str(name))}", in_place)
+                    yield _Child(child, f"{pointer}/{escape(key)}/{escape(name)}", in_place)
 
 
 def schema_positions(schema: Any) -> dict[str, Any]:
@@ -145,8 +141,7 @@ def _target(ref: str, positions: Mapping[str, Any], anchors: Mapping[str, str]) 
     if fragment == "":
         return ""
     if fragment.startswith("/"):
-        tokens = [token.replace("~1", "/").replace("~0", "~") for token in fragment[1:].split("/")]
-        pointer = "".join("/" + escape(token) for token in tokens)
+        pointer = pointer_of(tokens_of(fragment))
         return pointer if pointer in positions else None
     return anchors.get(fragment)
 
@@ -277,7 +272,7 @@ def _patterns(positions: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         keyed = node.get("patternProperties")
         if isinstance(keyed, Mapping):
             for key in keyed:
-                yield f"{pointer}/patternProperties/{escape(str(key))}", str(key)
+                yield f"{pointer}/patternProperties/{escape(key)}", str(key)
 
 
 def _placement(positions: Mapping[str, Any], dialects: tuple[str, ...]) -> Iterator[tuple[str, str]]:
@@ -333,7 +328,7 @@ def check_user_schema(schema: Any, *, draft7: bool = False) -> list[tuple[str, s
     try:
         base.check_schema(schema)
     except SchemaError as error:
-        where = "".join(f"/{escape(str(part))}" for part in error.absolute_path)
+        where = "".join(f"/{escape(part)}" for part in error.absolute_path)
         return [(where, error.message)]
     return schema_rules(schema, draft7=draft7)
 

@@ -23,6 +23,7 @@ from auto_runtime.events.cloudevent_syntax import (
 )
 from auto_runtime.events.cloudevent_time import EventTime, EventTimeError, parse_event_time
 from auto_runtime.json_limits import depth_of, json_size
+from auto_runtime.json_pointers import escape
 from auto_runtime.problems import InputIssue, invalid_input
 from auto_runtime.schema_issues import MAX_ISSUES
 from auto_runtime.text_rule import lone_surrogate_paths, not_unicode_issue
@@ -163,7 +164,7 @@ class CloudEvent:
 def _pointer(name: str) -> str:
     if has_forbidden_character(name):
         return "/event"
-    return "/event/" + name.replace("~", "~0").replace("/", "~1")
+    return "/event/" + escape(name)
 
 
 def _words(name: str) -> str:

@@ -24,7 +24,7 @@ import math
 import re
 from typing import Any, Final
 
-from auto_runtime.schema_issues import pointer_of
+from auto_runtime.json_pointers import pointer_of
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
@@ -175,7 +175,7 @@ def _object_key(text: str, index: int, container: Container, stack: list[Frame])
     keys = container.keys if isinstance(container, _DroppedObject) else container
     assert isinstance(keys, dict | set)
     if key in keys:
-        raise DuplicateField(key, pointer_of("", [*_path(stack), key]))
+        raise DuplicateField(key, pointer_of([*_path(stack), key]))
     if isinstance(container, _DroppedObject):
         container.keys.add(key)
     index = _skip(text, index)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from auto_runtime.guides import MAX_GUIDE_BYTES, MAX_RECIPE_BYTES, Guide, Recipe, render_request
+from auto_runtime.json_pointers import escape
 from auto_runtime.mcp_server.instructions import MAX_INSTRUCTIONS_CHARACTERS
 from auto_runtime.mcp_server.toolset import ServedTool
 
@@ -39,7 +40,7 @@ def _descriptions(node: Any, pointer: str = "") -> Iterator[tuple[str, str]]:
             if key == "description" and isinstance(value, str):
                 yield pointer or "/", value
             else:
-                yield from _descriptions(value, f"{pointer}/{key}")
+                yield from _descriptions(value, f"{pointer}/{escape(key)}")
     elif isinstance(node, list):
         for index, item in enumerate(node):
             yield from _descriptions(item, f"{pointer}/{index}")

@@ -34,10 +34,11 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from auto_runtime.json_limits import non_finite_pointer
+from auto_runtime.json_pointers import pointer_of
 from auto_runtime.operations.operation import Operation
 from auto_runtime.operations.schemas import input_schema_of
 from auto_runtime.problems import InputIssue, invalid_input
-from auto_runtime.schema_issues import MAX_ISSUES, issues_from_errors, pointer_of
+from auto_runtime.schema_issues import MAX_ISSUES, issues_from_errors
 from auto_runtime.text_rule import lone_surrogate_paths, not_unicode_issue, text_field_fault
 
 ROOT_NAME = "The request"
@@ -80,7 +81,7 @@ def _issues_from_pydantic(error: PydanticValidationError) -> list[InputIssue]:
         path = [p for p in item["loc"] if isinstance(p, str | int)]
         subject = ", then ".join(str(p) for p in path) or ROOT_NAME
         message = str(item["msg"]).removeprefix("Value error, ")
-        issues.append(InputIssue(f"{subject}: {message}.", pointer_of("", path)))
+        issues.append(InputIssue(f"{subject}: {message}.", pointer_of(path)))
     return issues
 
 

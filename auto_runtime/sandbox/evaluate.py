@@ -13,11 +13,12 @@ import json
 import re
 from dataclasses import dataclass
 
+from auto_runtime.json_pointers import pointer_of
 from auto_runtime.problems import cut_text
 from auto_runtime.sandbox.bridge import Bridge
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
-from auto_runtime.sandbox.json_values import compact_json, pointer_of, utf8_size
+from auto_runtime.sandbox.json_values import compact_json, utf8_size
 from auto_runtime.sandbox.limits import PRELUDE_FUEL, WORK_FUEL, WRITER_FUEL
 from auto_runtime.sandbox.outcomes import (
     Broken,

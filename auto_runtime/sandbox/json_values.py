@@ -1,15 +1,10 @@
-"""JSON values as the host sees them, JSON Pointers, and the host's compact writer."""
+"""JSON values as the host sees them and the host's compact writer."""
 
 from __future__ import annotations
 
 import json
 
 JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
-
-
-def pointer_of(tokens: list[str | int]) -> str:
-    """The JSON Pointer (RFC 6901) of a path of keys and indexes; `""` for the top."""
-    return "".join("/" + str(token).replace("~", "~0").replace("/", "~1") for token in tokens)
 
 
 def compact_json(value: object) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 import trio
 from jsonschema.exceptions import ValidationError
 
+from auto_runtime.json_pointers import pointer_of
 from auto_runtime.schema_issues import rule_of
 from auto_runtime.user_schemas import DRAFT_07, TooManySteps, UnusableSchema, checked_errors, validator_for
 
@@ -41,14 +42,6 @@ def not_checked(why: str) -> ArgumentCheck:
     return ArgumentCheck(None, ({"path": "", "message": why},))
 
 
-def _escape(token: str | int) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
-
-
-def _pointer(path: list[str | int]) -> str:
-    return "".join("/" + _escape(token) for token in path)
-
-
 def _message(words: str) -> str:
     text = words[:1].upper() + words[1:]
     return text[:MAX_MESSAGE_CHARACTERS]
@@ -58,15 +51,15 @@ def _issues_of(error: ValidationError) -> list[dict[str, str]]:
     path = list(error.absolute_path)
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else ""
-        return [{"path": _pointer([*path, missing]) if missing else _pointer(path), "message": "Expected a value"}]
+        return [{"path": pointer_of([*path, missing]) if missing else pointer_of(path), "message": "Expected a value"}]
     if error.validator == "additionalProperties" and error.validator_value is False:
         schema = error.schema if isinstance(error.schema, Mapping) else {}
         known = set(schema.get("properties", {}))
         instance = error.instance if isinstance(error.instance, Mapping) else {}
         extras = [key for key in instance if key not in known]
         if extras:
-            return [{"path": _pointer([*path, key]), "message": "Not expected"} for key in extras]
-    return [{"path": _pointer(path), "message": _message(rule_of(error))}]
+            return [{"path": pointer_of([*path, key]), "message": "Not expected"} for key in extras]
+    return [{"path": pointer_of(path), "message": _message(rule_of(error))}]
 
 
 def _document_order(error: ValidationError) -> list[tuple[int, int | str]]:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from auto_runtime.json_pointers import escape, pointer_of, unescape
 from auto_runtime.problems import InputIssue
 from auto_runtime.settings import ToolServer
 from auto_runtime.settings.addresses import has_query_or_fragment, is_https_or_loopback
@@ -88,11 +89,11 @@ def _issue(pointer: str, words: str) -> InputIssue:
 def _strings(value: Any, pointer: str) -> Iterator[tuple[str, str, str | None]]:
     """Every string of a JSON value with its pointer and the key it is under."""
     if isinstance(value, str):
-        yield pointer, value, pointer.rsplit("/", 1)[-1]
+        yield pointer, value, unescape(pointer.rsplit("/", 1)[-1])
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            yield pointer + "/" + str(key), str(key), None
-            yield from _strings(item, f"{pointer}/{key}")
+            yield f"{pointer}/{escape(key)}", str(key), None
+            yield from _strings(item, f"{pointer}/{escape(key)}")
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             yield from _strings(item, f"{pointer}/{index}")
@@ -206,7 +207,7 @@ def server_issues(
         server = tool_server_of(org, kind, entry, credential, PLACEHOLDER)
     except ValidationError as error:
         return [
-            _issue("/entry/" + "/".join(str(part) for part in issue["loc"]), str(issue["msg"]).lower())
+            _issue("/entry" + pointer_of(issue["loc"]), str(issue["msg"]).lower())
             for issue in error.errors()
             if issue["loc"] and issue["loc"][0] in KIND_FIELDS[kind]
         ] or [InputIssue("entry: expected an entry of a tool server.", "/entry")]
@@ -219,9 +220,7 @@ def server_issues(
         elif path[0] in ("auth", "security", "query_params") and path[0] not in entry:
             issues.append(_issue("/credential/name", words.replace("expects", "expected", 1)))
         else:
-            issues.append(
-                _issue("/entry/" + "/".join(str(part) for part in path), words.replace("expects", "expected", 1))
-            )
+            issues.append(_issue("/entry" + pointer_of(path), words.replace("expects", "expected", 1)))
     if isinstance(entry.get("base_url"), str) and has_query_or_fragment(entry["base_url"]):
         issues.append(_issue("/entry/base_url", "expected a URL with no query and no fragment"))
     return _distinct(issues)

@@ -36,6 +36,7 @@ from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
 from auto_runtime.functions.yaml_refusals import NO_MERGE_KEYS, NestedTooDeep, bounded_events, refusals_in
 from auto_runtime.json_limits import depth_of
+from auto_runtime.json_pointers import escape, pointer_of, tokens_of, unescape
 from auto_runtime.settings import ToolServer
 from auto_runtime.settings.addresses import has_query_or_fragment, is_https_or_loopback
 from auto_runtime.settings.errors import SettingsError
@@ -270,7 +271,7 @@ def convert_document(name: str, entry: ToolServer, raw: bytes) -> ApiDocument:
     try:
         validate(document)
     except OpenAPIValidationError as error:
-        place = "#" + "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in error.absolute_path)
+        place = "#" + pointer_of(error.absolute_path)
         words = error.message.splitlines()[0][:200] if error.message else "not valid"
         raise refused(name, "document", f"is not of the shape OpenAPI gives it at {place}: {words}") from None
     except RecursionError:
@@ -334,13 +335,9 @@ def _check_references(name: str, document: dict[str, Any]) -> None:
                     raise refused(name, "document", f"holds a reference that does not resolve at {place}")
                 if _loops(document, reference, ends):
                     raise refused(name, "document", f"holds references that loop, at {place}")
-            stack.extend((item, f"{place}/{_escaped(str(key))}") for key, item in reversed(value.items()))
+            stack.extend((item, f"{place}/{escape(key)}") for key, item in reversed(value.items()))
         elif isinstance(value, list):
             stack.extend((item, f"{place}/{index}") for index, item in reversed(list(enumerate(value))))
-
-
-def _escaped(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _loops(document: dict[str, Any], reference: str, ends: dict[str, bool]) -> bool:
@@ -369,8 +366,7 @@ _MISSING: Any = object()
 
 def _pointer(document: Any, reference: str) -> Any:
     current = document
-    for raw in reference.removeprefix("#").split("/")[1:]:
-        part = raw.replace("~1", "/").replace("~0", "~")
+    for part in tokens_of(reference.removeprefix("#")):
         if isinstance(current, dict) and part in current:
             current = current[part]
         elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
@@ -505,7 +501,7 @@ class _Converter:
         return url.rstrip("/")
 
     def check_path(self, path: str) -> None:
-        at = "#/paths/" + path.replace("~", "~0").replace("/", "~1")
+        at = "#/paths/" + escape(path)
         if not path.startswith("/"):
             raise self.fail("document", f"has a path that does not begin with /, at {at}")
         if "?" in path or "#" in path:
@@ -623,7 +619,7 @@ def _schema_references(value: Any) -> Iterator[str]:
     if isinstance(value, dict):
         reference = value.get("$ref")
         if isinstance(reference, str) and reference.startswith(_COMPONENT_SCHEMA):
-            yield reference.removeprefix(_COMPONENT_SCHEMA).replace("~1", "/").replace("~0", "~")
+            yield unescape(reference.removeprefix(_COMPONENT_SCHEMA))
         for item in value.values():
             yield from _schema_references(item)
     elif isinstance(value, list):

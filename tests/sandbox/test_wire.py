@@ -6,7 +6,8 @@ import struct
 
 import pytest
 
-from auto_runtime.sandbox.json_values import JsonValue, compact_json, pointer_of
+from auto_runtime.json_pointers import pointer_of
+from auto_runtime.sandbox.json_values import JsonValue, compact_json
 from auto_runtime.sandbox.wire import WireError, read_wire, wire_prefix_size
 
 

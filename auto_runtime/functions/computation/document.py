@@ -15,9 +15,10 @@ import yaml
 from auto_runtime.functions.documents import no_longer_parses
 from auto_runtime.functions.shapes import SHAPES
 from auto_runtime.functions.yaml_refusals import NestedTooDeep, anchor_refusals
+from auto_runtime.json_pointers import escape
 from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.program_rules import Problem, check_program
-from auto_runtime.user_schemas import check_user_schema, escape
+from auto_runtime.user_schemas import check_user_schema
 
 Parsed = TypeVar("Parsed")
 
@@ -98,7 +99,7 @@ def pointer_lines_of(node: yaml.Node, offset: int) -> dict[str, int]:
         if isinstance(current, yaml.MappingNode):
             for key, value in current.value:
                 if isinstance(key, yaml.ScalarNode):
-                    child = f"{pointer}/{escape(str(key.value))}"
+                    child = f"{pointer}/{escape(key.value)}"
                     lines.setdefault(child, key.start_mark.line + offset)
                     stack.append((value, child))
         elif isinstance(current, yaml.SequenceNode):

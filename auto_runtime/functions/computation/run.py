@@ -14,11 +14,12 @@ from typing import Any
 from auto_runtime.functions.computation.document import ComputationDocument
 from auto_runtime.functions.computation.endings import RunWords, no_worker_free, sandbox_ending, unworkable
 from auto_runtime.functions.shapes import SHAPES
+from auto_runtime.json_pointers import pointer_of
 from auto_runtime.problems import InputIssue as Issue
 from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.evaluate import Evaluation
 from auto_runtime.sandbox.fair_queue import UNATTRIBUTED, JobOwner
-from auto_runtime.sandbox.json_values import JsonValue, compact_json, pointer_of, utf8_size
+from auto_runtime.sandbox.json_values import JsonValue, compact_json, utf8_size
 from auto_runtime.sandbox.limits import MAX_DEPTH, RUN_SECONDS
 from auto_runtime.sandbox.outcomes import Broken, Returned
 from auto_runtime.sandbox.pool import SandboxPool

@@ -29,7 +29,7 @@ from auto_runtime.functions.interaction.arguments import (
 )
 from auto_runtime.functions.reasoning.document import issue_lines, read_document
 from auto_runtime.functions.reasoning.front_checker import FrontMatterChecker
-from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape
+from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem
 from auto_runtime.functions.reasoning.json_schemas import schema_problems
 from auto_runtime.functions.reasoning.template import (
     RenderProblem,
@@ -38,6 +38,7 @@ from auto_runtime.functions.reasoning.template import (
     TemplateProblem,
     render_text,
 )
+from auto_runtime.json_pointers import escape, tokens_of
 
 MEDIA_TYPE = "text/markdown"
 TOP_KEYS = ("description", "call", "to", "from", "expires", "deliver", "replies", "reply", "input", "output")
@@ -125,8 +126,7 @@ def is_pointer(value: Any) -> bool:
 def resolve_pointer(document: Any, pointer: str) -> tuple[bool, Any]:
     """(True, the value at `pointer` in `document`), or (False, None) when nothing is there (RFC 6901)."""
     value = document
-    for token in pointer.split("/")[1:]:
-        name = token.replace("~1", "/").replace("~0", "~")
+    for name in tokens_of(pointer):
         if isinstance(value, dict) and name in value:
             value = value[name]
         elif isinstance(value, list) and name.isdigit() and (name == "0" or not name.startswith("0")):

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auto_runtime.functions.reasoning.front_checker import FrontMatterChecker
-from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape, read_front_matter
+from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, read_front_matter
 from auto_runtime.functions.reasoning.json_schemas import is_draft7, portability_warnings, schema_problems
 from auto_runtime.functions.reasoning.template import Template, parse_template
 from auto_runtime.functions.shapes import SHAPES
+from auto_runtime.json_pointers import escape
 from auto_runtime.models.provider_options import offered_option_problems
 from auto_runtime.user_schemas import TooManySteps, UnusableSchema, checked_errors, validator_for
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem, escape
+from auto_runtime.functions.reasoning.front_matter import FrontMatter, Problem
+from auto_runtime.json_pointers import escape
 
 
 class FrontMatterChecker:

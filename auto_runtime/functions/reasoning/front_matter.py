@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from auto_runtime.functions.yaml_refusals import NestedTooDeep, bounded_events, refusals_in
+from auto_runtime.json_pointers import escape
 
 MAX_DEPTH = 72
 TOO_DEEP = "The front matter may nest at most 72 levels"
@@ -52,10 +53,6 @@ class FrontMatter:
         while pointer and pointer not in self.lines:
             pointer = pointer.rsplit("/", 1)[0]
         return self.lines.get(pointer, 1)
-
-
-def escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
 
 
 class _NotReadable(Exception):

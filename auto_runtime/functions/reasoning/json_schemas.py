@@ -13,7 +13,7 @@ from typing import Any
 from jsonschema import Draft7Validator, Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from auto_runtime.functions.reasoning.front_matter import escape
+from auto_runtime.json_pointers import escape
 from auto_runtime.user_schemas import schema_rules
 
 MAX_SCHEMA_BYTES = 65_536
@@ -90,7 +90,7 @@ def _subschemas(schema: Mapping[str, Any], pointer: str) -> Iterator[tuple[Any, 
         children = schema.get(key)
         if isinstance(children, Mapping):
             for name, child in children.items():
-                yield child, f"{pointer}/{key}/{escape(str(name))}", key == "properties"
+                yield child, f"{pointer}/{key}/{escape(name)}", key == "properties"
     for key in SCHEMA_LISTS:
         children = schema.get(key)
         if isinstance(children, list):
@@ -123,7 +123,7 @@ def schema_problems(schema: Any) -> list[tuple[str, str]]:
         meta_validator(schema).check_schema(schema)
     except SchemaError as error:
         valid = False
-        where = "".join(f"/{escape(str(part))}" for part in error.absolute_path)
+        where = "".join(f"/{escape(part)}" for part in error.absolute_path)
         problems.append((where, f"Not a valid JSON Schema: {error.message}"))
     for node, pointer in _walk(schema):
         problems.extend(

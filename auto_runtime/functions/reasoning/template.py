@@ -40,9 +40,9 @@ from liquid.stringify import to_liquid_string
 from liquid.token import TOKEN_EXPRESSION, TOKEN_TAG, Token
 from liquid.undefined import UNDEFINED
 
-from auto_runtime.functions.reasoning.front_matter import escape
 from auto_runtime.functions.reasoning.liquid_filters import FILTERS
 from auto_runtime.functions.reasoning.property_tokens import PropertyLiquidTag, PropertyOutput, PropertyTokenStream
+from auto_runtime.json_pointers import escape
 
 MAX_TEMPLATE_CHARS = 65_536
 MAX_NAMES = 1000

@@ -34,6 +34,7 @@ from auto_runtime.functions.recall import filters as rules
 from auto_runtime.functions.recall.filters import EventFilter
 from auto_runtime.functions.yaml_refusals import NestedTooDeep, anchor_refusals
 from auto_runtime.json_limits import compact_json, depth_of
+from auto_runtime.json_pointers import escape
 from auto_runtime.sandbox.limits import MAX_DEPTH
 from auto_runtime.sandbox.program_rules import (
     DOES_NOT_PARSE,
@@ -235,7 +236,7 @@ class _Reader:
         where: str | None = None
         ok = True
         for key, value in item.items():
-            key_line = line_of(self.pointers, f"{pointer}/{key}", line)
+            key_line = line_of(self.pointers, f"{pointer}/{escape(key)}", line)
             if key == "data":
                 if not _writable(value):
                     self.add(key_line, rules.COMPARES_WITH.format(key="data"))

@@ -23,12 +23,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
+from auto_runtime.json_pointers import pointer_of
 from auto_runtime.problems import cut_text
 from auto_runtime.sandbox.bridge import Bridge
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.fold_prelude import FOLD_ENTRY
 from auto_runtime.sandbox.interruption import RunControl
-from auto_runtime.sandbox.json_values import compact_json, pointer_of, utf8_size
+from auto_runtime.sandbox.json_values import compact_json, utf8_size
 from auto_runtime.sandbox.limits import PRELUDE_FUEL, WRITER_FUEL
 from auto_runtime.sandbox.regex_frames import overflowed_in_regex
 from auto_runtime.sandbox.store_run import StoreEnding, StoreSession, run_store

@@ -25,7 +25,8 @@ from auto_runtime.functions.workflow.expressions import (
     wrapped_expression,
 )
 from auto_runtime.functions.workflow.issues import Issue
-from auto_runtime.functions.workflow.yaml_reader import ReadDocument, escape, read_yaml
+from auto_runtime.functions.workflow.yaml_reader import ReadDocument, read_yaml
+from auto_runtime.json_pointers import escape, tokens_of
 from auto_runtime.user_schemas import check_user_schema
 
 TASK_KINDS = ("call", "do", "emit", "for", "fork", "listen", "raise", "set", "switch", "try", "wait")
@@ -238,7 +239,7 @@ class _Walk:
     def known_keys(self, value: dict[str, Any], pointer: str, keys: tuple[str, ...], where: str) -> None:
         for key in value:
             if key not in keys:
-                self.add(f"{pointer}/{escape(str(key))}", NOT_A_FIELD.format(key=key, where=where))
+                self.add(f"{pointer}/{escape(key)}", NOT_A_FIELD.format(key=key, where=where))
 
     # -- expressions and values -------------------------------------------------------------------------
     def expression(self, text: str, pointer: str, place: tuple[str, ...]) -> None:
@@ -263,7 +264,7 @@ class _Walk:
             self.expression(text, pointer, place)
         elif isinstance(value, dict):
             for key, item in value.items():
-                self.template(item, f"{pointer}/{escape(str(key))}", place, depth + 1)
+                self.template(item, f"{pointer}/{escape(key)}", place, depth + 1)
         elif isinstance(value, list):
             for index, item in enumerate(value):
                 self.template(item, f"{pointer}/{index}", place, depth + 1)
@@ -365,7 +366,7 @@ def _top_level(
             for key, item in evaluate.items():
                 allowed = {"language": "python", "mode": "strict"}
                 if key not in allowed or item != allowed[key]:
-                    walk.add(f"/evaluate/{escape(str(key))}", EVALUATE_WORDS)
+                    walk.add(f"/evaluate/{escape(key)}", EVALUATE_WORDS)
     if "use" in root:
         _use(walk, root["use"])
     input_schema: dict[str, Any] | None = None
@@ -457,11 +458,11 @@ def _use(walk: _Walk, value: Any) -> None:
             components = walk.mapping(use[key], f"/use/{key}")
             walk.uses[key] = components or {}
     for name, error in walk.uses.get("errors", {}).items():
-        _error_template(walk, error, f"/use/errors/{escape(str(name))}", places.ANYWHERE)
+        _error_template(walk, error, f"/use/errors/{escape(name)}", places.ANYWHERE)
     for name, retry in walk.uses.get("retries", {}).items():
-        _retry(walk, retry, f"/use/retries/{escape(str(name))}", places.ANYWHERE)
+        _retry(walk, retry, f"/use/retries/{escape(name)}", places.ANYWHERE)
     for name, timeout in walk.uses.get("timeouts", {}).items():
-        pointer = f"/use/timeouts/{escape(str(name))}"
+        pointer = f"/use/timeouts/{escape(name)}"
         if isinstance(timeout, str):
             walk.add(pointer, MAPPING)
         else:
@@ -595,7 +596,7 @@ def _on(walk: _Walk, value: Any) -> None:
         elif key == "until":
             walk.add("/schedule/on/until", ON_UNTIL)
         elif key not in ("one", "any"):
-            walk.add(f"/schedule/on/{escape(str(key))}", NOT_A_FIELD.format(key=key, where="on"))
+            walk.add(f"/schedule/on/{escape(key)}", NOT_A_FIELD.format(key=key, where="on"))
     forms = [key for key in ("one", "any") if key in on]
     if len(forms) != 1:
         if not any(key in on for key in ("all", "until")) or forms:
@@ -644,7 +645,7 @@ def _trigger_filter(walk: _Walk, value: Any, pointer: str) -> dict[str, Any] | N
         return None
     ok = True
     for key, attribute in attributes.items():
-        at = f"{pointer}/with/{escape(str(key))}"
+        at = f"{pointer}/with/{escape(key)}"
         if key not in TRIGGER_FILTER_KEYS:
             walk.add(at, FILTER_ATTRIBUTE)
             ok = False
@@ -779,7 +780,7 @@ def _call(walk: _Walk, task: dict[str, Any], pointer: str, scope: _Scope, depth:
         return
     for key in arguments:
         if key not in ("type", "name", "input"):
-            walk.add(f"{pointer}/with/{escape(str(key))}", WITH_KEYS)
+            walk.add(f"{pointer}/with/{escape(key)}", WITH_KEYS)
     for key in ("type", "name"):
         if key not in arguments:
             walk.add(f"{pointer}/with", NEEDS.format(key=key))
@@ -820,7 +821,7 @@ def _switch(walk: _Walk, task: dict[str, Any], pointer: str, scope: _Scope, dept
             walk.add(at, "A switch case is a mapping of one name to { when, then }")
             continue
         name, definition = next(iter(case.items()))
-        at = f"{at}/{escape(str(name))}"
+        at = f"{at}/{escape(name)}"
         definition = walk.mapping(definition, at)
         if definition is None:
             continue
@@ -841,8 +842,7 @@ def _sibling_names(walk: _Walk, pointer: str) -> list[str]:
     """The names of the tasks in the list holding the task at `pointer`."""
     list_pointer = pointer.rsplit("/", 2)[0]
     value: Any = walk.read.value
-    for token in list_pointer.split("/")[1:]:
-        token = token.replace("~1", "/").replace("~0", "~")
+    for token in tokens_of(list_pointer):
         value = value[int(token)] if isinstance(value, list) else value[token]
     return [str(next(iter(entry))) for entry in value if isinstance(entry, dict) and len(entry) == 1]
 
@@ -962,7 +962,7 @@ def _listen(walk: _Walk, task: dict[str, Any], pointer: str, scope: _Scope, dept
         if key in ("until", "foreach", "correlate"):
             walk.add(f"{at}/{key}", LISTEN_REFUSED.format(key=key))
         elif key not in ("to", "read"):
-            walk.add(f"{at}/{escape(str(key))}", NOT_A_FIELD.format(key=key, where="listen"))
+            walk.add(f"{at}/{escape(key)}", NOT_A_FIELD.format(key=key, where="listen"))
     if "read" in listen and listen["read"] not in ("data", "envelope", "raw"):
         walk.add(f"{at}/read", LISTEN_READ)
     if "to" not in listen:
@@ -974,7 +974,7 @@ def _listen(walk: _Walk, task: dict[str, Any], pointer: str, scope: _Scope, dept
     forms = [key for key in to if key in ("one", "any", "all")]
     for key in to:
         if key not in ("one", "any", "all"):
-            walk.add(f"{at}/to/{escape(str(key))}", LISTEN_TO if key != "until" else LISTEN_REFUSED.format(key=key))
+            walk.add(f"{at}/to/{escape(key)}", LISTEN_TO if key != "until" else LISTEN_REFUSED.format(key=key))
     if len(forms) != 1:
         walk.add(f"{at}/to", LISTEN_TO)
         return
@@ -996,7 +996,7 @@ def _listen_filter(walk: _Walk, value: Any, pointer: str) -> None:
     attributes = value.get("with")
     if isinstance(attributes, dict):
         for key, attribute in attributes.items():
-            walk.template(attribute, f"{pointer}/with/{escape(str(key))}", places.FILTER)
+            walk.template(attribute, f"{pointer}/with/{escape(key)}", places.FILTER)
 
 
 def _emit(walk: _Walk, task: dict[str, Any], pointer: str, scope: _Scope, depth: int, body: tuple[str, ...]) -> None:
@@ -1018,7 +1018,7 @@ def _emit(walk: _Walk, task: dict[str, Any], pointer: str, scope: _Scope, depth:
         walk.add(f"{at}/id", EMIT_ID)
     for key in attributes:
         if key in RESERVED_ATTRIBUTES:
-            walk.add(f"{at}/{escape(str(key))}", EMIT_RESERVED_ATTRIBUTE.format(key=key))
+            walk.add(f"{at}/{escape(key)}", EMIT_RESERVED_ATTRIBUTE.format(key=key))
     kind = attributes.get("type")
     if isinstance(kind, str) and wrapped_expression(kind) is None and kind in RESERVED_TYPES:
         walk.add(f"{at}/type", EMIT_RESERVED_TYPE.format(value=kind))

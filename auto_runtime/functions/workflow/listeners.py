@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from auto_runtime.functions.workflow.expressions import wrapped_expression
 from auto_runtime.functions.workflow.run_state import STATE_METADATA, WORKFLOW_INPUT_APPLIED
+from auto_runtime.json_pointers import tokens_of
 from auto_runtime.ledger import Ledger, PlaybookScope, Projection, Record, Row, TableSpec
 
 LISTENING_METADATA: Final = "listening"
@@ -44,15 +45,10 @@ def _keys(record: Record) -> list[tuple[Any, ...]]:
     return [(parts[1], parts[2], parts[4])]
 
 
-def _unescape(segment: str) -> str:
-    return segment.replace("~1", "/").replace("~0", "~")
-
-
 def _at(document: Any, reference: str) -> Any:
     """The value at a JSON pointer of the document, or None."""
     value = document
-    for segment in reference.split("/")[1:]:
-        key = _unescape(segment)
+    for key in tokens_of(reference):
         if isinstance(value, dict):
             value = value.get(key)
         elif isinstance(value, list) and key.isdigit() and int(key) < len(value):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from auto_runtime.functions.overview import schema_table
 from auto_runtime.functions.workflow.document import WorkflowDocument
+from auto_runtime.json_pointers import unescape
 
 _KIND_WORDS = {
     "call": "calls a function",
@@ -44,7 +45,7 @@ def workflow_overview(document: WorkflowDocument) -> str:
     parts += ["## What it does", ""]
     calls = {call.reference: call for call in document.calls}
     for level, reference, kind in document.steps:
-        name = reference.rsplit("/", 1)[1].replace("~1", "/").replace("~0", "~")
+        name = unescape(reference.rsplit("/", 1)[1])
         words = _KIND_WORDS.get(kind, kind)
         call = calls.get(reference)
         if call is not None:

@@ -17,6 +17,7 @@ import yaml
 
 from auto_runtime.functions.workflow.issues import Issue
 from auto_runtime.functions.yaml_refusals import NO_ANCHORS
+from auto_runtime.json_pointers import escape
 
 NO_TAGS = "YAML tags are not available; write plain values"
 DUPLICATE_KEY = "The key {key} is written twice in the same mapping"
@@ -66,11 +67,6 @@ class ReadDocument:
 
     value: Any
     marks: dict[str, Mark]
-
-
-def escape(token: str) -> str:
-    """One JSON Pointer reference token (RFC 6901)."""
-    return token.replace("~", "~0").replace("/", "~1")
 
 
 NOT_FINITE = "Numbers are finite: .inf and .nan have no JSON form"

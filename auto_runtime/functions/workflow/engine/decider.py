@@ -90,7 +90,7 @@ from auto_runtime.functions.workflow.engine.task_runs import (
     task_run_kind,
 )
 from auto_runtime.functions.workflow.expressions import wrapped_expression
-from auto_runtime.functions.workflow.yaml_reader import escape
+from auto_runtime.json_pointers import escape, tokens_of
 from auto_runtime.problems import Rejection
 
 CALL_NAMESPACE = uuid.UUID("9b1f3a52-6c0d-4b8e-9f27-3e5d1c7a2b40")
@@ -222,8 +222,7 @@ class _Apply:
     # -- documents ----------------------------------------------------------------------------------------
     def at(self, pointer: str) -> Any:
         value: Any = self.state.document
-        for token in pointer.split("/")[1:]:
-            token = token.replace("~1", "/").replace("~0", "~")
+        for token in tokens_of(pointer):
             value = value[int(token)] if isinstance(value, list) else value[token]
         return value
 
@@ -339,7 +338,7 @@ class _Apply:
         holder.index = index
         holder.data = data
         name, _definition = next(iter(entries[index].items()))
-        self.start_task(holder, f"{holder.list_pointer}/{index}/{escape(str(name))}", str(name), data, cause)
+        self.start_task(holder, f"{holder.list_pointer}/{index}/{escape(name)}", str(name), data, cause)
 
     def start_task(
         self, parent: ListHolder | ForkRun, reference: str, name: str, data: Any, cause: int | None

@@ -35,13 +35,14 @@ from typing import Any
 
 from auto_runtime.actors import STACK_SIZE_LOCK
 from auto_runtime.functions.workflow.engine.evaluation import EXPRESSION_FAILED, PASSED_A_BOUND, Failed, Place
+from auto_runtime.json_pointers import pointer_of
 from auto_runtime.problems import cut_text
 from auto_runtime.sandbox.bridge import Bridge
 from auto_runtime.sandbox.companion import Companion, CompanionBroken, current_companion
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.expression_prelude import EXPRESSION_ENTRY
 from auto_runtime.sandbox.interruption import RunControl
-from auto_runtime.sandbox.json_values import compact_json, pointer_of
+from auto_runtime.sandbox.json_values import compact_json
 from auto_runtime.sandbox.limits import PRELUDE_FUEL, WRITER_FUEL
 from auto_runtime.sandbox.store_run import StoreSession, run_store
 from auto_runtime.sandbox.unwritable import not_json_words, too_deep_words
