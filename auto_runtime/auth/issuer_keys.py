@@ -53,6 +53,7 @@ from urllib.parse import urlsplit
 import httpx
 import jwt
 import trio
+from cachetools import LRUCache
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart
@@ -226,7 +227,7 @@ class IssuerKeys:
         self._keys: Mapping[str, PublishedKey] = {}
         self._fetched_at: float | None = None
         self._failed_at: float | None = None
-        self._refuted: dict[str, float] = {}
+        self._refuted: LRUCache[str, float] = LRUCache(MAX_REFUTED_KIDS)
         """The `kid`s fetches did not hold, oldest first, with when (`clock`) the fetch that refuted each ended."""
         self._fetching = False
         self._last_started: float | None = None
@@ -280,9 +281,6 @@ class IssuerKeys:
         return refuted_at is not None and self._clock() - refuted_at < REFRESH_INTERVAL_SECONDS
 
     def _refute(self, kid: str) -> None:
-        self._refuted.pop(kid, None)
-        while len(self._refuted) >= MAX_REFUTED_KIDS:
-            del self._refuted[next(iter(self._refuted))]
         self._refuted[kid] = self._clock()
 
     def _retry_after(self) -> int:

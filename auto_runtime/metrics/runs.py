@@ -10,10 +10,11 @@ duration here). Called on the Trio thread only.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol
+
+from cachetools import LRUCache
 
 from auto_runtime.metrics.state import METERING
 
@@ -39,7 +40,8 @@ class RecordLike(Protocol):
     def recorded_at(self) -> datetime: ...
 
 
-_starts: OrderedDict[str, datetime] = OrderedDict()
+_starts: LRUCache[str, datetime] = LRUCache(STARTS_KEPT)
+"""When each run still going started, for its duration; the least recently started go first."""
 
 
 def _definition_type(record: RecordLike) -> str:
@@ -61,9 +63,6 @@ def appended(records: Iterable[RecordLike]) -> None:
         if kind == RUN_STARTED:
             instruments.runs_started.add(1, {TYPE: _definition_type(record)})
             _starts[record.stream] = record.recorded_at
-            _starts.move_to_end(record.stream)
-            if len(_starts) > STARTS_KEPT:
-                _starts.popitem(last=False)
         elif kind in OUTCOMES:
             definition_type = _definition_type(record)
             instruments.runs_ended.add(1, {TYPE: definition_type, OUTCOME: OUTCOMES[kind]})

@@ -20,9 +20,10 @@ parses is answered as the type's `Rejection` (`unworkable`) and kept out of the 
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+
+from cachetools import LRUCache
 
 from auto_runtime.functions.function_type import FunctionType
 from auto_runtime.problems import Rejection
@@ -44,8 +45,8 @@ class DefinitionDocuments:
             raise ValueError("max_entries must be >= 1")
         self.types = types
         self.max_entries = max_entries
-        self._entries: OrderedDict[DocumentKey, Any] = OrderedDict()
         self._by_playbook: dict[PlaybookKey, set[DocumentKey]] = {}
+        self._entries: _Entries = _Entries(max_entries, self._by_playbook)
         self.parses = 0
         """Sources parsed so far (each miss parses once)."""
 
@@ -64,7 +65,6 @@ class DefinitionDocuments:
         key = (playbook[0], playbook[1], definition_type, name, version)
         found = self._entries.get(key, _MISSING)
         if found is not _MISSING:
-            self._entries.move_to_end(key)
             return found
         text = source if isinstance(source, str) else await source()
         self.parses += 1
@@ -80,17 +80,26 @@ class DefinitionDocuments:
             self._entries.pop(key, None)
 
     def _keep(self, playbook: PlaybookKey, key: DocumentKey, document: Any) -> None:
-        self._entries[key] = document
-        self._entries.move_to_end(key)
         self._by_playbook.setdefault(playbook, set()).add(key)
-        while len(self._entries) > self.max_entries:
-            oldest, _ = self._entries.popitem(last=False)
-            owner = (oldest[0], oldest[1])
-            kept = self._by_playbook.get(owner)
-            if kept is not None:
-                kept.discard(oldest)
-                if not kept:
-                    del self._by_playbook[owner]
+        self._entries[key] = document
+
+
+class _Entries(LRUCache[DocumentKey, Any]):
+    """The documents, least recently used evicted first; an eviction also drops the key from its playbook's set."""
+
+    def __init__(self, max_entries: int, by_playbook: dict[PlaybookKey, set[DocumentKey]]) -> None:
+        super().__init__(max_entries)
+        self._by_playbook = by_playbook
+
+    def popitem(self) -> tuple[DocumentKey, Any]:
+        oldest, document = super().popitem()
+        owner = (oldest[0], oldest[1])
+        kept = self._by_playbook.get(owner)
+        if kept is not None:
+            kept.discard(oldest)
+            if not kept:
+                del self._by_playbook[owner]
+        return oldest, document
 
 
 _MISSING = object()

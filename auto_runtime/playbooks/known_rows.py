@@ -14,8 +14,9 @@ Concurrency: used from Trio tasks only (one thread), so each call is atomic; a r
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Generic, TypeVar
+
+from cachetools import LRUCache
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -23,18 +24,14 @@ V = TypeVar("V")
 
 class KnownRows(Generic[K, V]):
     def __init__(self, capacity: int) -> None:
-        self._capacity = capacity
-        self._rows: OrderedDict[K, V] = OrderedDict()
+        self._rows: LRUCache[K, V] = LRUCache(capacity)
         self._changes = 0
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def get(self, key: K) -> V | None:
-        value = self._rows.get(key)
-        if value is not None:
-            self._rows.move_to_end(key)
-        return value
+        return self._rows.get(key)
 
     def ticket(self) -> int:
         """Take before reading a value from the ledger; give it to `fill`."""
@@ -42,18 +39,12 @@ class KnownRows(Generic[K, V]):
 
     def fill(self, key: K, value: V, ticket: int) -> None:
         if ticket == self._changes:
-            self._put(key, value)
+            self._rows[key] = value
 
     def changed(self, key: K, value: V) -> None:
         self._changes += 1
-        self._put(key, value)
+        self._rows[key] = value
 
     def forget(self, key: K) -> None:
         self._changes += 1
         self._rows.pop(key, None)
-
-    def _put(self, key: K, value: V) -> None:
-        self._rows[key] = value
-        self._rows.move_to_end(key)
-        while len(self._rows) > self._capacity:
-            self._rows.popitem(last=False)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import trio
+from cachetools import LRUCache
 
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
 from auto_runtime.json_limits import compact_json, depth_of
@@ -48,7 +49,7 @@ PAGE_RECORDS = 1_000
 PAGES_A_PASS = 10
 PASSED_OVER_KEPT = 10_000
 DOCUMENTS_KEPT = 4_096
-"""Parsed documents kept by (org, playbook, name, version); past this many they are all parsed again."""
+"""Parsed documents kept by (org, playbook, name, version), the least recently used going first."""
 
 FoldView = Callable[[str, FoldPart], Awaitable[FoldAnswer]]
 """Ask the actor of the playbook's view of that name to fold its part of a page (`view_actor`)."""
@@ -98,8 +99,9 @@ class PlaybookPass:
     def __init__(self, ledger: Ledger, max_rebuilds: int) -> None:
         self.ledger = ledger
         self.max_rebuilds = max_rebuilds
-        self._documents: dict[tuple[str, str, str, int], RecallDocument | None] = {}
-        self._passed_over: set[str] = set()
+        self._documents: LRUCache[tuple[str, str, str, int], RecallDocument | None] = LRUCache(DOCUMENTS_KEPT)
+        self._passed_over: LRUCache[str, None] = LRUCache(PASSED_OVER_KEPT)
+        """Records already logged as passed over (too deep), so each is logged once while remembered."""
 
     async def _actives(self, scope: PlaybookScope) -> dict[str, _Active]:
         rows = await self.ledger.queries.definitions.active_of_type(scope.org, scope.playbook, "recall")
@@ -107,12 +109,12 @@ class PlaybookPass:
         for row in rows:
             version = version_of(DEFINITIONS_PROJECTION.decode_row(row))
             key = (scope.org, scope.playbook, version.name, version.version)
-            if key not in self._documents:
-                if len(self._documents) >= DOCUMENTS_KEPT:
-                    self._documents.clear()
+            if key in self._documents:
+                document = self._documents[key]
+            else:
                 parsed = parse_document(version.source)
-                self._documents[key] = parsed if isinstance(parsed, RecallDocument) else None
-            found[version.name] = _Active(version.name, version.version, version.updated_at, self._documents[key])
+                document = self._documents[key] = parsed if isinstance(parsed, RecallDocument) else None
+            found[version.name] = _Active(version.name, version.version, version.updated_at, document)
         return found
 
     async def _reconciled(self, scope: PlaybookScope, fence: LeaseFence) -> tuple[list[ViewRow], dict[str, _Active]]:
@@ -230,9 +232,7 @@ class PlaybookPass:
             return None
         if depth_of(found.event) > MAX_DEPTH:
             if record.id not in self._passed_over:
-                if len(self._passed_over) >= PASSED_OVER_KEPT:
-                    self._passed_over.clear()
-                self._passed_over.add(record.id)
+                self._passed_over[record.id] = None
                 log.warning("record_passed_over", extra={"record_id": record.id, "record_type": record.type})
             return None
         return found.event

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import trio
+from cachetools import LRUCache
 
 from auto_runtime.functions.workflow.decisions import (
     DOCUMENT_DIGEST,
@@ -122,13 +123,13 @@ class RunStore:
         self.runtime_version = runtime_version
         self.max_duration_ms = max_duration_ms
         self.clock = clock
-        self._documents: dict[str, dict[str, Any]] = {}
+        self._documents: LRUCache[str, dict[str, Any]] = LRUCache(DOCUMENTS_KEPT)
         """Run documents by digest, the last `DOCUMENTS_KEPT` used. Not a cache of definitions (those are the
         playbook actors', `playbooks.definition_documents`): a run's state names the document it started with by
         its digest, kept once as content in the ledger; it is immutable, may be a version long replaced or of a
         retired definition, and is addressed by content rather than by definition and version, so decoding a
         waiting run's state never asks the definitions anything."""
-        self._kept: dict[tuple[str, str], None] = {}
+        self._kept: LRUCache[tuple[str, str], None] = LRUCache(DOCUMENTS_KEPT)
         """(playbook, digest) pairs put as content already, the last `DOCUMENTS_KEPT` (a forgotten one is put
         again, which changes nothing)."""
         self.playbooks = playbooks or PlaybookActors(ledger, {}, limits, run_intensity=intensity)
@@ -209,15 +210,13 @@ class RunStore:
 
     async def _document(self, scope: PlaybookScope, digest: str) -> dict[str, Any]:
         """The document a run's state names by its digest (kept once as content when a run started)."""
-        found = self._documents.pop(digest, None)
+        found = self._documents.get(digest)
         if found is None:
             kept = await self.ledger.get_content(scope, digest)
             if kept is None:
                 raise LookupError(f"the workflow document {digest} is not kept in the playbook")
             found = json.loads(kept)
-        self._documents[digest] = found
-        while len(self._documents) > DOCUMENTS_KEPT:
-            self._documents.pop(next(iter(self._documents)))
+            self._documents[digest] = found
         return found
 
     async def keep_document(self, scope: PlaybookScope, document: dict[str, Any]) -> str:
@@ -227,11 +226,7 @@ class RunStore:
         if (scope.key, digest) not in self._kept:
             await self.ledger.put_content(scope, text)
             self._kept[(scope.key, digest)] = None
-            while len(self._kept) > DOCUMENTS_KEPT:
-                self._kept.pop(next(iter(self._kept)))
             self._documents[digest] = document
-            while len(self._documents) > DOCUMENTS_KEPT:
-                self._documents.pop(next(iter(self._documents)))
         return digest
 
     # -- the run actor's handlers ----------------------------------------------------------------------------

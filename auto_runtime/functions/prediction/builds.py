@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import trio
+from cachetools import LRUCache
 from liquid import Environment, StrictUndefined
 from liquid.exceptions import LiquidError
 
@@ -182,7 +183,7 @@ class Builds:
         self._slots: SlotClaims | None = None
         self._assembling = 0
         """Builds of this process between their checks and their first append."""
-        self._contracts: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self._contracts: LRUCache[tuple[str, str, int], dict[str, Any]] = LRUCache(KEPT_CONTRACTS)
 
     def wake_with(self, wake: Callable[[], None]) -> None:
         """The timer loop's wake, called once a build arms its first delivery attempt or its cancellation (both
@@ -514,8 +515,6 @@ class Builds:
         if contract is None:
             contract = (await self.document_version(scope, name, version)).contract
             self._contracts[key] = contract
-            while len(self._contracts) > KEPT_CONTRACTS:
-                self._contracts.pop(next(iter(self._contracts)))
         return contract
 
     async def rows_of(self, scope: PlaybookScope, state: BuildState) -> bytes | None:

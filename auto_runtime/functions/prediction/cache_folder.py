@@ -7,6 +7,9 @@ only by this user; a folder that cannot be made, belongs to another user or that
 start, naming the setting; every file found is read again and kept only when its bytes match its name. A missing
 file is written again from the playbook's content (`ensure`). Each kind keeps at most `MAX_KIND_BYTES`, the least
 recently used evicted first, by this server's own count.
+
+Not a `cachetools` cache like the others: its bound is bytes on disk, the newest file stays even when it alone
+passes `MAX_KIND_BYTES` (`LRUCache` with `getsizeof` refuses such an item), and an eviction deletes a file.
 """
 
 from __future__ import annotations

@@ -15,11 +15,11 @@ path's is refused before anything is kept.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import trio
+from cachetools import LRUCache
 
 from auto_runtime.functions.prediction.dataset_csv import DatasetReading, read_dataset
 from auto_runtime.functions.prediction.dataset_process import READ_AT_ONCE, read_spooled
@@ -40,7 +40,7 @@ class Datasets:
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
-        self._readings: OrderedDict[tuple[str, str], DatasetReading] = OrderedDict()
+        self._readings: LRUCache[tuple[str, str], DatasetReading] = LRUCache(KEPT_READINGS)
         """The last `KEPT_READINGS` datasets read with their values (immutable: a dataset never changes)."""
         self._uploads_read = trio.CapacityLimiter(READ_AT_ONCE)
         """Bounds the uploads being read at once (`dataset_process`)."""
@@ -62,7 +62,6 @@ class Datasets:
         key = (scope.key, dataset)
         kept = self._readings.get(key)
         if kept is not None:
-            self._readings.move_to_end(key)
             return kept
         if await self.summary(scope, dataset) is None:
             return None
@@ -71,8 +70,6 @@ class Datasets:
             return None
         reading = await trio.to_thread.run_sync(lambda: read_dataset(data.splitlines(keepends=True), keep_values=True))
         self._readings[key] = reading
-        while len(self._readings) > KEPT_READINGS:
-            self._readings.popitem(last=False)
         return reading
 
     async def upload(self, scope: PlaybookScope, dataset: str, body: AsyncIterator[bytes]) -> dict[str, Any]:

@@ -21,8 +21,9 @@ import base64
 import json
 import os
 import sys
-from collections import OrderedDict
 from typing import Any
+
+from cachetools import LRUCache
 
 KEPT_MODELS = 8
 OUT_OF_MEMORY_WORDS = ("Failed to allocate memory", "bad_alloc", "std::bad_alloc", "MemoryError")
@@ -37,17 +38,14 @@ def main() -> None:
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
-    kept: OrderedDict[str, Any] = OrderedDict()
+    kept: LRUCache[str, Any] = LRUCache(KEPT_MODELS)
 
     def session(path: str, fresh: bool) -> Any:
         if not fresh and path in kept:
-            kept.move_to_end(path)
             return kept[path]
         made = ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
         if not fresh:
             kept[path] = made
-            while len(kept) > KEPT_MODELS:
-                kept.popitem(last=False)
         return made
 
     def tensor(value: dict[str, Any]) -> Any:
