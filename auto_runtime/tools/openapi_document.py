@@ -34,7 +34,14 @@ import yaml
 from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
-from auto_runtime.functions.yaml_refusals import NO_MERGE_KEYS, NestedTooDeep, bounded_events, refusals_in
+from auto_runtime.functions.yaml_refusals import (
+    NO_MERGE_KEYS,
+    NestedTooDeep,
+    compose,
+    construct,
+    read_events,
+    refusals_in,
+)
 from auto_runtime.json_limits import depth_of
 from auto_runtime.json_pointers import escape, pointer_of, tokens_of, unescape
 from auto_runtime.settings import ToolServer
@@ -304,16 +311,18 @@ def _parse_yaml(name: str, raw: bytes) -> Any:
     nothing is built from a document that would expand."""
     try:
         text = raw.decode("utf-8")
-        events = list(bounded_events(text, MAX_DEPTH))
-    except NestedTooDeep as deep:
-        raise refused(name, "document", f"{NESTS_TOO_DEEP}, at line {deep.line + 1}") from None
-    except (UnicodeDecodeError, yaml.YAMLError):
+    except UnicodeDecodeError:
         raise refused(name, "document", "expects JSON or YAML") from None
-    for refusal in refusals_in(events, 1):
+    read = read_events(text, MAX_DEPTH)
+    if isinstance(read.fault, NestedTooDeep):
+        raise refused(name, "document", f"{NESTS_TOO_DEEP}, at line {read.fault.line + 1}")
+    if read.fault is not None:
+        raise refused(name, "document", "expects JSON or YAML")
+    for refusal in refusals_in(read.events, 1):
         what = "a YAML merge key (<<)" if refusal.words == NO_MERGE_KEYS else "a YAML anchor or alias"
         raise refused(name, "document", f"holds {what} at line {refusal.line}; write the value out where it is used")
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return construct(compose(read.events))
     except yaml.YAMLError:
         raise refused(name, "document", "expects JSON or YAML") from None
 

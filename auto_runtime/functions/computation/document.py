@@ -14,7 +14,7 @@ import yaml
 
 from auto_runtime.functions.documents import no_longer_parses
 from auto_runtime.functions.shapes import SHAPES
-from auto_runtime.functions.yaml_refusals import NestedTooDeep, anchor_refusals
+from auto_runtime.functions.yaml_refusals import NestedTooDeep, read_front_matter_yaml
 from auto_runtime.json_pointers import escape
 from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.program_rules import Problem, check_program
@@ -143,13 +143,12 @@ def parse_document(source: str) -> ComputationDocument | list[Problem]:
     node: yaml.Node | None
     loaded: Any
     try:
-        refused = anchor_refusals(split.front_matter, offset, MAX_FRONT_MATTER_DEPTH)
-        if refused:
-            problems.extend((refusal.line, 0, refusal.words) for refusal in refused)
+        read = read_front_matter_yaml(split.front_matter, offset, MAX_FRONT_MATTER_DEPTH)
+        if isinstance(read, list):
+            problems.extend((refusal.line, 0, refusal.words) for refusal in read)
             node, loaded = None, None
         else:
-            node = yaml.compose(split.front_matter, Loader=yaml.SafeLoader)
-            loaded = yaml.safe_load(split.front_matter)
+            node, loaded = read
     except NestedTooDeep as deep:
         problems.append((deep.line + offset, 0, FRONT_MATTER_DOES_NOT_PARSE + NESTS_TOO_DEEP))
         node, loaded = None, None

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from auto_runtime.functions.yaml_refusals import NestedTooDeep, bounded_events, refusals_in
+from auto_runtime.functions.yaml_refusals import NestedTooDeep, read_events, refusals_in
 from auto_runtime.json_pointers import escape
 
 MAX_DEPTH = 72
@@ -145,16 +145,16 @@ class _Builder:
 
 def read_front_matter(text: str, offset: int) -> FrontMatter:
     """The values of `text`, whose first line is line `offset` of the document."""
-    try:
-        events = list(bounded_events(text, MAX_DEPTH))
-        refused = list(refusals_in(events, offset))
-    except NestedTooDeep as deep:
-        return FrontMatter(None, problems=[Problem(deep.line + offset, "", TOO_DEEP)])
-    except yaml.YAMLError as error:
+    read = read_events(text, MAX_DEPTH)
+    events, error = read.events, read.fault
+    if isinstance(error, NestedTooDeep):
+        return FrontMatter(None, problems=[Problem(error.line + offset, "", TOO_DEEP)])
+    if error is not None:
         mark = getattr(error, "problem_mark", None)
         line = int(mark.line) + offset if mark is not None else offset
         words = " ".join(str(getattr(error, "problem", None) or error).split())
         return FrontMatter(None, problems=[Problem(line, "", f"The front matter is not readable YAML: {words}")])
+    refused = list(refusals_in(events, offset))
     if refused:
         return FrontMatter(None, problems=[Problem(refusal.line, "", refusal.words) for refusal in refused])
     documents = [e for e in events if isinstance(e, yaml.DocumentStartEvent)]

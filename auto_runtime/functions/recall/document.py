@@ -32,7 +32,7 @@ from auto_runtime.functions.computation.document import (
 )
 from auto_runtime.functions.recall import filters as rules
 from auto_runtime.functions.recall.filters import EventFilter
-from auto_runtime.functions.yaml_refusals import NestedTooDeep, anchor_refusals
+from auto_runtime.functions.yaml_refusals import NestedTooDeep, read_front_matter_yaml
 from auto_runtime.json_limits import compact_json, depth_of
 from auto_runtime.json_pointers import escape
 from auto_runtime.sandbox.limits import MAX_DEPTH
@@ -97,11 +97,10 @@ class _Fields:
 def _front_matter(split: SplitDocument) -> tuple[Any, yaml.Node | None, list[Problem]]:
     offset = 2
     try:
-        refused = anchor_refusals(split.front_matter, offset, MAX_FRONT_MATTER_DEPTH)
-        if refused:
-            return None, None, [(refusal.line, 0, refusal.words) for refusal in refused]
-        node = yaml.compose(split.front_matter, Loader=yaml.SafeLoader)
-        loaded = yaml.safe_load(split.front_matter)
+        read = read_front_matter_yaml(split.front_matter, offset, MAX_FRONT_MATTER_DEPTH)
+        if isinstance(read, list):
+            return None, None, [(refusal.line, 0, refusal.words) for refusal in read]
+        node, loaded = read
     except NestedTooDeep as deep:
         return None, None, [(deep.line + offset, 0, FRONT_MATTER_DOES_NOT_PARSE + NESTS_TOO_DEEP)]
     except yaml.YAMLError as error:

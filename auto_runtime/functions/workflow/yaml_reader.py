@@ -2,7 +2,8 @@
 
 The reader resolves scalars as JSON would (YAML 1.2 core): only `true`/`false` are booleans, so the
 `on:` key of a `schedule` stays the text `on`, and dates stay text. Anchors, aliases, custom tags and
-duplicate keys are refused, each at the place it stands. `marks` maps every JSON pointer of the value
+duplicate keys are refused, each at the place it stands. The events are read once by the one YAML reader
+(`functions.yaml_refusals.read_events`). `marks` maps every JSON pointer of the value
 to the 1-based line and column where the value written at it starts.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 import yaml
 
 from auto_runtime.functions.workflow.issues import Issue
-from auto_runtime.functions.yaml_refusals import NO_ANCHORS
+from auto_runtime.functions.yaml_refusals import NO_ANCHORS, NestedTooDeep, read_events
 from auto_runtime.json_pointers import escape
 
 NO_TAGS = "YAML tags are not available; write plain values"
@@ -48,16 +49,6 @@ _Resolver.add_implicit_resolver(
 _Resolver.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""])
 
 
-class _Loader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, _Resolver):
-    """The YAML parser's event stream (an explicit state machine, no recursion) and the resolver."""
-
-    def __init__(self, stream: str) -> None:
-        yaml.reader.Reader.__init__(self, stream)
-        yaml.scanner.Scanner.__init__(self)
-        yaml.parser.Parser.__init__(self)
-        _Resolver.__init__(self)
-
-
 Mark = tuple[int, int]
 
 
@@ -74,11 +65,11 @@ VALUE_TOO_DEEP = "Values are nested at most 512 deep"
 MAX_DEPTH = 512
 
 
-def _scalar(loader: _Loader, event: yaml.ScalarEvent) -> Any:
+def _scalar(resolver: _Resolver, event: yaml.ScalarEvent) -> Any:
     """The JSON value of a scalar, by the YAML 1.2 core schema (quoted scalars are always text)."""
     tag = event.tag
     if tag is None or tag == "!":
-        tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
+        tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
     text = event.value
     if tag == _STANDARD_TAG + "null":
         return None
@@ -110,69 +101,69 @@ class _Frame:
 
 
 def _read(source: str) -> tuple[Any, dict[str, Mark]] | list[Issue]:
-    """Build the value from the parser's events, iteratively, with the mark of every pointer."""
-    loader = _Loader(source)
+    """Build the value from the parser's events, iteratively, with the mark of every pointer; raises the
+    parser's `yaml.YAMLError` where the text does not parse (once what stands before the fault is read)."""
+    read = read_events(source, MAX_DEPTH)
+    resolver = _Resolver()
     issues: list[Issue] = []
     marks: dict[str, Mark] = {}
     stack: list[_Frame] = []
     root: Any = None
-    try:
-        while loader.check_event():
-            event = loader.get_event()  # type: ignore[no-untyped-call]
-            start = event.start_mark
-            mark = (start.line + 1, start.column + 1) if start is not None else (1, 1)
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-                issues.append(Issue(mark[0], mark[1], "", NO_ANCHORS))
-            tag = getattr(event, "tag", None)
-            if tag is not None and tag != "!" and not tag.startswith(_STANDARD_TAG):
-                issues.append(Issue(mark[0], mark[1], "", NO_TAGS))
-            if isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
-                stack.pop()
-                continue
-            if not isinstance(
-                event, yaml.ScalarEvent | yaml.SequenceStartEvent | yaml.MappingStartEvent | yaml.AliasEvent
-            ):
-                continue
-            frame = stack[-1] if stack else None
-            if frame is not None and isinstance(frame.value, dict) and frame.key is None:
-                if not isinstance(event, yaml.ScalarEvent):
-                    return [Issue(mark[0], mark[1], frame.pointer, "A key is plain text")]
-                key = event.value
-                if key in frame.value:
-                    child = f"{frame.pointer}/{escape(key)}"
-                    issues.append(Issue(mark[0], mark[1], child, DUPLICATE_KEY.format(key=key)))
-                frame.key = key
-                continue
-            opens = isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent)
-            if len(stack) + (1 if opens else 0) > MAX_DEPTH:
-                return [Issue(mark[0], mark[1], "", VALUE_TOO_DEEP)]
-            value: Any
-            if isinstance(event, yaml.ScalarEvent):
-                value = _scalar(loader, event)
-                if isinstance(value, float) and not math.isfinite(value):
-                    issues.append(Issue(mark[0], mark[1], "", NOT_FINITE))
-            elif isinstance(event, yaml.SequenceStartEvent):
-                value = []
-            elif isinstance(event, yaml.MappingStartEvent):
-                value = {}
-            else:
-                value = None
-            if frame is None:
-                pointer = ""
-                root = value
-            elif isinstance(frame.value, dict):
-                assert frame.key is not None
-                pointer = f"{frame.pointer}/{escape(frame.key)}"
-                frame.value[frame.key] = value
-                frame.key = None
-            else:
-                pointer = f"{frame.pointer}/{len(frame.value)}"
-                frame.value.append(value)
-            marks[pointer] = mark
-            if isinstance(value, dict | list):
-                stack.append(_Frame(value, pointer))
-    finally:
-        loader.dispose()
+    for event in read.events:
+        start = event.start_mark
+        mark = (start.line + 1, start.column + 1) if start is not None else (1, 1)
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            issues.append(Issue(mark[0], mark[1], "", NO_ANCHORS))
+        tag = getattr(event, "tag", None)
+        if tag is not None and tag != "!" and not tag.startswith(_STANDARD_TAG):
+            issues.append(Issue(mark[0], mark[1], "", NO_TAGS))
+        if isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+            stack.pop()
+            continue
+        if not isinstance(event, yaml.ScalarEvent | yaml.SequenceStartEvent | yaml.MappingStartEvent | yaml.AliasEvent):
+            continue
+        frame = stack[-1] if stack else None
+        if frame is not None and isinstance(frame.value, dict) and frame.key is None:
+            if not isinstance(event, yaml.ScalarEvent):
+                return [Issue(mark[0], mark[1], frame.pointer, "A key is plain text")]
+            key = event.value
+            if key in frame.value:
+                child = f"{frame.pointer}/{escape(key)}"
+                issues.append(Issue(mark[0], mark[1], child, DUPLICATE_KEY.format(key=key)))
+            frame.key = key
+            continue
+        opens = isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent)
+        if len(stack) + (1 if opens else 0) > MAX_DEPTH:
+            return [Issue(mark[0], mark[1], "", VALUE_TOO_DEEP)]
+        value: Any
+        if isinstance(event, yaml.ScalarEvent):
+            value = _scalar(resolver, event)
+            if isinstance(value, float) and not math.isfinite(value):
+                issues.append(Issue(mark[0], mark[1], "", NOT_FINITE))
+        elif isinstance(event, yaml.SequenceStartEvent):
+            value = []
+        elif isinstance(event, yaml.MappingStartEvent):
+            value = {}
+        else:
+            value = None
+        if frame is None:
+            pointer = ""
+            root = value
+        elif isinstance(frame.value, dict):
+            assert frame.key is not None
+            pointer = f"{frame.pointer}/{escape(frame.key)}"
+            frame.value[frame.key] = value
+            frame.key = None
+        else:
+            pointer = f"{frame.pointer}/{len(frame.value)}"
+            frame.value.append(value)
+        marks[pointer] = mark
+        if isinstance(value, dict | list):
+            stack.append(_Frame(value, pointer))
+    if isinstance(read.fault, NestedTooDeep):  # the last event opened past the bound, refused above
+        return [Issue(read.fault.line + 1, read.fault.column + 1, "", VALUE_TOO_DEEP)]
+    if read.fault is not None:
+        raise read.fault
     if issues:
         return issues
     return root, marks
