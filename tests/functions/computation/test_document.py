@@ -70,6 +70,13 @@ def test_front_matter_that_does_not_parse() -> None:
     assert found[0].startswith("Line 2: The front matter does not parse: ")
 
 
+def test_a_date_that_does_not_exist_is_front_matter_that_does_not_parse() -> None:
+    """PyYAML's safe loader raises ValueError for it; the reader says it as any unreadable value."""
+    assert details("---\ndescription: 2001-13-45\n---\n" + PROGRAM) == [
+        "Line 2: The front matter does not parse: found a value that cannot be read (month must be in 1..12)"
+    ]
+
+
 def test_no_program() -> None:
     assert details("---\nlanguage: python\n---\n") == ["Line 3: The document holds no program after its front matter"]
     assert details("---\nlanguage: python\n---\n\n  \n") == [
