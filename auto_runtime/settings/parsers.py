@@ -71,7 +71,13 @@ _DURATION = re.compile(
 
 
 def parse_duration(text: str) -> timedelta:
-    """An ISO 8601 duration in weeks, days, hours, minutes and seconds (a year has no set length)."""
+    """An ISO 8601 duration in weeks, days, hours, minutes and seconds (a year has no set length).
+
+    The settings' own grammar, not `functions.durations`': whole weeks, days, hours and minutes, seconds with a
+    decimal, read to the microsecond. The workflow grammar takes a decimal in every part and rounds to whole
+    milliseconds, so it would take `P1.5D`, and round `PT0.0099S` up to the `PT0.01S` bound these refuse it at;
+    the configuration seed names only "an ISO 8601 duration" and each setting's bounds. Settings sit below the
+    function types, which they configure."""
     match = _DURATION.fullmatch(text.strip())
     if match is None or not any(match.groupdict().values()):
         raise ValueError("not an ISO 8601 duration")
