@@ -2,7 +2,13 @@
 
 Fields take numbers, `*`, lists, ranges, steps; months and days of the week also three-letter names; the day
 of the week runs 0–7 (0 and 7 are Sunday). When day of month and day of week are both restricted, either
-matching is due. `parse_cron` gives the sets of each field or the words that refuse the expression.
+matching is due. `parse_cron` gives the sets of each field or the words that refuse the expression. Numbers are
+ASCII digits (`str.isdigit` alone takes `١`, `²`).
+
+Not `cronsim` or `croniter`: run against the page's forms (`tests/functions/workflow/test_cron.py`), cronsim
+takes Quartz's `L`, `5L` and `1#2`, and croniter `L`, `1#2`, `?`, `15W` and `@daily`, where the page has none, and
+croniter reads `0 0 */2 * 1` and `0 0 * * mon-1` otherwise; neither says which field is wrong within which bounds,
+nor refuses an expression that is never due. Refusing what they take beyond the page would be this parser again.
 """
 
 from __future__ import annotations
@@ -67,10 +73,14 @@ class Cron:
         return at.minute in self.minutes and at.hour in self.hours and self.due_on(at)
 
 
+def _is_number(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
 def _value(text: str, low: int, high: int, names: dict[str, int]) -> int | None:
     if text.lower() in names:
         return names[text.lower()]
-    if not text.isdigit():
+    if not _is_number(text):
         return None
     number = int(text)
     return number if low <= number <= high else None
@@ -83,7 +93,7 @@ def _field(text: str, name: str, low: int, high: int, names: dict[str, int]) -> 
         step = 1
         if "/" in part:
             part, _slash, step_text = part.partition("/")
-            if not step_text.isdigit() or int(step_text) == 0:
+            if not _is_number(step_text) or int(step_text) == 0:
                 return bad
             step = int(step_text)
         if part == "*":

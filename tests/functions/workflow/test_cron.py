@@ -52,6 +52,51 @@ def test_refused_expressions(expression: str, words: str) -> None:
     assert parse_cron(expression) == words
 
 
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "0 0 L * *",
+        "0 0 * * 5L",
+        "0 0 * * 1#2",
+        "0 0 15W * *",
+        "0 0 ? * *",
+        "@daily",
+        "0 0 * * Monday",
+        "0 0 ,1 * *",
+        "0 0 1- * *",
+        "0 0 +1 * *",
+        "0 0 \u0661 * *",
+        "*/\u0661 * * * *",
+        "\u00b2 * * * *",
+    ],
+)
+def test_forms_the_page_does_not_give_are_refused(expression: str) -> None:
+    """Spec 10: numbers, `*`, lists, ranges, steps, three-letter names; no Quartz extension, no macro, and numbers
+    in ASCII digits only."""
+    assert not isinstance(parse_cron(expression), Cron)
+
+
+@pytest.mark.parametrize(
+    ("expression", "after", "due"),
+    [
+        ("5/15 * * * *", at(2026, 1, 1, 0, 6), at(2026, 1, 1, 0, 20)),
+        ("0 0 */2 * 1", at(2026, 1, 1), at(2026, 1, 5)),
+        ("0 0 1-10/3 * *", at(2026, 1, 2), at(2026, 1, 4)),
+        ("0 0 * * 7-7", at(2026, 1, 1), at(2026, 1, 4)),
+        ("0 0 * * 0-7/2", at(2026, 1, 1), at(2026, 1, 3)),
+        ("0 0 * * MON", at(2026, 1, 1), at(2026, 1, 5)),
+        ("0 0 * JAN *", at(2026, 2, 1), at(2027, 1, 1)),
+        ("0 0 1,* * *", at(2026, 1, 1), at(2026, 1, 2)),
+        ("0-59/60 * * * *", at(2026, 1, 1, 0, 30), at(2026, 1, 1, 1, 0)),
+        ("00 00 * * *", at(2026, 1, 1), at(2026, 1, 2)),
+    ],
+)
+def test_edge_forms_of_the_page(expression: str, after: datetime, due: datetime) -> None:
+    """A step on a single value runs to the field's end; `*/2` in day of month is not a restriction (it starts
+    with `*`), so with a day of week both must match; names in any case."""
+    assert cron(expression).next_due(after) == due
+
+
 def test_both_day_fields_restricted_either_is_due() -> None:
     parsed = cron("0 0 30 2 1")
     assert parsed.next_due(at(2026, 1, 1)) == at(2026, 2, 2)
