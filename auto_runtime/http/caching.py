@@ -1,4 +1,9 @@
-"""Caching of the published documents: a strong ETag of the bytes, `max-age=300`, `304` and `HEAD`."""
+"""Caching of the published documents: a strong ETag of the bytes, `max-age=300`, `304` and `HEAD`.
+
+Not werkzeug's `parse_etags` (what Quart's `request.if_none_match` reads): it takes an unquoted `abc` and a
+lower-case `w/"abc"` as naming the tag `"abc"`, which RFC 9110's entity-tag (`[ "W/" ] DQUOTE *etagc DQUOTE`,
+`W` case-sensitive) and the seed ("names its tag") do not; its `is_resource_modified` wants a WSGI environ.
+"""
 
 from __future__ import annotations
 
