@@ -125,7 +125,8 @@ class Memory:
 
 
 class Function:
-    """A function of one store, called with i32 arguments; its one i32 result, or None."""
+    """A function of one store taking i32 arguments and giving at most one i32 result. The call is unchecked: the
+    caller knows the function's type (the snapshot's `malloc` and `mp_js_do_exec`)."""
 
     __slots__ = ("_extern", "_item")
 
@@ -134,8 +135,8 @@ class Function:
         self._item = ctypes.addressof(extern) + _OF
 
     def __call__(self, context: int, *arguments: int) -> int:
-        """Call it; raise `wasmtime.Trap` or `wasmtime.WasmtimeError` as wasmtime-py does. A function with no
-        result returns 0."""
+        """Call it and return its result; raise `wasmtime.Trap` or `wasmtime.WasmtimeError` as wasmtime-py does.
+        For a function with no result the value returned means nothing (the first argument's slot)."""
         values = (_RAW * max(len(arguments), 1))()
         for index, argument in enumerate(arguments):
             values[index].i32 = argument
