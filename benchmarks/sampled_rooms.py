@@ -2,9 +2,11 @@
 Prints; asserts nothing.
 
 Each sample is one thread's stack at one instant. A sample is *busy* unless its innermost frame is a wait: the
-event loop's `epoll` wait, a condition or thread-cache wait, or a sleep (`IDLE_FRAMES`). A busy sample is
-counted against the room of its innermost frame: `auto_runtime/<room>` for the package's own code, the
-distribution's top folder for a library (`trio`, `wasmtime`, `pykka`, ...). Native code runs under the Python
+event loop's `epoll` wait, a condition or thread-cache wait, a sleep, or a wait on a `SimpleQueue` of the
+sandbox (a C call, so the Python function waiting is the innermost frame: a companion between callables, an
+expression instance or its input waiting for the other's turn) (`IDLE_FRAMES`). A busy sample is counted
+against the room of its innermost frame: `auto_runtime/<room>` for the package's own code, the distribution's
+top folder for a library (`trio`, `wasmtime`, `pykka`, ...). Native code runs under the Python
 frame that called it, so a Wasmtime call counts as `wasmtime` and a SQLite statement as the caller's room.
 
 The actor layer's share is the busy samples whose innermost frame is in `auto_runtime/actors` or `pykka`:
@@ -32,6 +34,9 @@ IDLE_FRAMES = (
     "Condition.wait (threading.py",
     "WorkerThread._work (trio/_core/_thread_cache.py:211)",
     "sleep (",
+    "Companion._serve (auto_runtime/sandbox/companion.py",
+    "_Conversation._take (auto_runtime/functions/workflow/engine/sandbox_evaluator.py",
+    "_Instance.next_reply (auto_runtime/functions/workflow/engine/sandbox_evaluator.py",
 )
 _FILE_OF_FRAME = re.compile(r"\(([^()]*):\d+\)$")
 

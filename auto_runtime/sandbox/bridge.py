@@ -7,20 +7,18 @@ broken. The guest's `host.call(name, payload)` reaches `Bridge.call` through the
 (`host_imports.py`), which places the answer in the guest's memory; `start` gives the store the work allowance,
 `end` reads what is left and gives the writer its allowance.
 
-The host functions find the guest's memory once per run (kept on the run's `Bridge`, which no other run sees) and
-copy bytes in and out of it directly, with the bounds `wasmtime.Memory.read` and `write` apply. What the guest
-writes to its standard output and error is kept on the bridge, up to `LOG_BYTES` each, for the log only.
+The host functions find the guest's memory and `malloc` once per run (kept on the run's `Bridge`, which no other run
+sees, as `c_api` handles) and copy bytes in and out of the memory directly, with the bounds `wasmtime.Memory.read`
+and `write` apply. What the guest writes to its standard output and error is kept on the bridge, up to `LOG_BYTES`
+each, for the log only.
 """
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from collections.abc import Callable
-from typing import Any
 
-import wasmtime
-
+from auto_runtime.sandbox.c_api import Function, Memory
 from auto_runtime.sandbox.limits import LOG_BYTES
 
 _local = threading.local()
@@ -64,8 +62,10 @@ class Bridge:
         self.position = 0
         self.refused: str | None = None
         self.result: bytes | None = None
-        self.memory: wasmtime.Memory | None = None
+        self.memory: Memory | None = None
         """The guest's memory, looked up at the first call that needs it."""
+        self.malloc: Function | None = None
+        """The guest's `malloc`, looked up at the first bridge answer."""
         self.stdout = BoundedLog()
         self.stderr = BoundedLog()
         self.stopped: str | None = None
@@ -91,30 +91,13 @@ class Bridge:
 
 def activate(bridge: Bridge | None) -> None:
     """Make `bridge` the one the host functions on this thread answer for (None to clear). The store about to run
-    is a new one, so the memory the bridge found for an earlier store is forgotten."""
+    is a new one, so the memory and `malloc` the bridge found for an earlier store are forgotten."""
     if bridge is not None:
         bridge.memory = None
+        bridge.malloc = None
     _local.bridge = bridge
 
 
 def active_bridge() -> Bridge | None:
     bridge: Bridge | None = getattr(_local, "bridge", None)
     return bridge
-
-
-def read_memory(memory: Any, caller: Any, start: int, stop: int) -> bytes:
-    """The bytes of `memory[start:stop]`, as `wasmtime.Memory.read` bounds them (slice rules), in one copy."""
-    begin, end, _ = slice(start, stop).indices(memory.data_len(caller))
-    if end <= begin:
-        return b""
-    return ctypes.string_at(ctypes.addressof(memory.data_ptr(caller).contents) + begin, end - begin)
-
-
-def write_memory(memory: Any, caller: Any, data: bytes, start: int) -> None:
-    """Copy `data` into `memory` at `start`; `IndexError` outside it, as `wasmtime.Memory.write` raises."""
-    size = memory.data_len(caller)
-    begin = slice(start, None).indices(size)[0]
-    if begin >= size or begin + len(data) > size:
-        raise IndexError("index out of range")
-    if data:
-        ctypes.memmove(ctypes.addressof(memory.data_ptr(caller).contents) + begin, data, len(data))

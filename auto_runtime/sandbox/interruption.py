@@ -4,7 +4,8 @@ One ticker thread per engine calls `engine.increment_epoch()` every `TICK_SECOND
 runs guest code (`EpochTicker.running`, around each store's run), and sleeps otherwise, so an idle server does
 not wake a hundred times a second; a store's deadline counts only ticks made while it runs. Each store's epoch
 deadline is one tick, and its deadline callback (installed through Wasmtime's C API, which wasmtime-py
-does not wrap) runs on the thread executing the guest at every tick: it lets the guest go on for one more
+does not wrap; one C callback for every store, which finds the store's `RunControl` by the key it was installed
+with) runs on the thread executing the guest at every tick: it lets the guest go on for one more
 tick, or stops it when the run passed its wall-clock deadline or its caller cancelled it. The callback
 records why it stopped the run in `RunControl.stopped`, which the runner reads to classify the ending.
 """
@@ -12,6 +13,7 @@ records why it stopped the run in `RunControl.stopped`, which the runner reads t
 from __future__ import annotations
 
 import ctypes
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -31,7 +33,6 @@ _CALLBACK_TYPE = ctypes.CFUNCTYPE(
     ctypes.POINTER(ffi.wasmtime_update_deadline_kind_t),
 )
 _FINALIZER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_NO_FINALIZER = ctypes.cast(0, _FINALIZER_TYPE)
 _CONTINUE = 0
 
 
@@ -60,26 +61,43 @@ class RunControl:
         return None
 
 
-def install_deadline(store: wasmtime.Store, control: RunControl) -> object:
-    """Give `store` a one-tick epoch deadline checked by `control`.
+_CONTROLS: dict[int, RunControl] = {}
+"""The control of each store with a deadline, by the key its callback is given; a store's entry leaves when the
+store is dropped (Wasmtime calls the callback's finalizer), so this holds only live stores."""
+_KEYS = itertools.count(1)
 
-    Keep the returned handle alive as long as the store.
-    """
 
-    def on_deadline(_context: Any, _data: Any, delta: Any, kind: Any) -> int:
-        reason = control.reason_to_stop()
-        if reason is not None:
+def _on_deadline(_context: Any, key: int | None, delta: Any, kind: Any) -> int:
+    control = _CONTROLS.get(key or 0)
+    reason = "cancelled" if control is None else control.reason_to_stop()
+    if reason is not None:
+        if control is not None:
             control.stopped = reason
-            error = ffi.wasmtime_error_new(f"run stopped: {reason}".encode())
-            return int(ctypes.cast(error, ctypes.c_void_p).value or 0)
-        delta[0] = 1
-        kind[0] = _CONTINUE
-        return 0
+        error = ffi.wasmtime_error_new(f"run stopped: {reason}".encode())
+        return int(ctypes.cast(error, ctypes.c_void_p).value or 0)
+    delta[0] = 1
+    kind[0] = _CONTINUE
+    return 0
 
-    handle = _CALLBACK_TYPE(on_deadline)
+
+def _forget(key: int | None) -> None:
+    _CONTROLS.pop(key or 0, None)
+
+
+_ON_DEADLINE = _CALLBACK_TYPE(_on_deadline)
+_FORGET = _FINALIZER_TYPE(_forget)
+"""One callback and one finalizer for every store, made once: a store's deadline finds its control by key."""
+
+
+def install_deadline(store: wasmtime.Store, control: RunControl) -> object:
+    """Give `store` a one-tick epoch deadline checked by `control`, until the store is dropped.
+
+    Returns the store's key (kept for callers that held the old per-store callback; nothing needs keeping)."""
+    key = next(_KEYS)
+    _CONTROLS[key] = control
     store.set_epoch_deadline(1)
-    ffi.wasmtime_store_epoch_deadline_callback(store.ptr(), handle, None, _NO_FINALIZER)
-    return handle
+    ffi.wasmtime_store_epoch_deadline_callback(store.ptr(), _ON_DEADLINE, key, _FORGET)
+    return key
 
 
 class EpochTicker:

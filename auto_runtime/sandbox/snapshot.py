@@ -32,7 +32,8 @@ from typing import Any
 import wasmtime
 
 from auto_runtime.sandbox import wasm_binary as wb
-from auto_runtime.sandbox.bridge import Bridge, activate, read_memory, write_memory
+from auto_runtime.sandbox.bridge import Bridge, activate
+from auto_runtime.sandbox.c_api import Caller
 from auto_runtime.sandbox.host_imports import (
     BRIDGE_MODULE,
     BRIDGE_MODULE_REF,
@@ -69,17 +70,18 @@ class SnapshotFacts:
     """Indices of the mutable globals whose value is no longer the module's initial one (baked in)."""
 
 
-def _build_lookup(caller: Any, reference: int, attribute_at: int, out: int) -> int:
-    """`lookup_attr` while the snapshot is made: only the bridge module's `call`."""
-    memory = caller.get("memory")
-    attribute = read_memory(memory, caller, attribute_at, attribute_at + 5)
+def _build_lookup(caller: Caller, reference: int, attribute_at: int, out: int) -> int:
+    """`lookup_attr` while the snapshot is made: only the bridge module's `call` (anything else stops the setup,
+    the refusal its reason)."""
+    memory = caller.memory()
+    attribute = memory.read(caller.context, attribute_at, attribute_at + 5)
     if reference != BRIDGE_MODULE_REF or attribute != b"call\x00":
         raise HostRefused(f"lookup of {attribute!r} on JavaScript reference {reference}")
-    write_memory(memory, caller, struct.pack("<iII", JS_OBJECT, BRIDGE_REF, 0), out)
+    memory.write(caller.context, struct.pack("<iII", JS_OBJECT, BRIDGE_REF, 0), out)
     return 1
 
 
-def _build_free(_caller: Any, _reference: int) -> None:
+def _build_free(_caller: Caller, _reference: int) -> None:
     """`proxy_js_free_obj` while the snapshot is made: the collection that ends the setup (it compiled more than the
     collector's threshold before `gc.disable()` ran) finalises the bridge module's proxy, which `del` dropped."""
 

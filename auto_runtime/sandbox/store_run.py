@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import wasmtime
 
+from auto_runtime.sandbox import c_api
 from auto_runtime.sandbox.bridge import FINISHED, Bridge, activate
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl, install_deadline
@@ -54,31 +55,31 @@ class StoreSession:
     def __init__(self, engine: SandboxEngine, prelude_fuel: int, memory_bytes: int = MEMORY_BYTES) -> None:
         self.store = wasmtime.Store(engine.engine)
         self.store.set_limits(memory_size=memory_bytes, instances=1, memories=1)
-        self.store.set_fuel(prelude_fuel)
+        self.context = c_api.context_of(self.store)
+        """The store's context for the C API (`c_api`), valid while `store` lives."""
+        c_api.set_fuel(self.context, prelude_fuel)
         self.deadline_handle: object = None
 
     def set_fuel(self, fuel: int) -> None:
-        self.store.set_fuel(fuel)
+        c_api.set_fuel(self.context, fuel)
 
     def fuel_left(self) -> int:
-        return int(self.store.get_fuel())
+        return c_api.get_fuel(self.context)
 
 
-def _execute(engine: SandboxEngine, store: wasmtime.Store, code: bytes, heap_size: str) -> str | None:
+def _execute(engine: SandboxEngine, context: int, code: bytes, heap_size: str) -> str | None:
     """Instantiate the snapshot and execute `code`; the text of an exception it let escape, or None."""
-    instance = engine.pres[heap_size].instantiate(store)
-    exports = instance.exports(store)
-    memory = exports["memory"]
-    assert isinstance(memory, wasmtime.Memory)
+    instance = c_api.Instance(engine.pres[heap_size], context)
+    memory = instance.memory()
     for offset, data in engine.tails[heap_size]:
-        memory.write(store, data, offset)
-    place = int(exports["malloc"](store, len(code) + 1 + _RESULT_CELL))
+        memory.write(context, data, offset)
+    place = instance.function(b"malloc")(context, len(code) + 1 + _RESULT_CELL)
     out = place + len(code) + 1
-    memory.write(store, code + bytes(1 + _RESULT_CELL), place)
-    exports["mp_js_do_exec"](store, place, len(code), out)
-    kind, length, text_at = struct.unpack("<iII", memory.read(store, out, out + _RESULT_CELL))
+    memory.write(context, code + bytes(1 + _RESULT_CELL), place)
+    instance.function(b"mp_js_do_exec")(context, place, len(code), out)
+    kind, length, text_at = struct.unpack("<iII", memory.read(context, out, out + _RESULT_CELL))
     if kind == _PROXY_EXCEPTION:
-        return memory.read(store, text_at, text_at + length).decode("utf-8", "replace")
+        return memory.read(context, text_at, text_at + length).decode("utf-8", "replace")
     return None
 
 
@@ -101,7 +102,7 @@ def run_store(
     activate(bridge)
     try:
         with engine.ticker.running():
-            escaped = _execute(engine, store, code.encode(), heap_size)
+            escaped = _execute(engine, session.context, code.encode(), heap_size)
     except wasmtime.Trap as trapped:
         # wasmtime-py raises a trap from inside a generator (`enter_wasm`) whose frame holds the trap and the
         # store: a reference cycle that would keep the store's memory until Python's collector runs.
