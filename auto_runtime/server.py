@@ -355,7 +355,7 @@ def compose_services(
         analytics=PlaybookAnalytics(ledger),
         models=models,
         workflows=workflows,
-        tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None),
+        tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None, clock),
         connections=connections.connections if connections is not None else None,
         interactions=interactions,
         recall_views=views.actors,

@@ -18,7 +18,8 @@ from the Trio thread only (the control route), and its listeners run there.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
 
 import trio
@@ -55,6 +56,11 @@ class ServerClock:
         """Sleep `seconds` of this clock's time, waking early when it moves (a caller then reads it again)."""
         await trio.sleep(seconds)
 
+    def fail_after(self, seconds: float) -> AbstractContextManager[trio.CancelScope]:
+        """`trio.fail_after(seconds)` of this clock, for a limit of the contract measured in the server's time (a
+        tool call's 30 s), not for a bound on work (the sandbox's deadline stays `trio`'s)."""
+        return trio.fail_after(seconds)
+
 
 class MovableClock(ServerClock):
     """The wall clock plus an offset the test moves forward (`advance`, `set_to`); never moved back."""
@@ -65,6 +71,7 @@ class MovableClock(ServerClock):
         self._offset_us = 0
         self._listeners: list[Callable[[], None]] = []
         self._moved = trio.Event()
+        self._limits: list[tuple[datetime, trio.CancelScope]] = []
 
     def now(self) -> datetime:
         return datetime.now(UTC) + self._offset_us * MICROSECOND
@@ -81,6 +88,21 @@ class MovableClock(ServerClock):
     async def wait(self, seconds: float) -> None:
         with trio.move_on_after(seconds):
             await self._moved.wait()
+
+    @contextmanager
+    def _cut_after(self, seconds: float) -> Iterator[trio.CancelScope]:
+        ends = self.now() + timedelta(seconds=seconds)
+        with trio.fail_after(seconds) as scope:
+            limit = (ends, scope)
+            self._limits.append(limit)
+            try:
+                yield scope
+            finally:
+                self._limits.remove(limit)
+
+    def fail_after(self, seconds: float) -> AbstractContextManager[trio.CancelScope]:
+        """Raises `trio.TooSlowError` after `seconds` of wall time, or at the move that takes the clock past them."""
+        return self._cut_after(seconds)
 
     def advance(self, by: timedelta) -> datetime:
         """Move the clock forward by `by` (not negative); answers the new time."""
@@ -102,5 +124,9 @@ class MovableClock(ServerClock):
     def _tell(self) -> None:
         moved, self._moved = self._moved, trio.Event()
         moved.set()
+        now = self.now()
+        for ends, scope in self._limits:
+            if now >= ends:
+                scope.cancel()  # `trio.fail_after` turns a cancel it caught into `TooSlowError`
         for listener in self._listeners:
             listener()
