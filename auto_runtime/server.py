@@ -352,7 +352,7 @@ def compose_services(
         runs=runs,
         events=EventReads(ledger),
         publishing=EventPublishing(ledger, clock.now),
-        analytics=PlaybookAnalytics(ledger),
+        analytics=PlaybookAnalytics(ledger, clock.now),
         models=models,
         workflows=workflows,
         tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None, clock),
