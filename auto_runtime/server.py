@@ -33,6 +33,10 @@ Services are built in dependency order, each with what it needs as constructor a
 service and workflow runtime, workflow runtime and reactions) close through registration methods of the service
 that receives (`RunService.serve_waiting`, `WorkflowRuntime.add_due_handler` and `add_follower`).
 
+One clock (`server_clock`) is made at start and handed to the ledger (its records' times) and to every service
+that arms, fires or stamps due work: the wall clock, or under `TEST_CLOCK` a test's `MovableClock`, whose control
+route (`http.test_clock_route`) is then put in front of the app and whose moves wake the timer loop.
+
 Nothing imports this module but the command line. A clean stop (SIGINT or SIGTERM) asks the root supervisor
 to stop: its children stop in reverse start order, the HTTP server first stops taking requests and lets those
 in flight finish within `GRACEFUL_STOP_SECONDS`; then the sandbox and the ledger close and the process exits 0.
