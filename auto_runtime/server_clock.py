@@ -1,15 +1,17 @@
 """The server's one clock: the wall time its time-dependent work reads (the times records are stamped with, the
-times due work is armed at and judged due against), and a Trio-side wait that wakes when the clock moves.
+times due work is armed at and judged due against), the listeners a move wakes, and a limit a move can cut.
 
-`ServerClock` is the production clock, the wall clock: `datetime.now(UTC)` and `trio.sleep`, never moved.
+`ServerClock` is the production clock, the wall clock: `datetime.now(UTC)` and `trio.fail_after`, never moved.
 `MovableClock` is a test's (`TEST_CLOCK`, refused unless the environment has `AUTO_RUNTIME_TEST_CLOCK=1`): the
 wall time plus an offset that only grows, moved by the test through the loopback-only control route
 (`http.test_clock_route`). Between moves it runs at the wall clock's speed, so everything that polls or measures
 a duration behaves as in production; a move tells its listeners (the timer loop's `wake`), so due work that a
 move made due fires at the next sweep instead of after the real time left.
 
-What does not follow it: durations measured with `trio.current_time()` or `time.monotonic()` (the sandbox's
-deadline, a call's time limit, back-offs), and the database's own clock, by which leases are judged.
+A limit of the contract measured in the server's time takes `fail_after` (a tool call's 30 s through `execute`):
+a move past its end cuts it. What does not follow the clock: durations measured with `trio.current_time()` or
+`time.monotonic()` (the sandbox's deadline, connect and list limits, back-offs, `duration_ms`), and the
+database's own clock, by which leases are judged.
 
 Concurrency: both clocks are read from any thread (a read is one attribute load); a `MovableClock` is moved
 from the Trio thread only (the control route), and its listeners run there.
@@ -34,7 +36,7 @@ class ClockMovedBack(ValueError):
 
 
 class ServerClock:
-    """The wall clock (production): never moved, so `wait` is a plain `trio.sleep`."""
+    """The wall clock (production): never moved, so it tells no listener and its limits are `trio`'s."""
 
     movable = False
 
@@ -50,11 +52,8 @@ class ServerClock:
         return time.time_ns() // 1_000
 
     def on_moved(self, listener: Callable[[], None]) -> None:
-        """Call `listener` after every move: never, for this clock."""
-
-    async def wait(self, seconds: float) -> None:
-        """Sleep `seconds` of this clock's time, waking early when it moves (a caller then reads it again)."""
-        await trio.sleep(seconds)
+        """Call `listener` after every move (never, for this clock): how a task that sleeps until a due time (the
+        timer loop, through its `wake`) wakes when a move brings that time closer."""
 
     def fail_after(self, seconds: float) -> AbstractContextManager[trio.CancelScope]:
         """`trio.fail_after(seconds)` of this clock, for a limit of the contract measured in the server's time (a
@@ -70,7 +69,6 @@ class MovableClock(ServerClock):
     def __init__(self) -> None:
         self._offset_us = 0
         self._listeners: list[Callable[[], None]] = []
-        self._moved = trio.Event()
         self._limits: list[tuple[datetime, trio.CancelScope]] = []
 
     def now(self) -> datetime:
@@ -84,10 +82,6 @@ class MovableClock(ServerClock):
 
     def on_moved(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
-
-    async def wait(self, seconds: float) -> None:
-        with trio.move_on_after(seconds):
-            await self._moved.wait()
 
     @contextmanager
     def _cut_after(self, seconds: float) -> Iterator[trio.CancelScope]:
@@ -122,8 +116,6 @@ class MovableClock(ServerClock):
         return self.advance(ahead)
 
     def _tell(self) -> None:
-        moved, self._moved = self._moved, trio.Event()
-        moved.set()
         now = self.now()
         for ends, scope in self._limits:
             if now >= ends:
