@@ -52,9 +52,11 @@ def test_every_move_tells_the_listeners_once_the_clock_reads_its_new_time() -> N
     clock = MovableClock()
     told: list[datetime] = []
     clock.on_moved(lambda: told.append(clock.now()))
-    first = clock.advance(timedelta(seconds=1))
-    second = clock.set_to(first + HOUR)
-    assert len(told) == 2 and told[0] >= first and told[1] >= second
+    before = clock.now()
+    clock.advance(timedelta(seconds=1))
+    target = before + HOUR
+    clock.set_to(target)
+    assert len(told) == 2 and told[0] >= before + timedelta(seconds=1) and told[1] >= target
 
 
 async def test_a_limit_is_cut_by_the_move_past_it_and_not_by_a_shorter_one() -> None:
