@@ -144,8 +144,8 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         (
             (
                 "TEST_CLOCK",
-                "true lets a test move the server's clock (timers, expiries, deliveries, reply reads, sweeps; not the "
-                "sandbox's deadline) through a control route only this machine may call. Refused unless "
+                "true lets a test move the server's clock (timers, expiries, deliveries, reply reads, a tool call's "
+                "30 s; not the sandbox's deadline) through a control route only this machine may call. Refused unless "
                 "AUTO_RUNTIME_TEST_CLOCK=1 is set beside it, and always in the image; the start banner names it.",
             ),
         ),
