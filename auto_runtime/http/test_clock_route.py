@@ -22,7 +22,7 @@ from auto_runtime.auth.access import is_loopback_host
 from auto_runtime.clock_text import iso_utc
 from auto_runtime.problems import Rejection, bad_request, forbidden
 from auto_runtime.server_clock import TEST_CLOCK_PATH, ClockMovedBack, MovableClock
-from auto_runtime.settings.parsers import parse_duration
+from auto_runtime.settings import parse_duration
 
 BODY_LIMIT = 1024
 MOVES = ("advance", "set")

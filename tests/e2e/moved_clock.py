@@ -19,7 +19,7 @@ import httpx
 
 from auto_runtime.clock_text import iso_utc
 from auto_runtime.server_clock import TEST_CLOCK_PATH
-from auto_runtime.settings.parsers import parse_duration
+from auto_runtime.settings import parse_duration
 from tests.e2e.server_process import ServerProcess, start_server
 
 TEST_CLOCK_SETTINGS: Mapping[str, str] = {"TEST_CLOCK": "true", "AUTO_RUNTIME_TEST_CLOCK": "1"}
