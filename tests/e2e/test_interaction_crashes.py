@@ -1,6 +1,7 @@
 """A workflow waiting on a person survives a SIGKILL of the server (issue 18): after a restart on the same ledger
-it takes the answer given then, ends with the workflow error of an expiry that came due while the server was
-down, and ends cancelled when its request is cancelled after the restart.
+it takes the answer given then, ends with the workflow error of an expiry that a later server carries out from the
+stored schedule alone (its clock, a test's, moved past `expires_at` rather than waiting the minute out), and ends
+cancelled when its request is cancelled after the restart.
 
 The request, its expiry and the workflow's wait are all in the ledger (the run's facts, the `open_requests`
 projection and the due-work table), so nothing is lost with the process; the restarted server waits for the
