@@ -33,6 +33,10 @@ Services are built in dependency order, each with what it needs as constructor a
 service and workflow runtime, workflow runtime and reactions) close through registration methods of the service
 that receives (`RunService.serve_waiting`, `WorkflowRuntime.add_due_handler` and `add_follower`).
 
+One clock (`server_clock`) is made at start and handed to the ledger (its records' times) and to every service
+that arms, fires or stamps due work: the wall clock, or under `TEST_CLOCK` a test's `MovableClock`, whose control
+route (`http.test_clock_route`) is then put in front of the app and whose moves wake the timer loop.
+
 Nothing imports this module but the command line. A clean stop (SIGINT or SIGTERM) asks the root supervisor
 to stop: its children stop in reverse start order, the HTTP server first stops taking requests and lets those
 in flight finish within `GRACEFUL_STOP_SECONDS`; then the sandbox and the ledger close and the process exits 0.
@@ -61,6 +65,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from auto_runtime import __version__
+from auto_runtime.asgi_messages import AsgiApp
 from auto_runtime.auth.access import AccessGate
 from auto_runtime.auth.access_tokens import AccessTokens
 from auto_runtime.auth.api_keys import KeyEntry, KeyRing
@@ -92,6 +97,7 @@ from auto_runtime.guides import Guide, load_guides
 from auto_runtime.http.app import PublishedDocuments, create_app
 from auto_runtime.http.framing import RequestFraming
 from auto_runtime.http.openapi import build_openapi
+from auto_runtime.http.test_clock_route import TestClockRoute
 from auto_runtime.interaction_host.interaction_runtime import KEY_PREFIX as INTERACTION_KEY_PREFIX
 from auto_runtime.interaction_host.interaction_runtime import InteractionRuntime
 from auto_runtime.interaction_host.open_requests import INTERACTION_SOURCE, open_requests_projection
@@ -123,6 +129,7 @@ from auto_runtime.recall_host.keeper import ViewKeeper
 from auto_runtime.runs.facts import RUNS_PROJECTION
 from auto_runtime.sandbox.artifact import ArtifactMismatchError, verify_artifacts
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
+from auto_runtime.server_clock import TEST_CLOCK_PATH, MovableClock, ServerClock
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.settings.variables import Mode
 from auto_runtime.start_banner import Announcer
@@ -254,7 +261,11 @@ def compose_services(
     server_id: str,
     tools: ToolServerSet | None = None,
     connections: ConnectionServers | None = None,
+    clock: ServerClock | None = None,
 ) -> RuntimeServices:
+    """The services over the ledger, the sandbox and the models, each reading `clock` (the wall clock unless a
+    test's) for the times it records and arms due work at; a move of the clock wakes the timer loop."""
+    clock = clock or ServerClock()
     reached: ToolServers | None = tools
     if connections is not None:
         reached = PlaybookServers(tools, connections, connections.secret_set)
@@ -264,7 +275,12 @@ def compose_services(
         settings.prediction_processes, settings.prediction_builds_at_once, settings.prediction_process_memory
     )
     builds = Builds(
-        ledger, datasets, settings.prediction_builds_per_day, settings.prediction_builds_at_once, tools=reached
+        ledger,
+        datasets,
+        settings.prediction_builds_per_day,
+        settings.prediction_builds_at_once,
+        tools=reached,
+        clock=clock.now,
     )
     types = function_types(
         ComputationType(sandbox.engine, sandbox.pool, sandbox.checkers),
@@ -292,10 +308,17 @@ def compose_services(
         max_open_calls=settings.workflow_max_open_calls,
         workers=sandbox.pool.workers,
         limits=limits,
+        clock=clock,
     )
+    clock.on_moved(workflows.loop.wake)
     runs.serve_waiting("workflow", workflows)
     interactions = InteractionRuntime(
-        ledger, runs, open_limit=settings.interaction_open_requests, tools=reached, wake=workflows.loop.wake
+        ledger,
+        runs,
+        open_limit=settings.interaction_open_requests,
+        tools=reached,
+        wake=workflows.loop.wake,
+        clock=clock.now,
     )
     runs.serve_waiting("interaction", interactions)
     interactions.answer_for("prediction", BuildRequests(builds, run_actors), BUILD_REQUEST_SOURCE)
@@ -312,6 +335,7 @@ def compose_services(
         workflows.store,
         definitions,
         sandbox.engine,
+        clock=clock.now_ms,
         on_applied=workflows.after_applied,
         record_hooks=[partial(arm_after_save, ledger), approval.decided_after_run],
     )
@@ -331,11 +355,11 @@ def compose_services(
         definitions=definitions,
         runs=runs,
         events=EventReads(ledger),
-        publishing=EventPublishing(ledger),
-        analytics=PlaybookAnalytics(ledger),
+        publishing=EventPublishing(ledger, clock.now),
+        analytics=PlaybookAnalytics(ledger, clock.now),
         models=models,
         workflows=workflows,
-        tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None),
+        tools=PlaybookTools(tools, ledger, connections, connections.secret_set if connections else None, clock),
         connections=connections.connections if connections is not None else None,
         interactions=interactions,
         recall_views=views.actors,
@@ -450,10 +474,11 @@ def compose_app(
     guides: Mapping[str, Guide],
     services: RuntimeServices,
     issuer_keys: IssuerKeys | None = None,
-) -> RequestTelemetry:
+    clock: ServerClock | None = None,
+) -> AsgiApp:
     """One ASGI callable: the request's id and span, the framing checks, then the MCP endpoints in front of the
     Quart-Trio app, both over one dispatcher. With `issuer_keys` (sign-in on), access tokens are taken beside
-    API keys."""
+    API keys. With a test's `MovableClock`, its control route comes first (`http.test_clock_route`)."""
     documents = PublishedDocuments(
         openapi=json.dumps(build_openapi(catalog, guides), separators=(",", ":")).encode("utf-8"),
         guides=guides,
@@ -489,7 +514,7 @@ def compose_app(
             if key
         ],
     )
-    return RequestTelemetry(
+    served = RequestTelemetry(
         RequestFraming(
             McpRoot(
                 app=app,
@@ -500,9 +525,10 @@ def compose_app(
             )
         )
     )
+    return TestClockRoute(served, clock) if isinstance(clock, MovableClock) else served
 
 
-def http_child(app: RequestTelemetry, settings: Settings) -> ChildSpec:
+def http_child(app: AsgiApp, settings: Settings) -> ChildSpec:
     """Hypercorn as a child of the root: started once it listens, stopped by finishing requests in flight."""
     config = Config()
     config.bind = [f"{settings.host}:{settings.port}"]
@@ -555,6 +581,9 @@ async def serve_runtime(
         log.info(line)
     guides = load_guides()
     catalog = build_catalog(guides)
+    clock = MovableClock() if settings.test_clock else ServerClock()
+    if clock.movable:
+        log.warning("TEST_CLOCK is on: any caller on this machine may move this server's clock (%s)", TEST_CLOCK_PATH)
     async with content_objects_of(settings, os.environ if environ is None else environ) as content_objects:
         ledger = ledger_store(
             ledger_file=None if settings.database_url else settings.ledger_file,
@@ -564,9 +593,10 @@ async def serve_runtime(
             environ=environ,
             content_objects=content_objects,
         )
+        ledger.recorded_clock = clock.now_us
         await ledger.start()
         try:
-            await _serve_on(ledger, loaded, environ, guides, catalog, announcer or Announcer(None))
+            await _serve_on(ledger, loaded, environ, guides, catalog, announcer or Announcer(None), clock)
         finally:
             await ledger.stop()  # the tree stopped it already, unless something failed before the tree ran
     log.info("stopped")
@@ -606,6 +636,7 @@ async def _serve_on(
     guides: Mapping[str, Guide],
     catalog: Catalog,
     announcer: Announcer,
+    clock: ServerClock,
 ) -> None:
     settings = loaded.settings
     async with open_sandbox(cache_folder_of(settings), settings.computation_workers) as sandbox:
@@ -624,11 +655,11 @@ async def _serve_on(
                 await tools.aclose()
                 raise
         try:
-            services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools, connections)
+            services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools, connections, clock)
             if services.prediction_cache is not None:
                 await trio.to_thread.run_sync(services.prediction_cache.prepare)
             issuer_keys = issuer_keys_of(settings)
-            app = compose_app(settings, catalog, guides, services, issuer_keys)
+            app = compose_app(settings, catalog, guides, services, issuer_keys, clock)
             root = root_supervisor(ledger, sandbox, services, http_child(app, settings), issuer_keys)
             async with trio.open_nursery() as nursery:
                 await nursery.start(root.run)

@@ -3,8 +3,9 @@ server listens, and one line once it stopped cleanly. Both go to standard error,
 on ..." and "Finished server process" do; `serve --quiet` prints neither.
 
 The banner says what `temporal server start-dev` says of itself (the version, then where each part listens) and
-what a first minute needs besides: the ledger the server opened and whether it is in local mode. It never prints
-a secret: a `DATABASE_URL` is shown as its host, port and database, without its user or password.
+what a first minute needs besides: the ledger the server opened and whether it is in local mode, and, loudly,
+a test's clock (`TEST_CLOCK`) with its control route. It never prints a secret: a `DATABASE_URL` is shown as its
+host, port and database, without its user or password.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from typing import TextIO
 from urllib.parse import urlsplit
 
 from auto_runtime import __version__
+from auto_runtime.server_clock import TEST_CLOCK_PATH
 from auto_runtime.settings import Settings
 
 PACKAGE = "auto-runtime"
 PRODUCT = "Auto Runtime"
 STOP_LINE = f"{PRODUCT} stopped."
+TEST_CLOCK_LINE = "TEST CLOCK: this server's clock is a test's, moved by any caller on this machine at"
 
 
 def package_version() -> str:
@@ -61,7 +64,7 @@ def access_description(settings: Settings) -> str:
 def start_banner(settings: Settings, version: str) -> list[str]:
     """The lines printed once the server listens."""
     base = listening_url(settings.host, settings.port)
-    return [
+    lines = [
         f"{PRODUCT} {version} is listening on {base} (press Ctrl+C to stop)",
         f"  API      {base}/v1",
         f"  MCP      {base}/mcp",
@@ -69,6 +72,9 @@ def start_banner(settings: Settings, version: str) -> list[str]:
         f"  Ledger   {ledger_description(settings)}",
         f"  Access   {access_description(settings)}",
     ]
+    if settings.test_clock:
+        lines.append(f"  {TEST_CLOCK_LINE} {base}{TEST_CLOCK_PATH}")
+    return lines
 
 
 class Announcer:

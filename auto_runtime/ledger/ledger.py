@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -92,6 +92,9 @@ class Ledger(abc.ABC):
         self.appended = AppendSignal()
         self.scopes_appended = ScopesAppended()
         """The scopes each of this process's appends wrote to, told once it committed (see `ScopesAppended`)."""
+        self.recorded_clock: Callable[[], int] = now_microseconds
+        """The clock records are stamped with (`recorded_at`, UTC microseconds since 1970): the wall clock, or the
+        server's (`auto_runtime.server_clock`, set before the first append)."""
         self.rebuilt: list[str] = []
         """The names of the projections rebuilt from history when this ledger opened."""
         self.schema: SchemaReport | None = None
@@ -129,7 +132,7 @@ class Ledger(abc.ABC):
         if fence is not None:
             validate_fence(fence)
         with ledger_append_span(writes) as trace:
-            now = now_microseconds()
+            now = self.recorded_clock()
             encoded = [
                 EncodedWrite(
                     stream=write.stream,

@@ -16,7 +16,8 @@ no cause and no correlation; `at` is when the playbook recorded it, which the an
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from auto_runtime.clock_text import iso_utc, now_utc
@@ -121,12 +122,14 @@ def answer_of(record: Record) -> dict[str, str]:
 class EventPublishing:
     """Records published events in their playbook's ledger."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, clock: Callable[[], datetime] = now_utc) -> None:
         self.ledger = ledger
+        self.clock = clock
+        """The time an event without its own `time` is given (the server's clock)."""
 
     async def publish(self, scope: PlaybookScope, given: Mapping[str, Any], caller_id: str) -> dict[str, str]:
         event = read_event(given)
-        recorded_at = iso_utc(now_utc())
+        recorded_at = iso_utc(self.clock())
         event_id = event.id if event.id is not None else str(uuid7())
         time = event.time.shown if event.time is not None else recorded_at
         filled = [name for name, value in (("id", event.id), ("time", event.time)) if value is None]

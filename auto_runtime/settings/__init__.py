@@ -11,7 +11,7 @@ from auto_runtime.settings.connections import ConnectionsPolicy, CredentialKind
 from auto_runtime.settings.errors import SettingsError
 from auto_runtime.settings.loader import LoadedSettings, load_settings
 from auto_runtime.settings.model_settings import ModelGateway
-from auto_runtime.settings.parsers import S3Location
+from auto_runtime.settings.parsers import S3Location, parse_duration
 from auto_runtime.settings.settings import Settings, is_local_mode
 from auto_runtime.settings.tool_servers import OAuthClient, ToolServer, ToolServerType
 
@@ -31,4 +31,5 @@ __all__ = [
     "check_config",
     "is_local_mode",
     "load_settings",
+    "parse_duration",
 ]

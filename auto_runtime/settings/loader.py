@@ -171,8 +171,10 @@ def _settings(
         prediction_cache_dir=read(v.PREDICTION_CACHE_DIR),
         tool_servers=lists.tool_servers,
         connections=lists.connections,
+        test_clock=read(v.TEST_CLOCK),
     )
     _check_together(settings, environment)
+    _check_test_clock(settings, environment, mode)
     return settings
 
 
@@ -187,6 +189,16 @@ class _Reader:
 
 def _anchored(path: Path | None, cwd: Path, environment: Mapping[str, str]) -> Path | None:
     return None if path is None else cwd / _expand_home(path, environment)
+
+
+def _check_test_clock(settings: Settings, environment: Mapping[str, str], mode: v.Mode) -> None:
+    """`TEST_CLOCK` lets a caller on this machine move the server's clock: a test's setting, never the image's."""
+    if not settings.test_clock:
+        return
+    if mode == "image":
+        raise SettingsError("TEST_CLOCK: a test's setting, refused in the image")
+    if environment.get(v.TEST_CLOCK_GUARD) != "1":
+        raise SettingsError(f"TEST_CLOCK: a test's setting, refused unless {v.TEST_CLOCK_GUARD}=1 is set beside it")
 
 
 def _check_together(settings: Settings, environment: Mapping[str, str]) -> None:

@@ -139,6 +139,17 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("PREDICTION_CACHE_DIR", "The folder model files are kept in."),
         ),
     ),
+    (
+        "Tests only",
+        (
+            (
+                "TEST_CLOCK",
+                "true lets a test move the server's clock (timers, expiries, deliveries, reply reads, a tool call's "
+                "30 s; not the sandbox's deadline) through a control route only this machine may call. Refused unless "
+                "AUTO_RUNTIME_TEST_CLOCK=1 is set beside it, and always in the image; the start banner names it.",
+            ),
+        ),
+    ),
 )
 """Each single-value variable's purpose, grouped as the settings dataclass groups them."""
 

@@ -99,6 +99,9 @@ class Settings:
     # Tool servers
     tool_servers: Mapping[str, ToolServer]
     connections: ConnectionsPolicy
+    # Tests only
+    test_clock: bool = False
+    """A clock the test moves through the loopback-only control route (`auto_runtime.server_clock`)."""
 
     @property
     def local_mode(self) -> bool:

@@ -163,6 +163,11 @@ PREDICTION_BUILDS_AT_ONCE = _count("PREDICTION_BUILDS_AT_ONCE", 1, 63, 2)
 PREDICTION_BUILDS_PER_DAY = _count("PREDICTION_BUILDS_PER_DAY", 1, 100, 4)
 PREDICTION_CACHE_DIR = Variable("PREDICTION_CACHE_DIR", parsers.absolute_path, _same(Path("/var/tmp/auto-runtime")))
 
+# Tests only
+TEST_CLOCK = Variable("TEST_CLOCK", parsers.boolean, _same(False))
+TEST_CLOCK_GUARD = "AUTO_RUNTIME_TEST_CLOCK"
+"""`TEST_CLOCK` is refused unless the environment also has `AUTO_RUNTIME_TEST_CLOCK=1` (and always in the image)."""
+
 CONFIG_FILE = "CONFIG_FILE"
 
 LIST_VARIABLES = (

@@ -25,6 +25,7 @@ import trio
 from auto_runtime.clock_text import iso_utc
 from auto_runtime.json_limits import compact_json, json_size
 from auto_runtime.ledger import Ledger, NewRecord, PlaybookScope, StreamName, StreamWrite, uuid7
+from auto_runtime.server_clock import ServerClock
 from auto_runtime.tools.call_facts import answered_data, failed_data, started_data
 from auto_runtime.tools.result_text import error_text, result_text
 from auto_runtime.tools.servers import OfferedTool, ToolCallFailed, ToolCallResult
@@ -85,10 +86,19 @@ def answer_of(result: ToolCallResult) -> tuple[bool, Any]:
 class HandCalls:
     """Calls of `execute` through the set, each recorded on its own stream."""
 
-    def __init__(self, ledger: Ledger, servers: ToolServerSet | None, clock: Callable[[], float] = trio.current_time):
+    def __init__(
+        self,
+        ledger: Ledger,
+        servers: ToolServerSet | None,
+        clock: Callable[[], float] = trio.current_time,
+        server_clock: ServerClock | None = None,
+    ):
         self.ledger = ledger
         self.servers = servers
         self.clock = clock
+        """Measures a call's `duration_ms`."""
+        self.server_clock = server_clock or ServerClock()
+        """Judges the call's time limit (`Limits.call`): a test's clock cuts it when moved past it."""
 
     @staticmethod
     def _scrub_with(servers: ToolServerSet, text: str) -> str:
@@ -119,7 +129,7 @@ class HandCalls:
         failure: ToolCallFailed | None = None
         result: ToolCallResult | None = None
         try:
-            with trio.fail_after(servers.limits.call):
+            with self.server_clock.fail_after(servers.limits.call):
                 result = await servers.call(scope.org, scope.playbook, tool, arguments, call_id)
         except trio.TooSlowError:
             failure = ToolCallFailed("timed_out", f"No answer within {servers.limits.call:g} seconds.")

@@ -24,6 +24,7 @@ import trio
 from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import Ledger, PlaybookScope
 from auto_runtime.problems import InputIssue, Rejection, invalid_input
+from auto_runtime.server_clock import ServerClock
 from auto_runtime.settings import ToolServer
 from auto_runtime.tools.argument_check import SCHEMA_NOT_READ, ArgumentCheck, checked, not_checked
 from auto_runtime.tools.connection_servers import ConnectionServer, ConnectionServers
@@ -135,13 +136,14 @@ class PlaybookTools:
         ledger: Ledger,
         connections: ConnectionServers | None = None,
         secret_set: SecretSet | None = None,
+        clock: ServerClock | None = None,
     ) -> None:
         self.servers = servers
         self.connections = connections
         if secret_set is None:
             secret_set = servers.secret_set if servers is not None else SecretSet()
         self.secret_set = secret_set
-        self.calls = HandCalls(ledger, servers)
+        self.calls = HandCalls(ledger, servers, server_clock=clock)
 
     # --- entries ---------------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from auto_runtime.functions.workflow.outbox import answered_later, call_key
 from auto_runtime.ledger import DueKey, LeaseFence, PlaybookScope, uuid7
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
-from auto_runtime.workflow_host.run_store import Applied, LoadedRun, RunStore, UnknownRun, now_ms
+from auto_runtime.workflow_host.run_store import Applied, LoadedRun, RunStore, UnknownRun
 
 MAX_CALL_DEPTH = 8
 """The deepest `call_depth` a call may start (top run 0); a start at depth 9 is refused as `conflict`."""
@@ -73,7 +73,7 @@ class CallDispatcher:
         answer: CallAnswered
         if refusal is not None:
             rejection = {"reason": "conflict", "detail": refusal}
-            answer = CallAnswered(str(uuid7()), now_ms(), call.key, "rejected", rejection=rejection)
+            answer = CallAnswered(str(uuid7()), self.store.clock(), call.key, "rejected", rejection=rejection)
             return await self._answer(scope, run_id, call, answer, fence)
         metadata = {
             "correlation_id": top,
@@ -88,14 +88,16 @@ class CallDispatcher:
             )
         except Rejection as rejected:
             if rejected.reason == "internal":
-                answer = CallAnswered(str(uuid7()), now_ms(), call.key, "failed", incident=rejected.instance)
+                answer = CallAnswered(str(uuid7()), self.store.clock(), call.key, "failed", incident=rejected.instance)
             else:
-                answer = CallAnswered(str(uuid7()), now_ms(), call.key, "rejected", rejection=rejected.as_record())
+                answer = CallAnswered(
+                    str(uuid7()), self.store.clock(), call.key, "rejected", rejection=rejected.as_record()
+                )
         else:
             if answered_later(call.definition_type, shown):
                 await self._taken(scope, run_id, call, fence)
                 return None
-            answer = CallAnswered(str(uuid7()), now_ms(), call.key, "succeeded", output=shown.get("output"))
+            answer = CallAnswered(str(uuid7()), self.store.clock(), call.key, "succeeded", output=shown.get("output"))
         return await self._answer(scope, run_id, call, answer, fence)
 
     async def _answer(

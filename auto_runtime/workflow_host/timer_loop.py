@@ -80,7 +80,7 @@ from auto_runtime.ledger.due_work import MAX_DUE_LIMIT
 from auto_runtime.metrics import taken_up
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.fair_firing import FairSlots, owner_of
-from auto_runtime.workflow_host.run_store import Applied, RunStore, RunStoreConflict, UnknownRun, now_ms
+from auto_runtime.workflow_host.run_store import Applied, RunStore, RunStoreConflict, UnknownRun
 from auto_runtime.workflow_host.store_faults import FaultPause
 
 log = logging.getLogger("auto_runtime.workflows")
@@ -282,7 +282,7 @@ class TimerLoop:
             await handler(entry, fence)
             marked = True
         elif isinstance(entry.scope, PlaybookScope):
-            at = max(now_ms(), int(entry.due_at.timestamp() * 1000))
+            at = max(self.store.clock(), int(entry.due_at.timestamp() * 1000))
             applied_input: Input
             if is_answer_key(entry.key):
                 applied_input = answer_of(entry.payload, str(uuid7()), at)

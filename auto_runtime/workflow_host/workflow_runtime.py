@@ -36,7 +36,7 @@ from typing import Any, Final
 
 import trio
 
-from auto_runtime.clock_text import iso_utc, now_utc
+from auto_runtime.clock_text import iso_utc
 from auto_runtime.events.cloudevents import read_event
 from auto_runtime.functions.workflow.engine.model import EventReceived
 from auto_runtime.functions.workflow.outbox import cancel_key, cancel_payload
@@ -62,9 +62,10 @@ from auto_runtime.runs.workflow_messages import StartWorkflowRun
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.workers import WorkerPool
 from auto_runtime.schema_issues import check_off_the_loop
+from auto_runtime.server_clock import ServerClock
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, RestartIntensity, Supervisor
 from auto_runtime.workflow_host.calls import CallDispatcher
-from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
+from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun
 from auto_runtime.workflow_host.timer_loop import DueHandler, TimerLoop
 
 RETRY_AFTER_SECONDS = 1
@@ -107,8 +108,11 @@ class WorkflowRuntime:
         handlers: Mapping[str, DueHandler] | None = None,
         workers: WorkerPool | None = None,
         limits: ActorLimits | None = None,
+        clock: ServerClock | None = None,
     ) -> None:
         self.ledger = ledger
+        self.clock = clock or ServerClock()
+        """The server's clock: run inputs' times, due times, and the sweep's reading of what is due."""
         self.runs = runs
         self.max_duration_ms = int(max_duration.total_seconds() * 1000)
         self.store = RunStore(
@@ -119,6 +123,7 @@ class WorkflowRuntime:
             workers=workers,
             limits=limits,
             playbooks=runs.definitions.actors,
+            clock=self.clock.now_ms,
         )
         self.loop = TimerLoop(
             self.store,
@@ -127,6 +132,7 @@ class WorkflowRuntime:
             CallDispatcher(self.store, runs, max_open_calls),
             nested_runs=nested_runs,
             handlers=handlers,
+            clock=self.clock.now,
         )
         self.stopping = False
         self._children: list[ChildSpec] = [ChildSpec(TIMER_LOOP, self._run_timer_loop, restart=Restart.PERMANENT)]
@@ -263,7 +269,7 @@ class WorkflowRuntime:
 
         def entry_of(record: NewRecord) -> DueEntry:
             payload = cancel_payload("requested", message.caller_id, record.id, message.reason)
-            return DueEntry(scope, state.run_id, cancel_key(state.run_id), now_utc(), payload)
+            return DueEntry(scope, state.run_id, cancel_key(state.run_id), self.clock.now(), payload)
 
         if await record_cancel_request(writer, message, entry_of):
             self.loop.wake()
@@ -277,7 +283,7 @@ class WorkflowRuntime:
         source_given = "source" in event
         checked = read_event(event if source_given else {**event, "source": "/sent"})
         event_id = checked.id if checked.id is not None else str(uuid7())
-        time = iso_utc(now_utc())
+        time = iso_utc(self.clock.now())
         delivered: dict[str, Any] = {
             "specversion": "1.0",
             "id": event_id,
@@ -305,7 +311,7 @@ class WorkflowRuntime:
         fence = self._holding()
         try:
             applied = await self.store.apply_input(
-                scope, run_id, EventReceived(str(uuid7()), now_ms(), delivered), fence=fence
+                scope, run_id, EventReceived(str(uuid7()), self.clock.now_ms(), delivered), fence=fence
             )
         except UnknownRun:
             raise not_found(

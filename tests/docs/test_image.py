@@ -122,6 +122,13 @@ def test_the_file_sets_no_setting_the_image_defaults_already_give() -> None:
     assert not set(_environment_of(FINAL)) & v.ALL_VARIABLE_NAMES
 
 
+def test_no_stage_consents_to_a_test_clock() -> None:
+    """`TEST_CLOCK` is refused in the image whatever the environment; the file does not even consent to it."""
+    for stage in _stages():
+        assert v.TEST_CLOCK.name not in _environment_of(stage)
+        assert v.TEST_CLOCK_GUARD not in _environment_of(stage)
+
+
 def test_the_port_is_the_settings_default() -> None:
     port = str(v.PORT.default("image"))
     assert _one(FINAL, "EXPOSE") == port

@@ -1,6 +1,7 @@
 """A workflow waiting on a person survives a SIGKILL of the server (issue 18): after a restart on the same ledger
-it takes the answer given then, ends with the workflow error of an expiry that came due while the server was
-down, and ends cancelled when its request is cancelled after the restart.
+it takes the answer given then, ends with the workflow error of an expiry that a later server carries out from the
+stored schedule alone (its clock, a test's, moved past `expires_at` rather than waiting the minute out), and ends
+cancelled when its request is cancelled after the restart.
 
 The request, its expiry and the workflow's wait are all in the ledger (the run's facts, the `open_requests`
 projection and the due-work table), so nothing is lost with the process; the restarted server waits for the
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from tests.conformance.helpers import new_playbook
+from tests.e2e.moved_clock import TEST_CLOCK_SETTINGS, past
 from tests.e2e.server_process import start_server
 from tests.e2e.test_workflow_crashes import LEDGERS, kill, ledger_settings, send
 
@@ -76,10 +77,6 @@ def ended(client: httpx.Client, playbook: str, run_id: str) -> dict[str, Any]:
         time.sleep(0.1)
 
 
-def epoch_of(moment: str) -> float:
-    return datetime.fromisoformat(moment.replace("Z", "+00:00")).timestamp()
-
-
 @pytest.mark.parametrize("ledger", LEDGERS)
 def test_a_waiting_workflow_takes_its_answer_expiry_and_cancel_after_a_sigkill(tmp_path: Path, ledger: str) -> None:
     folder = tmp_path / "server"
@@ -120,12 +117,12 @@ def test_a_waiting_workflow_takes_its_answer_expiry_and_cancel_after_a_sigkill(t
         finally:
             kill(again)
 
-        # Down past the expiry: the next server expires the request at its first sweeps.
-        while time.time() <= epoch_of(expires_at):
-            time.sleep(0.5)
-        third = start_server(folder, settings)
+        # Past the expiry while no server ran: the next server, its clock moved past `expires_at` (a test's clock,
+        # instead of waiting out the minute), expires the request at its first sweeps from then on.
+        third = start_server(folder, {**settings, **TEST_CLOCK_SETTINGS})
         try:
             with third.client() as client:
+                past(client, expires_at)
                 request = ended(client, playbook, expiring_request)
                 assert request["rejection"]["reason"] == "unanswered" and request["rejection"]["kind"] == "expired"
                 run = ended(client, playbook, expiring_flow)

@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from auto_runtime.clock_text import iso_utc, microseconds_since_epoch
@@ -106,4 +105,4 @@ class BuildRequests:
     ) -> dict[str, Any]:
         if not is_run_id(run_id):
             raise not_found(f"The playbook {scope.playbook} has no run {run_id}.")
-        return await self.runs.ask(scope, run_id, AnswerBuild(answer, claimed_for, caller_id, datetime.now(UTC)))
+        return await self.runs.ask(scope, run_id, AnswerBuild(answer, claimed_for, caller_id, self.builds.clock()))

@@ -5,7 +5,6 @@ build under way (`starting`, `waiting`, `queued` once answered, or null), and th
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from auto_runtime.functions.prediction.builds import Builds
@@ -35,7 +34,7 @@ async def standing(builds: Builds, scope: PlaybookScope, name: str, source: str)
         fits = await builds.contract_of(scope, name, int(row["document_version"])) == contract
         if row["state"] == "active" and fits:
             active = int(row["version"])
-    counted = await builds.builds_of_the_day(scope, name, datetime.now(UTC))
+    counted = await builds.builds_of_the_day(scope, name, builds.clock())
     build: dict[str, Any] | None = None
     for run_id in await builds.started_builds(scope, name):
         state = await builds.state(scope, run_id)

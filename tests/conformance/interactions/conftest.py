@@ -1,5 +1,6 @@
 """Servers for the interaction conformance tests: one per ledger (SQLite and PostgreSQL), sweeping often, with a
-low `INTERACTION_OPEN_REQUESTS` so a test reaches `requests_full`."""
+low `INTERACTION_OPEN_REQUESTS` so a test reaches `requests_full`, and a clock the tests move (`TEST_CLOCK`,
+`tests/e2e/moved_clock.py`) so an expiry of a minute is reached without waiting it out."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.e2e.moved_clock import TEST_CLOCK_SETTINGS
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.postgres_support import fresh_database, server_on
 
@@ -17,7 +19,11 @@ OPEN_REQUESTS = 3
 
 
 def ledger_settings(stack: ExitStack, ledger_kind: str) -> dict[str, str]:
-    settings = {"WORKFLOW_SWEEP_INTERVAL": "PT0.05S", "INTERACTION_OPEN_REQUESTS": str(OPEN_REQUESTS)}
+    settings = {
+        "WORKFLOW_SWEEP_INTERVAL": "PT0.05S",
+        "INTERACTION_OPEN_REQUESTS": str(OPEN_REQUESTS),
+        **TEST_CLOCK_SETTINGS,
+    }
     if ledger_kind == "postgres":
         settings.update(server_on(stack.enter_context(fresh_database("interaction_test"))))
     return settings

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from tests.conformance.interactions.documents import (
     history_types,
     open_requests,
 )
+from tests.e2e.moved_clock import advance
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.fakes.gateway_process import McpToolServerProcess, start_mcp_tool_server
 
@@ -54,6 +56,9 @@ def say(text: str, *, read: str | None = None, schema: str = "{}", tool: str = "
         f"---\ncall:\n  server: {server}\n  tool: {tool}\n  with: {{ text: '{text}' }}{reading}\n"
         f"output:\n  schema: {schema}\n---\n"
     )
+
+
+FIRST_READ = timedelta(seconds=5)
 
 
 @pytest.fixture(scope="module")
@@ -273,6 +278,13 @@ def settled(client: httpx.Client, playbook: str, run_id: str, fact: str) -> list
         time.sleep(0.05)
 
 
+def first_read_due(client: httpx.Client, playbook: str, run_id: str) -> None:
+    """Once the request is delivered, the server's clock (a test's) moved past its conversation's first read, 5 s
+    after the delivery (interaction-format §5.1), instead of waiting them out."""
+    settled(client, playbook, run_id, "delivery_succeeded")
+    advance(client, FIRST_READ)
+
+
 def test_a_question_is_delivered_through_its_tool_and_then_answered(
     client: httpx.Client, billing: McpToolServerProcess
 ) -> None:
@@ -415,6 +427,7 @@ def test_a_reply_from_the_answerer_answers_the_question(client: httpx.Client, bi
     defined(client, playbook, "deploy", REPLIED.replace("WORDS", "Ship! after the freeze"))
     run_id = str(uuid.uuid4())
     assert ask(client, playbook, "deploy", {"lead": "ana"}, run_id).status_code == 200
+    first_read_due(client, playbook, run_id)
     delivered_event = settled(client, playbook, run_id, "delivery_succeeded")[-1]
     assert delivered_event["data"]["replies_in"] == {"server": "billing", "tool": "replies", "key": "r-1"}
     run = ended(client, playbook, run_id)
@@ -439,6 +452,7 @@ def test_a_read_through_a_server_that_keeps_no_content_keeps_only_sizes(client: 
     defined(client, playbook, "deploy", source)
     run_id = str(uuid.uuid4())
     assert ask(client, playbook, "deploy", {"lead": "ana"}, run_id).status_code == 200
+    first_read_due(client, playbook, run_id)
     assert ended(client, playbook, run_id)["output"] == {"decision": "go"}
     [read] = [event for event in playbook_events(client, playbook) if event["type"] == "replies_read"]
     assert read["data"]["content_kept"] is False and read["data"]["server"] == "private"
@@ -451,6 +465,7 @@ def test_a_reply_that_gives_no_answer_is_refused_and_the_question_stays_open(cli
     defined(client, playbook, "deploy", REPLIED.replace("WORDS", "maybe tomorrow"))
     run_id = str(uuid.uuid4())
     assert ask(client, playbook, "deploy", {"lead": "ana"}, run_id).status_code == 200
+    first_read_due(client, playbook, run_id)
     refused = settled(client, playbook, run_id, "reply_refused")[-1]["data"]
     assert refused["because"] == "not_an_answer" and refused["reply"] == {"id": "m-0-reply", "sender": "ana"}
     assert "maybe" not in json.dumps(refused)
@@ -466,6 +481,7 @@ def test_a_reply_from_anyone_but_the_answerer_leaves_no_trace(client: httpx.Clie
     defined(client, playbook, "deploy", source)
     run_id = str(uuid.uuid4())
     assert ask(client, playbook, "deploy", {"lead": "ana"}, run_id).status_code == 200
+    first_read_due(client, playbook, run_id)
     deadline = time.monotonic() + POLL_LIMIT_S
     while not any(event["type"] == "replies_read" for event in playbook_events(client, playbook)):
         assert time.monotonic() < deadline, "the conversation was never read"
@@ -485,6 +501,7 @@ def test_a_refused_reply_tells_the_answerer_how_to_answer(client: httpx.Client, 
     run_id = str(uuid.uuid4())
     lead = f"bea-{uuid.uuid4().hex[:6]}"
     assert ask(client, playbook, "deploy", {"lead": lead}, run_id).status_code == 200
+    first_read_due(client, playbook, run_id)
     refused = settled(client, playbook, run_id, "reply_refused")[-1]["data"]
     assert refused["told"] is True
     deadline = time.monotonic() + POLL_LIMIT_S

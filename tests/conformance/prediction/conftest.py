@@ -1,5 +1,6 @@
 """The prediction conformance tests' server: one per ledger; each test takes a playbook of its own, created
-through the server with the interaction functions it names as trainers and approvers (`seeding`)."""
+through the server with the interaction functions it names as trainers and approvers (`seeding`). Its clock is
+a test's (`tests/e2e/moved_clock.py`): a test that reaches a limit of minutes moves it forward."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from tests.conformance.prediction.seeding import seed
+from tests.e2e.moved_clock import TEST_CLOCK_SETTINGS
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.postgres_support import fresh_database, server_on
 
@@ -29,7 +31,11 @@ def prediction_server(
 ) -> Iterator[PredictionServer]:
     folder = Path(tmp_path_factory.mktemp(f"prediction-server-{request.param}"))
     with ExitStack() as stack:
-        settings: dict[str, str] = {"PREDICTION_MAX_FUNCTIONS": "3", "PREDICTION_CACHE_DIR": str(folder / "cache")}
+        settings: dict[str, str] = {
+            "PREDICTION_MAX_FUNCTIONS": "3",
+            "PREDICTION_CACHE_DIR": str(folder / "cache"),
+            **TEST_CLOCK_SETTINGS,
+        }
         url: str | None = None
         if request.param == "postgres":
             url = stack.enter_context(fresh_database("prediction_test"))

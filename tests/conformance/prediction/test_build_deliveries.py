@@ -1,7 +1,8 @@
 """prediction-format §8.1 step 4 and §8.5: a trainer that delivers through a tool gets the build's request by the
 interaction format's delivery attempts (interaction-format §4), end to end: the real server on both ledgers and
-the fake MCP tool server as a real process. The schedule of later attempts and `lost` are driven by a clock in
-`tests/functions/prediction/test_build_deliveries_on_a_clock.py`."""
+the fake MCP tool server as a real process. The schedule of later attempts is followed by moving the server's
+clock (a test's, `tests/e2e/moved_clock.py`) to each due time; its exact boundaries and `lost` are driven by a
+clock in-process in `tests/functions/prediction/test_build_deliveries_on_a_clock.py`."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ import pytest
 from auto_runtime.functions.prediction.brief import request_message
 from auto_runtime.functions.prediction.build_facts import ANSWER_SCHEMA
 from tests.conformance.helpers import problem
+from tests.conformance.interactions.schedules import ATTEMPTS, attempts_ended, attempts_on_schedule, history, of_type
 from tests.conformance.prediction.seeding import seed
 from tests.conformance.prediction.test_builds import _build, _function, _history
 from tests.conformance.prediction.test_candidates import _upload
 from tests.conformance.prediction.test_full_cycle import LINEAR, _ended, answered, listed
+from tests.e2e.moved_clock import TEST_CLOCK_SETTINGS
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.fakes.gateway_process import McpToolServerProcess, start_mcp_tool_server
 from tests.postgres_support import fresh_database, server_on
@@ -72,6 +75,7 @@ def server(
         settings = {
             "PREDICTION_CACHE_DIR": str(folder / "cache"),
             "WORKFLOW_SWEEP_INTERVAL": "PT0.05S",
+            **TEST_CLOCK_SETTINGS,
             "TOOL_SERVERS": json.dumps(
                 {
                     "desk": {"url": desk.url, "org": "acme"},
@@ -215,3 +219,23 @@ def test_a_failing_delivery_is_retried_later_and_the_trainer_answers_meanwhile(
         "build_ended",
         "run_rejected",
     ]
+
+
+def test_a_build_whose_delivery_keeps_failing_is_attempted_on_the_schedule_then_stays_open_undelivered(
+    client: httpx.Client, desk: McpToolServerProcess
+) -> None:
+    """Five attempts, at once then 1, 2, 4 and 8 minutes after the previous one ended (interaction-format §4.1);
+    spent, the build's request stays open, standing `undelivered`, and still takes its answer."""
+    playbook, function = _with_trainer(client, trainer("desk", "crash"))
+    run_id = _build(client, function).json()["run_id"]
+    attempts_on_schedule(client, playbook, run_id, None)
+    events = attempts_ended(client, playbook, run_id, ATTEMPTS)
+    assert [event["data"]["number"] for event in of_type(events, "delivery_started")] == [1, 2, 3, 4, 5]
+    (request,) = listed(client, playbook)
+    assert (request["standing"], request["attempts"]) == ("undelivered", ATTEMPTS)
+    calls = [call for call in desk.calls() if call["meta"].get("auto.on/run_id") == run_id]
+    assert [call["meta"]["auto.on/delivery_id"] for call in calls] == [f"{run_id}:{n}" for n in range(1, 6)]
+    response = answered(client, playbook, run_id, {"candidates": []})
+    assert response.status_code == 200, response.text
+    assert _ended(client, playbook, run_id)["rejection"]["because"] == "no_candidates"
+    assert of_type(history(client, playbook, run_id), "delivery_started")[-1]["data"]["number"] == ATTEMPTS

@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.e2e.moved_clock import TEST_CLOCK_SETTINGS
 from tests.e2e.server_process import ServerProcess, free_port, start_server
 from tests.fakes.gateway_process import (
     HttpFakeProcess,
@@ -94,10 +95,13 @@ def tool_server_entries(fakes: ToolFakes) -> dict[str, object]:
 
 
 def tool_settings(fakes: ToolFakes) -> dict[str, str]:
+    """The tool servers, their keys, and a clock the tests move (`tests/e2e/moved_clock.py`): a hung call is cut
+    when the clock passes its 30 s, without waiting them out."""
     return {
         "TOOL_SERVERS": json.dumps(tool_server_entries(fakes)),
         "BILLING_KEY": KEY,
         "NOTES_KEY": NOTES_SECRET,
+        **TEST_CLOCK_SETTINGS,
     }
 
 

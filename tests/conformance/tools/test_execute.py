@@ -15,6 +15,7 @@ import pytest
 
 from tests.conformance.helpers import new_playbook, pointers, problem
 from tests.conformance.tools.conftest import ToolsServer
+from tests.e2e.moved_clock import advance
 
 ISO_MILLISECONDS = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
 
@@ -224,6 +225,7 @@ def test_a_tool_that_never_answers_is_cut_at_thirty_seconds_while_the_server_sta
                 time.sleep(0.05)
             assert client.get("/health").status_code == 200
             meanwhile = _ok(_execute(client, playbook, "notes", "echo", {"text": "still here"}))
+            advance(client, "PT30S")  # the server's clock (a test's) past the call's 30 s, instead of waiting
             hung = _ok(pending.result())
         failed = next(event for event in _events(client, playbook) if event["type"] == "tool_call_failed")
     assert meanwhile["text"] == "still here"

@@ -1,0 +1,124 @@
+"""The server's one clock: the wall time its time-dependent work reads (the times records are stamped with, the
+times due work is armed at and judged due against), the listeners a move wakes, and a limit a move can cut.
+
+`ServerClock` is the production clock, the wall clock: `datetime.now(UTC)` and `trio.fail_after`, never moved.
+`MovableClock` is a test's (`TEST_CLOCK`, refused unless the environment has `AUTO_RUNTIME_TEST_CLOCK=1`): the
+wall time plus an offset that only grows, moved by the test through the loopback-only control route
+(`http.test_clock_route`). Between moves it runs at the wall clock's speed, so everything that polls or measures
+a duration behaves as in production; a move tells its listeners (the timer loop's `wake`), so due work that a
+move made due fires at the next sweep instead of after the real time left.
+
+A limit of the contract measured in the server's time takes `fail_after` (a tool call's 30 s through `execute`):
+a move past its end cuts it. What does not follow the clock: durations measured with `trio.current_time()` or
+`time.monotonic()` (the sandbox's deadline, connect and list limits, back-offs, `duration_ms`), and the
+database's own clock, by which leases are judged.
+
+Concurrency: both clocks are read from any thread (a read is one attribute load); a `MovableClock` is moved
+from the Trio thread only (the control route), and its listeners run there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime, timedelta
+
+import trio
+
+MICROSECOND = timedelta(microseconds=1)
+TEST_CLOCK_PATH = "/_test/clock"
+"""The control route of a `MovableClock` (`http.test_clock_route`), outside `/v1` and the seeds."""
+
+
+class ClockMovedBack(ValueError):
+    """A move that would take the clock back: due work already fired and stamped times must stay in the past."""
+
+
+class ServerClock:
+    """The wall clock (production): never moved, so it tells no listener and its limits are `trio`'s."""
+
+    movable = False
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def now_ms(self) -> int:
+        """Milliseconds since 1970 in UTC (the workflow engine's input times)."""
+        return time.time_ns() // 1_000_000
+
+    def now_us(self) -> int:
+        """Microseconds since 1970 in UTC (the ledger's `recorded_at`)."""
+        return time.time_ns() // 1_000
+
+    def on_moved(self, listener: Callable[[], None]) -> None:
+        """Call `listener` after every move (never, for this clock): how a task that sleeps until a due time (the
+        timer loop, through its `wake`) wakes when a move brings that time closer."""
+
+    def fail_after(self, seconds: float) -> AbstractContextManager[trio.CancelScope]:
+        """`trio.fail_after(seconds)` of this clock, for a limit of the contract measured in the server's time (a
+        tool call's 30 s), not for a bound on work (the sandbox's deadline stays `trio`'s)."""
+        return trio.fail_after(seconds)
+
+
+class MovableClock(ServerClock):
+    """The wall clock plus an offset the test moves forward (`advance`, `set_to`); never moved back."""
+
+    movable = True
+
+    def __init__(self) -> None:
+        self._offset_us = 0
+        self._listeners: list[Callable[[], None]] = []
+        self._limits: list[tuple[datetime, trio.CancelScope]] = []
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self._offset_us * MICROSECOND
+
+    def now_ms(self) -> int:
+        return (time.time_ns() // 1_000 + self._offset_us) // 1_000
+
+    def now_us(self) -> int:
+        return time.time_ns() // 1_000 + self._offset_us
+
+    def on_moved(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)
+
+    @contextmanager
+    def _cut_after(self, seconds: float) -> Iterator[trio.CancelScope]:
+        ends = self.now() + timedelta(seconds=seconds)
+        with trio.fail_after(seconds) as scope:
+            limit = (ends, scope)
+            self._limits.append(limit)
+            try:
+                yield scope
+            finally:
+                self._limits.remove(limit)
+
+    def fail_after(self, seconds: float) -> AbstractContextManager[trio.CancelScope]:
+        """Raises `trio.TooSlowError` after `seconds` of wall time, or at the move that takes the clock past them."""
+        return self._cut_after(seconds)
+
+    def advance(self, by: timedelta) -> datetime:
+        """Move the clock forward by `by` (not negative); answers the new time."""
+        if by < timedelta(0):
+            raise ClockMovedBack(f"the clock only moves forward, not by {by}")
+        self._offset_us += by // MICROSECOND
+        self._tell()
+        return self.now()
+
+    def set_to(self, moment: datetime) -> datetime:
+        """Move the clock to `moment` (not before its time now); answers the new time."""
+        if moment.tzinfo is None:
+            raise ValueError("an instant without an offset is ambiguous")
+        ahead = moment - self.now()
+        if ahead < timedelta(0):
+            raise ClockMovedBack(f"the clock reads {self.now().isoformat()}, later than {moment.isoformat()}")
+        return self.advance(ahead)
+
+    def _tell(self) -> None:
+        now = self.now()
+        for ends, scope in self._limits:
+            if now >= ends:
+                scope.cancel()  # `trio.fail_after` turns a cancel it caught into `TooSlowError`
+        for listener in self._listeners:
+            listener()
