@@ -373,10 +373,10 @@ def compose_services(
 
 def workflows_child(workflows: WorkflowRuntime) -> ChildSpec:
     """The workflow runtime's supervisor (its timer loop, then its followers) as a child of the root, started before
-    the HTTP child (the lease is claimed before the first request) and stopped after it. The server marks it
+    the HTTP child (the partitions are claimed before the first request) and stopped after it. The server marks it
     stopping as soon as it is asked to stop, so requests still in flight while HTTP drains answer starts and sent
-    events `unavailable`; its children stop in reverse order, the timer loop last, which releases the lease for a
-    standby."""
+    events `unavailable`; its children stop in reverse order, the timer loop last, which releases its partitions
+    for the other servers."""
     return workflows.child_spec(shutdown=GRACEFUL_STOP_SECONDS)
 
 
@@ -592,9 +592,18 @@ async def serve_runtime(
             database_credentials=settings.database_credentials,
             environ=environ,
             content_objects=content_objects,
+            partitions=settings.workflow_partitions,
         )
         ledger.recorded_clock = clock.now_us
         await ledger.start()
+        partitioning = ledger.partitioning
+        if partitioning.disagrees:
+            log.warning(
+                "WORKFLOW_PARTITIONS is %d but the ledger keeps %d partitions, fixed when it was made; keeping %d",
+                partitioning.asked,
+                partitioning.count,
+                partitioning.count,
+            )
         try:
             await _serve_on(ledger, loaded, environ, guides, catalog, announcer or Announcer(None), clock)
         finally:

@@ -28,6 +28,7 @@ from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, Leases, validate_fenc
 from .migrations import SchemaReport
 from .open_state import OpenState
 from .paging import Order, Page, ScanRow, SortKey
+from .partitions import Partitioning
 from .projections import Projection
 from .queries import Queries
 from .recall_views import RecallViewRows
@@ -65,6 +66,7 @@ class LedgerPorts:
     leases: Leases
     secrets: SecretRows
     recall_views: RecallViewRows
+    partitioning: Partitioning
 
 
 class Ledger(abc.ABC):
@@ -90,6 +92,8 @@ class Ledger(abc.ABC):
         """Shared with the ports: the store's `stop` closes it, and every call of the ledger or a port then
         raises `LedgerClosedError`."""
         self.appended = AppendSignal()
+        self.due_recorded = AppendSignal()
+        """Woken when another server recorded due work for the partitions' holders (`wake_other_servers`)."""
         self.scopes_appended = ScopesAppended()
         """The scopes each of this process's appends wrote to, told once it committed (see `ScopesAppended`)."""
         self.recorded_clock: Callable[[], int] = now_microseconds
@@ -152,6 +156,22 @@ class Ledger(abc.ABC):
     def lease(self, name: str = WORKFLOW_HOST_LEASE) -> Lease:
         """The lease called `name` (the workflow host's by default): `claim`, `release`, `holder`."""
         return Lease(self.ports.leases, validate_lease_name(name))
+
+    async def wake_other_servers(self) -> None:
+        """Wake the other servers sharing this ledger (their `due_recorded` signal) after recording due work for
+        another server's partition. Nothing on a ledger no other server shares."""
+        self._check_open()
+
+    @property
+    def partitioning(self) -> Partitioning:
+        """The ledger's partition count (`partitioning.count`, kept in the ledger) and the one its setting asked
+        for (see `partitions`)."""
+        return self.ports.partitioning
+
+    @property
+    def leases(self) -> Leases:
+        """Every lease row (`claim_many`, `release_many`, `read_all`), for the holders of several leases."""
+        return self.ports.leases
 
     @property
     def secrets(self) -> SecretRows:

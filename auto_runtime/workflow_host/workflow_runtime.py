@@ -9,16 +9,19 @@ decided (calls, timers).
 
 Rules:
 
-- Only the server holding the workflow lease (its `TimerLoop.fence()`) starts runs and applies sent events,
-  each under the lease's fence; any other server, and this one while it stops, answers `unavailable` with
-  `Retry-After` (seeds: "While the runtime is stopping, `run_definition` returns `unavailable`").
+- Only the server holding a run's partition (`TimerLoop.partitions`) starts the run and applies events sent to
+  it, each under the partition's fence. Any other server takes the request all the same: it records it for the
+  holder (`forwarded`), which applies it; a start then waits for the run to begin and answers as the holder would.
+  While the server stops, starts and sent events answer `unavailable` with `Retry-After` (seeds: "While the
+  runtime is stopping, `run_definition` returns `unavailable`").
 - `cancel` records `run_cancel_requested` on any server, with the `cancel:` outbox entry the holder carries
-  out in the same append; asking again before the run ended records nothing.
+  out in the same append (woken by `LISTEN/NOTIFY` when it is another server); asking again before the run ended
+  records nothing.
 - A waiting run holds nothing in memory: its state is in the `workflow_runs` projection, its timers and
   effects in the due-work table.
 
 Supervision: `run` (or `child_spec`, the server's `workflows` child) runs the runtime's own supervisor,
-one_for_one: the timer loop first (its first sweep claims the lease before it reports started), then each follower
+one_for_one: the timer loop first (its first sweep claims its partitions before it reports started), then each follower
 added with `add_follower`, a child of its own with its restart type. A follower that fails is restarted alone;
 the timer loop and the other followers keep running. Past `WORKFLOW_HOST_INTENSITY` the supervisor stops every
 child and fails upward. Nothing a child holds in memory is needed again: each resumes from what the ledger keeps
@@ -43,6 +46,8 @@ from auto_runtime.functions.workflow.outbox import cancel_key, cancel_payload
 from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import (
     DueEntry,
+    DueKey,
+    Fences,
     LeaseFence,
     Ledger,
     LedgerUnavailable,
@@ -65,14 +70,12 @@ from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.server_clock import ServerClock
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, RestartIntensity, Supervisor
 from auto_runtime.workflow_host.calls import CallDispatcher
+from auto_runtime.workflow_host.forwarded import EVENT_PREFIX, START_KEY, ForwardedRequests
 from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun
 from auto_runtime.workflow_host.timer_loop import DueHandler, TimerLoop
 
 RETRY_AFTER_SECONDS = 1
-NOT_HOLDING = (
-    "This server is not running workflows at the moment (it is stopping, or another server runs them); "
-    "send the same request again shortly."
-)
+STOPPING = "This server is stopping; send the same request again shortly."
 MAX_SENT_EVENT_BYTES = 256 * 1024
 """The metadata of a run's records that `run_cancel_requested` repeats (its `by` is who asked)."""
 SUPERVISOR_NAME: Final = "workflows"
@@ -81,14 +84,27 @@ WORKFLOW_HOST_INTENSITY: Final = RestartIntensity(max_restarts=3, period=30.0)
 """The restarts the runtime's supervisor makes of its children (a follower's or the timer loop's failures, a
 store fault that ended one) before it gives up and fails upward to the root."""
 
-Fence = Callable[[], LeaseFence | None]
-Follower = Callable[[Fence], Awaitable[None]]
-"""Follows the ledger beside the timer loop until cancelled, writing only under the fence `fence()` answers."""
+Follower = Callable[[Fences], Awaitable[None]]
+"""Follows the ledger beside the timer loop until cancelled, writing only under the fences it is given (those of
+the partitions this server holds; called, partition 0's)."""
+
+
+class _RuntimeFences:
+    """The runtime's `Fences`: its timer loop's partitions, none while the runtime stops."""
+
+    def __init__(self, runtime: WorkflowRuntime) -> None:
+        self._runtime = runtime
+
+    def __call__(self) -> LeaseFence | None:
+        return None if self._runtime.stopping else self._runtime.loop.partitions()
+
+    def of_key(self, key: str) -> LeaseFence | None:
+        return None if self._runtime.stopping else self._runtime.loop.partitions.of_key(key)
 
 
 class WorkflowRuntime:
     """One server's workflow runs: `start`, `send_event`, `cancel`, and `run` (the supervisor of the timer loop and
-    the followers; they work while the server holds the lease). See the module's rules."""
+    the followers; they work in the partitions the server holds). See the module's rules."""
 
     runs_once = True
     """A workflow runs once for its id (seeds, "Retrying under a run id")."""
@@ -135,6 +151,11 @@ class WorkflowRuntime:
             clock=self.clock.now,
         )
         self.stopping = False
+        self.fences: Fences = _RuntimeFences(self)
+        self.forwarded = ForwardedRequests(ledger, self.store, runs, self.fences, self.loop.wake, sweep, self.clock)
+        self.loop.handlers[START_KEY] = self.forwarded.apply_start
+        self.loop.handlers[EVENT_PREFIX] = self.forwarded.apply_event
+        """The fences of the partitions this server holds, as the followers and the run services see them."""
         self._children: list[ChildSpec] = [ChildSpec(TIMER_LOOP, self._run_timer_loop, restart=Restart.PERMANENT)]
         self._supervisor: Supervisor | None = None
 
@@ -146,15 +167,15 @@ class WorkflowRuntime:
         self.loop.handlers[prefix] = handler
 
     def add_follower(self, name: str, follower: Follower, restart: Restart = Restart.PERMANENT) -> None:
-        """Run `follower(fence)` beside the timer loop (a reactor that follows the ledger while holding the lease), as
-        the supervisor's child `name`, started after the timer loop and the followers added before it; call before
-        `run` or `child_spec`."""
+        """Run `follower(fences)` beside the timer loop (a reactor that follows the ledger, writing under the fences
+        it is given), as the supervisor's child `name`, started after the timer loop and the followers added before
+        it; call before `run` or `child_spec`."""
         if self._supervisor is not None:
             raise RuntimeError("followers are added before the runtime's supervisor is built")
 
         async def run(context: ChildContext) -> None:
             context.started()
-            await follower(self.fence)
+            await follower(self.fences)
 
         self._children.append(ChildSpec(name, run, restart=restart))
 
@@ -176,14 +197,13 @@ class WorkflowRuntime:
             self.loop.wake()
 
     def fence(self) -> LeaseFence | None:
-        """The lease's fence while this server runs workflows, else None (another holds it, or stopping)."""
-        return None if self.stopping else self.loop.fence()
+        """Partition 0's fence while this server holds it and runs workflows, else None."""
+        return self.fences()
 
-    def _holding(self) -> LeaseFence:
-        fence = self.fence()
-        if fence is None:
-            raise unavailable(NOT_HOLDING, retry_after=RETRY_AFTER_SECONDS)
-        return fence
+    def _taking(self) -> None:
+        """Refuse a start or a sent event while the server stops."""
+        if self.stopping:
+            raise unavailable(STOPPING, retry_after=RETRY_AFTER_SECONDS)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the supervisor of the timer loop and the followers until cancelled (or until it gives up: it then
@@ -191,7 +211,7 @@ class WorkflowRuntime:
         await self.supervisor.run(task_status=task_status)
 
     async def _run_timer_loop(self, context: ChildContext) -> None:
-        """The timer loop as a child: its first claim of the lease is made before `started`, so a server that can
+        """The timer loop as a child: its first claim of its partitions is made before `started`, so a server that can
         run workflows does from its first request (unless the ledger cannot take writes at start: then the loop
         claims once it can, and until then starts answer `unavailable`)."""
         with contextlib.suppress(LedgerUnavailable):  # a full disk: the loop claims again after its back-off
@@ -219,24 +239,36 @@ class WorkflowRuntime:
             issues = await check_off_the_loop(schema, value, "/input")
             if issues:
                 raise invalid_input(issues)
-        fence = self._holding()
+        self._taking()
         document = await self.runs.definitions.actors.documents.parsed(
             (scope.org, scope.playbook), "workflow", definition.name, definition.version, definition.source
         )
         if isinstance(document, Rejection):
             raise document
         extra = dict(metadata or {})
-        causation_id = extra.pop("causation_id", None)
+        cause = extra.pop("causation_id", None)
+        causation_id = cause if isinstance(cause, str) else None
+        call_bounds = await self._call_bounds(scope, definition)
+        fence = self.fences.of_key(run_id)
+        forwarded = fence is None
+        if fence is None:  # another server holds the run's partition: it begins the run
+            fence = await self.forwarded.record_start(
+                scope, definition, value, run_id, caller_id, causation_id, extra, call_bounds
+            )
+            if fence is None:
+                return
         message = StartWorkflowRun(
             Definition(definition.name, definition.version, document),
             value,
             caller_id,
-            call_bounds_ms=await self._call_bounds(scope, definition),
-            causation_id=causation_id if isinstance(causation_id, str) else None,
+            call_bounds_ms=call_bounds,
+            causation_id=causation_id,
             extra_metadata=extra,
             fence=fence,
         )
         applied = await self.store.start_in(writer, message)
+        if forwarded:  # this server took the partition while the start waited: its entry is done with
+            await self.ledger.due_work.mark_fired([DueKey(scope, run_id, START_KEY)], fence=fence)
         if applied.arms:
             self.loop.wake()
         ending = applied.ending
@@ -273,6 +305,8 @@ class WorkflowRuntime:
 
         if await record_cancel_request(writer, message, entry_of):
             self.loop.wake()
+            if self.fences.of_key(state.run_id) is None:  # the holder of the run's partition is another server
+                await self.ledger.wake_other_servers()
 
     async def send_event(
         self, scope: PlaybookScope, run_id: str, given: Mapping[str, Any], caller_id: str
@@ -308,7 +342,11 @@ class WorkflowRuntime:
             )
         if not (is_run_id(run_id) and await self.store.is_running(scope, run_id)):
             raise not_found(f"The playbook {scope.playbook} has no running workflow with the run id {run_id}.")
-        fence = self._holding()
+        self._taking()
+        fence = self.fences.of_key(run_id)
+        if fence is None:  # another server holds the run's partition: it applies the event
+            await self.forwarded.record_event(scope, run_id, delivered)
+            return {"run_id": run_id, "event": delivered}
         try:
             applied = await self.store.apply_input(
                 scope, run_id, EventReceived(str(uuid7()), self.clock.now_ms(), delivered), fence=fence
