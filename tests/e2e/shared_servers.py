@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.postgres_support import fresh_database, server_on
 
@@ -171,17 +169,3 @@ def shared_servers(folder: Path, count: int, **settings: str) -> Iterator[Shared
             yield servers
         finally:
             servers.close()
-
-
-def first_answer(servers: SharedServers, method: str, url: str, **options: Any) -> httpx.Response:
-    """The request sent to a server up, and to another while the one asked cannot be reached (killed meanwhile);
-    answers the first response, whatever its status."""
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while True:
-        server = servers.any_alive()
-        try:
-            with server.client() as client:
-                return client.request(method, url, **options)
-        except httpx.TransportError:
-            assert time.monotonic() < deadline, f"no server answered {method} {url}"
-            time.sleep(0.05)
