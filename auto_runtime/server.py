@@ -563,8 +563,17 @@ async def serve_runtime(
             database_credentials=settings.database_credentials,
             environ=environ,
             content_objects=content_objects,
+            partitions=settings.workflow_partitions,
         )
         await ledger.start()
+        partitioning = ledger.partitioning
+        if partitioning.disagrees:
+            log.warning(
+                "WORKFLOW_PARTITIONS is %d but the ledger keeps %d partitions, fixed when it was made; keeping %d",
+                partitioning.asked,
+                partitioning.count,
+                partitioning.count,
+            )
         try:
             await _serve_on(ledger, loaded, environ, guides, catalog, announcer or Announcer(None))
         finally:

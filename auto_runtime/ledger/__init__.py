@@ -11,10 +11,11 @@ Import from here; the modules below are the implementation. See `Ledger` for the
         await decide_and_append(ledger, stream, folding_reader(ledger, stream, fold), decide, clashed=KeptMoving)
         page = await ledger.read_playbook(scope, order="desc", limit=20)
 
-The workflow host claims the lease every sweep and fires due timers only while it holds it (see
-`lease` and `due_work` for the rules)::
+The workflow host claims the leases of its partitions every sweep and fires due timers only in the partitions it
+holds (see `partitions`, `lease` and `due_work` for the rules; `workflow_host.partition_leases` claims several
+at once and reads only their due work). For one lease::
 
-    lease = ledger.lease()  # "workflow-host"
+    lease = ledger.lease(partition_lease_name(0))  # "partition:0"
     lapse = workflow_lease_lapse(sweep)  # the longer of three sweeps and 3 s
     held_fencing = None
     while not stopping:
@@ -80,6 +81,21 @@ from .lease import (
 from .ledger import Ledger, SqlValue
 from .opening import open_ledger
 from .paging import DEFAULT_PAGE_LIMIT, MAX_LOOKED_AT, MAX_PAGE_BYTES, MAX_PAGE_LIMIT, Order, Page
+from .partitions import (
+    DEFAULT_PARTITIONS,
+    MAX_PARTITIONS,
+    PARTITION_LEASE_PREFIX,
+    SERVER_LEASE_PREFIX,
+    Fences,
+    Partitioning,
+    compact_ranges,
+    partition_lease_name,
+    partition_of,
+    partition_of_due,
+    partition_of_lease,
+    playbook_key,
+    server_lease_name,
+)
 from .projections import ColumnType, Projection, ProjectionKey, Row, TableSpec
 from .records import ANY_VERSION, MAX_RECORDS_PER_APPEND, AnyVersion, NewRecord, Record, StreamWrite
 from .streams import OrgScope, PlaybookScope, Scope, StreamName
@@ -87,10 +103,14 @@ from .streams import OrgScope, PlaybookScope, Scope, StreamName
 __all__ = [
     "ANY_VERSION",
     "DEFAULT_PAGE_LIMIT",
+    "DEFAULT_PARTITIONS",
     "MAX_LOOKED_AT",
     "MAX_PAGE_BYTES",
     "MAX_PAGE_LIMIT",
+    "MAX_PARTITIONS",
     "MAX_RECORDS_PER_APPEND",
+    "PARTITION_LEASE_PREFIX",
+    "SERVER_LEASE_PREFIX",
     "WORKFLOW_HOST_LEASE",
     "AnyVersion",
     "AppendSignal",
@@ -107,6 +127,7 @@ __all__ = [
     "DueWorkChanges",
     "DuplicateRecordIdError",
     "FeedPosition",
+    "Fences",
     "Folded",
     "InvalidCursor",
     "Lease",
@@ -122,6 +143,7 @@ __all__ = [
     "Order",
     "OrgScope",
     "Page",
+    "Partitioning",
     "PlaybookScope",
     "Projection",
     "ProjectionKey",
@@ -133,9 +155,16 @@ __all__ = [
     "StreamWrite",
     "TableSpec",
     "VersionConflict",
+    "compact_ranges",
     "decide_and_append",
     "folding_reader",
     "open_ledger",
+    "partition_lease_name",
+    "partition_of",
+    "partition_of_due",
+    "partition_of_lease",
+    "playbook_key",
+    "server_lease_name",
     "uuid7",
     "workflow_lease_lapse",
     "workflow_lease_renewal",

@@ -20,6 +20,9 @@ Invariants (both stores):
   (`DueWorkChanges.fire`): the input and its entry's mark then commit together, in one transaction,
   and there is no in between. Marks apply after the arms and cancels of the same changes, to armed
   entries only (one cancelled by the same changes stays cancelled).
+- Each entry carries its partition (`partitions.partition_of_due`), computed by the store when it is armed
+  (or cancelled into a tombstone) from the ledger's partition count; `due` and `next_due` read only some
+  partitions' entries when asked (a server holding some of them).
 - `due(now, limit)` answers armed entries with `due_at <= now`, oldest due first (ties by scope, run
   id and key), through a partial index on armed entries' due times, so it reads only what it answers
   however many playbooks, fired entries or tombstones the table holds. `next_due` reads the same
@@ -42,7 +45,7 @@ ledger (`Ledger.due_work`).
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -50,6 +53,7 @@ from typing import Any, Final, Literal
 from . import json_text
 from .lease import LeaseFence, validate_fence
 from .open_state import OpenState
+from .partitions import MAX_PARTITIONS
 from .records import from_microseconds, to_microseconds
 from .streams import OrgScope, PlaybookScope, Scope, validate_segment
 
@@ -247,6 +251,15 @@ def decode_row(scope_key: str, run_id: str, key: str, due_us: int | None, payloa
     )
 
 
+def _partition_list(partitions: Collection[int] | None) -> list[int] | None:
+    if partitions is None:
+        return None
+    numbers = sorted(set(partitions))
+    if any(isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < MAX_PARTITIONS for n in numbers):
+        raise ValueError(f"partitions are ints from 0 to {MAX_PARTITIONS - 1}")
+    return numbers
+
+
 class DueWork(abc.ABC):
     """The ledger's due-work table (`Ledger.due_work`). Every method may be called from any Trio task.
 
@@ -278,17 +291,19 @@ class DueWork(abc.ABC):
             return
         await self._change(encoded, fence)
 
-    async def due(self, now: datetime, limit: int = 100) -> list[DueEntry]:
-        """Armed entries due at or before `now`, oldest due first, at most `limit` (1 to 10,000)."""
+    async def due(self, now: datetime, limit: int = 100, partitions: Collection[int] | None = None) -> list[DueEntry]:
+        """Armed entries due at or before `now`, oldest due first, at most `limit` (1 to 10,000); only those of
+        `partitions` when given (see `partitions`), else of every partition."""
         self._open.check()
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_DUE_LIMIT:
             raise ValueError(f"limit is an int from 1 to {MAX_DUE_LIMIT}")
-        return await self._due(to_microseconds(now), limit)
+        return await self._due(to_microseconds(now), limit, _partition_list(partitions))
 
-    async def next_due(self) -> datetime | None:
-        """The earliest due time of an armed entry (perhaps already past), or None when none is armed."""
+    async def next_due(self, partitions: Collection[int] | None = None) -> datetime | None:
+        """The earliest due time of an armed entry (perhaps already past), or None when none is armed; only of
+        `partitions` when given."""
         self._open.check()
-        found = await self._next_due()
+        found = await self._next_due(_partition_list(partitions))
         return None if found is None else from_microseconds(found)
 
     async def mark_fired(self, keys: Sequence[DueKey], fence: LeaseFence | None = None) -> int:
@@ -321,10 +336,10 @@ class DueWork(abc.ABC):
     async def _change(self, changes: EncodedChanges, fence: LeaseFence | None) -> None: ...
 
     @abc.abstractmethod
-    async def _due(self, now_us: int, limit: int) -> list[DueEntry]: ...
+    async def _due(self, now_us: int, limit: int, partitions: list[int] | None) -> list[DueEntry]: ...
 
     @abc.abstractmethod
-    async def _next_due(self) -> int | None: ...
+    async def _next_due(self, partitions: list[int] | None) -> int | None: ...
 
     @abc.abstractmethod
     async def _mark_fired(self, keys: list[EncodedKey], fence: LeaseFence | None) -> int: ...

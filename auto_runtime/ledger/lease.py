@@ -1,7 +1,10 @@
 """Leases: one row per name saying which server process holds it and until when.
 
-The workflow host holds the lease named `WORKFLOW_HOST_LEASE`: due work (timers, sweeps, workflow
-inputs, deliveries) runs only on its holder. The host claims it when it opens and again every sweep,
+The workflow host holds one lease per partition of the work (`partitions`: `partition:<n>`, claimed several at
+once with `Leases.claim_many`), and each server renews one of its own (`server:<digest>`) to say it is alive: the
+due work of a partition (timers, sweeps, workflow inputs, deliveries) runs only on its holder. Releases before
+partitions held the single lease named `WORKFLOW_HOST_LEASE`, which migration 5 retired. The host claims its
+leases when it opens and again every sweep,
 with a lapse of the longer of three sweeps and 3 s; a standby claims it every sweep too, and takes it
 once the holder's claim has lapsed. A holder renews once its claim is due for renewal
 (`workflow_lease_renewal`: a sweep after the claim was asked, or half the time it had left, whichever
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 import abc
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -53,7 +57,8 @@ from .errors import LedgerError
 from .open_state import OpenState
 
 WORKFLOW_HOST_LEASE: Final = "workflow-host"
-"""The name of the lease whose holder runs the workflow host's due work."""
+"""The name of the single lease whose holder ran the workflow host's due work before partitions (retired by
+migration 5; `Ledger.lease()` still names it by default, for tests of the lease rules)."""
 
 MIN_WORKFLOW_LAPSE: Final = timedelta(seconds=3)
 
@@ -73,6 +78,7 @@ def workflow_lease_renewal(sweep_interval: timedelta, remaining: timedelta) -> t
 
 
 _NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_PREFIX = re.compile(r"[A-Za-z0-9_.:-]{1,63}")
 HOLDER_MAX_LENGTH: Final = 200
 
 
@@ -187,8 +193,46 @@ class Leases(abc.ABC):
         validate_lease_name(name)
         return await self._read(name)
 
+    async def claim_many(self, names: Sequence[str], holder_id: str, lapse: timedelta) -> list[LeaseState]:
+        """`claim` of each of `names` (without repeats), in one transaction and round trip, in name order (so
+        claims of overlapping names by several processes lock rows in one order); the states in name order."""
+        self._open.check()
+        ordered = sorted({validate_lease_name(name) for name in names})
+        validate_holder(holder_id)
+        if not isinstance(lapse, timedelta) or lapse <= timedelta(0):
+            raise ValueError("a lease lapse is a positive timedelta")
+        if not ordered:
+            return []
+        return await self._claim_many(ordered, holder_id, lapse)
+
+    async def release_many(self, names: Sequence[str], holder_id: str) -> int:
+        """`release` of each of `names` in one transaction; answers how many this holder released."""
+        self._open.check()
+        ordered = sorted({validate_lease_name(name) for name in names})
+        validate_holder(holder_id)
+        if not ordered:
+            return 0
+        return await self._release_many(ordered, holder_id)
+
+    async def read_all(self, prefix: str) -> list[LeaseState]:
+        """Every lease row whose name starts with `prefix`, judged at one `now`, in name order (changes
+        nothing)."""
+        self._open.check()
+        if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+            raise ValueError(f"invalid lease name prefix {prefix!r}")
+        return await self._read_all(prefix)
+
     @abc.abstractmethod
     async def _claim(self, name: str, holder: str, lapse: timedelta) -> LeaseState: ...
+
+    @abc.abstractmethod
+    async def _claim_many(self, names: list[str], holder: str, lapse: timedelta) -> list[LeaseState]: ...
+
+    @abc.abstractmethod
+    async def _release_many(self, names: list[str], holder: str) -> int: ...
+
+    @abc.abstractmethod
+    async def _read_all(self, prefix: str) -> list[LeaseState]: ...
 
     @abc.abstractmethod
     async def _release(self, name: str, holder: str) -> bool: ...

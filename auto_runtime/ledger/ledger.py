@@ -28,6 +28,7 @@ from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, Leases, validate_fenc
 from .migrations import SchemaReport
 from .open_state import OpenState
 from .paging import Order, Page, ScanRow, SortKey
+from .partitions import Partitioning
 from .projections import Projection
 from .queries import Queries
 from .recall_views import RecallViewRows
@@ -65,6 +66,7 @@ class LedgerPorts:
     leases: Leases
     secrets: SecretRows
     recall_views: RecallViewRows
+    partitioning: Partitioning
 
 
 class Ledger(abc.ABC):
@@ -149,6 +151,17 @@ class Ledger(abc.ABC):
     def lease(self, name: str = WORKFLOW_HOST_LEASE) -> Lease:
         """The lease called `name` (the workflow host's by default): `claim`, `release`, `holder`."""
         return Lease(self.ports.leases, validate_lease_name(name))
+
+    @property
+    def partitioning(self) -> Partitioning:
+        """The ledger's partition count (`partitioning.count`, kept in the ledger) and the one its setting asked
+        for (see `partitions`)."""
+        return self.ports.partitioning
+
+    @property
+    def leases(self) -> Leases:
+        """Every lease row (`claim_many`, `release_many`, `read_all`), for the holders of several leases."""
+        return self.ports.leases
 
     @property
     def secrets(self) -> SecretRows:

@@ -17,6 +17,7 @@ import trio
 from .content import ContentObjects, LedgerContent
 from .ledger import Ledger, LedgerPorts
 from .open_state import OpenState
+from .partitions import DEFAULT_PARTITIONS, Partitioning
 from .postgres.connections import PostgresConnections
 from .postgres.content_rows import PostgresContentRows
 from .postgres.due_work import PostgresDueWork
@@ -41,7 +42,10 @@ its actor is served by `serving.ledger_supervisor(store)`."""
 
 
 def sqlite_ledger(
-    path: Path, projections: Sequence[Projection] = (), content_objects: ContentObjects | None = None
+    path: Path,
+    projections: Sequence[Projection] = (),
+    content_objects: ContentObjects | None = None,
+    partitions: int = DEFAULT_PARTITIONS,
 ) -> SqliteLedger:
     """The SQLite store of the file at `path` with its ports, not started."""
     connections = SqliteConnections(path)
@@ -52,6 +56,7 @@ def sqlite_ledger(
         leases=SqliteLeases(connections, state),
         secrets=SqliteSecretRows(connections, state),
         recall_views=SqliteRecallViewRows(connections, state),
+        partitioning=Partitioning(partitions),
     )
     return SqliteLedger(connections, projections, ports, state)
 
@@ -62,6 +67,7 @@ def postgres_ledger(
     database_credentials: DatabaseCredentials = "url",
     environ: Mapping[str, str] | None = None,
     content_objects: ContentObjects | None = None,
+    partitions: int = DEFAULT_PARTITIONS,
 ) -> PostgresLedger:
     """The PostgreSQL store of `database_url` with its ports, not started (`ledger_store` for the arguments)."""
     connections = PostgresConnections(database_url)
@@ -72,6 +78,7 @@ def postgres_ledger(
         leases=PostgresLeases(connections, state),
         secrets=PostgresSecretRows(connections, state),
         recall_views=PostgresRecallViewRows(connections, state),
+        partitioning=Partitioning(partitions),
     )
     return PostgresLedger(
         database_url,
@@ -91,6 +98,7 @@ def ledger_store(
     database_credentials: DatabaseCredentials = "url",
     environ: Mapping[str, str] | None = None,
     content_objects: ContentObjects | None = None,
+    partitions: int = DEFAULT_PARTITIONS,
 ) -> LedgerStore:
     """The store `open_ledger` opens, not started: for an owner that starts and stops it itself (the server's
     supervision tree stops it as its last child).
@@ -106,9 +114,9 @@ def ledger_store(
     if database_url is not None and ledger_file is not None:
         raise ValueError("give either a ledger file or a database URL, not both")
     if database_url is not None:
-        return postgres_ledger(database_url, projections, database_credentials, environ, content_objects)
+        return postgres_ledger(database_url, projections, database_credentials, environ, content_objects, partitions)
     if ledger_file is not None:
-        return sqlite_ledger(Path(ledger_file), projections, content_objects)
+        return sqlite_ledger(Path(ledger_file), projections, content_objects, partitions)
     raise ValueError("a ledger needs a ledger file or a database URL")
 
 
@@ -120,6 +128,7 @@ async def open_ledger(
     database_credentials: DatabaseCredentials = "url",
     environ: Mapping[str, str] | None = None,
     content_objects: ContentObjects | None = None,
+    partitions: int = DEFAULT_PARTITIONS,
 ) -> AsyncIterator[Ledger]:
     """Open the ledger for the life of the block (call from a Trio task).
 
@@ -129,12 +138,15 @@ async def open_ledger(
     actor starts here, and at the end of the block whatever is queued is committed before it stops. Either
     actor runs under the block's own `ledger` supervisor (`serving`). Setting both is an error. A store that
     cannot be opened raises `LedgerStartError`. `database_credentials`, `environ` and `content_objects`: see
-    `ledger_store`.
+    `ledger_store`. `partitions` (`WORKFLOW_PARTITIONS`) is the partition count a ledger made here keeps; one
+    made before keeps its own (`Ledger.partitioning`).
 
     Every projection the runtime keeps is registered here; changed ones are rebuilt before the block
     starts.
     """
-    ledger = ledger_store(ledger_file, database_url, projections, database_credentials, environ, content_objects)
+    ledger = ledger_store(
+        ledger_file, database_url, projections, database_credentials, environ, content_objects, partitions
+    )
     await ledger.start()
     try:
         async with trio.open_nursery() as nursery:

@@ -2,8 +2,9 @@
 keeps views at each sweep.
 
 Concurrency rules:
-- One keeper per server; it passes playbooks only while this server holds the workflow lease (`fence()` is not
-  None), so the views are kept where the workflows run and the other servers stand by.
+- One keeper per server; it passes a playbook's views only while this server holds the playbook's partition
+  (`fences.of_key("org/playbook")` is not None), each pass under that partition's fence, so each playbook's
+  views are kept by one server and the playbooks are spread over the servers as their partitions are.
 - An append of this process wakes the pass of the playbooks it wrote to, and of no other (the ledger's
   `ScopesAppended`): the work of an append does not grow with the number of playbooks. At each sweep (and when
   the keeper starts) every playbook with a recall function or a view row is passed, for the records other
@@ -26,7 +27,7 @@ from datetime import timedelta
 
 import trio
 
-from auto_runtime.ledger import LeaseFence, Ledger
+from auto_runtime.ledger import Fences, LeaseFence, Ledger, playbook_key
 from auto_runtime.playbooks.actor_limits import ActorLimits
 from auto_runtime.recall_host.playbook_pass import PlaybookPass
 from auto_runtime.recall_host.views_actor import PassViews, RecallViews, ViewsKey
@@ -36,7 +37,7 @@ log = logging.getLogger("auto_runtime.recall_host")
 
 
 class ViewKeeper:
-    """Keeps every playbook's recall views on this server while it holds the workflow lease."""
+    """Keeps the recall views of the playbooks whose partitions this server holds."""
 
     def __init__(
         self,
@@ -56,10 +57,10 @@ class ViewKeeper:
         self.playbooks_at_once = playbooks_at_once
         self.sweep = sweep
 
-    async def follow(self, fence: Callable[[], LeaseFence | None]) -> None:
-        """Wake and pass until cancelled, while `fence()` says this server holds the workflow lease (the workflow
-        runtime runs this beside its timer loop: `WorkflowRuntime.add_follower`)."""
-        passes = _Passes(trio.CapacityLimiter(self.playbooks_at_once), fence)
+    async def follow(self, fences: Fences) -> None:
+        """Wake and pass until cancelled the playbooks whose partitions `fences` answers (the workflow runtime
+        runs this beside its timer loop: `WorkflowRuntime.add_follower`)."""
+        passes = _Passes(trio.CapacityLimiter(self.playbooks_at_once), fences)
         wakes = _Wakes()
         with self.ledger.scopes_appended.listening(wakes.heard):
             async with trio.open_nursery() as nursery:
@@ -70,8 +71,8 @@ class ViewKeeper:
                     if sweeping:
                         next_sweep = trio.current_time() + self.sweep.total_seconds()
                     appended = wakes.take()
-                    if fence() is not None:
-                        for key in await self._to_pass(sweeping, appended):
+                    for key in await self._to_pass(sweeping, appended):
+                        if passes.fence_of(key)() is not None:
                             passes.start(key, self._pass_one)
                     with trio.move_on_at(next_sweep):
                         await wakes.wait()
@@ -91,7 +92,7 @@ class ViewKeeper:
             async with passes.limiter:
                 log.debug("recall_pass_started", extra={"org": key[0], "playbook": key[1]})
                 try:
-                    await self.actors.ask(key, PassViews(passes.fence), timeout=None)
+                    await self.actors.ask(key, PassViews(passes.fence_of(key)), timeout=None)
                 finally:
                     log.debug("recall_pass_ended", extra={"org": key[0], "playbook": key[1]})
         except Exception:
@@ -126,12 +127,16 @@ class _Passes:
     """The passes in flight, one at most per playbook; a playbook asked for again meanwhile is passed once more
     when its pass ends (bounded: one mark per playbook)."""
 
-    def __init__(self, limiter: trio.CapacityLimiter, fence: Callable[[], LeaseFence | None]) -> None:
+    def __init__(self, limiter: trio.CapacityLimiter, fences: Fences) -> None:
         self.limiter = limiter
-        self.fence = fence
+        self.fences = fences
         self.nursery: trio.Nursery | None = None
         self._passing: set[ViewsKey] = set()
         self._again: set[ViewsKey] = set()
+
+    def fence_of(self, key: ViewsKey) -> Callable[[], LeaseFence | None]:
+        """The fence of the playbook's partition, asked afresh at each call."""
+        return lambda: self.fences.of_key(playbook_key(*key))
 
     def start(self, key: ViewsKey, run: Callable[[_Passes, ViewsKey], Awaitable[None]]) -> None:
         if key in self._passing:
@@ -146,7 +151,7 @@ class _Passes:
             while True:
                 self._again.discard(key)
                 await run(self, key)
-                if key not in self._again or self.fence() is None:
+                if key not in self._again or self.fence_of(key)() is None:
                     return
         finally:
             self._passing.discard(key)

@@ -152,6 +152,7 @@ def _settings(
         workflow_nested_runs=read(v.WORKFLOW_NESTED_RUNS),
         workflow_max_open_calls=read(v.WORKFLOW_MAX_OPEN_CALLS),
         workflow_sweep_interval=read(v.WORKFLOW_SWEEP_INTERVAL),
+        workflow_partitions=read(v.WORKFLOW_PARTITIONS),
         playbook_idle_time=read(v.PLAYBOOK_IDLE_TIME),
         playbook_actors_live=read(v.PLAYBOOK_ACTORS_LIVE),
         actor_mailbox_capacity=read(v.ACTOR_MAILBOX_CAPACITY),

@@ -101,6 +101,11 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("WORKFLOW_NESTED_RUNS", "How many calls the server runs at once, shared by every org."),
             ("WORKFLOW_MAX_OPEN_CALLS", "How many calls may wait under one run at the top of a tree."),
             ("WORKFLOW_SWEEP_INTERVAL", "How often the server checks its waiting runs."),
+            (
+                "WORKFLOW_PARTITIONS",
+                "How many partitions a new ledger cuts the work into, shared by the servers on one database; "
+                "a ledger keeps the count it was made with.",
+            ),
         ),
     ),
     (

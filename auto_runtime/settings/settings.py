@@ -74,6 +74,7 @@ class Settings:
     workflow_nested_runs: int
     workflow_max_open_calls: int
     workflow_sweep_interval: timedelta
+    workflow_partitions: int
     # Playbook actors
     playbook_idle_time: timedelta
     playbook_actors_live: int

@@ -135,6 +135,7 @@ WORKFLOW_MAX_OPEN_CALLS = _count("WORKFLOW_MAX_OPEN_CALLS", 1, 9999, 1000)
 WORKFLOW_SWEEP_INTERVAL = Variable(
     "WORKFLOW_SWEEP_INTERVAL", parsers.duration("PT0.01S", "PT1M"), _same(timedelta(seconds=1))
 )
+WORKFLOW_PARTITIONS = _count("WORKFLOW_PARTITIONS", 1, 1024, 64)
 
 # Playbook actors
 PLAYBOOK_IDLE_TIME = Variable("PLAYBOOK_IDLE_TIME", parsers.duration("PT1S", "PT24H"), _same(timedelta(minutes=1)))

@@ -1,34 +1,34 @@
 """The host loop for due work: fire timers as `TimerFired` inputs and carry out the outbox (calls, answers,
-cancels; see `outbox`), while holding the workflow lease.
+cancels; see `outbox`) of the partitions this server holds.
 
-A sweep claims the lease (`workflow_lease_lapse(sweep)`) unless this server holds a fresh claim: the holder
-claims again only once its claim is due for renewal (`workflow_lease_renewal`: a sweep after it was asked),
-so a sweep a run's new timer woke early reads the due work without a write of its own. A standby (the lease
-is another server's) sleeps a sweep and claims again. The holder reads the due entries and, for each timer,
-applies `TimerFired(entry.key)` to its run through `RunStore.apply_input` under the lease's fence (an
-`answer:` entry as `CallAnswered`, a `cancel:` entry as `CancelRequested`, a key with a handler through it),
-the entry marked fired in the input's own append (`RunStore.apply_input(..., fired=...)`). It fires for at
-most half its claim, then sweeps again at once when work is left (claiming, since the claim is then due for
-renewal); otherwise it sleeps until the next due entry, the next sweep or the claim's renewal, whichever
-comes first.
+A sweep renews the server's partition leases (`PartitionLeases.renew`: look, balance, claim) unless the claims
+held are fresh: they are claimed again only once due for renewal (`workflow_lease_renewal`: a sweep after they
+were asked), so a sweep a run's new timer woke early reads the due work without a write of its own. A server
+holding no partition sleeps a sweep and looks again. A holder reads the due entries of its partitions and, for
+each timer, applies `TimerFired(entry.key)` to its run through `RunStore.apply_input` under the fence of the
+entry's partition (an `answer:` entry as `CallAnswered`, a `cancel:` entry as `CancelRequested`, a key with a
+handler through it), the entry marked fired in the input's own append (`RunStore.apply_input(..., fired=...)`).
+It fires for at most half its claim, then releases the partitions above its share (`release_surplus`), and
+sweeps again at once when work is left (claiming, since the claims are then due for renewal); otherwise it
+sleeps until the next due entry, the next sweep or the claims' renewal, whichever comes first.
 
 Rules:
 
 - An entry is marked fired in the append that records its input, so the two commit together. An input the
   run's state finds stale appends nothing, and the entry is then marked fired alone; a crash before that
   mark delivers it again at the next sweep, stale again.
-- `LeaseLost` (another server took the lease) ends the sweep: nothing of that input was appended, and the
-  loop stands by.
+- `LeaseLost` (another server took the entry's partition) ends the sweep: nothing of that input was appended,
+  and the partition is no longer answered (`PartitionLeases.lost`) until a later look claims it again.
 - An entry whose run is not a workflow run here (`UnknownRun`) is marked fired: nothing can take it.
 - The loop is woken (`wake`) only by inputs that leave due work armed (`Applied.arms`: an input that arms
   and cancels the same timer wakes nothing).
-- Only one server fires timers at a time; within it, the entries of different runs fire concurrently, those
-  of one run one after another in due order (concurrent appliers of one run would only race on its version).
-  The runs of a sweep take the `FIRING_AT_ONCE` slots in turn fairly across orgs, then playbooks
+- Only one server fires a partition's timers at a time; within it, the entries of different runs fire
+  concurrently, those of one run one after another in due order (concurrent appliers of one run would only
+  race on its version). The runs of a sweep take the `FIRING_AT_ONCE` slots in turn fairly across orgs, then playbooks
   (`fair_firing`), so an org whose runs keep coming due, such as a run that loops on a zero wait, cannot keep
   another org's due runs waiting behind its own; the sweeps read the entries in due order, so an entry read in
   no sweep yet is read before any entry that came due after it.
-  `fence()` tells the server's other parts (starts, sent events) whether it holds the lease.
+  `partitions` tells the server's other parts (starts, sent events, followers) which partitions it holds.
 - Calls kept in the outbox (`outbox`) are dispatched by the loop's `CallDispatcher` in tasks of their own,
   outside the claim's time (a call may outlast it): one task per entry at a time, the entry marked fired
   once the caller took the answer. An entry in flight is no reason to sweep: the loop sleeps until the next
@@ -73,13 +73,12 @@ from auto_runtime.ledger import (
     LedgerUnavailable,
     PlaybookScope,
     uuid7,
-    workflow_lease_lapse,
-    workflow_lease_renewal,
 )
 from auto_runtime.ledger.due_work import MAX_DUE_LIMIT
 from auto_runtime.metrics import taken_up
 from auto_runtime.workflow_host.calls import CallDispatcher
 from auto_runtime.workflow_host.fair_firing import FairSlots, owner_of
+from auto_runtime.workflow_host.partition_leases import PartitionLeases
 from auto_runtime.workflow_host.run_store import Applied, RunStore, RunStoreConflict, UnknownRun, now_ms
 from auto_runtime.workflow_host.store_faults import FaultPause
 
@@ -90,16 +89,14 @@ LATEST_DUE = datetime(9999, 1, 1, tzinfo=UTC)
 """Later than any entry's due time: `due(LATEST_DUE)` reads the armed entries in due order."""
 FIRING_AT_ONCE = 16
 """Runs whose due entries fire at the same time within one sweep (their slots handed out fairly by org)."""
-HELD_SHARE = 0.9
-"""The share of a claim's remaining time during which `fence()` answers it (the fenced writes are the guard)."""
 DueHandler = Callable[[DueEntry, LeaseFence], Awaitable[None]]
 """Carries out one due entry of a kind the loop does not know (`handlers`) and marks it fired, in its own last
 write when it can (the loop does not mark it again)."""
 
 
 class TimerLoop:
-    """Fires due timers and carries out the outbox (calls, answers, cancels) of every playbook's workflow runs
-    while `server_id` holds the workflow lease.
+    """Fires due timers and carries out the outbox (calls, answers, cancels) of the workflow runs of the
+    partitions `server_id` holds (`partitions`).
 
     `handlers` maps a key prefix to the handler of entries with such keys (a schedule trigger's, say).
     `nested_runs` bounds how many calls run at once (`WORKFLOW_NESTED_RUNS`); more wait their turn."""
@@ -123,16 +120,13 @@ class TimerLoop:
         self.handlers = dict(handlers or {})
         self.clock = clock
         """The time entries are due against (a test's own clock; the claim's times stay Trio's)."""
-        self.lapse = workflow_lease_lapse(sweep)
+        self.partitions = PartitionLeases(self.ledger, server_id, sweep)
         self.calls = trio.CapacityLimiter(nested_runs)
         self.firing = FairSlots(FIRING_AT_ONCE)
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._in_flight: set[DueKey] = set()
-        self._fence: LeaseFence | None = None
-        self._held_until = 0.0
-        self._firing_until = 0.0
-        self._renew_at = 0.0
+        self._lost_in_sweep = False
         self.sweeps = 0
         """Sweeps made so far (the first, and one each time the loop was woken or its pause ran out)."""
         self._fault: LedgerUnavailable | None = None
@@ -147,14 +141,8 @@ class TimerLoop:
         """Sweep now rather than at the next due time (after a run armed a timer or a call sooner than it)."""
         self._wake.set()
 
-    def fence(self) -> LeaseFence | None:
-        """The fence of the lease while this server holds it with time to spare, else None."""
-        if self._fence is None or trio.current_time() >= self._held_until:
-            return None
-        return self._fence
-
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Sweep until cancelled; a cancelled loop releases the lease so a standby takes over at once."""
+        """Sweep until cancelled; a cancelled loop releases its partitions so other servers take them at once."""
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -171,33 +159,15 @@ class TimerLoop:
                     self._wake = trio.Event()
         finally:
             self._nursery = None
-            self._fence = None
             with trio.CancelScope(shield=True):
                 try:
-                    await self.ledger.lease().release(self.server_id)
+                    await self.partitions.release_all()
                 except LedgerUnavailable:
-                    log.warning("the workflow lease could not be released (the ledger's disk is full); it lapses")
-
-    async def _claimed(self) -> LeaseFence | None:
-        """The fence of this server's claim: the claim it holds while that is fresh, else a new claim (None when
-        another server holds the lease)."""
-        asked_at = trio.current_time()
-        if self._fence is not None and asked_at < self._renew_at:
-            return self._fence
-        state = await self.ledger.lease().claim(self.server_id, self.lapse)
-        if not state.held_by(self.server_id):
-            self._fence = None
-            return None
-        remaining = state.remaining
-        self._fence = state.fence()
-        self._held_until = asked_at + remaining.total_seconds() * HELD_SHARE
-        self._firing_until = asked_at + remaining.total_seconds() / 2
-        self._renew_at = asked_at + workflow_lease_renewal(self.sweep, remaining).total_seconds()
-        return self._fence
+                    log.warning("the partitions could not be released (the ledger's disk is full); they lapse")
 
     async def sweep_once(self) -> timedelta:
-        """One sweep: claim unless the claim held is fresh, fire what is due for at most half the claim; answers
-        how long to sleep.
+        """One sweep: renew the partitions unless their claims are fresh, fire what is due in them for at most
+        half the claim, release those above this server's share; answers how long to sleep.
 
         Entries of different runs fire concurrently (`FIRING_AT_ONCE`), those of one run in due order. A sweep
         that found a full batch, or ran out of its time, asks to sweep again at once, so a busy holder renews
@@ -206,15 +176,15 @@ class TimerLoop:
         ledger that cannot take writes raises `LedgerUnavailable` once the calls taken are dispatched (see the
         module's rules)."""
         self.sweeps += 1
-        fence = await self._claimed()
-        if fence is None:
+        if not await self.partitions.renew():
             return self.sweep
         calls: list[DueEntry] = []
         runs: dict[tuple[str, str], list[DueEntry]] = {}
         more = True
-        with trio.move_on_at(self._firing_until):
+        self._lost_in_sweep = False
+        with trio.move_on_at(self.partitions.firing_until):
             limit = DUE_BATCH + len(self._in_flight)
-            entries = await self.ledger.due_work.due(self.clock(), limit=limit)
+            entries = await self.ledger.due_work.due(self.clock(), limit=limit, partitions=self._reading())
             taken_up(entries, self.clock(), self._in_flight)
             for entry in entries:
                 if is_call_key(entry.key):
@@ -225,7 +195,7 @@ class TimerLoop:
                     runs.setdefault((entry.scope.key, entry.run_id), []).append(entry)
             async with trio.open_nursery() as nursery:
                 for group in runs.values():
-                    nursery.start_soon(self._fire_in_order, group, fence, nursery.cancel_scope)
+                    nursery.start_soon(self._fire_in_order, group, nursery.cancel_scope)
             more = len(entries) == limit
         for entry in calls:
             if self._nursery is not None:
@@ -235,11 +205,12 @@ class TimerLoop:
         fault, self._fault = self._fault, None
         if fault is not None:
             raise fault
-        if self._fence is not fence:
+        await self.partitions.release_surplus()
+        if self._lost_in_sweep:
             return self.sweep
         if more:
             return timedelta(0)
-        renewal = timedelta(seconds=max(self._renew_at - trio.current_time(), 0.0))
+        renewal = self.partitions.until_renewal()
         next_due = await self._next_due()
         if next_due is None:
             return min(self.sweep, renewal)
@@ -250,20 +221,28 @@ class TimerLoop:
         armed (and past due) until its caller took the answer: it is no reason to sweep again, or the loop would
         sweep at once, over and over, for as long as the call runs; its dispatch wakes the loop when it ends."""
         if not self._in_flight:
-            return await self.ledger.due_work.next_due()
+            return await self.ledger.due_work.next_due(self._reading())
         limit = min(len(self._in_flight) + 1, MAX_DUE_LIMIT)
-        earliest = await self.ledger.due_work.due(LATEST_DUE, limit=limit)
+        earliest = await self.ledger.due_work.due(LATEST_DUE, limit=limit, partitions=self._reading())
         return next((entry.due_at for entry in earliest if entry.due_key not in self._in_flight), None)
 
-    async def _fire_in_order(self, group: list[DueEntry], fence: LeaseFence, sweep: trio.CancelScope) -> None:
-        """Fire one run's due entries in order; `LeaseLost` or `LedgerUnavailable` ends the whole sweep (nothing
-        more is fired)."""
+    def _reading(self) -> frozenset[int] | None:
+        """The partitions whose due work this server reads (None: every one, as it holds them all)."""
+        return None if self.partitions.holds_all() else self.partitions.held()
+
+    async def _fire_in_order(self, group: list[DueEntry], sweep: trio.CancelScope) -> None:
+        """Fire one run's due entries in order, each under its partition's fence; `LeaseLost` or
+        `LedgerUnavailable` ends the whole sweep (nothing more is fired)."""
         async with self.firing.held(owner_of(group[0].scope)):
             for entry in group:
+                fence = self.partitions.of_due(entry)
+                if fence is None:
+                    return  # the partition lapsed or was released meanwhile: its next holder fires the entry
                 try:
                     await self.fire(entry, fence)
                 except LeaseLost:
-                    self._fence = None
+                    self.partitions.lost(self.partitions.partition_of_due(entry))
+                    self._lost_in_sweep = True
                     sweep.cancel()
                     return
                 except LedgerUnavailable as error:

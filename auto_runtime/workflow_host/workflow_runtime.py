@@ -9,9 +9,9 @@ decided (calls, timers).
 
 Rules:
 
-- Only the server holding the workflow lease (its `TimerLoop.fence()`) starts runs and applies sent events,
-  each under the lease's fence; any other server, and this one while it stops, answers `unavailable` with
-  `Retry-After` (seeds: "While the runtime is stopping, `run_definition` returns `unavailable`").
+- Only the server holding a run's partition (`TimerLoop.partitions`) starts the run and applies events sent to
+  it, each under the partition's fence; any other server, and this one while it stops, answers `unavailable`
+  with `Retry-After` (seeds: "While the runtime is stopping, `run_definition` returns `unavailable`").
 - `cancel` records `run_cancel_requested` on any server, with the `cancel:` outbox entry the holder carries
   out in the same append; asking again before the run ended records nothing.
 - A waiting run holds nothing in memory: its state is in the `workflow_runs` projection, its timers and
@@ -43,6 +43,7 @@ from auto_runtime.functions.workflow.outbox import cancel_key, cancel_payload
 from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import (
     DueEntry,
+    Fences,
     LeaseFence,
     Ledger,
     LedgerUnavailable,
@@ -80,9 +81,22 @@ WORKFLOW_HOST_INTENSITY: Final = RestartIntensity(max_restarts=3, period=30.0)
 """The restarts the runtime's supervisor makes of its children (a follower's or the timer loop's failures, a
 store fault that ended one) before it gives up and fails upward to the root."""
 
-Fence = Callable[[], LeaseFence | None]
-Follower = Callable[[Fence], Awaitable[None]]
-"""Follows the ledger beside the timer loop until cancelled, writing only under the fence `fence()` answers."""
+Follower = Callable[[Fences], Awaitable[None]]
+"""Follows the ledger beside the timer loop until cancelled, writing only under the fences it is given (those of
+the partitions this server holds; called, partition 0's)."""
+
+
+class _RuntimeFences:
+    """The runtime's `Fences`: its timer loop's partitions, none while the runtime stops."""
+
+    def __init__(self, runtime: WorkflowRuntime) -> None:
+        self._runtime = runtime
+
+    def __call__(self) -> LeaseFence | None:
+        return None if self._runtime.stopping else self._runtime.loop.partitions()
+
+    def of_key(self, key: str) -> LeaseFence | None:
+        return None if self._runtime.stopping else self._runtime.loop.partitions.of_key(key)
 
 
 class WorkflowRuntime:
@@ -129,6 +143,8 @@ class WorkflowRuntime:
             handlers=handlers,
         )
         self.stopping = False
+        self.fences: Fences = _RuntimeFences(self)
+        """The fences of the partitions this server holds, as the followers and the run services see them."""
         self._children: list[ChildSpec] = [ChildSpec(TIMER_LOOP, self._run_timer_loop, restart=Restart.PERMANENT)]
         self._supervisor: Supervisor | None = None
 
@@ -148,7 +164,7 @@ class WorkflowRuntime:
 
         async def run(context: ChildContext) -> None:
             context.started()
-            await follower(self.fence)
+            await follower(self.fences)
 
         self._children.append(ChildSpec(name, run, restart=restart))
 
@@ -170,11 +186,11 @@ class WorkflowRuntime:
             self.loop.wake()
 
     def fence(self) -> LeaseFence | None:
-        """The lease's fence while this server runs workflows, else None (another holds it, or stopping)."""
-        return None if self.stopping else self.loop.fence()
+        """Partition 0's fence while this server holds it and runs workflows, else None."""
+        return self.fences()
 
-    def _holding(self) -> LeaseFence:
-        fence = self.fence()
+    def _holding(self, run_id: str) -> LeaseFence:
+        fence = self.fences.of_key(run_id)
         if fence is None:
             raise unavailable(NOT_HOLDING, retry_after=RETRY_AFTER_SECONDS)
         return fence
@@ -213,7 +229,7 @@ class WorkflowRuntime:
             issues = await check_off_the_loop(schema, value, "/input")
             if issues:
                 raise invalid_input(issues)
-        fence = self._holding()
+        fence = self._holding(run_id)
         document = await self.runs.definitions.actors.documents.parsed(
             (scope.org, scope.playbook), "workflow", definition.name, definition.version, definition.source
         )
@@ -302,7 +318,7 @@ class WorkflowRuntime:
             )
         if not (is_run_id(run_id) and await self.store.is_running(scope, run_id)):
             raise not_found(f"The playbook {scope.playbook} has no running workflow with the run id {run_id}.")
-        fence = self._holding()
+        fence = self._holding(run_id)
         try:
             applied = await self.store.apply_input(
                 scope, run_id, EventReceived(str(uuid7()), now_ms(), delivered), fence=fence

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from auto_runtime.ledger import Ledger, Projection, open_ledger
+from auto_runtime.ledger import DEFAULT_PARTITIONS, Ledger, Projection, open_ledger
 from tests.postgres_support import admin, fresh_database
 
 
@@ -47,8 +47,10 @@ class Target:
     ledger_file: Path | None
     database_url: str | None
 
-    def open(self, projections: Sequence[Projection] = ()) -> AbstractAsyncContextManager[Ledger]:
-        return open_ledger(self.ledger_file, self.database_url, projections)
+    def open(
+        self, projections: Sequence[Projection] = (), partitions: int = DEFAULT_PARTITIONS
+    ) -> AbstractAsyncContextManager[Ledger]:
+        return open_ledger(self.ledger_file, self.database_url, projections, partitions=partitions)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -15,8 +15,10 @@ import json
 import re
 import secrets
 import sqlite3
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -25,10 +27,27 @@ import asyncpg
 import pytest
 import trio
 
-from auto_runtime.ledger import LedgerStartError, NewRecord, StreamWrite, VersionConflict
+from auto_runtime.ledger import (
+    ANY_VERSION,
+    WORKFLOW_HOST_LEASE,
+    DueEntry,
+    LeaseFence,
+    LeaseLost,
+    LedgerStartError,
+    NewRecord,
+    OrgScope,
+    PlaybookScope,
+    StreamWrite,
+    VersionConflict,
+    partition_of,
+    partition_of_due,
+    playbook_key,
+)
 from auto_runtime.ledger.files import private_sqlite_file
 from auto_runtime.ledger.migrations import VERSION_TABLE, Migration, SchemaReport
+from auto_runtime.ledger.partitions import RETIRED_HOLDER
 from auto_runtime.ledger.postgres import schema as postgres_schema
+from auto_runtime.ledger.records import from_microseconds
 from auto_runtime.ledger.sqlite import schema as sqlite_schema
 from tests.e2e.server_process import free_port, run_command
 from tests.postgres_support import admin
@@ -69,7 +88,10 @@ def load_release(target: Target) -> None:
 
 
 def expected_of(target: Target) -> Any:
-    return json.loads((FIXTURE / f"{target.kind}.json").read_text(encoding="utf-8"))
+    """What the frozen ledger reads back once migrated: as it was made, but for its workflow lease, which
+    migration 5 retired (issue 33: the partitions' leases replace it)."""
+    made = json.loads((FIXTURE / f"{target.kind}.json").read_text(encoding="utf-8"))
+    return {**made, "lease": {"holder": RETIRED_HOLDER, "fencing": made["lease"]["fencing"] + 1}}
 
 
 def as_json(value: Any) -> Any:
@@ -437,3 +459,83 @@ async def test_two_processes_starting_together_migrate_once(target: Target, made
     first = min(reports, key=lambda report: report.found)
     assert (first.found, first.adopted, list(first.applied[:1])) == (0, adopting, [ALL[0]])
     assert versions_of(target) == [(m.number, m.name) for m in MIGRATIONS[target.kind]]
+
+
+def _raw(target: Target, sqlite_sql: str, postgres_sql: str) -> list[tuple[Any, ...]]:
+    """Run one statement on the target's database outside the ledger (as a server of an earlier release would)."""
+    if target.ledger_file is not None:
+        conn = sqlite3.connect(target.ledger_file)
+        try:
+            with conn:
+                return [tuple(row) for row in conn.execute(sqlite_sql).fetchall()]
+        finally:
+            conn.close()
+    assert target.database_url is not None
+    return [tuple(row) for row in asyncio.run(_postgres_query(target.database_url, postgres_sql))]
+
+
+async def test_a_ledger_of_the_release_before_partitions_opens_with_its_due_work_placed_and_its_lease_retired(
+    target: Target,
+) -> None:
+    """Issue 33: a ledger main's migrations (1 to 4) made, with armed due work and the single workflow lease
+    held, opens unchanged but for partitions: its entries get their partitions, the count is kept, and the old
+    lease is retired so its holder's fence fails and nobody takes it again."""
+    load_release(target)
+    assert run_migrate(target, MIGRATIONS[target.kind][:4]).version == 4
+    run_id = "0190a3b2-7c4d-7e8f-9a0b-1c2d3e4f5a6b"
+    _raw(
+        target,
+        "INSERT INTO ledger_due_work (scope_key, run_id, key, due_us, payload, state) VALUES "
+        f"('playbook/acme/finance', '{run_id}', 'timer-1', 1000, 'null', 'armed'), "
+        "('playbook/acme/finance', 'shadow', 'shadow:f', 2000, 'null', 'armed')",
+        "INSERT INTO ledger_due_work (scope_key, run_id, key, due_us, payload, state) VALUES "
+        f"('playbook/acme/finance', '{run_id}', 'timer-1', 1000, 'null', 'armed'), "
+        "('playbook/acme/finance', 'shadow', 'shadow:f', 2000, 'null', 'armed')",
+    )
+    _raw(
+        target,
+        "UPDATE ledger_leases SET holder = 'old', until_us = 9e15, fencing = 3 WHERE name = 'workflow-host'",
+        "UPDATE ledger_leases SET holder = 'old', lapses_at = now() + interval '1 hour', fencing = 3 "
+        "WHERE name = 'workflow-host'",
+    )
+    async with target.open(partitions=8) as ledger:
+        assert ledger.schema is not None and ledger.schema.version == LATEST
+        assert (ledger.partitioning.count, ledger.partitioning.disagrees) == (8, False)
+        expected = {
+            run_id: partition_of(run_id, 8),
+            "shadow": partition_of(playbook_key("acme", "finance"), 8),
+        }
+        for entry_run, partition in expected.items():
+            assert partition == partition_of_due("playbook/acme/finance", entry_run, 8)
+            placed = await ledger.due_work.due(from_microseconds(10_000), partitions=[partition])
+            assert entry_run in [entry.run_id for entry in placed]
+            others = [p for p in range(8) if p != partition]
+            assert entry_run not in [e.run_id for e in await ledger.due_work.due(from_microseconds(10_000), 10, others)]
+        retired = await ledger.lease(WORKFLOW_HOST_LEASE).holder()
+        assert (retired.holder, retired.fencing) == (RETIRED_HOLDER, 4)
+        assert not (await ledger.lease(WORKFLOW_HOST_LEASE).claim("old", timedelta(seconds=5))).held_by("old")
+        with pytest.raises(LeaseLost):
+            await ledger.append(
+                [StreamWrite(ACME.stream("runs", run_id), ANY_VERSION, [NewRecord("late", {})])],
+                fence=LeaseFence(WORKFLOW_HOST_LEASE, "old", 3),
+            )
+    async with target.open(partitions=16) as ledger:
+        assert (ledger.partitioning.count, ledger.partitioning.asked, ledger.partitioning.disagrees) == (8, 16, True)
+
+
+async def test_python_and_the_database_place_due_work_in_the_same_partitions(target: Target) -> None:
+    """The store places each entry it arms (`ledger_partition_of`); the placement is `partition_of_due`'s."""
+    async with target.open(partitions=7) as ledger:
+        runs = [str(uuid.UUID(int=n * 7919 + 1, version=4)) for n in range(40)] + ["shadow", "approval", "X"]
+        scope = PlaybookScope("acme", "fin")
+        await ledger.due_work.arm([DueEntry(scope, run, "k", from_microseconds(n)) for n, run in enumerate(runs)])
+        await ledger.due_work.arm([DueEntry(OrgScope("acme"), "follow", "k", from_microseconds(5))])
+        for partition in range(7):
+            found = await ledger.due_work.due(from_microseconds(10**6), 1000, partitions=[partition])
+            assert sorted((e.scope.key, e.run_id) for e in found) == sorted(
+                [(scope.key, run) for run in runs if partition_of_due(scope.key, run, 7) == partition]
+                + ([("org/acme", "follow")] if partition_of_due("org/acme", "follow", 7) == partition else [])
+            )
+        assert {partition_of(run, 7) for run in runs[:40]} == set(range(7))
+        assert await ledger.due_work.due(from_microseconds(10**6), 10, partitions=[]) == []
+        assert await ledger.due_work.next_due(partitions=[]) is None

@@ -20,7 +20,7 @@ import trio
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.recall.recall_type import RecallType
 from auto_runtime.functions.registry import function_types
-from auto_runtime.ledger import LeaseFence, Ledger, PlaybookScope
+from auto_runtime.ledger import Ledger, PlaybookScope
 from auto_runtime.ledger.recall_views import ViewRow
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.event_publishing import EventPublishing
@@ -29,6 +29,7 @@ from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.pool import SandboxPool
 from auto_runtime.server import RUNTIME_PROJECTIONS
+from auto_runtime.workflow_host.partition_leases import PartitionLeases
 from tests.ledger.conftest import Target, postgres_database, postgres_url
 from tests.postgres_support import admin
 from tests.sandbox_engine import engine
@@ -122,10 +123,10 @@ class Host:
 
     @asynccontextmanager
     async def keeping(self, *, playbooks_at_once: int = 4, max_rebuilds: int = 4) -> AsyncIterator[ViewKeeper]:
-        """A keeper following the ledger with the workflow lease held, sweeping only when it starts (the next
+        """A keeper following the ledger with every partition held, sweeping only when it starts (the next
         sweep is a day away), so every later pass is one an append woke."""
-        state = await self.ledger.lease().claim(HOLDER, timedelta(days=1))
-        fence: LeaseFence = state.fence()
+        partitions = PartitionLeases(self.ledger, HOLDER, timedelta(days=1))
+        assert await partitions.renew() and partitions.holds_all()
         keeper = ViewKeeper(
             self.ledger,
             self.pool,
@@ -134,7 +135,7 @@ class Host:
             sweep=timedelta(days=1),
         )
         async with keeper.actors.serving(), trio.open_nursery() as nursery:
-            nursery.start_soon(keeper.follow, lambda: fence)
+            nursery.start_soon(keeper.follow, partitions)
             yield keeper
             nursery.cancel_scope.cancel()
 

@@ -104,6 +104,7 @@ def test_command_line_defaults(start: StartFolder) -> None:
     assert settings.identity_issuer == "https://clerk.on.auto"
     assert settings.workflow_max_duration == timedelta(days=30)
     assert settings.workflow_sweep_interval == timedelta(seconds=1)
+    assert settings.workflow_partitions == 64
     assert settings.reasoning_max_input_tokens == 2_000_000
     assert settings.prediction_cache_dir == Path("/var/tmp/auto-runtime")
     assert settings.local_mode

@@ -11,7 +11,7 @@ import trio.testing
 
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.registry import function_types
-from auto_runtime.ledger import DueEntry, Ledger, NewRecord, StreamWrite, uuid7
+from auto_runtime.ledger import DueEntry, Ledger, NewRecord, StreamWrite, partition_lease_name, partition_of, uuid7
 from auto_runtime.ledger.sqlite.store import SqliteLedger
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_service import RunService
@@ -96,25 +96,30 @@ async def test_the_loop_fires_a_due_wait_and_the_run_succeeds(ledger: Ledger, st
     ]
     assert records[-1].data["output"] == {"done": True}
     assert await states_of(ledger, run_id) == ["cancelled", "fired"]
-    assert (await ledger.lease().holder()).holder is None  # released when the loop stopped
+    assert await ledger.leases.read_all("partition:")  # held while the loop ran,
+    for prefix in ("partition:", "server:"):  # and released when it stopped
+        assert all(row.holder is None for row in await ledger.leases.read_all(prefix))
 
 
-async def test_only_the_lease_holder_fires_and_a_second_fire_is_stale(ledger: Ledger, store: RunStore) -> None:
+async def test_only_the_partition_holder_fires_and_a_second_fire_is_stale(ledger: Ledger, store: RunStore) -> None:
     run_id = str(uuid7())
-    await ledger.lease().claim("server-a", timedelta(minutes=5))
+    partition = ledger.lease(partition_lease_name(partition_of(run_id, ledger.partitioning.count)))
+    await partition.claim("server-a", timedelta(minutes=5))
     standby = TimerLoop(store, "server-b", SWEEP)
     await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
     (wait,) = [row for row in await ledger.due_work.entries_of_run(SCOPE, run_id) if row.payload == {"purpose": "wait"}]
     assert wait.due_at is not None
     await until_due(ledger)
-    assert await standby.sweep_once() == SWEEP
+    await standby.sweep_once()
+    assert partition_of(run_id, ledger.partitioning.count) not in standby.partitions.held()
+    assert len(standby.partitions.held()) == ledger.partitioning.count - 1  # every free one, alone as it was
     assert await status_of(ledger, run_id) == "started"
 
     holder = TimerLoop(store, "server-a", SWEEP)
     await holder.sweep_once()
     assert await status_of(ledger, run_id) == "succeeded"
     length = len(await ledger.read_stream(run_stream(SCOPE, run_id)))
-    fence = (await ledger.lease().claim("server-a", timedelta(minutes=5))).fence()
+    fence = (await partition.claim("server-a", timedelta(minutes=5))).fence()
     again = await holder.fire(DueEntry(SCOPE, run_id, wait.key, wait.due_at, wait.payload), fence)
     assert again is not None and again.stale
     assert len(await ledger.read_stream(run_stream(SCOPE, run_id))) == length
@@ -217,17 +222,18 @@ async def test_a_fresh_claim_is_not_claimed_again_until_it_is_due_for_renewal(
     ledger: Ledger, store: RunStore, mock_clock: trio.testing.MockClock
 ) -> None:
     loop = TimerLoop(store, "server-a", SWEEP)
+    home = ledger.lease(partition_lease_name(0))
     assert await loop.sweep_once() <= SWEEP
-    first = await ledger.lease().holder()
+    first = await home.holder()
     assert first.holder == "server-a" and first.until is not None
     for _ in range(3):  # woken again and again within the sweep: the claim is fresh, nothing is written
         assert await loop.sweep_once() <= SWEEP
-    again = await ledger.lease().holder()
+    again = await home.holder()
     assert (again.holder, again.until, again.fencing) == (first.holder, first.until, first.fencing)
-    assert loop.fence() == first.fence()
+    assert loop.partitions() == first.fence()
     mock_clock.jump(SWEEP.total_seconds())  # a sweep later the claim is due for renewal
     await loop.sweep_once()
-    renewed = await ledger.lease().holder()
+    renewed = await home.holder()
     assert renewed.holder == "server-a" and renewed.fencing == first.fencing
     assert renewed.until is not None and renewed.until > first.until
 

@@ -18,11 +18,13 @@ class PostgresDueWork(DueWork):
     async def _change(self, changes: EncodedChanges, fence: LeaseFence | None) -> None:
         await self._connections.with_connection(lambda conn: due_work_statements.change(conn, changes, fence))
 
-    async def _due(self, now_us: int, limit: int) -> list[DueEntry]:
-        return await self._connections.with_connection(lambda conn: due_work_statements.due(conn, now_us, limit))
+    async def _due(self, now_us: int, limit: int, partitions: list[int] | None) -> list[DueEntry]:
+        return await self._connections.with_connection(
+            lambda conn: due_work_statements.due(conn, now_us, limit, partitions)
+        )
 
-    async def _next_due(self) -> int | None:
-        return await self._connections.with_connection(due_work_statements.next_due)
+    async def _next_due(self, partitions: list[int] | None) -> int | None:
+        return await self._connections.with_connection(lambda conn: due_work_statements.next_due(conn, partitions))
 
     async def _mark_fired(self, keys: list[EncodedKey], fence: LeaseFence | None) -> int:
         return await self._connections.with_connection(lambda conn: due_work_statements.mark_fired(conn, keys, fence))

@@ -21,12 +21,44 @@ _COLUMNS = "scope_key, run_id, key, due_us, payload"
 
 DUE_SQL = (
     f"SELECT {_COLUMNS} FROM ledger_due_work WHERE state = 'armed' AND due_us <= $1 "
+    "AND ($3::integer[] IS NULL OR partition_no = ANY($3::integer[])) "
     "ORDER BY due_us, scope_key, run_id, key LIMIT $2"
 )
-"""Armed entries due by a time, oldest first, read in the order of `ledger_due_work_armed`."""
+"""Armed entries due by a time (of some partitions, or of all when `$3` is NULL), oldest first, read in the
+order of `ledger_due_work_armed`."""
 
-NEXT_DUE_SQL = "SELECT due_us FROM ledger_due_work WHERE state = 'armed' ORDER BY due_us LIMIT 1"
-"""The earliest armed due time, the first entry of the armed index."""
+NEXT_DUE_SQL = (
+    "SELECT due_us FROM ledger_due_work WHERE state = 'armed' "
+    "AND ($1::integer[] IS NULL OR partition_no = ANY($1::integer[])) ORDER BY due_us LIMIT 1"
+)
+"""The earliest armed due time (of some partitions, or of all), from the start of the armed index."""
+
+PARTITION_FUNCTION = """CREATE OR REPLACE FUNCTION ledger_partition_of(p_scope text, p_run text)
+RETURNS integer LANGUAGE plpgsql STABLE AS $fn$
+BEGIN
+RETURN (('x' || substr(md5(convert_to(
+    CASE
+        WHEN p_run ~ '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' THEN lower(p_run)
+        WHEN p_scope LIKE 'playbook/%' THEN substr(p_scope, 10)
+        ELSE p_scope
+    END, 'UTF8')), 1, 8))::bit(32)::bigint % (SELECT g.partitions FROM ledger_partitioning AS g))::integer;
+END
+$fn$"""
+"""The partition of a due entry, as `partitions.partition_of_due` computes it (MD5's first 32 bits of its run
+id, or of its playbook's `org/playbook`, modulo the ledger's count); NULL before the count is kept. PL/pgSQL,
+so replacing it on a ledger migrated only part of the way (a test's) does not need the table yet."""
+
+FIX_PARTITIONS_SQL = (
+    "WITH made AS (INSERT INTO ledger_partitioning (only_row, partitions) VALUES (1, $1) "
+    "ON CONFLICT (only_row) DO NOTHING RETURNING partitions) "
+    "SELECT (SELECT partitions FROM made) AS made, (SELECT partitions FROM ledger_partitioning) AS kept"
+)
+"""Keep the asked count unless the ledger keeps one; answers whether this call made it, and the count kept."""
+
+FILL_PARTITIONS_SQL = (
+    "UPDATE ledger_due_work SET partition_no = ledger_partition_of(scope_key, run_id) WHERE partition_no IS NULL"
+)
+"""Give the entries armed before the count was kept their partitions."""
 
 
 CHANGE_FUNCTION = """CREATE OR REPLACE FUNCTION ledger_change_due_work(
@@ -36,12 +68,12 @@ CHANGE_FUNCTION = """CREATE OR REPLACE FUNCTION ledger_change_due_work(
 ) RETURNS void LANGUAGE plpgsql AS $fn$
 BEGIN
     PERFORM ledger_check_fence(p_fence_name, p_fence_holder, p_fence_number);
-    INSERT INTO ledger_due_work (scope_key, run_id, key, due_us, payload, state)
-    SELECT u.s, u.r, u.k, u.d, u.p, 'armed'
+    INSERT INTO ledger_due_work (scope_key, run_id, key, due_us, payload, state, partition_no)
+    SELECT u.s, u.r, u.k, u.d, u.p, 'armed', ledger_partition_of(u.s, u.r)
     FROM unnest(p_arm_scopes, p_arm_runs, p_arm_keys, p_arm_due, p_arm_payloads) AS u(s, r, k, d, p)
     ON CONFLICT DO NOTHING;
-    INSERT INTO ledger_due_work AS d (scope_key, run_id, key, due_us, payload, state)
-    SELECT u.s, u.r, u.k, NULL, NULL, 'cancelled'
+    INSERT INTO ledger_due_work AS d (scope_key, run_id, key, due_us, payload, state, partition_no)
+    SELECT u.s, u.r, u.k, NULL, NULL, 'cancelled', ledger_partition_of(u.s, u.r)
     FROM unnest(p_cancel_scopes, p_cancel_runs, p_cancel_keys) AS u(s, r, k)
     ON CONFLICT (scope_key, run_id, key) DO UPDATE SET state = 'cancelled' WHERE d.state = 'armed';
 END
@@ -150,14 +182,24 @@ async def forget_run(conn: Any, scope_key: str, run_id: str, fence: LeaseFence |
     return _count(status)
 
 
-async def due(conn: Any, now_us: int, limit: int) -> list[DueEntry]:
-    rows = await conn.fetch(DUE_SQL, now_us, limit)
+async def due(conn: Any, now_us: int, limit: int, partitions: list[int] | None) -> list[DueEntry]:
+    rows = await conn.fetch(DUE_SQL, now_us, limit, partitions)
     return [decode_entry(r["scope_key"], r["run_id"], r["key"], int(r["due_us"]), r["payload"]) for r in rows]
 
 
-async def next_due(conn: Any) -> int | None:
-    found = await conn.fetchval(NEXT_DUE_SQL)
+async def next_due(conn: Any, partitions: list[int] | None) -> int | None:
+    found = await conn.fetchval(NEXT_DUE_SQL, partitions)
     return None if found is None else int(found)
+
+
+async def fix_partitions(conn: Any, asked: int) -> int:
+    """Keep `asked` as the ledger's partition count unless it keeps one (then give the entries armed before
+    their partitions); answers the count kept. Runs in the opening's locked transaction."""
+    row = await conn.fetchrow(FIX_PARTITIONS_SQL, asked)
+    if row["made"] is not None:
+        await conn.execute(FILL_PARTITIONS_SQL)
+        return int(row["made"])
+    return int(row["kept"])
 
 
 async def rows_of_run(conn: Any, scope_key: str, run_id: str) -> list[DueRow]:

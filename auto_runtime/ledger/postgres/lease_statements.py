@@ -119,3 +119,37 @@ async def check_fence(conn: Any, fence: LeaseFence) -> None:
         if lost is None:
             raise
         raise lost from error
+
+
+async def claim_many(conn: Any, names: list[str], holder: str, lapse: timedelta) -> list[LeaseState]:
+    """`ledger_claim_lease` of each name (sorted by the caller) in one statement: one transaction, whose row
+    locks are taken in name order."""
+    rows = await conn.fetch(
+        "SELECT n.name, c.* FROM unnest($1::text[]) WITH ORDINALITY AS n(name, i) "
+        "CROSS JOIN LATERAL ledger_claim_lease(n.name, $2, $3) AS c ORDER BY n.i",
+        names,
+        holder,
+        lapse,
+    )
+    return [
+        _state(r["name"], r["lease_holder"], r["lease_lapses_at"], int(r["lease_fencing"]), r["judged_at"])
+        for r in rows
+    ]
+
+
+async def release_many(conn: Any, names: list[str], holder: str) -> int:
+    status = await conn.execute(
+        "UPDATE ledger_leases SET holder = NULL, lapses_at = NULL WHERE name = ANY($1::text[]) AND holder = $2",
+        names,
+        holder,
+    )
+    return int(str(status).rsplit(" ", 1)[-1])
+
+
+async def read_all(conn: Any, prefix: str) -> list[LeaseState]:
+    rows = await conn.fetch(
+        "SELECT l.name, l.holder, l.lapses_at, l.fencing, c.now FROM (SELECT clock_timestamp() AS now) AS c "
+        "JOIN ledger_leases AS l ON starts_with(l.name, $1) ORDER BY l.name",
+        prefix,
+    )
+    return [_state(r["name"], r["holder"], r["lapses_at"], int(r["fencing"]), r["now"]) for r in rows]

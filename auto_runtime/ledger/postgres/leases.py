@@ -24,3 +24,14 @@ class PostgresLeases(Leases):
 
     async def _read(self, name: str) -> LeaseState:
         return await self._connections.with_connection(lambda conn: lease_statements.read(conn, name))
+
+    async def _claim_many(self, names: list[str], holder: str, lapse: timedelta) -> list[LeaseState]:
+        return await self._connections.with_connection(
+            lambda conn: lease_statements.claim_many(conn, names, holder, lapse)
+        )
+
+    async def _release_many(self, names: list[str], holder: str) -> int:
+        return await self._connections.with_connection(lambda conn: lease_statements.release_many(conn, names, holder))
+
+    async def _read_all(self, prefix: str) -> list[LeaseState]:
+        return await self._connections.with_connection(lambda conn: lease_statements.read_all(conn, prefix))

@@ -37,6 +37,7 @@ FUNCTIONS: Final = (
     APPEND_FUNCTION,
     lease_statements.CLAIM_FUNCTION,
     lease_statements.CHECK_FENCE_FUNCTION,
+    due_work_statements.PARTITION_FUNCTION,
     due_work_statements.CHANGE_FUNCTION,
     due_work_statements.MARK_FIRED_FUNCTION,
     APPEND_GUARDED_FUNCTION,
@@ -109,3 +110,11 @@ async def ensure_projections(conn: Any, projections: Sequence[Projection]) -> li
             )
             rebuilt.append(projection.name)
     return rebuilt
+
+
+async def fix_partitions(conn: Any, asked: int) -> int:
+    """Keep `asked` as the ledger's partition count unless it keeps one, under the ledger's advisory lock (the
+    first of several servers starting together decides); answers the count kept (see `..partitions`)."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
+        return await due_work_statements.fix_partitions(conn, asked)

@@ -39,7 +39,7 @@ from .connections import LoopMessage, PostgresConnections, Unit
 from .faults import start_error
 from .iam_auth import DatabaseCredentials, sign_in_options
 from .notifier import Notifier
-from .schema import ensure_projections, migrate
+from .schema import ensure_projections, fix_partitions, migrate
 from .statements import Append
 
 T = TypeVar("T")
@@ -173,6 +173,8 @@ class PostgresLedger(Ledger):
 
         async def prepare(conn: Any) -> None:
             self.schema = await migrate(conn)
+            partitioning = self.ports.partitioning
+            partitioning.fix(await fix_partitions(conn, partitioning.asked))
             self.rebuilt = await ensure_projections(conn, self.projections)
 
         async with trio.open_nursery() as nursery:

@@ -25,11 +25,11 @@ class SqliteDueWork(DueWork):
 
         await self._connections.write(work)
 
-    async def _due(self, now_us: int, limit: int) -> list[DueEntry]:
-        return await self._connections.read(lambda conn: due_work_statements.due(conn, now_us, limit))
+    async def _due(self, now_us: int, limit: int, partitions: list[int] | None) -> list[DueEntry]:
+        return await self._connections.read(lambda conn: due_work_statements.due(conn, now_us, limit, partitions))
 
-    async def _next_due(self) -> int | None:
-        return await self._connections.read(due_work_statements.next_due)
+    async def _next_due(self, partitions: list[int] | None) -> int | None:
+        return await self._connections.read(lambda conn: due_work_statements.next_due(conn, partitions))
 
     async def _mark_fired(self, keys: list[EncodedKey], fence: LeaseFence | None) -> int:
         def work(conn: sqlite3.Connection) -> int:

@@ -74,3 +74,21 @@ def check_fence(conn: sqlite3.Connection, fence: LeaseFence) -> None:
     ).fetchone()
     if row is None:
         raise LeaseLost(fence.name, fence.holder, fence.fencing)
+
+
+def claim_many(conn: sqlite3.Connection, names: list[str], holder: str, lapse: timedelta) -> list[LeaseState]:
+    """`claim` of each name, in the writer's one transaction."""
+    return [claim(conn, name, holder, lapse) for name in names]
+
+
+def release_many(conn: sqlite3.Connection, names: list[str], holder: str) -> int:
+    return sum(release(conn, name, holder) for name in names)
+
+
+def read_all(conn: sqlite3.Connection, prefix: str) -> list[LeaseState]:
+    now_us = _now_us()
+    rows = conn.execute(
+        "SELECT name, holder, until_us, fencing FROM ledger_leases WHERE substr(name, 1, ?) = ? ORDER BY name",
+        (len(prefix), prefix),
+    ).fetchall()
+    return [_state(row[0], row[1], row[2], int(row[3]), now_us) for row in rows]

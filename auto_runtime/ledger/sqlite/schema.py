@@ -15,6 +15,7 @@ from typing import Final
 from ..migrations import VERSION_TABLE, Migration, SchemaReport, load_migrations, next_migration
 from ..projections import Projection
 from ..records import decode_record, to_microseconds
+from . import due_work_statements
 from .statements import RECORD_COLUMNS, apply_projections
 
 _REBUILD_BATCH = 1_000
@@ -29,6 +30,7 @@ def connect_writer(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA busy_timeout=10000")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
+    due_work_statements.register_functions(conn)
     return conn
 
 
@@ -131,3 +133,16 @@ def ensure_projections(conn: sqlite3.Connection, projections: Sequence[Projectio
             raise
         rebuilt.append(projection.name)
     return rebuilt
+
+
+def fix_partitions(conn: sqlite3.Connection, asked: int) -> int:
+    """Keep `asked` as the ledger's partition count unless it keeps one, in one writer transaction; answers the
+    count kept (see `..partitions`)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        kept = due_work_statements.fix_partitions(conn, asked)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return kept

@@ -33,7 +33,7 @@ from ..serving import ACTOR_SHUTDOWN_SECONDS
 from . import statements
 from .connections import ReaderPool, SqliteConnections
 from .file_lock import LedgerFileInUse, hold_ledger_file
-from .schema import connect_writer, ensure_projections, migrate
+from .schema import connect_writer, ensure_projections, fix_partitions, migrate
 from .start_errors import in_use, start_error
 from .statements import Append
 from .writer import SqliteWriter
@@ -88,6 +88,7 @@ class SqliteLedger(Ledger):
                 raise start_error(error, path) from error
             try:
                 self.schema = migrate(conn)
+                self.ports.partitioning.fix(fix_partitions(conn, self.ports.partitioning.asked))
             except (sqlite3.Error, SchemaTooNew) as error:
                 conn.close()
                 raise start_error(error, path) from error
