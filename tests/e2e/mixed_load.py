@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from auto_runtime.ledger import partition_of
 from tests.conformance.helpers import create_computation, new_playbook
 from tests.conformance.prediction.helpers import create, uploaded
 from tests.conformance.prediction.seeding import TRAINER
@@ -108,6 +109,10 @@ class MixedLoad:
     refused: Counter[str] = field(default_factory=Counter)
     """The `503 unavailable` answers met, by what was asked (`start`, `answer`, `send`, ...)."""
     rounds: int = 0
+    placement: list[set[int]] = field(default_factory=list)
+    """With the partitions each server holds (`place`), round n's runs get ids in the partitions of server
+    n mod the count, so that every server holds runs of the load; empty: ids at random."""
+    partitions: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- sending ------------------------------------------------------------------------------------------------
@@ -133,8 +138,22 @@ class MixedLoad:
             assert time.monotonic() < deadline, f"{method} {url} still unavailable: {response.text}"
             time.sleep(min(float(response.headers.get("retry-after", "1")), 0.25))
 
-    def start(self, name: str, value: dict[str, Any]) -> str:
-        run_id = str(uuid.uuid4())
+    def place(self, held: list[list[int]], partitions: int) -> None:
+        """Round n's runs go to the partitions `held[n mod len(held)]`, among `partitions`."""
+        self.placement = [set(numbers) for numbers in held]
+        self.partitions = partitions
+
+    def new_run_id(self, number: int) -> str:
+        """A new run id: in the partitions of round `number`'s server when the load is placed."""
+        while True:
+            run_id = str(uuid.uuid4())
+            if not self.placement:
+                return run_id
+            if partition_of(run_id, self.partitions) in self.placement[number % len(self.placement)]:
+                return run_id
+
+    def start(self, name: str, value: dict[str, Any], number: int) -> str:
+        run_id = self.new_run_id(number)
         body = {"input": value, "run_id": run_id}
         response = self.send("start", "POST", f"{self.playbook}/definitions/workflow/{name}/run", json=body)
         assert response.status_code == 200, response.text
@@ -148,10 +167,10 @@ class MixedLoad:
         with self.lock:
             number = self.rounds
             self.rounds += 1
-        ticking = self.start("ticking", {"n": number})
+        ticking = self.start("ticking", {"n": number}, number)
         lead = f"lead-{number}"
-        asking = self.start("asking", {"lead": lead})
-        listening = self.start("listening", {"n": number})
+        asking = self.start("asking", {"lead": lead}, number)
+        listening = self.start("listening", {"n": number}, number)
         with self.lock:
             self.ticking[ticking] = number
             self.asking[asking] = lead
