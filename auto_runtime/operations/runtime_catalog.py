@@ -17,6 +17,7 @@ from auto_runtime.operations.playbook_operations import PLAYBOOK_OPERATIONS
 from auto_runtime.operations.prediction_operations import PREDICTION_OPERATIONS
 from auto_runtime.operations.publish_operations import PUBLISH_OPERATIONS
 from auto_runtime.operations.run_operations import RUN_OPERATIONS
+from auto_runtime.operations.status_operations import STATUS_OPERATIONS
 from auto_runtime.operations.tool_operations import TOOL_OPERATIONS
 
 
@@ -34,6 +35,7 @@ def build_catalog(guides: Mapping[str, Guide]) -> Catalog:
             *ANALYTICS_OPERATIONS,
             *TOOL_OPERATIONS,
             *CONNECTION_OPERATIONS,
+            *STATUS_OPERATIONS,
             guide_operation(guides),
         ]
     )

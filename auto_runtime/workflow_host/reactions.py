@@ -1,6 +1,7 @@
 """Reactions to playbook events: offers to listening runs, runs started by triggers, schedules (spec 9, 10).
 
-`Reactions` is owned by the server and works only while the server holds the workflow lease:
+`Reactions` is owned by the server and works only while the server holds partition 0 (the home of the
+deployment-wide feed; its fence is the one the follower is called with, `Fences.__call__`):
 
 - `follow(fence)` reads the ledger's feed oldest first (`read_forward`, woken by `AppendSignal` or a timeout)
   from the durable position `FollowPosition` keeps, and for each record:

@@ -18,7 +18,7 @@ Rules:
   effects in the due-work table.
 
 Supervision: `run` (or `child_spec`, the server's `workflows` child) runs the runtime's own supervisor,
-one_for_one: the timer loop first (its first sweep claims the lease before it reports started), then each follower
+one_for_one: the timer loop first (its first sweep claims its partitions before it reports started), then each follower
 added with `add_follower`, a child of its own with its restart type. A follower that fails is restarted alone;
 the timer loop and the other followers keep running. Past `WORKFLOW_HOST_INTENSITY` the supervisor stops every
 child and fails upward. Nothing a child holds in memory is needed again: each resumes from what the ledger keeps
@@ -101,7 +101,7 @@ class _RuntimeFences:
 
 class WorkflowRuntime:
     """One server's workflow runs: `start`, `send_event`, `cancel`, and `run` (the supervisor of the timer loop and
-    the followers; they work while the server holds the lease). See the module's rules."""
+    the followers; they work in the partitions the server holds). See the module's rules."""
 
     runs_once = True
     """A workflow runs once for its id (seeds, "Retrying under a run id")."""
@@ -156,9 +156,9 @@ class WorkflowRuntime:
         self.loop.handlers[prefix] = handler
 
     def add_follower(self, name: str, follower: Follower, restart: Restart = Restart.PERMANENT) -> None:
-        """Run `follower(fence)` beside the timer loop (a reactor that follows the ledger while holding the lease), as
-        the supervisor's child `name`, started after the timer loop and the followers added before it; call before
-        `run` or `child_spec`."""
+        """Run `follower(fences)` beside the timer loop (a reactor that follows the ledger, writing under the fences
+        it is given), as the supervisor's child `name`, started after the timer loop and the followers added before
+        it; call before `run` or `child_spec`."""
         if self._supervisor is not None:
             raise RuntimeError("followers are added before the runtime's supervisor is built")
 
@@ -201,7 +201,7 @@ class WorkflowRuntime:
         await self.supervisor.run(task_status=task_status)
 
     async def _run_timer_loop(self, context: ChildContext) -> None:
-        """The timer loop as a child: its first claim of the lease is made before `started`, so a server that can
+        """The timer loop as a child: its first claim of its partitions is made before `started`, so a server that can
         run workflows does from its first request (unless the ledger cannot take writes at start: then the loop
         claims once it can, and until then starts answer `unavailable`)."""
         with contextlib.suppress(LedgerUnavailable):  # a full disk: the loop claims again after its back-off

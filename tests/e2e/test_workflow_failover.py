@@ -1,7 +1,8 @@
-"""Two servers on one PostgreSQL ledger (issue 10): only the holder of the workflow lease runs workflows; the
-other answers starts and sent events `unavailable` with `Retry-After`. When the holder is SIGKILLed while runs
-wait on timers, the standby takes the lease once it lapses (max(3 sweeps, 3 s), judged by the database clock)
-and finishes every run exactly once; starts then succeed on it.
+"""Two servers on one PostgreSQL ledger (issue 10) cut into one partition (`WORKFLOW_PARTITIONS=1`, issue 33):
+only the holder of the partition runs workflows; the other answers starts and sent events `unavailable` with
+`Retry-After`. When the holder is SIGKILLed while runs wait on timers, the standby takes the partition once its
+lease lapses (max(3 sweeps, 3 s), judged by the database clock) and finishes every run exactly once; starts then
+succeed on it.
 
 Time is only ever bounded by generous polls (`SETTLE_SECONDS`), never asserted."""
 
@@ -19,6 +20,7 @@ import pytest
 
 from tests.conformance.helpers import new_playbook
 from tests.e2e.server_process import ServerProcess, start_server
+from tests.e2e.test_status import status_of
 from tests.e2e.test_workflow_crashes import (
     SETTLE_SECONDS,
     SWEEP,
@@ -77,9 +79,25 @@ def refused_for_now(response: httpx.Response) -> None:
     assert int(response.headers["retry-after"]) >= 1, response.headers
 
 
+def settled_holder(servers: list[ServerProcess]) -> None:
+    """Until the servers agree on the holder of the one partition (`GET /v1/status`: both alive, one holding it):
+    the balance may hand it from the first to take it to the one whose share it is."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        statuses = [status_of(server) for server in servers]
+        held = [status["partitions"] for status in statuses]
+        if sorted(held) == [[], [0]] and all(len(status["servers"]) == 2 for status in statuses):
+            shares = {entry["server"]: entry["partitions"] for entry in statuses[0]["servers"]}
+            if shares == {entry["server"]: entry["partitions"] for entry in statuses[1]["servers"]}:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"the servers did not agree on the partition's holder within {SETTLE_SECONDS} s")
+
+
 def holder_and_standby(servers: list[ServerProcess], playbook: str) -> tuple[ServerProcess, ServerProcess, str]:
-    """Which server holds the lease: a start succeeds on exactly one, and the other refuses it for now (sent
+    """Which server holds the partition: a start succeeds on exactly one, and the other refuses it for now (sent
     again by the test, within its bound, while neither holds it yet). Answers the run the holder started."""
+    settled_holder(servers)
     deadline = time.monotonic() + SETTLE_SECONDS
     while time.monotonic() < deadline:
         answers = []
@@ -109,6 +127,7 @@ def test_the_standby_takes_over_the_runs_of_a_killed_holder(tmp_path: Path) -> N
             "DATABASE_URL": database_url,
             "SECRETS_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
             "WORKFLOW_SWEEP_INTERVAL": SWEEP,
+            "WORKFLOW_PARTITIONS": "1",
         }
         servers = start_both(tmp_path, settings)
         try:
