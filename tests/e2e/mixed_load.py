@@ -33,6 +33,7 @@ from tests.conformance.helpers import create_computation, new_playbook
 from tests.conformance.prediction.helpers import create, uploaded
 from tests.conformance.prediction.seeding import TRAINER
 from tests.conformance.recall.documents import counting
+from tests.e2e.server_process import ServerProcess
 from tests.e2e.shared_servers import SETTLE_SECONDS, SharedServers
 from tests.e2e.test_workflow_crashes import ECHO, ENDINGS, callee_ids, check_callees_once, check_once
 from tests.functions.prediction.onnx_models import candidate
@@ -130,6 +131,8 @@ class MixedLoad:
                 assert time.monotonic() < deadline, f"no server answered {method} {url}"
                 time.sleep(0.05)
                 continue
+            if response.status_code == 500:
+                raise AssertionError(incident(server, response))
             if response.status_code != 503:
                 return response
             assert response.json()["reason"] == "unavailable", response.text
@@ -318,6 +321,14 @@ class MixedLoad:
 
 
 BUILD = {"input": {"build": {}}}
+
+
+def incident(server: ServerProcess, response: httpx.Response) -> str:
+    """A 500's answer with the lines of the server's log that name its incident (its `instance`), so that a
+    failure met under load says what broke."""
+    reference = str(response.json().get("instance", "")).removeprefix("urn:uuid:")
+    lines = [line for line in server.log().splitlines() if reference and reference in line]
+    return f"{response.request.method} {response.request.url} answered {response.text}\n" + "\n".join(lines[-5:])
 
 
 def history(client: httpx.Client, playbook: str, run_id: str) -> list[dict[str, Any]]:
