@@ -92,6 +92,8 @@ class Ledger(abc.ABC):
         """Shared with the ports: the store's `stop` closes it, and every call of the ledger or a port then
         raises `LedgerClosedError`."""
         self.appended = AppendSignal()
+        self.due_recorded = AppendSignal()
+        """Woken when another server recorded due work for the partitions' holders (`wake_other_servers`)."""
         self.scopes_appended = ScopesAppended()
         """The scopes each of this process's appends wrote to, told once it committed (see `ScopesAppended`)."""
         self.rebuilt: list[str] = []
@@ -151,6 +153,11 @@ class Ledger(abc.ABC):
     def lease(self, name: str = WORKFLOW_HOST_LEASE) -> Lease:
         """The lease called `name` (the workflow host's by default): `claim`, `release`, `holder`."""
         return Lease(self.ports.leases, validate_lease_name(name))
+
+    async def wake_other_servers(self) -> None:
+        """Wake the other servers sharing this ledger (their `due_recorded` signal) after recording due work for
+        another server's partition. Nothing on a ledger no other server shares."""
+        self._check_open()
 
     @property
     def partitioning(self) -> Partitioning:

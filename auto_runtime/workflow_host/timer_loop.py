@@ -21,7 +21,9 @@ Rules:
   and the partition is no longer answered (`PartitionLeases.lost`) until a later look claims it again.
 - An entry whose run is not a workflow run here (`UnknownRun`) is marked fired: nothing can take it.
 - The loop is woken (`wake`) only by inputs that leave due work armed (`Applied.arms`: an input that arms
-  and cancels the same timer wakes nothing).
+  and cancels the same timer wakes nothing), and on PostgreSQL by another server that recorded due work for
+  the partitions' holders (a start or an event it took for a run of another partition: `Ledger.due_recorded`,
+  its `LISTEN/NOTIFY`).
 - Only one server fires a partition's timers at a time; within it, the entries of different runs fire
   concurrently, those of one run one after another in due order (concurrent appliers of one run would only
   race on its version). The runs of a sweep take the `FIRING_AT_ONCE` slots in turn fairly across orgs, then playbooks
@@ -146,6 +148,7 @@ class TimerLoop:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                nursery.start_soon(self._wake_on_due_recorded)
                 task_status.started()
                 while True:
                     try:
@@ -164,6 +167,15 @@ class TimerLoop:
                     await self.partitions.release_all()
                 except LedgerUnavailable:
                     log.warning("the partitions could not be released (the ledger's disk is full); they lapse")
+
+    async def _wake_on_due_recorded(self) -> None:
+        """Sweep when another server recorded due work for the partitions' holders (a request it took for a run
+        of a partition this server may hold: `Ledger.due_recorded`), not only at the next sweep."""
+        generation = self.ledger.due_recorded.generation
+        while True:
+            await self.ledger.due_recorded.wait_beyond(generation)
+            generation = self.ledger.due_recorded.generation
+            self.wake()
 
     async def sweep_once(self) -> timedelta:
         """One sweep: renew the partitions unless their claims are fresh, fire what is due in them for at most

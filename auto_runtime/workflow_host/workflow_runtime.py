@@ -10,8 +10,10 @@ decided (calls, timers).
 Rules:
 
 - Only the server holding a run's partition (`TimerLoop.partitions`) starts the run and applies events sent to
-  it, each under the partition's fence; any other server, and this one while it stops, answers `unavailable`
-  with `Retry-After` (seeds: "While the runtime is stopping, `run_definition` returns `unavailable`").
+  it, each under the partition's fence. Any other server takes the request all the same: it records it for the
+  holder (`forwarded`), which applies it; a start then waits for the run to begin and answers as the holder would.
+  While the server stops, starts and sent events answer `unavailable` with `Retry-After` (seeds: "While the
+  runtime is stopping, `run_definition` returns `unavailable`").
 - `cancel` records `run_cancel_requested` on any server, with the `cancel:` outbox entry the holder carries
   out in the same append; asking again before the run ended records nothing.
 - A waiting run holds nothing in memory: its state is in the `workflow_runs` projection, its timers and
@@ -43,6 +45,7 @@ from auto_runtime.functions.workflow.outbox import cancel_key, cancel_payload
 from auto_runtime.json_limits import json_size
 from auto_runtime.ledger import (
     DueEntry,
+    DueKey,
     Fences,
     LeaseFence,
     Ledger,
@@ -65,14 +68,12 @@ from auto_runtime.sandbox.workers import WorkerPool
 from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, RestartIntensity, Supervisor
 from auto_runtime.workflow_host.calls import CallDispatcher
+from auto_runtime.workflow_host.forwarded import EVENT_PREFIX, START_KEY, ForwardedRequests
 from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
 from auto_runtime.workflow_host.timer_loop import DueHandler, TimerLoop
 
 RETRY_AFTER_SECONDS = 1
-NOT_HOLDING = (
-    "This server is not running workflows at the moment (it is stopping, or another server runs them); "
-    "send the same request again shortly."
-)
+STOPPING = "This server is stopping; send the same request again shortly."
 MAX_SENT_EVENT_BYTES = 256 * 1024
 """The metadata of a run's records that `run_cancel_requested` repeats (its `by` is who asked)."""
 SUPERVISOR_NAME: Final = "workflows"
@@ -144,6 +145,9 @@ class WorkflowRuntime:
         )
         self.stopping = False
         self.fences: Fences = _RuntimeFences(self)
+        self.forwarded = ForwardedRequests(ledger, self.store, runs, self.fences, self.loop.wake, sweep)
+        self.loop.handlers[START_KEY] = self.forwarded.apply_start
+        self.loop.handlers[EVENT_PREFIX] = self.forwarded.apply_event
         """The fences of the partitions this server holds, as the followers and the run services see them."""
         self._children: list[ChildSpec] = [ChildSpec(TIMER_LOOP, self._run_timer_loop, restart=Restart.PERMANENT)]
         self._supervisor: Supervisor | None = None
@@ -189,11 +193,10 @@ class WorkflowRuntime:
         """Partition 0's fence while this server holds it and runs workflows, else None."""
         return self.fences()
 
-    def _holding(self, run_id: str) -> LeaseFence:
-        fence = self.fences.of_key(run_id)
-        if fence is None:
-            raise unavailable(NOT_HOLDING, retry_after=RETRY_AFTER_SECONDS)
-        return fence
+    def _taking(self) -> None:
+        """Refuse a start or a sent event while the server stops."""
+        if self.stopping:
+            raise unavailable(STOPPING, retry_after=RETRY_AFTER_SECONDS)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the supervisor of the timer loop and the followers until cancelled (or until it gives up: it then
@@ -229,24 +232,36 @@ class WorkflowRuntime:
             issues = await check_off_the_loop(schema, value, "/input")
             if issues:
                 raise invalid_input(issues)
-        fence = self._holding(run_id)
+        self._taking()
         document = await self.runs.definitions.actors.documents.parsed(
             (scope.org, scope.playbook), "workflow", definition.name, definition.version, definition.source
         )
         if isinstance(document, Rejection):
             raise document
         extra = dict(metadata or {})
-        causation_id = extra.pop("causation_id", None)
+        cause = extra.pop("causation_id", None)
+        causation_id = cause if isinstance(cause, str) else None
+        call_bounds = await self._call_bounds(scope, definition)
+        fence = self.fences.of_key(run_id)
+        forwarded = fence is None
+        if fence is None:  # another server holds the run's partition: it begins the run
+            fence = await self.forwarded.record_start(
+                scope, definition, value, run_id, caller_id, causation_id, extra, call_bounds
+            )
+            if fence is None:
+                return
         message = StartWorkflowRun(
             Definition(definition.name, definition.version, document),
             value,
             caller_id,
-            call_bounds_ms=await self._call_bounds(scope, definition),
-            causation_id=causation_id if isinstance(causation_id, str) else None,
+            call_bounds_ms=call_bounds,
+            causation_id=causation_id,
             extra_metadata=extra,
             fence=fence,
         )
         applied = await self.store.start_in(writer, message)
+        if forwarded:  # this server took the partition while the start waited: its entry is done with
+            await self.ledger.due_work.mark_fired([DueKey(scope, run_id, START_KEY)], fence=fence)
         if applied.arms:
             self.loop.wake()
         ending = applied.ending
@@ -318,7 +333,11 @@ class WorkflowRuntime:
             )
         if not (is_run_id(run_id) and await self.store.is_running(scope, run_id)):
             raise not_found(f"The playbook {scope.playbook} has no running workflow with the run id {run_id}.")
-        fence = self._holding(run_id)
+        self._taking()
+        fence = self.fences.of_key(run_id)
+        if fence is None:  # another server holds the run's partition: it applies the event
+            await self.forwarded.record_event(scope, run_id, delivered)
+            return {"run_id": run_id, "event": delivered}
         try:
             applied = await self.store.apply_input(
                 scope, run_id, EventReceived(str(uuid7()), now_ms(), delivered), fence=fence

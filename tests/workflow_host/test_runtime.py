@@ -1,5 +1,6 @@
-"""The workflow runtime's own rules: only the lease holder starts runs and takes sent events (otherwise, and
-while stopping, `unavailable` with `Retry-After`), and a cancellation is recorded once, on any server."""
+"""The workflow runtime's own rules: only the holder of a run's partition starts it and applies events sent to it,
+any other server taking them for the holder (issue 33); while stopping, `unavailable` with `Retry-After`; and a
+cancellation is recorded once, on any server."""
 
 from __future__ import annotations
 
@@ -83,25 +84,44 @@ def assert_unavailable(refused: pytest.ExceptionInfo[Rejection]) -> None:
     assert "send the same request again shortly" in refused.value.detail
 
 
-async def test_a_server_that_does_not_hold_the_lease_refuses_starts_and_events(
+async def until_ended(ledger: Ledger, runs: RunService, run_id: str) -> str:
+    """The run's status once it ended (woken by each append; bounded, not timed)."""
+    with trio.fail_after(30):
+        while True:
+            seen = ledger.appended.generation
+            if (state := await runs.read_run(SCOPE, run_id)) is not None and state.status != "started":
+                return state.status
+            await ledger.appended.wait_beyond(seen)
+
+
+async def test_a_server_that_does_not_hold_the_partition_takes_starts_and_events_for_its_holder(
     ledger: Ledger, engine: SandboxEngine, runs: RunService
 ) -> None:
     holder = runtime_of(ledger, engine, runs, "server-a")
     async with trio.open_nursery() as nursery:
         await nursery.start(holder.run)
-        started = await holder.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
-        assert started["status"] == "started"
-
         async with other_server(ledger, engine, runs, "server-b") as standby:
             await standby.loop.sweep_once()
-            assert standby.fence() is None
-            with pytest.raises(Rejection) as refused:
-                await standby.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
-            assert_unavailable(refused)
-            with pytest.raises(Rejection) as refused:
-                await standby.send_event(SCOPE, started["run_id"], {"type": "com.acme.go"}, "caller-1")
-            assert_unavailable(refused)
+            assert standby.fence() is None and standby.loop.partitions.held() == frozenset()
+            # A start answers as on the holder: the run as it began, or how it ended in its first input.
+            started = await standby.runs.run_definition(SCOPE, "workflow", "listens", {}, None, "caller-1")
+            assert started["status"] == "started"
+            ended = await standby.runs.run_definition(SCOPE, "workflow", "sets", {}, None, "caller-1")
+            assert (ended["status"], ended["output"]) == ("succeeded", {"n": 3})
+            sent = await standby.send_event(SCOPE, started["run_id"], {"type": "com.acme.go", "id": "go-1"}, "c")
+            assert (sent["run_id"], sent["event"]["id"]) == (started["run_id"], "go-1")
+            assert await until_ended(ledger, runs, started["run_id"]) == "succeeded"
         nursery.cancel_scope.cancel()
+    for run_id in (started["run_id"], ended["run_id"]):
+        types = [r.type for r in await ledger.read_stream(run_stream(SCOPE, run_id))]
+        assert types.count("run_started") == 1 and types[-1] == "run_succeeded"
+    forwarded = {
+        row.key: row.state
+        for run_id in (started["run_id"], ended["run_id"])
+        for row in await ledger.due_work.entries_of_run(SCOPE, run_id)
+        if row.key.startswith(("workflow-start:", "workflow-event:"))
+    }
+    assert forwarded == {"workflow-start:": "fired", "workflow-event:go-1": "fired"}
 
 
 async def test_a_stopping_runtime_refuses_starts_and_events(

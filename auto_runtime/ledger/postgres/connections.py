@@ -28,10 +28,12 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class Unit:
     """One unit of work for the loop: `work(connection)` on a pooled connection; `notify` asks the listener
-    to tell other processes that something was appended, once the work succeeded."""
+    to tell other processes that something was appended, `due_recorded` that due work was recorded for another
+    partition's holder, once the work succeeded."""
 
     work: Callable[[Any], Awaitable[Any]]
     notify: bool = False
+    due_recorded: bool = False
 
 
 LoopMessage = Unit | Append

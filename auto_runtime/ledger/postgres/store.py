@@ -38,7 +38,7 @@ from .batcher import AppendBatcher
 from .connections import LoopMessage, PostgresConnections, Unit
 from .faults import start_error
 from .iam_auth import DatabaseCredentials, sign_in_options
-from .notifier import Notifier
+from .notifier import CHANNEL, DUE_CHANNEL, Notifier
 from .schema import ensure_projections, fix_partitions, migrate
 from .statements import Append
 
@@ -63,7 +63,7 @@ class PostgresLoop(LoopActor[LoopMessage, Any]):
         self,
         url: str,
         pool_size: int,
-        on_notify: Callable[[], None] | None,
+        on_notify: Callable[[str], None] | None,
         projections: Sequence[Projection] = (),
         sign_in: Mapping[str, Any] | None = None,
     ) -> None:
@@ -89,7 +89,8 @@ class PostgresLoop(LoopActor[LoopMessage, Any]):
                 await self._pool.close()
                 raise
             self._notifier = notifier
-            self._on_notify()  # what was appended while no listener ran: followers read again
+            for channel in (CHANNEL, DUE_CHANNEL):  # what came while no listener ran: followers read again
+                self._on_notify(channel)
 
     def _appended(self) -> None:
         """Something was appended: ask the listener to tell the other processes."""
@@ -111,6 +112,8 @@ class PostgresLoop(LoopActor[LoopMessage, Any]):
             result = await message.work(conn)
         if message.notify:
             self._appended()
+        if message.due_recorded and self._notifier is not None:
+            self._notifier.request(DUE_CHANNEL)
         return result
 
     async def on_stop(self) -> None:
@@ -221,10 +224,15 @@ class PostgresLedger(Ledger):
             with trio.CancelScope(shield=True):
                 await ref.serve_life(self._new_loop)
 
-    def _wake_followers(self) -> None:
-        """A notification arrived (on the loop thread): wake this process's followers."""
+    async def wake_other_servers(self) -> None:
+        """NOTIFY on `DUE_CHANNEL` (through the listener's `notifier`, folded with others asked meanwhile)."""
+        self._check_open()
+        await self.connections.ask(Unit(_nothing, due_recorded=True))
+
+    def _wake_followers(self, channel: str) -> None:
+        """A notification arrived (on the loop thread): wake this process's followers of its channel."""
         if self._port is not None:
-            self._port.call_soon(self.appended.notify)
+            self._port.call_soon(self.due_recorded.notify if channel == DUE_CHANNEL else self.appended.notify)
 
     async def with_connection(self, work: Callable[[Any], Awaitable[T]], *, notify: bool = False) -> T:
         """Run `work(connection)` on the loop with a pooled connection (cancellable); see `connections`."""
@@ -275,3 +283,7 @@ class PostgresLedger(Ledger):
         self.faults.took()
         self.appended.notify()
         return records
+
+
+async def _nothing(conn: Any) -> None:
+    """The work of a unit sent only for its notification (`PostgresLedger.wake_other_servers`)."""
