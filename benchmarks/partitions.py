@@ -1,17 +1,17 @@
 """Several servers on one PostgreSQL database (issue 33): workflow throughput with 1, 2 and 3 servers, as ratios to
 one server in the same run, and where the machine's CPU went. Prints; asserts nothing.
 
-    python -m benchmarks.partitions [--servers 1,2,3] [--rounds N] [--seconds S] [--connections N]
+    python -m benchmarks.partitions [--servers 1,2,3] [--rounds N] [--seconds S] [--connections N] [--sweep D]
 
 For each count of servers: a fresh database in the tests' PostgreSQL server (`LEDGER_TEST_POSTGRES_URL`, by
-default the local server's `test` database; dropped afterwards), that many server
-processes on it (the test harness's forked servers, `WORKFLOW_SWEEP_INTERVAL` left at 1 s, one `SECRETS_KEY`),
-a playbook with the three-step `set` workflow `steps` saved through the first, and, once `GET /v1/status` shows
-every server holding partitions, `--rounds` rounds (after a 1 s one that warms up and is not kept). A round drives every
-server at once for `--seconds` with the raw-socket load of `benchmarks.http_routes` (`auto_runtime.bench.load`:
-one load process a server, `--connections` keep-alive sockets each, each sending its next `run_definition` as
-soon as the last one is answered), then waits until none of the playbook's workflow runs is `started` (a run
-taken where it arrives may end on its partition's holder after its start was answered).
+default the local server's `test` database; dropped afterwards), that many server processes on it (the test
+harness's forked servers, one `SECRETS_KEY`, `WORKFLOW_SWEEP_INTERVAL` left at 1 s unless `--sweep` sets it), a
+playbook with the three-step `set` workflow `steps` saved through the first, and, once `GET /v1/status` shows
+every server holding partitions, `--rounds` rounds (after a 1 s one that warms up and is not kept). A round
+drives every server at once for `--seconds` with the raw-socket load of `benchmarks.http_routes`
+(`auto_runtime.bench.load`: one load process a server, `--connections` keep-alive sockets each, each sending its
+next `run_definition` as soon as the last one is answered), then waits until none of the playbook's workflow
+runs is `started` (a run taken where it arrives may end on its partition's holder after its start was answered).
 
 Printed per count: the median of the rounds' workflows a second (runs started over the time from the load's
 start to the moment none was left started), its ratio to one server's median, and the share of the machine's CPU
@@ -21,13 +21,14 @@ cluster shows here, so a shared machine reads higher), and by the load processes
 is idle time or other processes'.
 
 A server that refuses the load (a release where one server holds every workflow answers the others' starts
-`unavailable`) is printed as refused, with its answer.
+`unavailable`) is printed as refused, with its answer, and with the servers' log lines of its incident for a 500.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import threading
 import time
@@ -163,11 +164,14 @@ def wait_spread(servers: Sequence[ServerProcess]) -> None:
 
 
 @contextmanager
-def servers_on_one_database(count: int, folder: Path) -> Iterator[tuple[list[ServerProcess], str]]:
-    """`count` servers on a fresh database, started at once; stopped at the end. Answers them and the database."""
+def servers_on_one_database(count: int, folder: Path, sweep: str | None) -> Iterator[tuple[list[ServerProcess], str]]:
+    """`count` servers on a fresh database, started at once, with `WORKFLOW_SWEEP_INTERVAL` at `sweep` (None:
+    the default); stopped at the end. Answers them and the database's name."""
     with ExitStack() as stack:
         url = stack.enter_context(fresh_database("bench_partitions"))
         settings = {**server_on(url), "LOG_LEVEL": "warn"}
+        if sweep is not None:
+            settings["WORKFLOW_SWEEP_INTERVAL"] = sweep
         started: list[ServerProcess] = []
         failures: list[BaseException] = []
 
@@ -191,7 +195,7 @@ def servers_on_one_database(count: int, folder: Path) -> Iterator[tuple[list[Ser
 
 def measure(count: int, folder: Path, arguments: argparse.Namespace) -> list[Round] | str:
     """The kept rounds with `count` servers, or why the servers refused the load."""
-    with servers_on_one_database(count, folder) as (servers, database):
+    with servers_on_one_database(count, folder, arguments.sweep) as (servers, database):
         with servers[0].client() as client:
             playbook = new_playbook(client)
             saved = client.post(f"{playbook}/definitions/workflow", json={"name": "steps", "source": STEPS})
@@ -206,8 +210,17 @@ def measure(count: int, folder: Path, arguments: argparse.Namespace) -> list[Rou
             ]
         except LoadFailed as refused:
             head, _, body = str(refused).partition("\r\n\r\n")
-            return f"{head.splitlines()[0]} {body}"[:300]
+            return f"{head.splitlines()[0]} {body}"[:300] + incident_lines(servers, body)
         return rounds
+
+
+def incident_lines(servers: Sequence[ServerProcess], body: str) -> str:
+    """The servers' log lines naming the incident of a 500 the load met (its `instance`), if the answer has one."""
+    found = re.search(r"urn:uuid:([0-9a-f-]{36})", body)
+    if found is None:
+        return ""
+    lines = [line for server in servers for line in server.log().splitlines() if found.group(1) in line]
+    return "\n" + "\n".join(line[:4000] for line in lines[-3:])
 
 
 def report(results: dict[int, list[Round] | str]) -> None:
@@ -234,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=2.5)
     parser.add_argument("--connections", type=int, default=8, help="keep-alive sockets a server")
+    parser.add_argument("--sweep", help="WORKFLOW_SWEEP_INTERVAL of every server, such as PT0.2S (default: 1 s)")
     arguments = parser.parse_args(argv)
     counts = [int(count) for count in arguments.servers.split(",")]
     begun = time.perf_counter()
