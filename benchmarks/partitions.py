@@ -18,7 +18,8 @@ start to the moment none was left started), its ratio to one server's median, an
 (all its cores over the round) taken by the servers, by the PostgreSQL backends of this database with the
 cluster's WAL writer, checkpointer and background writer, by every PostgreSQL process (another client of the
 cluster shows here, so a shared machine reads higher), and by the load processes. What is left of the machine
-is idle time or other processes'.
+is idle time or other processes'. Last, the servers' CPU a workflow (all servers' CPU over the runs): what a
+run costs more when its start is taken by a server that does not hold its partition.
 
 A server that refuses the load (a release where one server holds every workflow answers the others' starts
 `unavailable`) is printed as refused, with its answer, and with the servers' log lines of its incident for a 500.
@@ -49,6 +50,7 @@ from tests.postgres_support import fresh_database, server_on
 START_BODY = b'{"input": {"n": 1}}'
 BOUND_SECONDS = 120.0
 """How long a wait (servers settling, runs ending) may last before the benchmark gives up: a bound."""
+CORES = os.cpu_count() or 1
 WARM_UP_SECONDS = 1.0
 """The round before the kept ones, which is not kept."""
 CLUSTER_HELPERS = ("walwriter", "checkpointer", "background writer")
@@ -141,7 +143,7 @@ def one_round(
             time.sleep(0.05)
     elapsed = time.monotonic() - started
     after = sampler.read()
-    machine = elapsed * (os.cpu_count() or 1)
+    machine = elapsed * CORES
     shares = [(b - a) / machine for a, b in zip(before, after, strict=True)]
     return Round(done / elapsed, elapsed, *shares)
 
@@ -227,7 +229,7 @@ def report(results: dict[int, list[Round] | str]) -> None:
     floor = results.get(1)
     base = statistics.median(r.rate for r in floor) if isinstance(floor, list) else None
     header = f"{'servers':>7} {'wf/s':>7} {'x one':>6}   machine CPU: "
-    print(header + f"{'servers':>7} {'this db':>7} {'all pg':>7} {'load':>5}")
+    print(header + f"{'servers':>7} {'this db':>7} {'all pg':>7} {'load':>5}   servers' CPU a workflow")
     for count, rounds in results.items():
         if isinstance(rounds, str):
             print(f"{count:>7} refused: {rounds}")
@@ -238,7 +240,9 @@ def report(results: dict[int, list[Round] | str]) -> None:
             statistics.median(getattr(r, name) for r in rounds)
             for name in ("servers_cpu", "database_cpu", "postgres_cpu", "load_cpu")
         )
-        print(f"{count:>7} {rate:7.0f} {ratio:>6}   {'':12} {servers:7.0%} {database:7.0%} {postgres:7.0%} {load:5.0%}")
+        a_run = statistics.median(r.servers_cpu * CORES / r.rate for r in rounds)
+        shares = f"{servers:7.0%} {database:7.0%} {postgres:7.0%} {load:5.0%}"
+        print(f"{count:>7} {rate:7.0f} {ratio:>6}   {'':12} {shares}   {a_run * 1e3:5.1f} ms")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
