@@ -349,10 +349,10 @@ def compose_services(
 
 def workflows_child(workflows: WorkflowRuntime) -> ChildSpec:
     """The workflow runtime's supervisor (its timer loop, then its followers) as a child of the root, started before
-    the HTTP child (the lease is claimed before the first request) and stopped after it. The server marks it
+    the HTTP child (the partitions are claimed before the first request) and stopped after it. The server marks it
     stopping as soon as it is asked to stop, so requests still in flight while HTTP drains answer starts and sent
-    events `unavailable`; its children stop in reverse order, the timer loop last, which releases the lease for a
-    standby."""
+    events `unavailable`; its children stop in reverse order, the timer loop last, which releases its partitions
+    for the other servers."""
     return workflows.child_spec(shutdown=GRACEFUL_STOP_SECONDS)
 
 

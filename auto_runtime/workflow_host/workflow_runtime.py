@@ -15,7 +15,8 @@ Rules:
   While the server stops, starts and sent events answer `unavailable` with `Retry-After` (seeds: "While the
   runtime is stopping, `run_definition` returns `unavailable`").
 - `cancel` records `run_cancel_requested` on any server, with the `cancel:` outbox entry the holder carries
-  out in the same append; asking again before the run ended records nothing.
+  out in the same append (woken by `LISTEN/NOTIFY` when it is another server); asking again before the run ended
+  records nothing.
 - A waiting run holds nothing in memory: its state is in the `workflow_runs` projection, its timers and
   effects in the due-work table.
 
@@ -298,6 +299,8 @@ class WorkflowRuntime:
 
         if await record_cancel_request(writer, message, entry_of):
             self.loop.wake()
+            if self.fences.of_key(state.run_id) is None:  # the holder of the run's partition is another server
+                await self.ledger.wake_other_servers()
 
     async def send_event(
         self, scope: PlaybookScope, run_id: str, given: Mapping[str, Any], caller_id: str

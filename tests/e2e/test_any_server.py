@@ -89,6 +89,7 @@ def test_a_server_takes_starts_and_events_for_runs_of_the_other_servers_partitio
 
             runs: list[str] = []
             listening: list[tuple[ServerProcess, str]] = []
+            stopped: list[str] = []
             for arriving, holder in ((0, 1), (1, 0)):
                 with servers[arriving].client() as client:
                     instant = run_in(held[holder])
@@ -98,8 +99,13 @@ def test_a_server_takes_starts_and_events_for_runs_of_the_other_servers_partitio
                     assert started_at(client, playbook, "short", short)["status"] == "started"
                     listens = run_in(held[holder])
                     assert started_at(client, playbook, "listens", listens)["status"] == "started"
+                    cancelled = run_in(held[holder])
+                    assert started_at(client, playbook, "listens", cancelled)["status"] == "started"
+                    cancel = client.post(f"{playbook}/runs/{cancelled}/cancel", json={"reason": "Not needed."})
+                    assert cancel.status_code == 200, cancel.text
                     runs += [instant, short, listens]
                     listening.append((servers[arriving], listens))
+                    stopped.append(cancelled)
 
             for arriving, listens in listening:
                 with arriving.client() as client:
@@ -109,6 +115,8 @@ def test_a_server_takes_starts_and_events_for_runs_of_the_other_servers_partitio
                     assert sent.json()["run_id"] == listens and sent.json()["event"]["id"] == f"go-{listens}"
 
             with servers[0].client() as client:
+                for run in wait_ended(client, playbook, stopped).values():
+                    assert (run["status"], run["rejection"]["reason"]) == ("rejected", "cancelled"), run
                 ended = wait_ended(client, playbook, runs)
                 assert {run["status"] for run in ended.values()} == {"succeeded"}, ended
                 for _, listens in listening:
@@ -118,7 +126,7 @@ def test_a_server_takes_starts_and_events_for_runs_of_the_other_servers_partitio
                     check_once(events)
                     check_callees_once(client, playbook, events)
             # Each start and each event went through the due work of the run's partition, applied by its holder.
-            assert forwarded_keys(database_url) == [("workflow-event", "fired")] * 2 + [("workflow-start", "fired")] * 6
+            assert forwarded_keys(database_url) == [("workflow-event", "fired")] * 2 + [("workflow-start", "fired")] * 8
         finally:
             for server in servers:
                 assert server.stop() == 0, server.log()

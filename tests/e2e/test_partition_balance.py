@@ -39,7 +39,8 @@ def settled(servers: list[ServerProcess], want: dict[str, int]) -> list[dict[str
         ):
             return statuses
         time.sleep(0.2)
-    raise AssertionError(f"the servers did not settle on {want}: {statuses}")
+    told = [[line for line in server.log().splitlines() if "partitions held" in line] for server in servers]
+    raise AssertionError(f"the servers did not settle on {want}: {statuses}; they told: {told}")
 
 
 def test_two_servers_split_the_partitions_and_the_one_left_takes_them_all(tmp_path: Path) -> None:

@@ -226,3 +226,26 @@ def test_the_workflow_lapse_is_the_longer_of_three_sweeps_and_three_seconds() ->
     assert workflow_lease_lapse(timedelta(minutes=1)) == timedelta(minutes=3)
     with pytest.raises(ValueError, match="sweep"):
         workflow_lease_lapse(timedelta(0))
+
+
+async def test_many_leases_are_claimed_read_and_released_in_one_call_each(ledger: Ledger) -> None:
+    """Issue 33: a server claims its partitions' leases together (in name order, each by the rules of one claim),
+    reads every row under a prefix at one `now`, and releases several at once."""
+    await ledger.lease("p:1").claim("host-b", LONG)
+    states = await ledger.leases.claim_many(["p:2", "p:1", "p:0", "p:2"], "host-a", LONG)
+    assert [(s.name, s.holder, s.fencing) for s in states] == [
+        ("p:0", "host-a", 1),
+        ("p:1", "host-b", 1),
+        ("p:2", "host-a", 1),
+    ]
+    rows = await ledger.leases.read_all("p:")
+    assert [(r.name, r.holder) for r in rows] == [("p:0", "host-a"), ("p:1", "host-b"), ("p:2", "host-a")]
+    assert len({r.now for r in rows}) == 1
+    assert await ledger.leases.release_many(["p:0", "p:1", "p:2"], "host-a") == 2
+    assert [r.holder for r in await ledger.leases.read_all("p:")] == [None, "host-b", None]
+    again = await ledger.leases.claim_many(["p:0"], "host-c", LONG)
+    assert (again[0].holder, again[0].fencing) == ("host-c", 2)  # taken from nobody after a release: a new epoch
+    assert await ledger.leases.read_all("q:") == []
+    assert await ledger.leases.claim_many([], "host-a", LONG) == []
+    with pytest.raises(ValueError, match="prefix"):
+        await ledger.leases.read_all("")

@@ -138,8 +138,12 @@ async def claim_many(conn: Any, names: list[str], holder: str, lapse: timedelta)
 
 
 async def release_many(conn: Any, names: list[str], holder: str) -> int:
+    """Release the rows in name order (their locks taken by the subquery in that order, as `claim_many` takes
+    them), so a release and another server's claims of overlapping rows never deadlock."""
     status = await conn.execute(
-        "UPDATE ledger_leases SET holder = NULL, lapses_at = NULL WHERE name = ANY($1::text[]) AND holder = $2",
+        "UPDATE ledger_leases SET holder = NULL, lapses_at = NULL WHERE name IN ("
+        "SELECT name FROM ledger_leases WHERE name = ANY($1::text[]) AND holder = $2 "
+        'ORDER BY name COLLATE "C" FOR UPDATE)',
         names,
         holder,
     )
