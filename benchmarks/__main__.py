@@ -20,6 +20,7 @@ BENCHMARKS = (
     "http_routes",
     "reasoning_overhead",
     "workflows",
+    "partitions",
     "tools",
     "stderr_flood",
     "interaction",
