@@ -2,7 +2,8 @@
 
 A fresh `python -m auto_runtime serve` spends about 2 s of CPU before it serves, nearly all of it importing
 the server, and the suite starts well over a hundred servers. `launch` forks each one instead from the test
-process's multiprocessing forkserver, which imported `auto_runtime.server` once (`PRELOAD`): the child takes
+process's multiprocessing forkserver, which imported `auto_runtime.server` once and paid what each start
+would otherwise pay again (`PRELOAD`, `server_warm_up`): the child takes
 the server's folder as its working directory, the server's environment as its whole environment (in place,
 so what it starts inherits it), its log file as standard output and error, and runs `auto_runtime.cli.main`
 with the arguments, as `python -m auto_runtime` does.
@@ -26,8 +27,9 @@ from collections.abc import Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-PRELOAD = ["auto_runtime.server", "auto_runtime.cli", __name__]
-"""What the forkserver imports once, before it forks any server."""
+PRELOAD = ["auto_runtime.server", "auto_runtime.cli", "tests.e2e.server_warm_up", __name__]
+"""What the forkserver imports once, before it forks any server (`server_warm_up` runs its warm-up as it is
+imported)."""
 
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(PRELOAD)
