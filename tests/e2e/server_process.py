@@ -25,6 +25,7 @@ from tests.sandbox_engine import seed_cache
 
 START_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 30.0
+COMMAND_TIMEOUT_SECONDS = 120.0
 
 STARTS_RECORD = "AUTO_RUNTIME_TEST_STARTS"
 """When set, the file every server start of the tests appends a line to: the test that started it (as pytest
@@ -186,9 +187,41 @@ def start_server(
     raise AssertionError(f"the server did not answer /health within {START_TIMEOUT_SECONDS} s:\n{server.log()}")
 
 
+def run_forked(
+    folder: Path, *arguments: str, settings: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`run_command`, forked (`forked_server`) instead of a fresh interpreter, for a start the test expects to
+    be refused: about 2 s of CPU less each. Its output is read from two files of `folder` once it ended.
+
+    A `serve` gets the session's compiled sandbox module first, as from `start_server`: the server makes its
+    sandbox engine before some of its checks refuse the start, and without the module it compiles one (some
+    seconds of CPU on every core) only to stop."""
+    folder.mkdir(parents=True, exist_ok=True)
+    environment = base_environment(folder)
+    environment.update(settings or {})
+    mode: Mode = "image" if "--image" in arguments else "command_line"
+    if arguments[:1] == ("serve",) and (cache_folder := sandbox_cache_of(environment, folder, mode)) is not None:
+        seed_cache(cache_folder)
+    output, errors = folder / "command.out", folder / "command.err"
+    for path in (output, errors):
+        path.unlink(missing_ok=True)
+    process = launch(arguments, folder, environment, output, errors)
+    try:
+        code = process.wait(COMMAND_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise
+    return subprocess.CompletedProcess(
+        process.args, code, output.read_text(errors="replace"), errors.read_text(errors="replace")
+    )
+
+
 def run_command(
     folder: Path, *arguments: str, settings: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """`python -m auto_runtime <arguments>` in a fresh interpreter, as a person runs it: for the tests of the
+    command line itself."""
     environment = base_environment(folder)
     environment.update(settings or {})
     return subprocess.run(
@@ -197,6 +230,6 @@ def run_command(
         env=environment,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=COMMAND_TIMEOUT_SECONDS,
         check=False,
     )
