@@ -112,7 +112,7 @@ from auto_runtime.mcp_server.asgi import McpRoot
 from auto_runtime.mcp_server.service import McpService
 from auto_runtime.metrics import install_metrics
 from auto_runtime.models import ModelDirectory
-from auto_runtime.models.http_client import model_http_client
+from auto_runtime.models.http_client import model_http_client, ssl_context
 from auto_runtime.models.providers import partly_configured
 from auto_runtime.operations.catalog import Catalog
 from auto_runtime.operations.dispatcher import Dispatcher
@@ -624,7 +624,8 @@ async def content_objects_of(settings: Settings, environ: Mapping[str, str]) -> 
     else:
         log.info("content is kept in s3://%s/%s", location.bucket, location.prefix)
     client = model_http_client(settings)
-    local_client = httpx.AsyncClient(trust_env=False)  # credential endpoints: link-local, never proxied
+    # credential endpoints: link-local, never proxied
+    local_client = httpx.AsyncClient(trust_env=False, verify=ssl_context(None))
     try:
         endpoint = S3Endpoint(settings.aws_region or S3_DEFAULT_REGION, settings.aws_endpoint_url)
         requests = S3Requests(client, AwsDefaultChain(local_client, environ), endpoint)

@@ -13,7 +13,7 @@ from auto_runtime.models.answers import ModelAnswer
 from auto_runtime.models.conversation import ModelRequest
 from auto_runtime.models.deadlines import RetryPolicy
 from auto_runtime.models.google_credentials import ApplicationDefaultCredentials
-from auto_runtime.models.http_client import model_http_client
+from auto_runtime.models.http_client import model_http_client, ssl_context
 from auto_runtime.models.listing import ModelCatalog, ModelList
 from auto_runtime.models.provider_options import check_gateway_options
 from auto_runtime.models.provider_words import Scrubber
@@ -89,7 +89,8 @@ class ModelDirectory:
         endpoints when a call needs them. ``cloud`` replaces those sources."""
         environ = environ or {}
         client = model_http_client(settings)
-        local_client = httpx.AsyncClient(trust_env=False)  # metadata endpoints: link-local, never proxied
+        # metadata endpoints: link-local, never proxied
+        local_client = httpx.AsyncClient(trust_env=False, verify=ssl_context(None))
         if cloud is None:
             cloud = CloudCredentials(
                 aws=AwsDefaultChain(local_client, environ),

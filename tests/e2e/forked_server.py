@@ -2,7 +2,8 @@
 
 A fresh `python -m auto_runtime serve` spends about 2 s of CPU before it serves, nearly all of it importing
 the server, and the suite starts well over a hundred servers. `launch` forks each one instead from the test
-process's multiprocessing forkserver, which imported `auto_runtime.server` once (`PRELOAD`): the child takes
+process's multiprocessing forkserver, which imported `auto_runtime.server` once and paid what each start
+would otherwise pay again (`PRELOAD`, `server_warm_up`): the child takes
 the server's folder as its working directory, the server's environment as its whole environment (in place,
 so what it starts inherits it), its log file as standard output and error, and runs `auto_runtime.cli.main`
 with the arguments, as `python -m auto_runtime` does.
@@ -26,22 +27,25 @@ from collections.abc import Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-PRELOAD = ["auto_runtime.server", "auto_runtime.cli", __name__]
-"""What the forkserver imports once, before it forks any server."""
+PRELOAD = ["auto_runtime.server", "auto_runtime.cli", "tests.e2e.server_warm_up", __name__]
+"""What the forkserver imports once, before it forks any server (`server_warm_up` runs its warm-up as it is
+imported)."""
 
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(PRELOAD)
 
 
-def _serve(arguments: Sequence[str], folder: str, environment: Mapping[str, str], log_path: str) -> None:
+def _serve(
+    arguments: Sequence[str], folder: str, environment: Mapping[str, str], log_path: str, error_path: str
+) -> None:
     """The child: become the server's process, then run its command line (which ends the process itself)."""
     os.chdir(folder)
     os.environ.clear()
     os.environ.update(environment)
-    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
+    for number, path in ((1, log_path), (2, error_path)):
+        log = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.dup2(log, number)
+        os.close(log)
     sys.argv = command_of(arguments)
     from auto_runtime.cli import main
 
@@ -93,12 +97,18 @@ def command_of(arguments: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "auto_runtime", *arguments]
 
 
-def launch(arguments: Sequence[str], folder: Path, environment: Mapping[str, str], log_path: Path) -> ForkedServer:
+def launch(
+    arguments: Sequence[str],
+    folder: Path,
+    environment: Mapping[str, str],
+    log_path: Path,
+    error_path: Path | None = None,
+) -> ForkedServer:
     """Fork a server running `auto_runtime <arguments>` in `folder` with exactly `environment`, its output
-    appended to `log_path`."""
+    appended to `log_path` (its standard error to `error_path` instead, when given)."""
     process = _context.Process(
         target=_serve,
-        args=(tuple(arguments), str(folder), dict(environment), str(log_path)),
+        args=(tuple(arguments), str(folder), dict(environment), str(log_path), str(error_path or log_path)),
         name=f"auto-runtime {' '.join(arguments)}",
     )
     process.start()

@@ -12,6 +12,8 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.client_tls import tls_context
+
 MODES = ("auto", "legacy")
 """Both protocol generations the SDK speaks: `auto` settles on 2026-07-28, `legacy` on the initialize handshake."""
 PROTOCOL_OF_MODE = {"auto": "2026-07-28", "legacy": "2025-11-25"}
@@ -23,7 +25,7 @@ async def mcp_client(
 ) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {secret}"} if secret else {}
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=60.0) as http,
+        httpx2.AsyncClient(headers=headers, timeout=60.0, verify=tls_context()) as http,
         Client(streamable_http_client(base_url + path, http_client=http), mode=mode, cache=None) as client,
     ):
         yield client

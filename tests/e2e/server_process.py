@@ -19,11 +19,18 @@ import httpx
 from auto_runtime.server import cache_folder_of
 from auto_runtime.settings import SettingsError, load_settings
 from auto_runtime.settings.variables import Mode
+from tests.client_tls import tls_context
 from tests.e2e.forked_server import ForkedServer, launch
 from tests.sandbox_engine import seed_cache
 
 START_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 30.0
+COMMAND_TIMEOUT_SECONDS = 120.0
+
+STARTS_RECORD = "AUTO_RUNTIME_TEST_STARTS"
+"""When set, the file every server start of the tests appends a line to: the test that started it (as pytest
+names it in `PYTEST_CURRENT_TEST`) and the server's arguments, then, at its stop, its CPU seconds. For measuring
+where the suite's starts go: `AUTO_RUNTIME_TEST_STARTS=/tmp/starts.tsv pytest ...`."""
 
 
 PORTS_PER_WORKER = 1000
@@ -80,7 +87,7 @@ class ServerProcess:
     log_path: Path
 
     def client(self, **headers: str) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30.0)
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30.0, verify=tls_context())
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -88,6 +95,7 @@ class ServerProcess:
     def stop(self) -> int:
         """SIGTERM, then the exit code (SIGKILL and a failure when it does not stop in time)."""
         if self.process.poll() is None:
+            record_start("stop", f"{cpu_seconds_of(self.process.pid):.2f}")
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(STOP_TIMEOUT_SECONDS)
@@ -98,6 +106,24 @@ class ServerProcess:
         code = self.process.returncode
         assert code is not None
         return code
+
+
+def record_start(*fields: str) -> None:
+    """One line of `STARTS_RECORD`'s file, when the variable names one: the current test, then `fields`."""
+    if (record := os.environ.get(STARTS_RECORD)) is None:
+        return
+    test = os.environ.get("PYTEST_CURRENT_TEST", "-").rsplit(" (", 1)[0]
+    with open(record, "a", encoding="utf-8") as lines:
+        lines.write("\t".join((test, *fields)) + "\n")
+
+
+def cpu_seconds_of(pid: int) -> float:
+    """The CPU seconds (user and system) a running process of this machine has used so far, from `/proc`."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def sandbox_cache_of(environment: Mapping[str, str], folder: Path, mode: Mode = "command_line") -> Path | None:
@@ -141,27 +167,61 @@ def start_server(
     if seed_sandbox and (cache_folder := sandbox_cache_of(environment, folder, mode)) is not None:
         seed_cache(cache_folder)
     log_path = folder / "server.log"
+    record_start("start", " ".join(arguments))
     process = launch(arguments, folder, environment, log_path)
     host = environment.get("HOST", "127.0.0.1")
     base_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '127.0.0.1') else host}:{port}"
     server = ServerProcess(process, base_url, folder, log_path)
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited with {process.returncode}:\n{server.log()}")
-        try:
-            if httpx.get(f"{base_url}/health", timeout=1.0).status_code == 200:
-                return server
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
+    with httpx.Client(timeout=1.0, verify=tls_context()) as poll:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise AssertionError(f"the server exited with {process.returncode}:\n{server.log()}")
+            try:
+                if poll.get(f"{base_url}/health").status_code == 200:
+                    return server
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
     server.stop()
     raise AssertionError(f"the server did not answer /health within {START_TIMEOUT_SECONDS} s:\n{server.log()}")
+
+
+def run_forked(
+    folder: Path, *arguments: str, settings: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`run_command`, forked (`forked_server`) instead of a fresh interpreter, for a start the test expects to
+    be refused: about 2 s of CPU less each. Its output is read from two files of `folder` once it ended.
+
+    A `serve` gets the session's compiled sandbox module first, as from `start_server`: the server makes its
+    sandbox engine before some of its checks refuse the start, and without the module it compiles one (some
+    seconds of CPU on every core) only to stop."""
+    folder.mkdir(parents=True, exist_ok=True)
+    environment = base_environment(folder)
+    environment.update(settings or {})
+    mode: Mode = "image" if "--image" in arguments else "command_line"
+    if arguments[:1] == ("serve",) and (cache_folder := sandbox_cache_of(environment, folder, mode)) is not None:
+        seed_cache(cache_folder)
+    output, errors = folder / "command.out", folder / "command.err"
+    for path in (output, errors):
+        path.unlink(missing_ok=True)
+    process = launch(arguments, folder, environment, output, errors)
+    try:
+        code = process.wait(COMMAND_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise
+    return subprocess.CompletedProcess(
+        process.args, code, output.read_text(errors="replace"), errors.read_text(errors="replace")
+    )
 
 
 def run_command(
     folder: Path, *arguments: str, settings: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """`python -m auto_runtime <arguments>` in a fresh interpreter, as a person runs it: for the tests of the
+    command line itself."""
     environment = base_environment(folder)
     environment.update(settings or {})
     return subprocess.run(
@@ -170,6 +230,6 @@ def run_command(
         env=environment,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=COMMAND_TIMEOUT_SECONDS,
         check=False,
     )

@@ -1,10 +1,13 @@
-"""The supervision tree of a running server, read from its start log (issue 15, point 1; design §4)."""
+"""The supervision tree of a running server, read from its start log (issue 15, point 1; design §4). Both tests
+read the log of one server's whole life, started, asked for `/health` and stopped (`life_log`)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.e2e.server_process import start_server
 
@@ -74,16 +77,22 @@ def tree_entries(log: str) -> list[dict[str, Any]]:
     return [entry for entry in entries if entry["message"].startswith("supervision tree: ")]
 
 
-def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tmp_path: Path) -> None:
-    server = start_server(tmp_path, {"LOG_FORMAT": "json", "LOG_LEVEL": "info"})
+@pytest.fixture(scope="module")
+def life_log(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The log of a server started, asked for `/health` and stopped with SIGTERM (exit 0)."""
+    server = start_server(Path(tmp_path_factory.mktemp("tree")), {"LOG_FORMAT": "json", "LOG_LEVEL": "info"})
     try:
         with server.client() as client:
             assert client.get("/health").status_code == 200
     finally:
         code = server.stop()
     assert code == 0, server.log()
-    entries = tree_entries(server.log())
-    assert len(entries) == 1, server.log()
+    return server.log()
+
+
+def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(life_log: str) -> None:
+    entries = tree_entries(life_log)
+    assert len(entries) == 1, life_log
     (entry,) = entries
     assert entry["level"] == "info"
     assert entry["logger"] == "auto_runtime.server"
@@ -103,11 +112,8 @@ def test_a_server_logs_its_tree_once_at_start_with_every_child_in_start_order(tm
     )
 
 
-def test_the_tree_is_logged_after_the_children_started_and_before_http_stops(tmp_path: Path) -> None:
-    server = start_server(tmp_path, {"LOG_FORMAT": "json", "LOG_LEVEL": "info"})
-    code = server.stop()
-    assert code == 0, server.log()
-    messages = [json.loads(line)["message"] for line in server.log().splitlines() if line.startswith("{")]
+def test_the_tree_is_logged_after_the_children_started_and_before_http_stops(life_log: str) -> None:
+    messages = [json.loads(line)["message"] for line in life_log.splitlines() if line.startswith("{")]
     listening = next(i for i, message in enumerate(messages) if message.startswith("listening on "))
     tree = next(i for i, message in enumerate(messages) if message.startswith("supervision tree: "))
     stopped = messages.index("stopped")

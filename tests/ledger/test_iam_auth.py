@@ -24,7 +24,7 @@ import trio
 from auto_runtime.aws.signing import AwsCredentials
 from auto_runtime.ledger import LedgerStartError, open_ledger
 from auto_runtime.ledger.postgres.iam_auth import RdsIamPassword, rds_auth_token, sign_in_options
-from tests.e2e.server_process import free_port, run_command
+from tests.e2e.server_process import free_port, run_forked
 
 from .children import ROOT, child_command
 from .test_host_processes import LineReader
@@ -207,7 +207,7 @@ async def test_the_server_signs_in_with_a_token_and_a_refusal_is_one_line(tmp_pa
             "AWS_SESSION_TOKEN": SESSION.session_token or "",
             "SECRETS_KEY": base64.b64encode(secrets.token_bytes(32)).decode("ascii"),
         }
-        result = await trio.to_thread.run_sync(lambda: run_command(tmp_path, "serve", settings=settings))
+        result = await trio.to_thread.run_sync(lambda: run_forked(tmp_path, "serve", settings=settings))
         assert result.returncode == 1, result.stdout + result.stderr
         assert (result.stdout + result.stderr).strip() == (
             f"DATABASE_URL: 127.0.0.1:{port} refused the credentials "

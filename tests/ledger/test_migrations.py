@@ -49,7 +49,7 @@ from auto_runtime.ledger.partitions import RETIRED_HOLDER
 from auto_runtime.ledger.postgres import schema as postgres_schema
 from auto_runtime.ledger.records import from_microseconds
 from auto_runtime.ledger.sqlite import schema as sqlite_schema
-from tests.e2e.server_process import free_port, run_command
+from tests.e2e.server_process import free_port, run_forked
 from tests.postgres_support import admin
 
 from .children import ROOT, child_command, where
@@ -386,7 +386,7 @@ async def test_a_ledger_a_newer_release_migrated_is_refused_with_one_line(target
     assert str(refused.value) == line
 
     result = await trio.to_thread.run_sync(
-        lambda: run_command(tmp_path, "serve", settings={"PORT": str(free_port()), "LOG_LEVEL": "error", **settings})
+        lambda: run_forked(tmp_path, "serve", settings={"PORT": str(free_port()), "LOG_LEVEL": "error", **settings})
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert (result.stdout + result.stderr).strip() == line

@@ -74,11 +74,22 @@ class Hostile:
     ending: Ending
     input: Any = None
     repeated: bool = True
-    """Whether the memory test runs it again and again (a program that holds a worker 10 s runs once)."""
+    """Whether the memory test runs it again and again. Not a program that holds a worker 10 s, nor one of the
+    slow ways to use up the work budget (`SLOW_TO_USE_UP`): the memory test keeps that ending with the ways
+    that reach it for less CPU (`loop-forever`, the regexes); each slow one is checked once, alone."""
 
     @property
     def source(self) -> str:
         return HEAD + self.program
+
+
+SLOW_TO_USE_UP = False
+"""`repeated` for a program that takes several times the CPU of `loop-forever` (about 1 s) to use up its
+10,000,000,000 units of work: an exception caught each round, a generator, big integers (3 to 8 s each on a
+loaded 2-core machine). The memory test ran each about seven times (two warm-up passes, four in its 200, one
+after), a third of the module's CPU, for the ending (the run out of fuel, `sandbox.evaluate`'s `OutOfWork`)
+that `loop-forever` and the regexes reach there for less. Each is still run, alone, by the test of each
+program's ending."""
 
 
 def raised(line: int, words: str) -> Unworkable:
@@ -92,6 +103,7 @@ CORPUS: tuple[Hostile, ...] = (
         "loop-huge-range",
         "def main(input):\n    total = 0\n    for i in range(10 ** 15):\n        total += i\n    return total\n",
         Unworkable(USED_UP),
+        repeated=SLOW_TO_USE_UP,
     ),
     Hostile(
         "loop-on-the-clock",
@@ -104,6 +116,7 @@ CORPUS: tuple[Hostile, ...] = (
         "def main(input):\n    while True:\n        try:\n            1 // 0\n        except ZeroDivisionError:\n"
         "            pass\n",
         Unworkable(USED_UP),
+        repeated=SLOW_TO_USE_UP,
     ),
     # Memory bombs
     Hostile("memory-big-list", "def main(input):\n    a = [0] * (10 ** 9)\n    return len(a)\n", raised(5, HEAP_FULL)),
@@ -326,6 +339,7 @@ CORPUS: tuple[Hostile, ...] = (
         "def main(input):\n    return sum(forever())\ndef forever():\n    n = 0\n    while True:\n        n += 1\n"
         "        yield n\n",
         Unworkable(USED_UP),
+        repeated=SLOW_TO_USE_UP,
     ),
     Hostile(
         "generator-listed",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from tests.client_tls import tls_context
 from tests.e2e.server_process import ServerProcess
 
 PROBE_TIMEOUT_SECONDS = 30.0
@@ -57,7 +58,7 @@ def _probe_round(client: httpx.Client, run_url: str, probes: _Probes) -> None:
 @contextmanager
 def kept_live(server: ServerProcess, timeout: float = PROBE_TIMEOUT_SECONDS) -> Iterator[None]:
     """Probes `/health` and a bystander org's run while the block runs; fails when any probe did not answer."""
-    with httpx.Client(base_url=server.base_url, timeout=timeout) as client:
+    with httpx.Client(base_url=server.base_url, timeout=timeout, verify=tls_context()) as client:
         run_url = _bystander_run_url(client)
         probes = _Probes()
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import httpx
 
+from tests.client_tls import tls_context
 from tests.conformance.helpers import new_playbook, problem
 from tests.e2e.server_process import ServerProcess
 from tests.security.liveness import PROBE_TIMEOUT_SECONDS
@@ -27,7 +28,10 @@ computation's save waits for (README settled point 13), so fifty at once measure
 def _together(server: ServerProcess, request: Callable[[httpx.Client, int], httpx.Response]) -> list[httpx.Response]:
     """`request(client, i)` from `CLIENTS` threads at once, each with a client and connection of its own."""
     answers: list[httpx.Response | BaseException | None] = [None] * CLIENTS
-    clients = [httpx.Client(base_url=server.base_url, timeout=PROBE_TIMEOUT_SECONDS) for _ in range(CLIENTS)]
+    clients = [
+        httpx.Client(base_url=server.base_url, timeout=PROBE_TIMEOUT_SECONDS, verify=tls_context())
+        for _ in range(CLIENTS)
+    ]
     for client in clients:
         assert client.get("/health").status_code == 200  # opens each client's connection before the barrier
     barrier = threading.Barrier(CLIENTS)

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from tests.conformance.helpers import ECHO_PROGRAM, create_computation, new_playbook, problem
-from tests.e2e.server_process import ServerProcess, free_port, run_command, start_server
+from tests.e2e.server_process import ServerProcess, free_port, run_forked, start_server
 from tests.security.small_disk import fill, postgres_on, small_disk
 
 DISK_SIZE = "24m"
@@ -150,7 +150,7 @@ def test_a_server_started_on_a_full_disk_says_so_in_one_line_and_exits_non_zero(
         fill(disk)
         ledger_file = disk / "data" / "ledger.db"
         settings = {"LEDGER_FILE": str(ledger_file), "PORT": str(free_port()), "LOG_LEVEL": "error"}
-        result = run_command(tmp_path, "serve", settings=settings)
+        result = run_forked(tmp_path, "serve", settings=settings)
     assert result.returncode == 1, result.stderr
     output = (result.stdout + result.stderr).strip()
     assert output == f"LEDGER_FILE: the disk of {ledger_file} is full; free some space and start again", output

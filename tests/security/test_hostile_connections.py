@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.conformance.helpers import problem
-from tests.e2e.server_process import free_port, run_command
+from tests.e2e.server_process import free_port, run_forked
 from tests.fakes.gateway_process import HttpFakeProcess, start_openapi_service
 from tests.fakes.hostile_documents import HOSTILE
 from tests.fakes.openapi_service import KEY
@@ -125,7 +125,7 @@ def test_the_same_documents_in_the_configuration_file_stop_the_start_with_one_li
     entry = {"document": document, "base_url": "http://127.0.0.1:9/v1", "org": "acme"}
     (tmp_path / "auto-runtime.yaml").write_text(json.dumps({"tool_servers": {"legacy": entry}}))
     settings = {"CONFIG_FILE": str(tmp_path / "auto-runtime.yaml"), "PORT": str(free_port()), "LOG_LEVEL": "error"}
-    result = run_command(tmp_path, "serve", settings=settings)
+    result = run_forked(tmp_path, "serve", settings=settings)
     assert result.returncode == 1, result.stdout + result.stderr
     output = (result.stdout + result.stderr).strip()
     assert "Traceback" not in output, output

@@ -1,9 +1,10 @@
 """The hostile-program corpus against one real server: each program ends as `computation-format.md` says,
 and 200 of them leave the server's memory where it was and every other org served.
 
-Memory: the server's resident set (`VmRSS` of `/proc/<pid>/status`) is read after a warm-up pass of the whole
-corpus (four at a time, so the workers have run the memory bombs and been replaced after them, and the
-allocator holds what it keeps), and again after 200 more hostile programs. The bound,
+Memory: the server's resident set (`VmRSS` of `/proc/<pid>/status`) is read after a warm-up pass of the
+corpus's repeated programs (`Hostile.repeated`: all but the one that holds a worker 10 s and the slow ways to
+use up the work, `SLOW_TO_USE_UP`; four at a time, so the workers have run the memory bombs and been replaced
+after them, and the allocator holds what it keeps), and again after 200 more hostile programs. The bound,
 `RSS_GROWTH_BOUND_MIB`, is generous on purpose: a run's store may hold up to 256 MiB of linear memory, the
 allocator keeps some freed pages per thread, and workers are replaced after bad runs, so the resident set
 moves by some MiB from one reading to the next (measured: 339 MiB after the warm-up, 347 MiB after 200 more).
@@ -95,7 +96,7 @@ def sent_until_served(client: httpx.Client, playbook: str, hostile: Hostile) -> 
 
 def check_ran_in_a_crowd(hostile: Hostile, response: httpx.Response) -> None:
     """`check_ran`, except that a program the spec stops for using up its work may meet its 10 seconds first:
-    it spends seconds of CPU on its work (about 3 s for `loop-swallows-errors` alone on this machine), and four
+    it spends seconds of CPU on its work (about 1 s for `loop-forever` alone on this machine), and four
     at once on a busy machine get a share of a core each, so which bound it meets first depends on the machine,
     and either ending is the spec's for it. `test_a_hostile_program_ends_as_the_spec_says` checks the work
     ending of each, one at a time."""

@@ -8,7 +8,7 @@ import os
 import secrets
 from pathlib import Path
 
-from tests.e2e.server_process import free_port, run_command, start_server
+from tests.e2e.server_process import free_port, run_forked, start_server
 from tests.postgres_support import ADMIN_URL, with_database
 
 PASSWORD = "hunter2-secret"
@@ -24,7 +24,7 @@ def _postgres(url: str) -> dict[str, str]:
 
 
 def _one_line(folder: Path, settings: dict[str, str]) -> str:
-    result = run_command(folder, "serve", settings=settings)
+    result = run_forked(folder, "serve", settings=settings)
     assert result.returncode == 1, result.stdout + result.stderr
     output = (result.stdout + result.stderr).strip()
     assert "Traceback" not in output, output

@@ -43,6 +43,13 @@ from tests.fakes.gateway_process import start_oauth_server
 HOSTS = "The host {} is not one the operator allows connections to reach (connections.allowed_hosts)."
 KINDS = "The operator does not let a connection take a credential of the kind {} (connections.credential_kinds)."
 VARIABLES = "The variable {} is not one the operator lets a reference credential name (connections.variables)."
+RULES = {
+    "allowed_hosts": ["127.0.0.1", "*.example.com"],
+    "credential_kinds": ["none", "secret", "reference"],
+    "variables": ["CRM_API_KEY"],
+}
+"""The rules of the restart test's second life: loopback by its address (not `localhost`) and the hosts under
+example.com, three kinds of credential, one variable."""
 
 
 def _post(client: httpx.Client, url: str, credential: dict[str, Any]) -> httpx.Response:
@@ -59,65 +66,52 @@ def test_a_reference_to_a_variable_the_operator_does_not_list_is_forbidden(
     assert refused["detail"] == VARIABLES.format("OTHER_KEY")
 
 
-def test_the_rules_refuse_a_host_a_kind_of_credential_and_a_variable(
-    tmp_path: Path, connection_fakes: ConnectionFakes
-) -> None:
-    rules = {"allowed_hosts": ["*.example.com"], "credential_kinds": ["none", "secret", "reference"]}
-    settings = connection_settings(connection_fakes, CONNECTIONS=json.dumps({**rules, "variables": ["CRM_API_KEY"]}))
-    server = start_server(tmp_path, settings)
-    try:
-        with server.client() as client:
-            refused = problem(_post(client, connection_fakes.open.url, {"kind": "none"}), 403, "forbidden")
-            assert refused["detail"] == HOSTS.format("127.0.0.1")
-            refused = problem(_post(client, "https://example.com/mcp", {"kind": "none"}), 403, "forbidden")
-            assert refused["detail"] == HOSTS.format("example.com")  # *. covers the hosts under it, not itself
-            assert _post(client, "https://crm.example.com/mcp", {"kind": "none"}).status_code == 201
-            oauth = {"kind": "client_credentials", "issuer": "https://auth.example.com", "client_id": "c"}
-            refused = problem(_post(client, "https://crm.example.com/mcp", oauth), 403, "forbidden")
-            assert refused["detail"] == KINDS.format("client_credentials")
-            reference = {"kind": "reference", "variable": "OTHER_KEY", "name": "X-Key", "in": "header"}
-            refused = problem(_post(client, "https://crm.example.com/mcp", reference), 403, "forbidden")
-            assert refused["detail"] == VARIABLES.format("OTHER_KEY")
-            document = {
-                "name": fresh_name(),
-                "kind": "openapi",
-                "entry": {"document": "https://api.example.com/openapi.json", "base_url": "https://api.other.com/v1"},
-                "credential": {"kind": "none"},
-            }
-            refused = problem(client.post(f"/v1/orgs/{ORG}/connections", json=document), 403, "forbidden")
-            assert refused["detail"] == HOSTS.format("api.other.com")
-    finally:
-        assert server.stop() == 0, server.log()
-
-
-def test_people_may_add_false_refuses_every_connection(tmp_path: Path, connection_fakes: ConnectionFakes) -> None:
-    settings = connection_settings(connection_fakes, CONNECTIONS=json.dumps({"people_may_add": False}))
-    server = start_server(tmp_path, settings)
-    try:
-        with server.client() as client:
-            refused = problem(_post(client, connection_fakes.open.url, {"kind": "none"}), 403, "forbidden")
-            assert refused["detail"] == NO_CONNECTION
-    finally:
-        assert server.stop() == 0, server.log()
-
-
-def test_a_key_adds_no_connection(tmp_path: Path, connection_fakes: ConnectionFakes) -> None:
+def test_a_key_adds_no_connection_where_people_sign_in(tmp_path: Path, connection_fakes: ConnectionFakes) -> None:
+    """With `PUBLIC_URL` set (people sign in), a key is still refused; a server of keys alone is the last life of
+    `test_rules_changed_between_starts_reach_the_connections_already_added`."""
     every = [part for p in ("org:read", "org:write", "playbook:read", "playbook:write") for part in ("--permission", p)]
     writer = issue_key(tmp_path, "--org", ORG, *every)
-    keys = json.dumps([writer.entry])
-    for extra, words in (
-        ({}, "signs nobody in"),
-        ({"PUBLIC_URL": "https://runtime.example.com"}, "not by an API key"),
-    ):
-        folder = tmp_path / ("signs-in" if extra else "keys-alone")
-        server = start_server(folder, connection_settings(connection_fakes, API_KEYS=keys, **extra))
-        try:
-            with server.client(Authorization=f"Bearer {writer.secret}") as client:
-                refused = problem(_post(client, connection_fakes.open.url, {"kind": "none"}), 403, "forbidden")
-                assert words in refused["detail"]
-                assert client.get(f"/v1/orgs/{ORG}/connections").status_code == 200
-        finally:
-            assert server.stop() == 0, server.log()
+    settings = connection_settings(
+        connection_fakes, API_KEYS=json.dumps([writer.entry]), PUBLIC_URL="https://runtime.example.com"
+    )
+    server = start_server(tmp_path / "signs-in", settings)
+    try:
+        with server.client(Authorization=f"Bearer {writer.secret}") as client:
+            _a_key_adds_no_connection(client, connection_fakes, "not by an API key")
+    finally:
+        assert server.stop() == 0, server.log()
+
+
+def _a_key_adds_no_connection(client: httpx.Client, connection_fakes: ConnectionFakes, words: str) -> None:
+    refused = problem(_post(client, connection_fakes.open.url, {"kind": "none"}), 403, "forbidden")
+    assert words in refused["detail"]
+    assert client.get(f"/v1/orgs/{ORG}/connections").status_code == 200
+
+
+def _the_rules_refuse_a_host_a_kind_of_credential_and_a_variable(
+    client: httpx.Client, connection_fakes: ConnectionFakes
+) -> None:
+    """Under `RULES`: each refusal in the rule's sentence, and a host under `*.example.com` taken."""
+    local = connection_fakes.open.url.replace("127.0.0.1", "localhost")
+    refused = problem(_post(client, local, {"kind": "none"}), 403, "forbidden")
+    assert refused["detail"] == HOSTS.format("localhost")
+    refused = problem(_post(client, "https://example.com/mcp", {"kind": "none"}), 403, "forbidden")
+    assert refused["detail"] == HOSTS.format("example.com")  # *. covers the hosts under it, not itself
+    assert _post(client, "https://crm.example.com/mcp", {"kind": "none"}).status_code == 201
+    oauth = {"kind": "client_credentials", "issuer": "https://auth.example.com", "client_id": "c"}
+    refused = problem(_post(client, "https://crm.example.com/mcp", oauth), 403, "forbidden")
+    assert refused["detail"] == KINDS.format("client_credentials")
+    reference = {"kind": "reference", "variable": "OTHER_KEY", "name": "X-Key", "in": "header"}
+    refused = problem(_post(client, "https://crm.example.com/mcp", reference), 403, "forbidden")
+    assert refused["detail"] == VARIABLES.format("OTHER_KEY")
+    document = {
+        "name": fresh_name(),
+        "kind": "openapi",
+        "entry": {"document": "https://api.example.com/openapi.json", "base_url": "https://api.other.com/v1"},
+        "credential": {"kind": "none"},
+    }
+    refused = problem(client.post(f"/v1/orgs/{ORG}/connections", json=document), 403, "forbidden")
+    assert refused["detail"] == HOSTS.format("api.other.com")
 
 
 def _because(client: httpx.Client, playbook: str, name: str) -> dict[str, Any]:
@@ -133,10 +127,16 @@ def test_rules_changed_between_starts_reach_the_connections_already_added(
     tmp_path: Path, connection_fakes: ConnectionFakes
 ) -> None:
     """Four connections added and used, then the server started again with other rules, another key, the
-    variable unset and a `tool_servers` entry of a connection's name; then once more without people."""
+    variable unset and a `tool_servers` entry of a connection's name; then once more without people; then with
+    API keys alone.
+
+    The lives with rules also check the rules' refusals at `add_connection` (each life is a start, so the
+    rules' own refusals are checked in them rather than on servers of their own): the second refuses a host, a
+    kind of credential and a variable (`RULES`), the third every connection (`people_may_add: false`), the last
+    a connection added with a key (no one signs in)."""
     local = connection_fakes.open.url.replace("127.0.0.1", "localhost")
     reference = {"kind": "reference", "variable": "CRM_API_KEY", "name": "X-Crm-Key", "in": "header"}
-    with_key = issue_key(tmp_path, "--org", ORG, "--permission", "org:write")
+    with_key = issue_key(tmp_path, "--org", ORG, "--permission", "org:read", "--permission", "org:write")
     server = start_server(tmp_path, connection_settings(connection_fakes))
     with server.client() as client:
         playbook = new_playbook_id(client)
@@ -153,7 +153,7 @@ def test_rules_changed_between_starts_reach_the_connections_already_added(
 
     changed = connection_settings(
         connection_fakes,
-        CONNECTIONS=json.dumps({"allowed_hosts": ["127.0.0.1"], "variables": ["CRM_API_KEY"]}),
+        CONNECTIONS=json.dumps(RULES),
         SECRETS_KEY=new_key(),
         TOOL_SERVERS=json.dumps({pending["name"]: {"url": connection_fakes.open.url, "org": ORG}}),
     )
@@ -172,6 +172,7 @@ def test_rules_changed_between_starts_reach_the_connections_already_added(
             assert "not set" in refused["detail"]
             called = execute(client, playbook, pending["name"], "get_customer", {"id": "1"})
             assert called.status_code == 200  # the configuration's entry of that name
+            _the_rules_refuse_a_host_a_kind_of_credential_and_a_variable(client, connection_fakes)
     finally:
         assert server.stop() == 0, server.log()
 
@@ -183,6 +184,8 @@ def test_rules_changed_between_starts_reach_the_connections_already_added(
             assert refused["because"] == "connection_not_allowed" and refused["detail"] == NO_CONNECTION
             listed = {c["id"]: c["status"] for c in client.get(f"/v1/orgs/{ORG}/connections").json()["connections"]}
             assert listed[referenced["id"]] == "connected" and listed[secret["id"]] == "broken"
+            refused = problem(_post(client, connection_fakes.open.url, {"kind": "none"}), 403, "forbidden")
+            assert refused["detail"] == NO_CONNECTION
     finally:
         assert server.stop() == 0, server.log()
 
@@ -192,6 +195,7 @@ def test_rules_changed_between_starts_reach_the_connections_already_added(
         with server.client(Authorization=f"Bearer {with_key.secret}") as client:
             refused = problem(approve(client, waiting["id"], waiting_token), 403, "forbidden")
             assert "person who added" in refused["detail"]
+            _a_key_adds_no_connection(client, connection_fakes, "signs nobody in")
     finally:
         assert server.stop() == 0, server.log()
     assert SECRET not in (tmp_path / "server.log").read_text()

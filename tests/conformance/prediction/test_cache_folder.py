@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.server_process import run_command, start_server
+from tests.e2e.server_process import run_forked, start_server
 
 
 def _refused(tmp_path: Path, cache: Path) -> str:
     (tmp_path / "server").mkdir()
-    done = run_command(tmp_path / "server", "serve", settings={"PREDICTION_CACHE_DIR": str(cache), "PORT": "0"})
+    done = run_forked(tmp_path / "server", "serve", settings={"PREDICTION_CACHE_DIR": str(cache), "PORT": "0"})
     assert done.returncode == 1, done
     return done.stderr
 

@@ -7,6 +7,7 @@ import httpx
 import pytest
 
 from auto_runtime.tools.scrubbing import encodings_of
+from tests.client_tls import tls_context
 from tests.conformance.helpers import new_playbook
 from tests.conformance.tools.conftest import NOTES_SECRET, ORG, ToolsServer
 from tests.e2e.mcp_client import MODES, mcp_client, output_of, problem_of
@@ -79,7 +80,7 @@ async def test_search_introspect_dry_run_and_execute_answer_as_over_http(tools_s
         "summary": "Reads a customer by id.",
         "read_only": True,
     }
-    async with httpx.AsyncClient(base_url=base) as http:
+    async with httpx.AsyncClient(base_url=base, verify=tls_context()) as http:
         route = f"/v1/orgs/{ORG}/playbooks/{playbook}/tool-servers/helpdesk/tools/get_customer"
         over_http = (await http.get(route)).json()
     assert introspected == over_http

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 from tests.conformance.tools.conftest import ORG, ToolFakes
-from tests.e2e.server_process import free_port, run_command
+from tests.e2e.server_process import free_port, run_forked
 
 
 def test_a_refused_document_stops_the_start_naming_its_entry(tmp_path: Path, tool_fakes: ToolFakes) -> None:
     entries = {"legacy": {"document": f"{tool_fakes.billing.origin}/swagger.json", "org": ORG}}
     settings = {"TOOL_SERVERS": json.dumps(entries), "PORT": str(free_port())}
-    result = run_command(tmp_path, "serve", settings=settings)
+    result = run_forked(tmp_path, "serve", settings=settings)
     assert result.returncode == 1, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("tool_servers.legacy.document: ")
