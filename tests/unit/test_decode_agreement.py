@@ -178,7 +178,8 @@ def test_both_paths_decode_or_refuse_alike(operation: Operation) -> None:
     for raw in _inputs(operation):
         assert _outcome(decode_input, operation, raw) == _outcome(checked_decode, operation, raw), raw
         tried += 1
-    assert tried > 50
+    has_fields = bool(input_schema_of(operation.name, operation.input_model).get("properties"))
+    assert tried > (50 if has_fields else len([value for value in CONTAINERS if isinstance(value, dict)]))
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)
