@@ -27,9 +27,8 @@ Rules:
   waiting for the running sweep to end (`fire_heard`, one pass at a time, the wakes heard meanwhile folded into
   the next): the pass reads the due entries, and starts, in the loop's nursery, the runs no sweep or pass is
   firing (`firing_runs`), each entry under its partition's fence as a sweep fires it; it wakes the loop when it
-  left a call behind. A sweep or pass passes by the runs another is firing, the loop woken when such a run is
-  done if an entry of it was passed by (`_passed_by`), and a sweep does not sleep on them (`_next_due`): their
-  entries are no reason to sweep again at once.
+  left an entry behind (a call, a run being fired) and when its runs are done (a sweep may have passed them by).
+  A sweep likewise passes by the runs a pass is firing, and does not sleep on their entries (`_next_due`).
 - Only one server fires a partition's timers at a time; within it, the entries of different runs fire
   concurrently, those of one run one after another in due order (concurrent appliers of one run would only
   race on its version). The runs of a sweep take the `FIRING_AT_ONCE` slots in turn fairly across orgs, then playbooks
@@ -137,8 +136,6 @@ class TimerLoop:
         self.firing_runs: dict[tuple[str, str], frozenset[DueKey]] = {}
         """The runs whose entries a sweep or a heard pass is firing now, with those entries (each run fired by one
         task at a time)."""
-        self._passed_by: set[tuple[str, str]] = set()
-        """Runs being fired of which a sweep or pass passed by an entry their firing does not carry out."""
         self.heard_passes = 0
         """Heard passes made so far (`fire_heard`)."""
         self._lost_in_sweep = False
@@ -208,10 +205,8 @@ class TimerLoop:
         left = False
         for entry in entries:
             run = (entry.scope.key, entry.run_id)
-            if is_call_key(entry.key):
-                left = left or entry.due_key not in self._in_flight
-            elif run in self.firing_runs:
-                self._pass_by(entry)
+            if is_call_key(entry.key) or run in self.firing_runs:
+                left = left or (entry.due_key not in self._in_flight and not self._is_firing(entry))
             else:
                 runs.setdefault(run, []).append(entry)
         if left or len(entries) == limit:
@@ -222,12 +217,8 @@ class TimerLoop:
     def _firing_count(self) -> int:
         return sum(len(keys) for keys in self.firing_runs.values())
 
-    def _pass_by(self, entry: DueEntry) -> None:
-        """Leave an entry of a run being fired to the task firing it, or, when not among its entries, to the
-        sweep that follows it."""
-        run = (entry.scope.key, entry.run_id)
-        if entry.due_key not in self.firing_runs[run]:
-            self._passed_by.add(run)
+    def _is_firing(self, entry: DueEntry) -> bool:
+        return entry.due_key in self.firing_runs.get((entry.scope.key, entry.run_id), frozenset())
 
     def _start_run(
         self, nursery: trio.Nursery, run: tuple[str, str], group: list[DueEntry], sweep: trio.CancelScope | None
@@ -262,9 +253,7 @@ class TimerLoop:
                     if self.dispatcher is not None and entry.due_key not in self._in_flight:
                         self._in_flight.add(entry.due_key)
                         calls.append(entry)
-                elif (entry.scope.key, entry.run_id) in self.firing_runs:  # a heard pass is firing it
-                    self._pass_by(entry)
-                else:
+                elif (entry.scope.key, entry.run_id) not in self.firing_runs:  # else a heard pass is firing it
                     runs.setdefault((entry.scope.key, entry.run_id), []).append(entry)
             async with trio.open_nursery() as nursery:
                 for run, group in runs.items():
@@ -293,15 +282,12 @@ class TimerLoop:
         """The earliest due time of an armed entry this loop is not carrying out already. A call in flight stays
         armed (and past due) until its caller took the answer: it is no reason to sweep again, or the loop would
         sweep at once, over and over, for as long as the call runs; its dispatch wakes the loop when it ends."""
-        if not self._in_flight and not self.firing_runs:
+        busy = set(self._in_flight).union(*self.firing_runs.values())
+        if not busy:
             return await self.ledger.due_work.next_due(self._reading())
-        limit = min(len(self._in_flight) + self._firing_count() + 1, MAX_DUE_LIMIT)
+        limit = min(len(busy) + 1, MAX_DUE_LIMIT)
         earliest = await self.ledger.due_work.due(LATEST_DUE, limit=limit, partitions=self._reading())
-        return next((entry.due_at for entry in earliest if not self._busy(entry)), None)
-
-    def _busy(self, entry: DueEntry) -> bool:
-        """A call in flight, or an entry of a run being fired (whose end wakes the loop when it matters)."""
-        return entry.due_key in self._in_flight or (entry.scope.key, entry.run_id) in self.firing_runs
+        return next((entry.due_at for entry in earliest if entry.due_key not in busy), None)
 
     def _reading(self) -> frozenset[int] | None:
         """The partitions whose due work this server reads (None: every one, as it holds them all)."""
@@ -332,9 +318,8 @@ class TimerLoop:
                         return
         finally:
             del self.firing_runs[run]
-            if run in self._passed_by:
-                self._passed_by.discard(run)
-                self.wake()
+            if sweep is None:
+                self.wake()  # a sweep may have passed this run by while it was being fired
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> Applied | None:
         """Carry out one due entry that is not a call (a timer, an answer, a cancel, or a handler's), marked fired
