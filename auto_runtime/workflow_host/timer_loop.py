@@ -21,14 +21,9 @@ Rules:
   and the partition is no longer answered (`PartitionLeases.lost`) until a later look claims it again.
 - An entry whose run is not a workflow run here (`UnknownRun`) is marked fired: nothing can take it.
 - The loop is woken (`wake`) only by inputs that leave due work armed (`Applied.arms`: an input that arms
-  and cancels the same timer wakes nothing), and when a heard pass (below) left work to a sweep.
-- Due work another server recorded for the partitions' holders (a start or an event it took for a run of
-  another partition: `Ledger.due_recorded`, its `LISTEN/NOTIFY` on PostgreSQL) is fired as it is heard, without
-  waiting for the running sweep to end (`fire_heard`, one pass at a time, the wakes heard meanwhile folded into
-  the next): the pass reads the due entries, and starts, in the loop's nursery, the runs no sweep or pass is
-  firing (`firing_runs`), each entry under its partition's fence as a sweep fires it; it wakes the loop when it
-  left an entry behind (a call, a run being fired) and when its runs are done (a sweep may have passed them by).
-  A sweep likewise passes by the runs a pass is firing, and does not sleep on their entries (`_next_due`).
+  and cancels the same timer wakes nothing), and on PostgreSQL by another server that recorded due work for
+  the partitions' holders (a start or an event it took for a run of another partition: `Ledger.due_recorded`,
+  its `LISTEN/NOTIFY`).
 - Only one server fires a partition's timers at a time; within it, the entries of different runs fire
   concurrently, those of one run one after another in due order (concurrent appliers of one run would only
   race on its version). The runs of a sweep take the `FIRING_AT_ONCE` slots in turn fairly across orgs, then playbooks
@@ -133,11 +128,6 @@ class TimerLoop:
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._in_flight: set[DueKey] = set()
-        self.firing_runs: dict[tuple[str, str], frozenset[DueKey]] = {}
-        """The runs whose entries a sweep or a heard pass is firing now, with those entries (each run fired by one
-        task at a time)."""
-        self.heard_passes = 0
-        """Heard passes made so far (`fire_heard`)."""
         self._lost_in_sweep = False
         self.sweeps = 0
         """Sweeps made so far (the first, and one each time the loop was woken or its pause ran out)."""
@@ -185,47 +175,7 @@ class TimerLoop:
         while True:
             await self.ledger.due_recorded.wait_beyond(generation)
             generation = self.ledger.due_recorded.generation
-            try:
-                await self.fire_heard()
-            except LedgerUnavailable:
-                self.wake()  # the sweep meets the fault and backs off
-
-    async def fire_heard(self) -> None:
-        """One heard pass (see the module): read the due entries of the partitions held and start firing, in the
-        loop's nursery, those of runs no sweep or pass is firing, without waiting for them; wake the loop when an
-        entry was left behind. Outside `run` (no nursery) this wakes the loop only."""
-        self.heard_passes += 1
-        nursery = self._nursery
-        if nursery is None or not self.partitions.held():
             self.wake()
-            return
-        limit = DUE_BATCH + len(self._in_flight) + self._firing_count()
-        entries = await self.ledger.due_work.due(self.clock(), limit=limit, partitions=self._reading())
-        runs: dict[tuple[str, str], list[DueEntry]] = {}
-        left = False
-        for entry in entries:
-            run = (entry.scope.key, entry.run_id)
-            if is_call_key(entry.key) or run in self.firing_runs:
-                left = left or (entry.due_key not in self._in_flight and not self._is_firing(entry))
-            else:
-                runs.setdefault(run, []).append(entry)
-        if left or len(entries) == limit:
-            self.wake()
-        for run, group in runs.items():
-            self._start_run(nursery, run, group, None)
-
-    def _firing_count(self) -> int:
-        return sum(len(keys) for keys in self.firing_runs.values())
-
-    def _is_firing(self, entry: DueEntry) -> bool:
-        return entry.due_key in self.firing_runs.get((entry.scope.key, entry.run_id), frozenset())
-
-    def _start_run(
-        self, nursery: trio.Nursery, run: tuple[str, str], group: list[DueEntry], sweep: trio.CancelScope | None
-    ) -> None:
-        """Mark the run as being fired (before any checkpoint, so no other task takes it) and fire its group."""
-        self.firing_runs[run] = frozenset(entry.due_key for entry in group)
-        nursery.start_soon(self._fire_in_order, run, group, sweep)
 
     async def sweep_once(self) -> timedelta:
         """One sweep: renew the partitions unless their claims are fresh, fire what is due in them for at most
@@ -245,7 +195,7 @@ class TimerLoop:
         more = True
         self._lost_in_sweep = False
         with trio.move_on_at(self.partitions.firing_until):
-            limit = DUE_BATCH + len(self._in_flight) + self._firing_count()
+            limit = DUE_BATCH + len(self._in_flight)
             entries = await self.ledger.due_work.due(self.clock(), limit=limit, partitions=self._reading())
             taken_up(entries, self.clock(), self._in_flight)
             for entry in entries:
@@ -253,11 +203,11 @@ class TimerLoop:
                     if self.dispatcher is not None and entry.due_key not in self._in_flight:
                         self._in_flight.add(entry.due_key)
                         calls.append(entry)
-                elif (entry.scope.key, entry.run_id) not in self.firing_runs:  # else a heard pass is firing it
+                else:
                     runs.setdefault((entry.scope.key, entry.run_id), []).append(entry)
             async with trio.open_nursery() as nursery:
-                for run, group in runs.items():
-                    self._start_run(nursery, run, group, nursery.cancel_scope)
+                for group in runs.values():
+                    nursery.start_soon(self._fire_in_order, group, nursery.cancel_scope)
             more = len(entries) == limit
         for entry in calls:
             if self._nursery is not None:
@@ -282,44 +232,35 @@ class TimerLoop:
         """The earliest due time of an armed entry this loop is not carrying out already. A call in flight stays
         armed (and past due) until its caller took the answer: it is no reason to sweep again, or the loop would
         sweep at once, over and over, for as long as the call runs; its dispatch wakes the loop when it ends."""
-        busy = set(self._in_flight).union(*self.firing_runs.values())
-        if not busy:
+        if not self._in_flight:
             return await self.ledger.due_work.next_due(self._reading())
-        limit = min(len(busy) + 1, MAX_DUE_LIMIT)
+        limit = min(len(self._in_flight) + 1, MAX_DUE_LIMIT)
         earliest = await self.ledger.due_work.due(LATEST_DUE, limit=limit, partitions=self._reading())
-        return next((entry.due_at for entry in earliest if entry.due_key not in busy), None)
+        return next((entry.due_at for entry in earliest if entry.due_key not in self._in_flight), None)
 
     def _reading(self) -> frozenset[int] | None:
         """The partitions whose due work this server reads (None: every one, as it holds them all)."""
         return None if self.partitions.holds_all() else self.partitions.held()
 
-    async def _fire_in_order(self, run: tuple[str, str], group: list[DueEntry], sweep: trio.CancelScope | None) -> None:
+    async def _fire_in_order(self, group: list[DueEntry], sweep: trio.CancelScope) -> None:
         """Fire one run's due entries in order, each under its partition's fence; `LeaseLost` or
-        `LedgerUnavailable` ends the whole sweep (nothing more is fired), or, for a heard pass's run (no `sweep`),
-        this run's firing, the loop woken to meet it."""
-        try:
-            async with self.firing.held(owner_of(group[0].scope)):
-                for entry in group:
-                    fence = self.partitions.of_due(entry)
-                    if fence is None:
-                        return  # the partition lapsed or was released meanwhile: its next holder fires the entry
-                    try:
-                        await self.fire(entry, fence)
-                    except LeaseLost:
-                        self.partitions.lost(self.partitions.partition_of_due(entry))
-                        self._lost_in_sweep = True
-                        if sweep is not None:
-                            sweep.cancel()
-                        return
-                    except LedgerUnavailable as error:
-                        self._fault = error
-                        if sweep is not None:
-                            sweep.cancel()
-                        return
-        finally:
-            del self.firing_runs[run]
-            if sweep is None:
-                self.wake()  # a sweep may have passed this run by while it was being fired
+        `LedgerUnavailable` ends the whole sweep (nothing more is fired)."""
+        async with self.firing.held(owner_of(group[0].scope)):
+            for entry in group:
+                fence = self.partitions.of_due(entry)
+                if fence is None:
+                    return  # the partition lapsed or was released meanwhile: its next holder fires the entry
+                try:
+                    await self.fire(entry, fence)
+                except LeaseLost:
+                    self.partitions.lost(self.partitions.partition_of_due(entry))
+                    self._lost_in_sweep = True
+                    sweep.cancel()
+                    return
+                except LedgerUnavailable as error:
+                    self._fault = error
+                    sweep.cancel()
+                    return
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> Applied | None:
         """Carry out one due entry that is not a call (a timer, an answer, a cancel, or a handler's), marked fired

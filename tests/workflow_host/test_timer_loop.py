@@ -11,16 +11,7 @@ import trio.testing
 
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.registry import function_types
-from auto_runtime.ledger import (
-    DueEntry,
-    LeaseFence,
-    Ledger,
-    NewRecord,
-    StreamWrite,
-    partition_lease_name,
-    partition_of,
-    uuid7,
-)
+from auto_runtime.ledger import DueEntry, Ledger, NewRecord, StreamWrite, partition_lease_name, partition_of, uuid7
 from auto_runtime.ledger.sqlite.store import SqliteLedger
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_service import RunService
@@ -292,70 +283,3 @@ async def test_the_loop_sleeps_while_a_call_is_in_flight(
         checkers.close()
     records = await ledger.read_stream(run_stream(SCOPE, run_id))
     assert records[-1].data["output"] == {"n": 8}
-
-
-async def test_due_work_heard_from_another_server_fires_while_a_sweep_is_still_firing(
-    ledger: Ledger, store: RunStore
-) -> None:
-    """A start or an event another server recorded (`due_recorded`) is fired as it is heard, not after the
-    running sweep's slowest run: here the first sweep is held inside a run's entry while the heard one fires."""
-    entered, release, heard = trio.Event(), trio.Event(), trio.Event()
-    fired_in_sweep: list[int] = []
-
-    async def slow(entry: DueEntry, fence: LeaseFence) -> None:
-        entered.set()
-        await release.wait()
-        await ledger.due_work.mark_fired([entry.due_key], fence=fence)
-
-    async def quick(entry: DueEntry, fence: LeaseFence) -> None:
-        fired_in_sweep.append(loop.sweeps)
-        await ledger.due_work.mark_fired([entry.due_key], fence=fence)
-        heard.set()
-
-    slow_run, heard_run = str(uuid7()), str(uuid7())
-    await ledger.due_work.arm([DueEntry(SCOPE, slow_run, "slow:1", datetime.now(UTC), {})])
-    await until_due(ledger)
-    loop = TimerLoop(store, "server-a", timedelta(seconds=30), handlers={"slow:": slow, "quick:": quick})
-    with trio.fail_after(BOUND_SECONDS):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(loop.run)
-            await entered.wait()
-            await ledger.due_work.arm([DueEntry(SCOPE, heard_run, "quick:1", datetime.now(UTC), {})])
-            await until_due(ledger)
-            ledger.due_recorded.notify()
-            await heard.wait()
-            assert fired_in_sweep == [1] and not release.is_set()  # the first sweep is still held
-            release.set()
-            await until_none_armed(ledger, slow_run)
-            nursery.cancel_scope.cancel()
-    assert await states_of(ledger, heard_run) == ["fired"]
-
-
-async def test_a_sweep_passes_by_a_run_a_heard_pass_is_firing_and_does_not_spin_on_it(
-    ledger: Ledger, store: RunStore
-) -> None:
-    """While a heard pass fires a run's entry, a sweep neither fires it again nor takes it for due work to
-    sweep for at once: it sleeps until the pass's run is done."""
-    entered, release = trio.Event(), trio.Event()
-    calls: list[str] = []
-
-    async def slow(entry: DueEntry, fence: LeaseFence) -> None:
-        calls.append(entry.key)
-        entered.set()
-        await release.wait()
-        await ledger.due_work.mark_fired([entry.due_key], fence=fence)
-
-    run_id = str(uuid7())
-    loop = TimerLoop(store, "server-a", timedelta(seconds=30), handlers={"slow:": slow})
-    with trio.fail_after(BOUND_SECONDS):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(loop.run)
-            await ledger.due_work.arm([DueEntry(SCOPE, run_id, "slow:1", datetime.now(UTC), {})])
-            await until_due(ledger)
-            ledger.due_recorded.notify()
-            await entered.wait()
-            pause = await loop.sweep_once()
-            assert calls == ["slow:1"] and pause > timedelta(0)
-            release.set()
-            await until_none_armed(ledger, run_id)
-            nursery.cancel_scope.cancel()
