@@ -92,6 +92,11 @@ class Ledger(abc.ABC):
         """Shared with the ports: the store's `stop` closes it, and every call of the ledger or a port then
         raises `LedgerClosedError`."""
         self.appended = AppendSignal()
+        self.appends_heard: AppendSignal = self.appended
+        """Woken by the appends this process hears of, whichever server made them: on PostgreSQL the appends'
+        `LISTEN/NOTIFY` (this process's own appends too, once their notification comes back), not each append of
+        this process; a ledger no other server shares has only this process's appends, so it is `appended`. A
+        reader waiting for another server's write waits on it rather than on `appended`."""
         self.due_recorded = AppendSignal()
         """Woken when another server recorded due work for the partitions' holders (`wake_other_servers`)."""
         self.scopes_appended = ScopesAppended()

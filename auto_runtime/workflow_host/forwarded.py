@@ -110,13 +110,15 @@ class ForwardedRequests:
         return None
 
     async def _begun(self, scope: PlaybookScope, run_id: str) -> RunState | LeaseFence | None:
-        """The run once its stream exists (woken by every append this process sees, its own and, on PostgreSQL,
-        the other servers'), or the partition's fence once this server holds it (looked at least each sweep), or
-        None past `BEGIN_WAIT_SECONDS`."""
+        """The run once its stream exists, or the partition's fence once this server holds it (looked at least
+        each sweep), or None past `BEGIN_WAIT_SECONDS`. Woken by the appends this process hears of
+        (`Ledger.appends_heard`: on PostgreSQL the notifications, not each of this busy process's own appends,
+        none of which begins a run another server holds), so a waiting start reads its run's version once a
+        notification, not once an append batch of this process."""
         with trio.move_on_after(BEGIN_WAIT_SECONDS):
             stream = run_stream(scope, run_id)
             while True:
-                generation = self.ledger.appended.generation
+                generation = self.ledger.appends_heard.generation
                 if await self.ledger.stream_version(stream) > 0:  # one row read per wake, the run read once
                     state = await self.runs.read_run(scope, run_id)
                     if state is not None:
@@ -125,7 +127,7 @@ class ForwardedRequests:
                 if fence is not None:
                     return fence
                 with trio.move_on_after(self.sweep.total_seconds()):
-                    await self.ledger.appended.wait_beyond(generation)
+                    await self.ledger.appends_heard.wait_beyond(generation)
         return None
 
     async def record_event(self, scope: PlaybookScope, run_id: str, delivered: Mapping[str, Any]) -> None:

@@ -120,6 +120,10 @@ class PartitionLeases:
         if self._fences.pop(partition, None) is not None:
             self._tell()
 
+    def lost_key(self, key: str) -> None:
+        """A fenced write for a run id or `org/playbook` found its partition taken or released: `lost`."""
+        self.lost(partition_of(key, self.count))
+
     async def renew(self) -> bool:
         """Look, balance and claim unless the claims held are fresh; answers whether this server holds any
         partition. See the module."""

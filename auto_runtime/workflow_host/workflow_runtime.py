@@ -49,6 +49,7 @@ from auto_runtime.ledger import (
     DueKey,
     Fences,
     LeaseFence,
+    LeaseLost,
     Ledger,
     LedgerUnavailable,
     NewRecord,
@@ -250,23 +251,30 @@ class WorkflowRuntime:
         causation_id = cause if isinstance(cause, str) else None
         call_bounds = await self._call_bounds(scope, definition)
         fence = self.fences.of_key(run_id)
-        forwarded = fence is None
-        if fence is None:  # another server holds the run's partition: it begins the run
-            fence = await self.forwarded.record_start(
-                scope, definition, value, run_id, caller_id, causation_id, extra, call_bounds
+        forwarded = False
+        while True:
+            if fence is None:  # another server holds the run's partition: it begins the run
+                forwarded = True
+                fence = await self.forwarded.record_start(
+                    scope, definition, value, run_id, caller_id, causation_id, extra, call_bounds
+                )
+                if fence is None:
+                    return
+            message = StartWorkflowRun(
+                Definition(definition.name, definition.version, document),
+                value,
+                caller_id,
+                call_bounds_ms=call_bounds,
+                causation_id=causation_id,
+                extra_metadata=extra,
+                fence=fence,
             )
-            if fence is None:
-                return
-        message = StartWorkflowRun(
-            Definition(definition.name, definition.version, document),
-            value,
-            caller_id,
-            call_bounds_ms=call_bounds,
-            causation_id=causation_id,
-            extra_metadata=extra,
-            fence=fence,
-        )
-        applied = await self.store.start_in(writer, message)
+            try:
+                applied = await self.store.start_in(writer, message)
+                break
+            except LeaseLost:  # the partition changed hands since its fence was read: its holder begins the run
+                self.loop.partitions.lost_key(run_id)
+                fence = None
         if forwarded:  # this server took the partition while the start waited: its entry is done with
             await self.ledger.due_work.mark_fired([DueKey(scope, run_id, START_KEY)], fence=fence)
         if applied.arms:
@@ -351,6 +359,10 @@ class WorkflowRuntime:
             applied = await self.store.apply_input(
                 scope, run_id, EventReceived(str(uuid7()), self.clock.now_ms(), delivered), fence=fence
             )
+        except LeaseLost:  # the partition changed hands since its fence was read: its holder applies the event
+            self.loop.partitions.lost_key(run_id)
+            await self.forwarded.record_event(scope, run_id, delivered)
+            return {"run_id": run_id, "event": delivered}
         except UnknownRun:
             raise not_found(
                 f"The playbook {scope.playbook} has no running workflow with the run id {run_id}."

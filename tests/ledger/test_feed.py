@@ -47,3 +47,11 @@ async def test_a_follower_wakes_when_a_record_is_appended(ledger: Ledger) -> Non
             for number in range(3):
                 await ledger.append([StreamWrite(ACME.stream("s", str(number)), 0, [NewRecord("x", {})])])
     assert len(seen) == 3
+
+
+async def test_appends_heard_wakes_for_this_process_appends_on_every_store(ledger: Ledger) -> None:
+    """On PostgreSQL once the append's notification comes back; on SQLite it is the appended signal."""
+    generation = ledger.appends_heard.generation
+    await ledger.append([StreamWrite(ACME.stream("s", "1"), 0, [NewRecord("x", {})])])
+    with trio.fail_after(30):
+        await ledger.appends_heard.wait_beyond(generation)

@@ -26,6 +26,7 @@ from auto_runtime.metrics import reader_waits
 from auto_runtime.supervision.child_spec import ChildSpec
 
 from ..due_work import EncodedChanges
+from ..feed import AppendSignal
 from ..lease import LeaseFence
 from ..ledger import EncodedWrite, Ledger, LedgerPorts, SqlValue
 from ..open_state import OpenState
@@ -144,6 +145,7 @@ class PostgresLedger(Ledger):
         environ: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(projections, ports, open_state)
+        self.appends_heard = AppendSignal()
         self._url = database_url
         self.connections = connections
         self._pool_size = pool_size
@@ -232,7 +234,11 @@ class PostgresLedger(Ledger):
     def _wake_followers(self, channel: str) -> None:
         """A notification arrived (on the loop thread): wake this process's followers of its channel."""
         if self._port is not None:
-            self._port.call_soon(self.due_recorded.notify if channel == DUE_CHANNEL else self.appended.notify)
+            self._port.call_soon(self.due_recorded.notify if channel == DUE_CHANNEL else self._heard_appends)
+
+    def _heard_appends(self) -> None:
+        self.appends_heard.notify()
+        self.appended.notify()
 
     async def with_connection(self, work: Callable[[Any], Awaitable[T]], *, notify: bool = False) -> T:
         """Run `work(connection)` on the loop with a pooled connection (cancellable); see `connections`."""
