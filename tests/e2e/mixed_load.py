@@ -35,7 +35,7 @@ from tests.conformance.prediction.seeding import TRAINER
 from tests.conformance.recall.documents import counting
 from tests.e2e.server_process import ServerProcess
 from tests.e2e.shared_servers import SETTLE_SECONDS, SharedServers
-from tests.e2e.test_workflow_crashes import ECHO, ENDINGS, callee_ids, check_callees_once, check_once
+from tests.e2e.test_workflow_crashes import ECHO, ENDINGS, callee_ids, check_callees_once, check_once, history
 from tests.functions.prediction.onnx_models import candidate
 
 TICK = "com.acme.load.tick"
@@ -329,19 +329,6 @@ def incident(server: ServerProcess, response: httpx.Response) -> str:
     reference = str(response.json().get("instance", "")).removeprefix("urn:uuid:")
     lines = [line for line in server.log().splitlines() if reference and reference in line]
     return f"{response.request.method} {response.request.url} answered {response.text}\n" + "\n".join(lines[-5:])
-
-
-def history(client: httpx.Client, playbook: str, run_id: str) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    params: dict[str, Any] = {"limit": 100}
-    while True:
-        response = client.get(f"{playbook}/runs/{run_id}/history", params=params)
-        assert response.status_code == 200, response.text
-        page = response.json()
-        events.extend(page["events"])
-        if not page["has_more"]:
-            return events
-        params["cursor"] = page["next_cursor"]
 
 
 def prepare(servers: SharedServers) -> MixedLoad:
