@@ -57,6 +57,8 @@ class StartWorkflowRun(RunMessage[Applied]):
     causation_id: str | None = None
     extra_metadata: Mapping[str, Any] | None = None
     fence: LeaseFence | None = None
+    fired: Sequence[DueKey] = ()
+    """The due entries the start came from (a start another server took), marked fired in its append."""
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,8 @@ class ForwardedRequests:
 
     async def apply_start(self, entry: DueEntry, fence: LeaseFence) -> None:
         """The holder's handler of a `workflow-start:` entry: start the run under the fence, the entry marked
-        fired after (a run whose stream exists already, started by a crash's earlier try, is stale)."""
+        fired in the start's own append (alone when the start was stale: its stream exists, started by a crash's
+        earlier try)."""
         payload = entry.payload
         scope = entry.scope
         assert isinstance(scope, PlaybookScope)
@@ -158,8 +159,11 @@ class ForwardedRequests:
                 causation_id=payload["causation_id"],
                 extra_metadata=payload["metadata"],
                 fence=fence,
+                fired=[entry.due_key],
             )
             self._armed(applied)
+            if not applied.stale:
+                return
         await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
 
     async def apply_event(self, entry: DueEntry, fence: LeaseFence) -> None:

@@ -267,9 +267,10 @@ class RunStore:
         causation_id: str | None = None,
         extra_metadata: Mapping[str, Any] | None = None,
         fence: LeaseFence | None = None,
+        fired: Sequence[DueKey] = (),
     ) -> Applied:
         """Record `run_started` and apply the `Started` input in one append (stream version 0), through the run's
-        actor.
+        actor, with the marks of the `fired` entries the start came from.
 
         `causation_id` is the cause of `run_started` (a caller's `step_waiting`); `extra_metadata` adds to
         (or, for `correlation_id`, replaces) the metadata every record of the run carries: a callee's
@@ -278,7 +279,7 @@ class RunStore:
         changes nothing, whoever asked first).
         """
         message = StartWorkflowRun(
-            definition, run_input, caller_id, call_bounds_ms, causation_id, extra_metadata, fence
+            definition, run_input, caller_id, call_bounds_ms, causation_id, extra_metadata, fence, tuple(fired)
         )
         return await self.runs.ask(scope, run_id, message)
 

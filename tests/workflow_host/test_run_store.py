@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import trio
 
 from auto_runtime.functions.workflow.engine.model import TimerFired
-from auto_runtime.ledger import LeaseFence, LeaseLost, Ledger, Record, uuid7
+from auto_runtime.ledger import DueEntry, LeaseFence, LeaseLost, Ledger, Record, uuid7
 from auto_runtime.runs.facts import run_stream
 from auto_runtime.runs.view import fold_run
 from auto_runtime.sandbox.engine import SandboxEngine
@@ -113,6 +113,22 @@ async def test_a_second_start_of_one_run_appends_nothing(ledger: Ledger, store: 
     again = await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-2")
     assert again.stale
     assert len(await history(ledger, run_id)) == 4
+
+
+async def test_a_start_marks_the_entry_it_came_from_fired_and_a_stale_start_marks_nothing(
+    ledger: Ledger, store: RunStore
+) -> None:
+    """A start another server took comes from a `workflow-start:` entry: its mark is in the start's own append;
+    a second start of the run appends nothing, so its entry stays armed for the holder to mark alone."""
+    run_id = str(uuid7())
+    first, second = (DueEntry(SCOPE, run_id, f"workflow-start:{n}", datetime.now(UTC), {}) for n in (1, 2))
+    await ledger.due_work.arm([first, second])
+    started = await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1", fired=[first.due_key])
+    assert not started.stale
+    again = await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-2", fired=[second.due_key])
+    assert again.stale
+    states = {key: state for key, (state, _) in (await armed(ledger, run_id)).items() if key.startswith("workflow")}
+    assert states == {"workflow-start:1": "fired", "workflow-start:2": "armed"}
 
 
 async def test_an_input_for_an_unknown_run_is_refused(store: RunStore) -> None:

@@ -337,7 +337,7 @@ class WorkflowStart:
             return Decision(STALE)
         digest = await self.ports.keep_document(scope, definition.document)
         records = [started, *input_records(transition, metadata, run_id, digest, first=True)]
-        due = transition_due_work(transition, scope, run_id, applied.at, metadata)
+        due = transition_due_work(transition, scope, run_id, applied.at, metadata, fired=message.fired)
         return Decision(
             Transitioned(transition, due),
             records,
