@@ -61,6 +61,10 @@ class ServerClock:
         return trio.fail_after(seconds)
 
 
+WALL_CLOCK = ServerClock()
+"""The wall clock, for the defaults of parts made outside a server (tests, benchmarks); a server hands its own."""
+
+
 class MovableClock(ServerClock):
     """The wall clock plus an offset the test moves forward (`advance`, `set_to`); never moved back."""
 

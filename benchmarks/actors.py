@@ -50,7 +50,8 @@ from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
 from auto_runtime.server import RUNTIME_PROJECTIONS
-from auto_runtime.workflow_host.run_store import Definition, RunStore, now_ms
+from auto_runtime.server_clock import WALL_CLOCK
+from auto_runtime.workflow_host.run_store import Definition, RunStore
 from benchmarks import actors_http
 
 REPEATS = 5
@@ -315,7 +316,7 @@ async def bench_waiting_runs(ledger: Ledger, sandbox: Sandbox) -> dict[str, floa
             (wait,) = [
                 row for row in await ledger.due_work.entries_of_run(scope, run_id) if row.payload == {"purpose": "wait"}
             ]
-            applied = await store.apply_input(scope, run_id, TimerFired(str(uuid7()), now_ms(), wait.key))
+            applied = await store.apply_input(scope, run_id, TimerFired(str(uuid7()), WALL_CLOCK.now_ms(), wait.key))
             assert not applied.stale and applied.status is None
         took = time.perf_counter() - started
         waiting = await heap_now()  # every task blocked: the last run actor has passivated

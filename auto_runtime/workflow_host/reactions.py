@@ -75,10 +75,11 @@ from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.problems import Rejection
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.schema_issues import check_off_the_loop
+from auto_runtime.server_clock import WALL_CLOCK
 from auto_runtime.workflow_host.follow_position import FollowPosition
 from auto_runtime.workflow_host.playbook_events import PlaybookEvent, playbook_event, scope_of
 from auto_runtime.workflow_host.reaction_limits import MINUTE_MS, RefusalTally, StartBudget, minute_of
-from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun, now_ms
+from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun
 from auto_runtime.workflow_host.schedules import (
     QUEUED_PREFIX,
     Schedule,
@@ -159,7 +160,7 @@ class Reactions:
         engine: SandboxEngine,
         *,
         poll_seconds: float = 1.0,
-        clock: Callable[[], int] = now_ms,
+        clock: Callable[[], int] = WALL_CLOCK.now_ms,
         on_applied: AppliedHook | None = None,
         record_hooks: Sequence[RecordHook] = (),
     ) -> None:

@@ -29,7 +29,6 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import trio
@@ -63,6 +62,7 @@ from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.fair_queue import JobOwner
 from auto_runtime.sandbox.interruption import RunControl
 from auto_runtime.sandbox.workers import NoWorkerFree, WorkerPool
+from auto_runtime.server_clock import WALL_CLOCK
 from auto_runtime.supervision import RestartIntensity
 
 __all__ = [
@@ -73,16 +73,11 @@ __all__ = [
     "RunStoreConflict",
     "TransitionTooLarge",
     "UnknownRun",
-    "now_ms",
 ]
 
 DOCUMENTS_KEPT = 256
 WORKER_WAIT_SECONDS = 10.0
 """How long one ask for a sandbox worker waits before asking again (an input waits until it gets one)."""
-
-
-def now_ms() -> int:
-    return int(datetime.now(UTC).timestamp() * 1000)
 
 
 def _evaluate(engine: SandboxEngine, state: EngineState, applied: Input) -> Transition:
@@ -111,7 +106,7 @@ class RunStore:
         *,
         runtime_version: str,
         max_duration_ms: int,
-        clock: Callable[[], int] = now_ms,
+        clock: Callable[[], int] = WALL_CLOCK.now_ms,
         workers: WorkerPool | None = None,
         limits: ActorLimits | None = None,
         intensity: RestartIntensity = RUN_ACTORS_INTENSITY,

@@ -76,9 +76,9 @@ class Clock:
 
 @pytest.fixture
 def clock() -> Clock:
-    from auto_runtime.workflow_host.run_store import now_ms
+    from auto_runtime.server_clock import WALL_CLOCK
 
-    return Clock(now_ms())
+    return Clock(WALL_CLOCK.now_ms())
 
 
 @pytest.fixture

@@ -17,9 +17,10 @@ from auto_runtime.runs import RunWriter
 from auto_runtime.runs.facts import run_stream
 from auto_runtime.runs.workflow_messages import ApplyWorkflowInput
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.server_clock import WALL_CLOCK
 from auto_runtime.supervision import NO_BACKOFF, RestartIntensity, Supervisor, SupervisorFailedError
 from auto_runtime.workflow_host.calls import CallDispatcher
-from auto_runtime.workflow_host.run_store import Applied, RunStore, UnknownRun, now_ms
+from auto_runtime.workflow_host.run_store import Applied, RunStore, UnknownRun
 from auto_runtime.workflow_host.timer_loop import TimerLoop
 from tests.workflow_host.conftest import MAX_DURATION_MS, SCOPE, definition
 from tests.workflow_host.test_timer_loop import SWEEP
@@ -55,7 +56,7 @@ async def break_state(ledger: Ledger, store: RunStore, run_id: str) -> None:
 async def test_the_state_a_run_actor_keeps_is_the_state_the_ledger_answers(ledger: Ledger, store: RunStore) -> None:
     run_id = str(uuid7())
     await store.start_run(SCOPE, run_id, definition(TWO_WAITS), {}, "caller-1")
-    first = TimerFired(str(uuid7()), now_ms() + 60_000, await wait_key(ledger, SCOPE, run_id))
+    first = TimerFired(str(uuid7()), WALL_CLOCK.now_ms() + 60_000, await wait_key(ledger, SCOPE, run_id))
     writer = RunWriter(ledger, SCOPE, run_id)
     applied = await store.apply_in(writer, ApplyWorkflowInput(first))
     assert not applied.stale
@@ -77,12 +78,14 @@ async def test_a_state_the_stream_moved_past_is_read_again_before_the_input_is_a
     run_id = str(uuid7())
     await store.start_run(SCOPE, run_id, definition(TWO_WAITS), {}, "caller-1")
     writer = RunWriter(ledger, SCOPE, run_id)
-    nothing = await store.apply_in(writer, ApplyWorkflowInput(TimerFired(str(uuid7()), now_ms(), "no such timer")))
+    nothing = await store.apply_in(
+        writer, ApplyWorkflowInput(TimerFired(str(uuid7()), WALL_CLOCK.now_ms(), "no such timer"))
+    )
     assert nothing.stale and writer.kept("workflow") is not None, "the writer keeps the state it read"
-    first = TimerFired(str(uuid7()), now_ms() + 60_000, await wait_key(ledger, SCOPE, run_id))
+    first = TimerFired(str(uuid7()), WALL_CLOCK.now_ms() + 60_000, await wait_key(ledger, SCOPE, run_id))
     await store.apply_input(SCOPE, run_id, first)  # another writer moves the run past the kept state
     second_key = await wait_key(ledger, SCOPE, run_id, besides=first.timer_id)
-    second = TimerFired(str(uuid7()), now_ms() + 120_000, second_key)
+    second = TimerFired(str(uuid7()), WALL_CLOCK.now_ms() + 120_000, second_key)
     applied = await store.apply_in(writer, ApplyWorkflowInput(second))
     assert applied.status == "succeeded"
     kept = writer.kept("workflow")
@@ -108,7 +111,7 @@ async def test_queued_inputs_of_one_run_are_applied_in_one_life_and_a_waiting_ru
 
     async with trio.open_nursery() as nursery:
         for offset in (60_000, 61_000, 62_000):
-            nursery.start_soon(fire, now_ms() + offset)
+            nursery.start_soon(fire, WALL_CLOCK.now_ms() + offset)
     assert sorted(result.stale for result in results) == [False, True, True]
     assert store.runs.spawns == spawned + 1, "the three inputs met in one actor's mailbox"
     await trio.testing.wait_all_tasks_blocked()  # the actor, asked to passivate, has left the registry
@@ -119,7 +122,7 @@ async def test_queued_inputs_of_one_run_are_applied_in_one_life_and_a_waiting_ru
 
 async def test_an_input_for_no_run_is_answered_without_a_restart(store: RunStore) -> None:
     try:
-        await store.apply_input(SCOPE, str(uuid7()), TimerFired(str(uuid7()), now_ms(), "nothing"))
+        await store.apply_input(SCOPE, str(uuid7()), TimerFired(str(uuid7()), WALL_CLOCK.now_ms(), "nothing"))
     except UnknownRun:
         pass
     else:
@@ -186,13 +189,13 @@ async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives
             await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
             await break_state(ledger, store, run_id)
         await store.start_run(ELSEWHERE, other, definition(TWO_WAITS), {}, "caller-1")
-        first = TimerFired(str(uuid7()), now_ms() + 60_000, await wait_key(ledger, ELSEWHERE, other))
+        first = TimerFired(str(uuid7()), WALL_CLOCK.now_ms() + 60_000, await wait_key(ledger, ELSEWHERE, other))
         assert not (await store.apply_input(ELSEWHERE, other, first)).stale
         elsewhere = host.hosted((ELSEWHERE.org, ELSEWHERE.playbook))
         assert elsewhere is not None, "the other playbook's actor is live through the faults"
         for run_id in runs:
             try:
-                await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms(), "any"))
+                await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), WALL_CLOCK.now_ms(), "any"))
             except (ActorStoppedError, UnknownRun, LedgerError) as unexpected:
                 raise AssertionError(f"the input should have broken down, not {unexpected!r}") from unexpected
             except Exception:
@@ -206,7 +209,7 @@ async def test_breakdowns_that_repeat_escalate_to_the_playbook_actor_which_gives
         still = host.hosted((ELSEWHERE.org, ELSEWHERE.playbook))
         assert still is elsewhere, "the other playbook's actor was never restarted"
         second_key = await wait_key(ledger, ELSEWHERE, other, besides=first.timer_id)
-        second = TimerFired(str(uuid7()), now_ms() + 120_000, second_key)
+        second = TimerFired(str(uuid7()), WALL_CLOCK.now_ms() + 120_000, second_key)
         assert (await store.apply_input(ELSEWHERE, other, second)).status == "succeeded"
         assert supervisor.running and host.running
         nursery.cancel_scope.cancel()

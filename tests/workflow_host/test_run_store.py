@@ -14,7 +14,8 @@ from auto_runtime.runs.facts import run_stream
 from auto_runtime.runs.view import fold_run
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.pool import SandboxPool
-from auto_runtime.workflow_host.run_store import RunStore, UnknownRun, now_ms
+from auto_runtime.server_clock import WALL_CLOCK
+from auto_runtime.workflow_host.run_store import RunStore, UnknownRun
 from tests.stored_rows import stored_rows
 from tests.workflow_host.conftest import SCOPE, definition
 
@@ -76,7 +77,7 @@ async def test_a_fired_timer_ends_the_run_once_and_cancels_the_deadline_in_the_s
     run_id = str(uuid7())
     await store.start_run(SCOPE, run_id, definition(WAIT_THEN_SET), {}, "caller-1")
     (wait_key,) = [key for key, (_, payload) in (await armed(ledger, run_id)).items() if payload == {"purpose": "wait"}]
-    fire = TimerFired(str(uuid7()), now_ms() + 60_000, wait_key)
+    fire = TimerFired(str(uuid7()), WALL_CLOCK.now_ms() + 60_000, wait_key)
     fired = await store.apply_input(SCOPE, run_id, fire)
     assert fired.status == "succeeded"
     records = await history(ledger, run_id)
@@ -93,7 +94,7 @@ async def test_a_fired_timer_ends_the_run_once_and_cancels_the_deadline_in_the_s
     rows = await stored_rows(ledger, "SELECT status, waits FROM runs WHERE run_id = ?", [run_id])
     assert rows == [{"status": "succeeded", "waits": 0}]
 
-    again = await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms() + 61_000, wait_key))
+    again = await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), WALL_CLOCK.now_ms() + 61_000, wait_key))
     assert again.stale and again.records == []
     assert len(await history(ledger, run_id)) == len(records)
 
@@ -133,7 +134,7 @@ async def test_a_start_marks_the_entry_it_came_from_fired_and_a_stale_start_mark
 
 async def test_an_input_for_an_unknown_run_is_refused(store: RunStore) -> None:
     with pytest.raises(UnknownRun):
-        await store.apply_input(SCOPE, str(uuid7()), TimerFired(str(uuid7()), now_ms(), "nothing"))
+        await store.apply_input(SCOPE, str(uuid7()), TimerFired(str(uuid7()), WALL_CLOCK.now_ms(), "nothing"))
 
 
 async def test_a_refused_append_changes_neither_facts_nor_timers(ledger: Ledger, store: RunStore) -> None:
@@ -144,10 +145,14 @@ async def test_a_refused_append_changes_neither_facts_nor_timers(ledger: Ledger,
     state = await ledger.lease().claim("server-a", timedelta(seconds=30))
     stale_fence = LeaseFence(state.name, "server-b", state.fencing)
     with pytest.raises(LeaseLost):
-        await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms(), wait_key), fence=stale_fence)
+        await store.apply_input(
+            SCOPE, run_id, TimerFired(str(uuid7()), WALL_CLOCK.now_ms(), wait_key), fence=stale_fence
+        )
     assert len(await history(ledger, run_id)) == 4
     assert await armed(ledger, run_id) == before
-    fired = await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms(), wait_key), fence=state.fence())
+    fired = await store.apply_input(
+        SCOPE, run_id, TimerFired(str(uuid7()), WALL_CLOCK.now_ms(), wait_key), fence=state.fence()
+    )
     assert fired.status == "succeeded"
 
 
@@ -158,7 +163,7 @@ async def test_racing_appliers_of_one_timer_record_it_once(ledger: Ledger, store
     results = []
 
     async def fire() -> None:
-        results.append(await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), now_ms(), wait_key)))
+        results.append(await store.apply_input(SCOPE, run_id, TimerFired(str(uuid7()), WALL_CLOCK.now_ms(), wait_key)))
 
     async with trio.open_nursery() as nursery:
         for _ in range(3):
