@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SANDBOX_PACKAGES := sandbox-build/node_modules/.package-lock.json
 SANDBOX_STAMP := auto_runtime/sandbox/built/.built
 SANDBOX_SOURCES := $(addprefix auto_runtime/sandbox/,artifact.py build.py snapshot.py wasm_binary.py guest.py \
-	prelude.py expression_prelude.py fold_prelude.py host_imports.py bridge.py)
+	prelude.py expression_prelude.py fold_prelude.py host_imports.py c_api.py bridge.py)
 
 .PHONY: serve test install lint types pytest bench
 
