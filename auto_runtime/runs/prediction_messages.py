@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from auto_runtime.ledger import DueEntry, DueKey, DueWorkChanges, LeaseFence, NewRecord
+from auto_runtime.ledger import DueEntry, DueWorkChanges, LeaseFence, NewRecord
 from auto_runtime.runs.messages import RunMessage
 
 
@@ -74,7 +74,7 @@ class ScoreBuild(RunMessage[bool]):
 
     scored: tuple[NewRecord, ...]
     arm: tuple[DueEntry, ...]
-    fired: DueKey
+    fired: DueEntry
     fence: LeaseFence
 
 
@@ -82,7 +82,7 @@ class ScoreBuild(RunMessage[bool]):
 class ExpireBuild(RunMessage[bool]):
     """The trainer's `expires_at` passed: a build still unanswered ends `unanswered`, `expired`."""
 
-    fired: DueKey
+    fired: DueEntry
     fence: LeaseFence
 
 
@@ -90,7 +90,7 @@ class ExpireBuild(RunMessage[bool]):
 class EndBuildPastDeadline(RunMessage[bool]):
     """The build's deadline passed: a build answered and not yet scored ends `not_built`, `timed_out`."""
 
-    fired: DueKey
+    fired: DueEntry
     fence: LeaseFence
 
 
@@ -98,8 +98,10 @@ class EndBuildPastDeadline(RunMessage[bool]):
 class EndCancelledBuild(RunMessage[bool]):
     """A recorded cancel is carried out: `build_ended` (`cancelled`) and the run's end, by the cancel's caller."""
 
-    fired: DueKey
+    fired: DueEntry
     fence: LeaseFence
 
 
 BuildEnding = ScoreBuild | ExpireBuild | EndBuildPastDeadline | EndCancelledBuild
+"""Each is recorded with its `fired` entry marked fired and, armed due at once (at the fired entry's due time),
+the build's `prediction-build/discard` (`build_facts.DISCARD_KEY`)."""

@@ -36,6 +36,10 @@ DEADLINE_GRACE_MS: Final = 20 * 60 * 1000
 CANCEL_KEY: Final = DUE_PREFIX + "cancel"
 """Armed, due at once, by the `run_cancel_requested` of a `cancel_run` (`Builds.cancel`): the lease holder then
 ends the build `cancelled` (`build_ended`, then the run's end), whatever it was doing."""
+DISCARD_KEY: Final = DUE_PREFIX + "discard"
+"""Armed by the append that ends a build, due at once: the lease holder then discards the build's staged
+candidates (§13: staged until it ends) and marks it fired. Being due work, a discard that fails (the database
+refusing a connection) or that a server's end interrupts is carried out at a later sweep: nothing is kept."""
 ANSWER_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
     "required": ["candidates"],

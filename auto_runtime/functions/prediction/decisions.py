@@ -28,6 +28,7 @@ from auto_runtime.functions.prediction.build_facts import (
     BUILD_ENDED,
     CANDIDATE_REFUSED,
     CANDIDATE_UPLOADED,
+    DISCARD_KEY,
     MAX_CANDIDATES,
     REQUEST_ANSWERED,
     SCORE_KEY,
@@ -282,12 +283,14 @@ def _ending(scope: PlaybookScope, state: BuildState | None, message: BuildEnding
 
 def decide_ending(scope: PlaybookScope, run_id: str, records: Sequence[Record], message: BuildEnding) -> Decision[bool]:
     """Records the ending and marks the message's due entry fired in the same append (True), or nothing
-    (False, decided on the run as the ledger holds it)."""
+    (False, decided on the run as the ledger holds it). The same append arms the discard of the build's staged
+    candidates, due at once (`DISCARD_KEY`)."""
     ending = _ending(scope, fold_build(run_id, records), message)
     if ending is None:
         return Decision(False, fresh_only=True)
-    arm = list(message.arm) if isinstance(message, ScoreBuild) else []
-    return Decision(True, ending, DueWorkChanges(fire=[message.fired], arm=arm), fence=message.fence)
+    discard = DueEntry(scope, run_id, DISCARD_KEY, message.fired.due_at, {"run_id": run_id})
+    arm = [*(message.arm if isinstance(message, ScoreBuild) else ()), discard]
+    return Decision(True, ending, DueWorkChanges(fire=[message.fired.due_key], arm=arm), fence=message.fence)
 
 
 # -- the deciders --------------------------------------------------------------------------------------------

@@ -20,8 +20,9 @@ MSIS, then the candidate named earlier) and becomes the function's next version:
 unless `approve` is named (the version then awaits approval); otherwise the version is left `shadowing`, and
 the same append arms its shadow work (`shadow`), or, awaiting approval, the approving run (`approval`). Then
 `build_ended` and the run's end, all in one append that also marks the due entry fired. What the runtime
-records here is by `playbook:<id>`. Once the build ended, its staged candidates are discarded (§13: staged until
-it ends); the winner was kept as playbook content before.
+records here is by `playbook:<id>`. The append that ends a build, whichever way, arms `prediction-build/discard`
+due at once: its firing discards the build's staged candidates (§13: staged until it ends; the winner was kept as
+playbook content before) and only then is marked fired, so a discard that fails is carried out again.
 
 The due handler is a sender: it scores outside the build's run actor (a cancel must reach the actor while a
 build is scored), then sends the ending its entry asks (`ScoreBuild`, `ExpireBuild`, `EndBuildPastDeadline`,
@@ -44,6 +45,7 @@ from auto_runtime.functions.prediction.build_facts import (
     BUILD_ENDED,
     CANCEL_KEY,
     DEADLINE_KEY,
+    DISCARD_KEY,
     EXPIRE_KEY,
     SCORE_KEY,
     BuildState,
@@ -68,7 +70,7 @@ from auto_runtime.functions.prediction.walk import (
     scores,
     walk,
 )
-from auto_runtime.ledger import DueKey, NewRecord, PlaybookScope
+from auto_runtime.ledger import NewRecord, PlaybookScope
 from auto_runtime.ledger.due_work import DueEntry
 from auto_runtime.ledger.lease import LeaseFence
 from auto_runtime.problems import conflict
@@ -88,7 +90,7 @@ CANDIDATE_SCORED: Final = "candidate_scored"
 CANDIDATE_DISQUALIFIED: Final = "candidate_disqualified"
 
 
-ENDINGS: Final[dict[str, Callable[[DueKey, LeaseFence], BuildEnding]]] = {
+ENDINGS: Final[dict[str, Callable[[DueEntry, LeaseFence], BuildEnding]]] = {
     EXPIRE_KEY: ExpireBuild,
     DEADLINE_KEY: EndBuildPastDeadline,
     CANCEL_KEY: EndCancelledBuild,
@@ -117,24 +119,27 @@ class Scoring(ModelWork):
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
         """Scores an answered build (`SCORE_KEY`), or ends one that its trainer left unanswered (`EXPIRE_KEY`),
         that passed its deadline while queued or scoring (`DEADLINE_KEY`) or that was asked to cancel
-        (`CANCEL_KEY`); a build that moved on since is left as it is. The entry is marked fired in the append
+        (`CANCEL_KEY`); a build that moved on since is left as it is. An ended build's `DISCARD_KEY` discards its
+        staged candidates. The entry is marked fired in the append
         that ends the build, or alone. A stream that moved while the build was scored (a delivery attempt
         ending) is read again by the build's actor and the same facts appended after it, unless the build ended
         or was asked to cancel meanwhile."""
         scope = entry.scope
         assert isinstance(scope, PlaybookScope)
+        if entry.key == DISCARD_KEY:
+            await self.ledger.content.discard(candidate_key(scope, entry.run_id))
+            await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+            return
         state = await self.builds.state(scope, entry.run_id)
         ending: BuildEnding | None = None
         if state is not None and entry.key == SCORE_KEY and _going_on(state) and state.answer is not None:
             scored = await self._scored_unless_stopped(scope, state)
             if scored is not None:
-                ending = ScoreBuild(tuple(scored), tuple(_armed(scope, state, scored)), entry.due_key, fence)
+                ending = ScoreBuild(tuple(scored), tuple(_armed(scope, state, scored)), entry, fence)
         elif state is not None and entry.key in ENDINGS:
-            ending = ENDINGS[entry.key](entry.due_key, fence)
+            ending = ENDINGS[entry.key](entry, fence)
         if ending is None or not await self.runs.ask(scope, entry.run_id, ending):
             await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
-            return
-        await self.ledger.content.discard(candidate_key(scope, entry.run_id))
 
     async def _scored_unless_stopped(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord] | None:
         """The build's scoring facts, or None when it was cancelled or ended while queued or scored: a watcher

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import trio
 
-from auto_runtime.functions.prediction.build_facts import CANCEL_KEY, SCORE_KEY
+from auto_runtime.functions.prediction.build_facts import CANCEL_KEY, DISCARD_KEY, SCORE_KEY
 from auto_runtime.functions.prediction.build_requests import BuildRequests
 from auto_runtime.functions.prediction.scoring import CANDIDATE_SECONDS
 from auto_runtime.ledger import DueEntry
@@ -78,6 +78,9 @@ async def test_a_cancel_while_scoring_ends_the_model_process_at_once_and_the_nex
         ]
         assert records[-2].data == {"outcome": "cancelled", "because": "requested"}
         assert not [record for record in records if record.type.startswith("candidate_") and "scored" in record.type]
+        (discard,) = await parts.ledger.due_work.due(datetime.now(UTC) + timedelta(seconds=1), 100)
+        assert (discard.key, discard.run_id) == (DISCARD_KEY, run_id)
+        await parts.scoring.fire(discard, lease.fence())
         assert await parts.ledger.due_work.due(datetime.now(UTC) + timedelta(seconds=1), 100) == []
 
         next_run, next_due = await _answered(parts, LINEAR)

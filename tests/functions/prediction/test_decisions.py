@@ -15,6 +15,7 @@ from auto_runtime.functions.prediction.build_facts import (
     CANDIDATE_REFUSED,
     CANDIDATE_UPLOADED,
     DATASET_ASSEMBLED,
+    DISCARD_KEY,
     REQUEST_ANSWERED,
     SCORE_KEY,
 )
@@ -26,7 +27,7 @@ from auto_runtime.functions.prediction.decisions import (
     decide_ending,
     decide_start,
 )
-from auto_runtime.ledger import DueEntry, DueKey, DueWorkChanges, LeaseFence, NewRecord, PlaybookScope, Record
+from auto_runtime.ledger import DueEntry, DueWorkChanges, LeaseFence, NewRecord, PlaybookScope, Record
 from auto_runtime.playbooks.run_slots import SLOT_CLAIMED, SlotReading
 from auto_runtime.problems import Rejection
 from auto_runtime.runs.facts import RUN_CANCEL_REQUESTED, RUN_REJECTED, RUN_STARTED, RUN_SUCCEEDED, run_stream
@@ -47,7 +48,8 @@ OTHER_RUN = "0190a6f0-0000-7000-8000-000000000002"
 STREAM = run_stream(SCOPE, RUN_ID)
 AT = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 FENCE = LeaseFence("workflow-host", "server-a", 7)
-FIRED = DueKey(SCOPE, RUN_ID, SCORE_KEY)
+FIRED = DueEntry(SCOPE, RUN_ID, SCORE_KEY, AT, {"run_id": RUN_ID})
+DISCARD = DueEntry(SCOPE, RUN_ID, DISCARD_KEY, AT, {"run_id": RUN_ID})
 DIGEST = "a" * 64
 METADATA: dict[str, Any] = {
     "correlation_id": RUN_ID,
@@ -236,8 +238,23 @@ def test_a_scored_build_records_its_facts_arms_its_work_and_marks_its_entry_in_o
     decision = decide_ending(SCOPE, RUN_ID, recorded(ANSWERED_BUILD), ScoreBuild(scored, (shadow,), FIRED, FENCE))
     assert decision.reply is True
     assert list(decision.records) == list(scored)
-    assert decision.due_work == DueWorkChanges(fire=[FIRED], arm=[shadow])
+    assert decision.due_work == DueWorkChanges(fire=[FIRED.due_key], arm=[shadow, DISCARD])
     assert decision.fence == FENCE
+
+
+def test_every_ending_arms_the_discard_of_the_staged_candidates_due_when_its_entry_was() -> None:
+    """§13: staged until the build ends. The discard is due work armed in the ending's own append, so a discard
+    that fails, or a server that stops between the two, leaves it armed for a later sweep."""
+    cancel = fact(RUN_CANCEL_REQUESTED, {"kind": "requested"})
+    endings = [
+        (recorded([*ANSWERED_BUILD, cancel]), EndCancelledBuild(FIRED, FENCE)),
+        (recorded(ASKED), ExpireBuild(FIRED, FENCE)),
+        (recorded(ANSWERED_BUILD), EndBuildPastDeadline(FIRED, FENCE)),
+    ]
+    for history, message in endings:
+        decision = decide_ending(SCOPE, RUN_ID, history, message)
+        assert decision.reply is True
+        assert decision.due_work == DueWorkChanges(fire=[FIRED.due_key], arm=[DISCARD])
 
 
 def test_a_cancel_ends_the_build_by_its_caller_caused_by_it() -> None:
