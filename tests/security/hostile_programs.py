@@ -64,7 +64,15 @@ class Succeeds:
     alternatives: tuple[Any, ...] = ()
 
 
-Ending = Refused | Unworkable | Unavailable | Succeeds
+@dataclass(frozen=True)
+class FirstBound:
+    """A program that never ends and whose speed the spec does not fix: it ends at whichever bound it meets
+    first, its work (`conflict`, `unworkable`, exactly `USED_UP`) or its 10 seconds (`unavailable`, exactly
+    `PAST_TIME`). A loop that reads the clock is one: each round calls the host, so how many units it spends in
+    10 seconds depends on the machine and its load."""
+
+
+Ending = Refused | Unworkable | Unavailable | Succeeds | FirstBound
 
 
 @dataclass(frozen=True)
@@ -108,7 +116,7 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile(
         "loop-on-the-clock",
         "import time\ndef main(input):\n    while True:\n        time.time_ns()\n",
-        Unavailable(PAST_TIME),
+        FirstBound(),
         repeated=False,
     ),
     Hostile(
@@ -369,6 +377,8 @@ def check_ran(hostile: Hostile, response: httpx.Response) -> None:
     """Check a run's response against the ending the spec gives the program."""
     ending = hostile.ending
     assert not isinstance(ending, Refused)
+    if isinstance(ending, FirstBound):
+        ending = Unavailable(PAST_TIME) if response.status_code == 503 else Unworkable(USED_UP)
     if isinstance(ending, Succeeds):
         assert response.status_code == 200, response.text
         body = response.json()
