@@ -338,6 +338,7 @@ def compose_services(
         clock=clock.now_ms,
         on_applied=workflows.after_applied,
         record_hooks=[partial(arm_after_save, ledger), approval.decided_after_run],
+        fences=workflows.fences,
     )
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower("reactions", reactions.follow)
