@@ -102,6 +102,7 @@ from auto_runtime.workflow_host.schedules import (
     QUEUED_PREFIX,
     Schedule,
     due_text,
+    earlier_schedule_run_id,
     is_trigger_key,
     schedule_run_id,
     schedules_of,
@@ -651,10 +652,15 @@ class Reactions:
 
     async def _sync_schedules(self, scope: PlaybookScope, name: str, fence: LeaseFence | None) -> None:
         """Arm the first due time of each schedule trigger of the workflow's latest version that has no entry
-        yet, and cancel the armed entries of triggers it no longer has in that form (or of a retired one)."""
+        yet, and cancel the armed entries of triggers it no longer has in that form (or of a retired one). The
+        entries of earlier releases' pseudo-run count as well (`schedules`: they move at their next firing)."""
         versions = await self._workflow_versions(scope)
         wanted = await self._schedules(versions, versions.latest(name))
-        rows = await self.ledger.due_work.entries_of_run(scope, schedule_run_id(name))
+        rows = [
+            row
+            for run in (schedule_run_id(name), earlier_schedule_run_id(name))
+            for row in await self.ledger.due_work.entries_of_run(scope, run)
+        ]
         prefixes = {schedule.key(0)[:-1]: schedule for schedule in wanted}
         cancel = [
             DueKey(scope, row.run_id, row.key)
