@@ -327,7 +327,9 @@ def compose_services(
     workflows.add_follower("reply-reads", interactions.deliveries.reads.follow)
     runs.serve_waiting("prediction", builds, is_build_input)
     builds.wake_with(workflows.loop.wake)
-    workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache, run_actors).fire)
+    workflows.add_due_handler(
+        DUE_PREFIX, Scoring(builds, datasets, model_pool, cache, run_actors, workflows.fences).fire
+    )
     workflows.add_due_handler(SHADOW_PREFIX, Shadow(builds, datasets, model_pool, cache).fire)
     approval = Approval(builds, runs)
     workflows.add_due_handler(APPROVAL_PREFIX, approval.fire)
