@@ -25,8 +25,8 @@ one_for_one: the timer loop first (its first sweep claims its partitions before 
 added with `add_follower`, a child of its own with its restart type. A follower that fails is restarted alone;
 the timer loop and the other followers keep running. Past `WORKFLOW_HOST_INTENSITY` the supervisor stops every
 child and fails upward. Nothing a child holds in memory is needed again: each resumes from what the ledger keeps
-(the timer loop and the deliveries from the due-work table, the reactions from their saved feed position, the
-recall keeper from the views' checkpoints).
+(the timer loop and the deliveries from the due-work table, the reactions from their partitions' saved feed
+positions, the recall keeper from the views' checkpoints).
 """
 
 from __future__ import annotations

@@ -231,3 +231,16 @@ async def test_a_schedule_armed_by_an_earlier_release_fires_once_and_moves_to_it
     assert following.state == "armed" and following.due_at is not None and following.due_at > row.due_at
     home = partition_of(playbook_key(SCOPE.org, SCOPE.playbook), count)
     assert partition_of_due(SCOPE.key, following.run_id, count) == home
+
+
+async def test_a_partition_without_a_position_starts_from_the_one_position_of_earlier_releases(
+    ledger: Ledger, fence: LeaseFence
+) -> None:
+    """Earlier releases kept one position for the whole feed: every record up to it was reacted to, so each
+    partition starts from there until it saved a position of its own, and no partition reads another's."""
+    await FollowPosition(ledger).save(FeedPosition(7, 7), fence)  # as an earlier release left it
+    assert await FollowPosition(ledger, 5).load() == FeedPosition(7, 7)
+    await FollowPosition(ledger, 5).save(FeedPosition(9, 9), fence)
+    assert await FollowPosition(ledger, 5).load() == FeedPosition(9, 9)
+    assert await FollowPosition(ledger, 6).load() == FeedPosition(7, 7)
+    assert await FollowPosition(ledger).load() == FeedPosition(7, 7)
