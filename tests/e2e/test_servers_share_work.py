@@ -84,7 +84,8 @@ def test_servers_share_a_mixed_load_and_end_each_run_once(tmp_path: Path, count:
         (reacting,) = [server for server, numbers in before.items() if home in numbers]
         handed = applied_by_reaction(load, before, reacting)
         print(f"the playbook's reactions on {reacting}: triggered runs applied there and handed over {handed}")
-        assert handed["handed over"], "no triggered run of another server's partition (most are)"
+        assert sum(handed.values()) == len(load.published), handed  # (which ones are handed over is by chance:
+        # tests/workflow_host/test_reactions_spread.py makes sure of both kinds)
         assert load.refused["start"] == 0, f"workflow starts refused where they arrived: {load.refused}"
         for index in range(count):
             servers.stop(index)

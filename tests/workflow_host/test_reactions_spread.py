@@ -214,6 +214,7 @@ async def test_a_playbooks_triggers_and_listens_run_on_its_partitions_holder_and
             }
             if placed == {True, False}:
                 break
+        assert placed == {True, False}, "triggered runs in both servers' partitions"
         await until_appended(ledger, lambda: _succeeded_at_least(ledger, "hear", 2))
         assert holder.held() | other.held() == frozenset(range(count)) and home in holder.held(), "no partition moved"
 
