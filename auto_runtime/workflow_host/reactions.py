@@ -67,6 +67,7 @@ from typing import Any, Final
 import trio
 
 from auto_runtime.actors import MailboxFull
+from auto_runtime.functions.workflow.decisions import moment
 from auto_runtime.functions.workflow.engine.model import EventOffered
 from auto_runtime.functions.workflow.listeners import WORKFLOW_LISTENERS_PROJECTION, ListeningRun, listening_runs
 from auto_runtime.functions.workflow.run_state import WORKFLOW_INPUT_APPLIED
@@ -170,10 +171,6 @@ def _definition_name(record: Record) -> str | None:
 
 
 RecordHook = Callable[[Record, LeaseFence | None], Awaitable[None]]
-
-
-def _moment(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 @dataclass
@@ -443,7 +440,7 @@ class Reactions:
             else:
                 await self._applied(scope, run_id, applied)
                 return
-        await self._hand_over(offer_entry(scope, run_id, _moment(offered.at), offered), via)
+        await self._hand_over(offer_entry(scope, run_id, moment(offered.at), offered), via)
 
     def _placed(self, run_id: str, via: LeaseFence | None) -> tuple[bool, LeaseFence | None]:
         """Whether the run's partition is held here, and its fence (`via` itself without `fences`)."""
@@ -581,7 +578,7 @@ class Reactions:
                 source = await self._source(scope, str(start["saved"]))
                 named = (name, version, source)
                 entry = start_entry(
-                    scope, run_id, _moment(self.clock()), named, start["input"], caller, str(start["cause"]), extra, {}
+                    scope, run_id, moment(self.clock()), named, start["input"], caller, str(start["cause"]), extra, {}
                 )
                 await self._hand_over(entry, fence)
                 return
