@@ -327,7 +327,9 @@ def compose_services(
     workflows.add_follower("reply-reads", interactions.deliveries.reads.follow)
     runs.serve_waiting("prediction", builds, is_build_input)
     builds.wake_with(workflows.loop.wake)
-    workflows.add_due_handler(DUE_PREFIX, Scoring(builds, datasets, model_pool, cache, run_actors).fire)
+    workflows.add_due_handler(
+        DUE_PREFIX, Scoring(builds, datasets, model_pool, cache, run_actors, workflows.fences).fire
+    )
     workflows.add_due_handler(SHADOW_PREFIX, Shadow(builds, datasets, model_pool, cache).fire)
     approval = Approval(builds, runs)
     workflows.add_due_handler(APPROVAL_PREFIX, approval.fire)
@@ -338,6 +340,7 @@ def compose_services(
         clock=clock.now_ms,
         on_applied=workflows.after_applied,
         record_hooks=[partial(arm_after_save, ledger), approval.decided_after_run],
+        fences=workflows.fences,
     )
     workflows.add_due_handler(TRIGGER_KEY_PREFIX, reactions.fire)
     workflows.add_follower("reactions", reactions.follow)

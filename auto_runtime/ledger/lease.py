@@ -222,6 +222,27 @@ class Leases(abc.ABC):
             raise ValueError(f"invalid lease name prefix {prefix!r}")
         return await self._read_all(prefix)
 
+    async def forget(self, name: str, holder_id: str) -> bool:
+        """Delete the lease row called `name` when `holder_id` is its holder (live or lapsed); answers whether it
+        did. Only for a lease no write is fenced by (a server's own `server:` row at a clean stop): a deleted
+        row's fencing number starts again from 1."""
+        self._open.check()
+        validate_lease_name(name)
+        validate_holder(holder_id)
+        return await self._forget(name, holder_id)
+
+    async def forget_lapsed(self, prefix: str, lapsed_for: timedelta) -> int:
+        """Delete the rows whose name starts with `prefix` that are released, or whose last claim lapsed more
+        than `lapsed_for` ago by the judging clock; answers how many. Only for leases no write is fenced by
+        (the servers' `server:` rows). A claim that renews a row at the same moment either keeps it (the
+        delete re-checks the lapse under the row's lock) or makes it again at the next claim."""
+        self._open.check()
+        if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+            raise ValueError(f"invalid lease name prefix {prefix!r}")
+        if not isinstance(lapsed_for, timedelta) or lapsed_for < timedelta(0):
+            raise ValueError("a lapse bound is a timedelta of zero or more")
+        return await self._forget_lapsed(prefix, lapsed_for)
+
     @abc.abstractmethod
     async def _claim(self, name: str, holder: str, lapse: timedelta) -> LeaseState: ...
 
@@ -236,6 +257,12 @@ class Leases(abc.ABC):
 
     @abc.abstractmethod
     async def _release(self, name: str, holder: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def _forget(self, name: str, holder: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def _forget_lapsed(self, prefix: str, lapsed_for: timedelta) -> int: ...
 
     @abc.abstractmethod
     async def _read(self, name: str) -> LeaseState: ...

@@ -126,11 +126,19 @@ class Partitioning:
 class Fences(Protocol):
     """What a follower of the workflow host is given: the fences of the partitions this server holds.
 
-    Called, it answers the fence of partition 0 (the home of deployment-wide work, such as following the
-    feed for triggers and listens), or None when this server does not hold it."""
+    Called, it answers the fence of partition 0 (the home of deployment-wide work), or None when this server
+    does not hold it."""
 
     def __call__(self) -> LeaseFence | None: ...
 
     def of_key(self, key: str) -> LeaseFence | None:
         """The fence of the partition of `key` (a run id or `org/playbook`), or None when not held here."""
+        ...
+
+    def fence_of(self, partition: int) -> LeaseFence | None:
+        """The fence of `partition`, or None when not held here."""
+        ...
+
+    def held(self) -> frozenset[int]:
+        """The partitions whose fences are answered now."""
         ...

@@ -13,8 +13,13 @@ recorded where they arrive as due work in the run's partition, and applied by th
 - An event sent to a run (`record_event`) arms a `workflow-event:<event id>` entry carrying the delivered event and
   answers at once with it, as the holder would; the holder applies it as the run's input (a run takes an event
   id once, so an event sent again changes nothing).
-- The holder's timer loop carries out both (`apply_start`, `apply_event`: due handlers), under the fence of the
-  run's partition, each entry marked fired in the append of its input (or alone when its input was stale).
+- The reactions (`reactions`: triggers, listens and schedules, carried by the holder of the playbook's partition)
+  hand a triggered start or an offered playbook event for a run of a partition held by another server over the
+  same way, without waiting: a `workflow-start:` entry (`start_entry`) or a `workflow-offer:<record id>` entry
+  (`offer_entry`), armed under the playbook partition's fence.
+- The holder's timer loop carries out all three (`apply_start`, `apply_event`, `apply_offer`: due handlers), under
+  the fence of the run's partition, each entry marked fired in the append of its input (or alone when its input
+  was stale).
 
 Cancels need nothing of this: `cancel_run` records `run_cancel_requested` and its `cancel:` entry on any server.
 """
@@ -23,12 +28,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 import trio
 
-from auto_runtime.functions.workflow.engine.model import EventReceived
+from auto_runtime.functions.workflow.engine.model import EventOffered, EventReceived
 from auto_runtime.ledger import DueEntry, Fences, LeaseFence, Ledger, PlaybookScope, uuid7
 from auto_runtime.playbooks.definition_registry import DefinitionVersion
 from auto_runtime.playbooks.run_service import RunService
@@ -42,6 +47,7 @@ log = logging.getLogger("auto_runtime.workflows")
 
 START_KEY: Final = "workflow-start:"
 EVENT_PREFIX: Final = "workflow-event:"
+OFFER_PREFIX: Final = "workflow-offer:"
 BEGIN_WAIT_SECONDS: Final = 30
 """The most a start waits for the partition's holder to begin the run (a guard: then `unavailable`)."""
 RETRY_AFTER_SECONDS: Final = 1
@@ -49,6 +55,40 @@ NOT_BEGUN = (
     "The run was handed to the server holding its partition, which has not begun it yet; send the same request "
     "again shortly."
 )
+
+
+def start_entry(
+    scope: PlaybookScope,
+    run_id: str,
+    at: datetime,
+    definition: tuple[str, int, str],
+    value: Any,
+    caller_id: str,
+    causation_id: str | None,
+    extra_metadata: Mapping[str, Any],
+    call_bounds_ms: Mapping[str, int],
+) -> DueEntry:
+    """The `workflow-start:` entry that has the holder of the run's partition start it (`apply_start`), with
+    `definition` as (name, version, source)."""
+    name, version, source = definition
+    payload = {
+        "name": name,
+        "version": version,
+        "source": source,
+        "input": value,
+        "caller_id": caller_id,
+        "causation_id": causation_id,
+        "metadata": dict(extra_metadata),
+        "call_bounds_ms": dict(call_bounds_ms),
+    }
+    return DueEntry(scope, run_id, START_KEY, at, payload)
+
+
+def offer_entry(scope: PlaybookScope, run_id: str, at: datetime, offered: EventOffered) -> DueEntry:
+    """The `workflow-offer:` entry that has the holder of the run's partition offer it a playbook event
+    (`apply_offer`); keyed by the event's record, so the same offer is armed once."""
+    payload = {"record_id": offered.record_id, "event": dict(offered.event)}
+    return DueEntry(scope, run_id, f"{OFFER_PREFIX}{offered.record_id}", at, payload)
 
 
 class ForwardedRequests:
@@ -88,17 +128,11 @@ class ForwardedRequests:
         when it ended rejected in its first input, `unavailable` when it did not begin in time. Answers None once
         the run began, or the partition's fence when this server took the partition meanwhile: the caller (the
         run's actor, which the holder's start would wait for) then starts the run itself, under that fence."""
-        payload = {
-            "name": definition.name,
-            "version": definition.version,
-            "source": definition.source,
-            "input": value,
-            "caller_id": caller_id,
-            "causation_id": causation_id,
-            "metadata": dict(extra_metadata),
-            "call_bounds_ms": dict(call_bounds_ms),
-        }
-        await self.ledger.due_work.arm([DueEntry(scope, run_id, START_KEY, self.clock.now(), payload)])
+        named = (definition.name, definition.version, definition.source)
+        entry = start_entry(
+            scope, run_id, self.clock.now(), named, value, caller_id, causation_id, extra_metadata, call_bounds_ms
+        )
+        await self.ledger.due_work.arm([entry])
         await self.ledger.wake_other_servers()
         begun = await self._begun(scope, run_id)
         if begun is None:
@@ -174,6 +208,21 @@ class ForwardedRequests:
         received = EventReceived(str(uuid7()), self.clock.now_ms(), dict(entry.payload["event"]))
         try:
             applied = await self.store.apply_input(scope, entry.run_id, received, fence=fence, fired=[entry.due_key])
+        except UnknownRun:
+            applied = Applied(stale=True)
+        if applied.stale:
+            await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+        self._armed(applied)
+
+    async def apply_offer(self, entry: DueEntry, fence: LeaseFence) -> None:
+        """The holder's handler of a `workflow-offer:` entry: the playbook event offered to the run, marked fired in
+        its append (alone when the run ended, or no open listen took it: an offer never waits)."""
+        scope = entry.scope
+        assert isinstance(scope, PlaybookScope)
+        payload = entry.payload
+        offered = EventOffered(str(uuid7()), self.clock.now_ms(), str(payload["record_id"]), dict(payload["event"]))
+        try:
+            applied = await self.store.apply_input(scope, entry.run_id, offered, fence=fence, fired=[entry.due_key])
         except UnknownRun:
             applied = Applied(stale=True)
         if applied.stale:

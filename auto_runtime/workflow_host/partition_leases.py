@@ -10,6 +10,11 @@ it asked. The partitions above its share are released by `release_surplus` at th
 sweep's writes under them), and every one by `release_all` on a clean stop, so another server takes them at
 its next sweep rather than after the lapse.
 
+A server's own `server:` row is deleted by `release_all` (a clean stop); the row of a server that died is
+deleted by whichever server sees it lapsed for longer than `FORGET_AFTER_LAPSES` lapses (at most one delete a
+lapse per server), so the rows each look reads do not grow with every process ever started. A server that
+comes back after that long only claims its row again.
+
 Every write a holder makes for a partition carries that partition's fence (`fence_of`, `of_key`, `of_due`), whose
 fencing number is the partition's epoch: once another server took the partition the write raises `LeaseLost` and
 writes nothing, even a moment after. `lost` drops one partition's fence when a write found it gone.
@@ -46,6 +51,9 @@ from auto_runtime.workflow_host.partition_balance import plan_partitions
 
 log = logging.getLogger("auto_runtime.workflows")
 
+FORGET_AFTER_LAPSES: Final = 10
+"""How many lapses a server's `server:` row stays after its last claim lapsed before a sweep deletes it."""
+
 HELD_SHARE: Final = 0.9
 """The share of a claim's remaining time during which its fences are answered (the fenced writes are the guard)."""
 
@@ -74,6 +82,8 @@ class PartitionLeases:
         self._renew_at = 0.0
         self._surplus: frozenset[int] = frozenset()
         self._told: frozenset[int] | None = None
+        self._forget_at = 0.0
+        """Not before when (Trio's clock) this server deletes the lapsed `server:` rows again."""
         self.servers: tuple[ServerShare, ...] = ()
         """The servers alive at the last look (this one among them) and their partitions' counts after it."""
 
@@ -137,7 +147,11 @@ class PartitionLeases:
             partition = partition_of_lease(row.name)
             if partition is not None and partition < self.count:
                 holders[partition] = row.holder
-        alive = {row.holder for row in await leases.read_all(SERVER_LEASE_PREFIX) if row.holder is not None}
+        server_rows = await leases.read_all(SERVER_LEASE_PREFIX)
+        alive = {row.holder for row in server_rows if row.holder is not None}
+        if len(alive) < len(server_rows) and asked_at >= self._forget_at:
+            self._forget_at = asked_at + self.lapse.total_seconds()
+            await leases.forget_lapsed(SERVER_LEASE_PREFIX, self.lapse * FORGET_AFTER_LAPSES)
         plan = plan_partitions(self.server_id, self.count, alive, holders)
         wanted = sorted(plan.keep | plan.take)
         names = [server_lease_name(self.server_id), *(partition_lease_name(p) for p in wanted)]
@@ -179,13 +193,13 @@ class PartitionLeases:
         self._tell()
 
     async def release_all(self) -> None:
-        """Release every partition this server holds and its own row (a clean stop)."""
+        """Release every partition this server holds and delete its own row (a clean stop)."""
         held = sorted({*self._fences, *self._surplus})
         self._fences = {}
         self._surplus = frozenset()
         self._held_until = 0.0
-        names = [server_lease_name(self.server_id), *(partition_lease_name(p) for p in held)]
-        await self.ledger.leases.release_many(names, self.server_id)
+        await self.ledger.leases.release_many([partition_lease_name(p) for p in held], self.server_id)
+        await self.ledger.leases.forget(server_lease_name(self.server_id), self.server_id)
         self._tell()
 
     def _tell(self) -> None:

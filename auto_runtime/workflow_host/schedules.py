@@ -1,7 +1,12 @@
 """cron and every triggers as due-work entries (spec 10, "Schedules").
 
 Each schedule trigger of a workflow's latest version has one armed entry at a time, in the pseudo-run
-`schedule_run_id(name)` of its playbook, keyed `trigger:<kind>:<anchor record id>:<due ms>`. The anchor is the
+`schedule_run_id(name)` of its playbook, keyed `trigger:<kind>:<anchor record id>:<due ms>`. That pseudo-run id is
+no UUID, so the entry belongs to the partition of its playbook (`partitions.partition_of_due`), whose holder
+carries the playbook's reactions and fires each due time once. Releases before kept them in a pseudo-run that is
+a UUID (`earlier_schedule_run_id`), placed by its own hash: such an entry is still read and fired, and the due
+time after it is armed in the playbook's pseudo-run, so a schedule moves to its playbook's partition at its next
+firing. The anchor is the
 record that saved the trigger in its current form (`WorkflowVersions.anchor`); the first due time is the first
 cron minute after it, or the anchor plus one period for `every`. Because the key spells the anchor and the due
 time, arming is idempotent (arming a fired or cancelled key changes nothing), a changed trigger gets new keys,
@@ -34,7 +39,13 @@ def is_trigger_key(key: str) -> bool:
 
 
 def schedule_run_id(name: str) -> str:
-    """The pseudo-run whose due-work entries are the schedules and queued starts of one workflow."""
+    """The pseudo-run whose due-work entries are the schedules and queued starts of one workflow: not a UUID (a
+    stream segment of at most 64 characters whatever the name), so its entries go with the playbook's partition."""
+    return "schedule-" + uuid.UUID(earlier_schedule_run_id(name)).hex
+
+
+def earlier_schedule_run_id(name: str) -> str:
+    """The pseudo-run of releases before partitions spread reactions (a UUID: placed by its own hash)."""
     return str(uuid.uuid5(_NAMESPACE, f"schedule\n{name}"))
 
 

@@ -25,8 +25,8 @@ one_for_one: the timer loop first (its first sweep claims its partitions before 
 added with `add_follower`, a child of its own with its restart type. A follower that fails is restarted alone;
 the timer loop and the other followers keep running. Past `WORKFLOW_HOST_INTENSITY` the supervisor stops every
 child and fails upward. Nothing a child holds in memory is needed again: each resumes from what the ledger keeps
-(the timer loop and the deliveries from the due-work table, the reactions from their saved feed position, the
-recall keeper from the views' checkpoints).
+(the timer loop and the deliveries from the due-work table, the reactions from their partitions' saved feed
+positions, the recall keeper from the views' checkpoints).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ from auto_runtime.schema_issues import check_off_the_loop
 from auto_runtime.server_clock import ServerClock
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart, RestartIntensity, Supervisor
 from auto_runtime.workflow_host.calls import CallDispatcher
-from auto_runtime.workflow_host.forwarded import EVENT_PREFIX, START_KEY, ForwardedRequests
+from auto_runtime.workflow_host.forwarded import EVENT_PREFIX, OFFER_PREFIX, START_KEY, ForwardedRequests
 from auto_runtime.workflow_host.run_store import Applied, Definition, RunStore, UnknownRun
 from auto_runtime.workflow_host.timer_loop import DueHandler, TimerLoop
 
@@ -101,6 +101,12 @@ class _RuntimeFences:
 
     def of_key(self, key: str) -> LeaseFence | None:
         return None if self._runtime.stopping else self._runtime.loop.partitions.of_key(key)
+
+    def fence_of(self, partition: int) -> LeaseFence | None:
+        return None if self._runtime.stopping else self._runtime.loop.partitions.fence_of(partition)
+
+    def held(self) -> frozenset[int]:
+        return frozenset() if self._runtime.stopping else self._runtime.loop.partitions.held()
 
 
 class WorkflowRuntime:
@@ -156,6 +162,7 @@ class WorkflowRuntime:
         self.forwarded = ForwardedRequests(ledger, self.store, runs, self.fences, self.loop.wake, sweep, self.clock)
         self.loop.handlers[START_KEY] = self.forwarded.apply_start
         self.loop.handlers[EVENT_PREFIX] = self.forwarded.apply_event
+        self.loop.handlers[OFFER_PREFIX] = self.forwarded.apply_offer
         """The fences of the partitions this server holds, as the followers and the run services see them."""
         self._children: list[ChildSpec] = [ChildSpec(TIMER_LOOP, self._run_timer_loop, restart=Restart.PERMANENT)]
         self._supervisor: Supervisor | None = None

@@ -7,7 +7,10 @@ What a round sends (each request to a server picked at random, and to another wh
 - an `asking` workflow run, which waits on the interaction `approve`; `drive` answers its request, listed and
   answered on servers picked at random (interaction answers);
 - a `listening` workflow run, which waits on a `listen`; `drive` sends it its event once it waits (sent events);
-- an event published to the playbook, which the recall view `ticks` folds (published events feeding a view).
+- a `hearing` workflow run, which waits on a `listen` for the playbook's published ticks (offers);
+- an event published to the playbook, which the recall view `ticks` folds (published events feeding a view), and
+  which the event trigger of the workflow `reacting` turns into one run (triggers); the holder of the playbook's
+  partition carries both reactions, and hands each input for a run of another server's partition to that server.
 
 Besides the rounds, `start_build` and `finish_build` carry one build of the prediction function `units` through
 its candidate upload, its trainer's answer and its scoring, each part on another server.
@@ -71,7 +74,18 @@ do:
   - hear: { listen: { to: { one: { with: { type: com.acme.load.go } } } } }
   - last: { set: '${ {"heard": data[0]["n"]} }' }
 """
-WORKFLOWS = {"ticking": TICKING, "asking": ASKING, "listening": LISTENING}
+HEARING = f"""document: {{ dsl: '1.0.3', namespace: load, name: hearing, version: '1.0.0' }}
+do:
+  - hear: {{ listen: {{ to: {{ one: {{ with: {{ type: {TICK} }} }} }} }} }}
+  - last: {{ set: {{ heard: true }} }}
+"""
+REACTING = f"""document: {{ dsl: '1.0.3', namespace: load, name: reacting, version: '1.0.0' }}
+schedule:
+  on: {{ one: {{ with: {{ type: {TICK} }} }} }}
+do:
+  - seen: {{ set: '${{ {{"n": data[0]["data"]["n"]}} }}' }}
+"""
+WORKFLOWS = {"ticking": TICKING, "asking": ASKING, "listening": LISTENING, "hearing": HEARING, "reacting": REACTING}
 DATASET = (
     "period,series,units\n"
     + "".join(f"2025-{month:02d},a,{month}\n" for month in range(1, 13))
@@ -103,6 +117,8 @@ class MixedLoad:
     """Each `asking` run id with the party its request goes to."""
     listening: dict[str, int] = field(default_factory=dict)
     """Each `listening` run id with the `n` of the event sent to it."""
+    hearing: dict[str, int] = field(default_factory=dict)
+    """Each `hearing` run id with its round (it hears that round's tick or a later one)."""
     answered: set[str] = field(default_factory=set)
     """The `asking` and `listening` runs whose answer or event was taken."""
     published: list[str] = field(default_factory=list)
@@ -174,10 +190,12 @@ class MixedLoad:
         lead = f"lead-{number}"
         asking = self.start("asking", {"lead": lead}, number)
         listening = self.start("listening", {"n": number}, number)
+        hearing = self.start("hearing", {}, number)
         with self.lock:
             self.ticking[ticking] = number
             self.asking[asking] = lead
             self.listening[listening] = number
+            self.hearing[hearing] = number
         self.publish(f"tick-{number}", number)
 
     def publish(self, event_id: str, number: int) -> None:
@@ -252,27 +270,42 @@ class MixedLoad:
 
     def run_ids(self) -> list[str]:
         with self.lock:
-            return [*self.ticking, *self.asking, *self.listening, *self.builds]
+            return [*self.ticking, *self.asking, *self.listening, *self.hearing, *self.builds]
 
     def wait_ended(self) -> None:
-        """Polls `list_runs` for runs still `started` until none of the load's is (the load must have stopped)."""
+        """Polls `list_runs` for runs still `started` until none of the load's is (the load must have stopped),
+        and until the trigger started a run for every published tick."""
         ours = set(self.run_ids())
         deadline = time.monotonic() + SETTLE_SECONDS
         while True:
             still = ours & self.started()
-            if not still:
+            reacted = self.reacting()
+            if not still and len(reacted) >= len(self.published) and not self.started(name="reacting"):
                 return
-            assert time.monotonic() < deadline, f"{len(still)} run(s) neither ended nor waiting, such as {min(still)}"
+            assert time.monotonic() < deadline, (
+                f"{len(still)} run(s) neither ended nor waiting, such as {min(still, default=None)}; "
+                f"{len(reacted)} triggered run(s) for {len(self.published)} ticks"
+            )
             time.sleep(0.2)
 
-    def started(self) -> set[str]:
-        found: set[str] = set()
-        params: dict[str, Any] = {"status": "started", "limit": 100}
+    def reacting(self) -> dict[str, str]:
+        """The runs the trigger of `reacting` started, with their status."""
+        return {run_id: run["status"] for run_id, run in self.listed({"type": "workflow", "name": "reacting"}).items()}
+
+    def started(self, name: str | None = None) -> set[str]:
+        params: dict[str, Any] = {"status": "started"}
+        if name is not None:
+            params.update(type="workflow", name=name)
+        return set(self.listed(params))
+
+    def listed(self, filters: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        params: dict[str, Any] = {**filters, "limit": 100}
         while True:
             response = self.send("list", "GET", f"{self.playbook}/runs", params=params)
             assert response.status_code == 200, response.text
             page = response.json()
-            found.update(str(run["run_id"]) for run in page["runs"])
+            found.update({str(run["run_id"]): run for run in page["runs"]})
             if not page["has_more"]:
                 return found
             params["cursor"] = page["next_cursor"]
@@ -283,6 +316,7 @@ class MixedLoad:
         expected: dict[str, Any] = {run_id: {"n": n + 1} for run_id, n in self.ticking.items()}
         expected.update({run_id: {"decision": "go"} for run_id in self.asking})
         expected.update({run_id: {"heard": n} for run_id, n in self.listening.items()})
+        expected.update({run_id: {"heard": True} for run_id in self.hearing})
         for run_id, output in expected.items():
             run = client.get(f"{self.playbook}/runs/{run_id}").json()
             assert run["status"] == "succeeded" and run["output"] == output, run
@@ -293,6 +327,7 @@ class MixedLoad:
             assert len({event["data"]["input"]["key"] for event in inputs}) == len(inputs), run_id
             if run_id in self.asking:
                 assert len(callee_ids(events)) == 1, events
+        self.check_reacted(client)
         for run_id in self.builds:
             run = client.get(f"{self.playbook}/runs/{run_id}").json()
             assert run["status"] == "succeeded" and run["output"]["state"] == "active", run
@@ -300,6 +335,18 @@ class MixedLoad:
             assert kinds["run_started"] == 1 and sum(kinds[ending] for ending in ENDINGS) == 1, kinds
             assert kinds["version_built"] == 1 and kinds["build_ended"] == 1, kinds
         self.check_view(client)
+
+    def check_reacted(self, client: httpx.Client) -> None:
+        """The trigger started one run for each published tick, none twice, and each ended once with its tick."""
+        reacted = self.reacting()
+        assert len(reacted) == len(self.published), (len(reacted), len(self.published))
+        ticks: Counter[int] = Counter()
+        for run_id, status in reacted.items():
+            assert status == "succeeded", (run_id, status)
+            events = history(client, self.playbook, run_id)
+            check_once(events)
+            ticks[events[-1]["data"]["output"]["n"]] += 1
+        assert [n for n, times in ticks.items() if times > 1] == [], "a tick started two runs"
 
     def check_view(self, client: httpx.Client) -> None:
         """The view `ticks` once it is live and has folded as many events as were published: each id once."""

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from auto_runtime.ledger import partition_of
+from auto_runtime.ledger import partition_of, playbook_key
 from tests.e2e.mixed_load import MixedLoad, prepare
 from tests.e2e.shared_servers import SWEEP, Status, shared_servers, status_of
 
@@ -45,10 +45,19 @@ def run_load(load: MixedLoad) -> None:
     load.wait_ended()
 
 
+def applied_by_reaction(load: MixedLoad, holders: dict[str, set[int]], reacting: str) -> dict[str, int]:
+    """How many of the runs the playbook's trigger started were in the reacting server's partitions (applied
+    there) and how many in another server's (handed over to it)."""
+    mine = holders[reacting]
+    runs = load.reacting()
+    here = sum(1 for run_id in runs if partition_of(run_id, PARTITIONS) in mine)
+    return {"applied there": here, "handed over": len(runs) - here}
+
+
 def applied_by(load: MixedLoad, holders: dict[str, set[int]]) -> dict[str, int]:
     """How many of the load's workflow runs each server applied: those of the partitions it held throughout."""
     counts = dict.fromkeys(holders, 0)
-    for run_id in [*load.ticking, *load.asking, *load.listening]:
+    for run_id in [*load.ticking, *load.asking, *load.listening, *load.hearing, *load.reacting()]:
         (holder,) = [server for server, numbers in holders.items() if partition_of(run_id, PARTITIONS) in numbers]
         counts[holder] += 1
     return counts
@@ -70,6 +79,13 @@ def test_servers_share_a_mixed_load_and_end_each_run_once(tmp_path: Path, count:
         applied = applied_by(load, before)
         print(f"\n{count} servers: workflow runs applied by each {sorted(applied.values())}, refused {load.refused}")
         assert all(applied.values()), applied
+        org, playbook = load.playbook.split("/")[3], load.playbook.split("/")[5]
+        home = partition_of(playbook_key(org, playbook), PARTITIONS)
+        (reacting,) = [server for server, numbers in before.items() if home in numbers]
+        handed = applied_by_reaction(load, before, reacting)
+        print(f"the playbook's reactions on {reacting}: triggered runs applied there and handed over {handed}")
+        assert sum(handed.values()) == len(load.published), handed  # (which ones are handed over is by chance:
+        # tests/workflow_host/test_reactions_spread.py makes sure of both kinds)
         assert load.refused["start"] == 0, f"workflow starts refused where they arrived: {load.refused}"
         for index in range(count):
             servers.stop(index)

@@ -10,7 +10,7 @@ import pytest
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.document import WorkflowDocument, check_document
-from auto_runtime.ledger import Ledger, PlaybookScope
+from auto_runtime.ledger import LeaseFence, Ledger, PlaybookScope
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.sandbox.checker import Checkers
@@ -29,6 +29,26 @@ SCOPE = PlaybookScope("acme", "finance")
 DOUBLE = "---\nlanguage: python\n---\ndef main(input):\n    return {'n': input['n'] * 2}\n"
 RAISING = "---\nlanguage: python\n---\ndef main(input):\n    raise ValueError('no')\n"
 HEAD = "document: { dsl: '1.0.3', namespace: tests, name: host, version: '1.0.0' }\n"
+
+
+class OneFence:
+    """`Fences` that hold every partition under one lease's fence (a follower working under one lease)."""
+
+    def __init__(self, fence: LeaseFence, partitions: int) -> None:
+        self.fence = fence
+        self.partitions = frozenset(range(partitions))
+
+    def __call__(self) -> LeaseFence | None:
+        return self.fence
+
+    def of_key(self, key: str) -> LeaseFence | None:
+        return self.fence
+
+    def fence_of(self, partition: int) -> LeaseFence | None:
+        return self.fence if partition in self.partitions else None
+
+    def held(self) -> frozenset[int]:
+        return self.partitions
 
 
 def definition(source: str, name: str = "flow", version: int = 1) -> Definition:

@@ -27,6 +27,7 @@ from auto_runtime.ledger import (
     partition_lease_name,
     partition_of,
     partition_of_due,
+    server_lease_name,
     uuid7,
 )
 from auto_runtime.workflow_host.partition_balance import plan_partitions, share_of
@@ -114,7 +115,26 @@ async def test_a_server_alone_holds_every_partition_and_says_so_once(
     await leases.release_all()
     assert leases.held() == frozenset()
     assert all(row.holder is None for row in await ledger.leases.read_all("partition:"))
-    assert all(row.holder is None for row in await ledger.leases.read_all("server:"))
+    assert await ledger.leases.read_all("server:") == []  # a clean stop deletes the server's own row
+
+
+async def test_a_server_row_lapsed_for_longer_than_the_bound_is_deleted_and_no_other_row(ledger: Ledger) -> None:
+    """A dead server's `server:` row goes once it lapsed for longer than the bound; a live server's row, a row
+    lapsed for less, and partition rows stay (their fencing numbers must never start again)."""
+    await ledger.lease(server_lease_name("ghost")).claim("ghost", timedelta(milliseconds=50))
+    await ledger.lease(partition_lease_name(3)).claim("ghost", timedelta(milliseconds=50))
+    live = PartitionLeases(ledger, "server-a", SWEEP)
+    await live.renew()
+    with trio.fail_after(30):  # until the database's clock says the ghost's claims lapsed
+        while (await ledger.lease(server_lease_name("ghost")).holder()).holder is not None:  # noqa: ASYNC110
+            await trio.sleep(0.01)
+    assert await ledger.leases.forget_lapsed("server:", timedelta(hours=1)) == 0  # lapsed, but not for that long
+    assert await ledger.leases.forget_lapsed("server:", timedelta(0)) == 1
+    rows = await ledger.leases.read_all("server:")
+    assert [row.name for row in rows] == [server_lease_name("server-a")]
+    assert rows[0].holder == "server-a"
+    assert partition_lease_name(3) in {row.name for row in await ledger.leases.read_all("partition:")}
+    assert await ledger.lease(server_lease_name("ghost")).claim("ghost", timedelta(seconds=5))  # made again
 
 
 async def test_a_second_server_gets_its_share_when_the_first_releases_its_surplus(

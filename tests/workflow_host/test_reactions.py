@@ -13,7 +13,7 @@ import trio.testing
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
-from auto_runtime.ledger import DueEntry, LeaseFence, Ledger, Record, uuid7
+from auto_runtime.ledger import DueEntry, LeaseFence, Ledger, Record, partition_of, playbook_key, uuid7
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.event_publishing import EventPublishing
 from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
@@ -21,13 +21,13 @@ from auto_runtime.runs.facts import run_stream
 from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.server import RUNTIME_PROJECTIONS
-from auto_runtime.workflow_host.follow_position import POSITION_SCOPE, PSEUDO_RUNS
+from auto_runtime.workflow_host.follow_position import POSITION_SCOPE, FollowPosition, pseudo_runs
 from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions, is_trigger_key
 from auto_runtime.workflow_host.run_store import RunStore
 from auto_runtime.workflow_host.schedules import schedule_run_id
 from tests.ledger.conftest import Target
 from tests.stored_rows import stored_rows
-from tests.workflow_host.conftest import HEAD, MAX_DURATION_MS, SCOPE, definition
+from tests.workflow_host.conftest import HEAD, MAX_DURATION_MS, SCOPE, OneFence, definition
 
 MONTH_CLOSED = "com.acme.ledger.month-closed"
 ON_EU = (
@@ -284,7 +284,9 @@ async def test_follow_reacts_while_it_holds_the_lease_and_keeps_its_position(
 ) -> None:
     await save(registry, "digest", ON_EU)
     async with trio.open_nursery() as nursery:
-        await nursery.start(lambda task_status: reactions.follow(lambda: fence, task_status=task_status))
+        await nursery.start(
+            lambda task_status: reactions.follow(OneFence(fence, ledger.partitioning.count), task_status=task_status)
+        )
         await publish(ledger, "eu")
         with trio.fail_after(60):  # a bound against a broken loop, not a timed assertion
             await until_appended(ledger, lambda: at_least(started_runs(ledger, "digest"), 1))
@@ -354,8 +356,9 @@ async def at_least(runs: Awaitable[list[Record]], count: int) -> bool:
 
 
 async def saved_positions(ledger: Ledger) -> int:
-    """How many times the follower saved its position (each save is one row, see `follow_position`)."""
-    return sum([len(await ledger.due_work.entries_of_run(POSITION_SCOPE, run)) for run in PSEUDO_RUNS])
+    """How many times the follower saved a position (each save is one row, see `follow_position`)."""
+    runs = [run for partition in range(ledger.partitioning.count) for run in pseudo_runs(partition)]
+    return sum([len(await ledger.due_work.entries_of_run(POSITION_SCOPE, run)) for run in runs])
 
 
 async def test_the_follower_saves_its_position_at_most_once_a_sweep(
@@ -367,7 +370,9 @@ async def test_the_follower_saves_its_position_at_most_once_a_sweep(
 ) -> None:
     await save(registry, "digest", ON_EU)
     async with trio.open_nursery() as nursery:
-        await nursery.start(lambda task_status: reactions.follow(lambda: fence, task_status=task_status))
+        await nursery.start(
+            lambda task_status: reactions.follow(OneFence(fence, ledger.partitioning.count), task_status=task_status)
+        )
         for count in range(1, 6):  # five events, each its own append and batch, each starting a run
             await publish(ledger, "eu")
             await until_appended(ledger, lambda count=count: at_least(started_runs(ledger, "digest"), count))
@@ -375,13 +380,23 @@ async def test_the_follower_saves_its_position_at_most_once_a_sweep(
         await until_appended(ledger, lambda: at_least(ended_runs(ledger), 5))
         await trio.testing.wait_all_tasks_blocked()
         assert await saved_positions(ledger) == 0, "saved within the sweep (the clock stands still)"
-        mock_clock.jump(reactions.poll_seconds)  # a sweep passed: one save, of the position after everything
+        mock_clock.jump(reactions.poll_seconds)  # a sweep passed: each partition's first save, after everything
+        count = ledger.partitioning.count
         for _ in range(10_000):  # until the follower saved (a save signals no append on PostgreSQL)
             await trio.testing.wait_all_tasks_blocked()
-            if await saved_positions(ledger):
+            if await saved_positions(ledger) >= count:
                 break
         await trio.testing.wait_all_tasks_blocked()
-        assert await saved_positions(ledger) == 1
+        assert await saved_positions(ledger) == count
+        await publish(ledger, "eu")  # one more event: only its playbook's partition has a position to save
+        await until_appended(ledger, lambda: at_least(ended_runs(ledger), 6))
+        mock_clock.jump(reactions.poll_seconds)
+        for _ in range(10_000):
+            await trio.testing.wait_all_tasks_blocked()
+            if await saved_positions(ledger) > count:
+                break
+        await trio.testing.wait_all_tasks_blocked()
+        assert await saved_positions(ledger) == count + 1
         nursery.cancel_scope.cancel()
-    position = await reactions.position.load()
+    position = await FollowPosition(ledger, partition_of(playbook_key(SCOPE.org, SCOPE.playbook), count)).load()
     assert position is not None and (await ledger.read_forward(position, 10))[0] == []

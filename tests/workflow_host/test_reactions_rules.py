@@ -8,7 +8,17 @@ from typing import Any
 
 import pytest
 
-from auto_runtime.ledger import FeedPosition, LeaseFence, Ledger, Record, StreamName
+from auto_runtime.ledger import (
+    DueEntry,
+    FeedPosition,
+    LeaseFence,
+    Ledger,
+    Record,
+    StreamName,
+    partition_of,
+    partition_of_due,
+    playbook_key,
+)
 from auto_runtime.playbooks import playbook_actor
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.problems import Rejection
@@ -18,7 +28,7 @@ from auto_runtime.workflow_host.follow_position import POSITION_SCOPE, PSEUDO_RU
 from auto_runtime.workflow_host.playbook_events import playbook_event
 from auto_runtime.workflow_host.reaction_limits import QUEUED_MAX, STARTS_PER_MINUTE, StartBudget
 from auto_runtime.workflow_host.reactions import Reactions
-from auto_runtime.workflow_host.schedules import QUEUED_PREFIX, schedule_run_id
+from auto_runtime.workflow_host.schedules import QUEUED_PREFIX, earlier_schedule_run_id, schedule_run_id
 from auto_runtime.workflow_host.trigger_matching import DataConditions, trigger_matches
 from tests.workflow_host.conftest import SCOPE
 from tests.workflow_host.test_reactions import (
@@ -195,3 +205,42 @@ async def test_a_cron_schedule_is_due_at_the_first_matching_minute_after_its_sav
     armed = [r for r in await ledger.due_work.entries_of_run(SCOPE, schedule_run_id("nightly")) if r.state == "armed"]
     assert len(armed) == 1 and armed[0].due_at is not None
     assert (armed[0].due_at - row.due_at).total_seconds() == 86_400
+
+
+async def test_a_schedule_armed_by_an_earlier_release_fires_once_and_moves_to_its_playbooks_partition(
+    ledger: Ledger, registry: DefinitionRegistry, reactions: Reactions, fence: LeaseFence, clock: Clock
+) -> None:
+    """Earlier releases kept a schedule's entries in a pseudo-run that is a UUID (placed by its own hash); such an
+    entry is not armed again beside it, fires once, and arms the next due time in the playbook's partition."""
+    body = "schedule:\n  cron: '0 6 * * *'\ndo:\n  - first: { set: { a: 1 } }\n"
+    await save(registry, "nightly", body)
+    await follow_all(reactions, fence)
+    (row,) = await ledger.due_work.entries_of_run(SCOPE, schedule_run_id("nightly"))
+    earlier = DueEntry(SCOPE, earlier_schedule_run_id("nightly"), row.key, row.due_at, row.payload)
+    await ledger.due_work.forget_run(SCOPE, schedule_run_id("nightly"))
+    await ledger.due_work.arm([earlier])  # the ledger as an earlier release left it
+    count = ledger.partitioning.count
+    await save(registry, "nightly", body.replace("a: 1", "a: 2"))  # a new version, the trigger unchanged
+    await follow_all(reactions, fence)
+    assert await ledger.due_work.entries_of_run(SCOPE, schedule_run_id("nightly")) == []
+    clock.ms = int(row.due_at.timestamp() * 1000) + 5
+    await reactions.fire(earlier, fence)
+    assert len(await started_runs(ledger, "nightly")) == 1
+    assert [r.state for r in await ledger.due_work.entries_of_run(SCOPE, earlier.run_id)] == ["fired"]
+    (following,) = await ledger.due_work.entries_of_run(SCOPE, schedule_run_id("nightly"))
+    assert following.state == "armed" and following.due_at is not None and following.due_at > row.due_at
+    home = partition_of(playbook_key(SCOPE.org, SCOPE.playbook), count)
+    assert partition_of_due(SCOPE.key, following.run_id, count) == home
+
+
+async def test_a_partition_without_a_position_starts_from_the_one_position_of_earlier_releases(
+    ledger: Ledger, fence: LeaseFence
+) -> None:
+    """Earlier releases kept one position for the whole feed: every record up to it was reacted to, so each
+    partition starts from there until it saved a position of its own, and no partition reads another's."""
+    await FollowPosition(ledger).save(FeedPosition(7, 7), fence)  # as an earlier release left it
+    assert await FollowPosition(ledger, 5).load() == FeedPosition(7, 7)
+    await FollowPosition(ledger, 5).save(FeedPosition(9, 9), fence)
+    assert await FollowPosition(ledger, 5).load() == FeedPosition(9, 9)
+    assert await FollowPosition(ledger, 6).load() == FeedPosition(7, 7)
+    assert await FollowPosition(ledger).load() == FeedPosition(7, 7)

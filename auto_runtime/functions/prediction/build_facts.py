@@ -26,7 +26,20 @@ BUILD_ENDED: Final = "build_ended"
 MAX_CANDIDATES: Final = 8
 DUE_PREFIX: Final = "prediction-build/"
 SCORE_KEY: Final = DUE_PREFIX + "score"
-"""Armed by `request_answered`, fired once the build is scored: while armed, the build is queued or scoring."""
+"""Armed by `request_answered`, fired once the build is scored: while armed, the build is queued or scoring. Its
+entry is in the pseudo-run `score_run_id(run_id)` (no UUID: it goes with the partition of `org/playbook`, whose
+holder scores, issue 33); releases before armed it in the build's run, and such an entry is scored the same."""
+SCORE_RUN_PREFIX: Final = "score-"
+RECORD_SCORES_KEY: Final = DUE_PREFIX + "record-scores"
+"""Armed in the build's run by the server that scored it when another server holds the build run's partition:
+its payload carries the scored facts, which that partition's holder records on the build (`Scoring`)."""
+
+
+def score_run_id(run_id: str) -> str:
+    """The pseudo-run of a build's `SCORE_KEY` entry (the build's run id is in its payload)."""
+    return SCORE_RUN_PREFIX + run_id
+
+
 EXPIRE_KEY: Final = DUE_PREFIX + "expire"
 """Armed by `build_asked` at its `expires_at`: a build still unanswered then ends `unanswered`, `expired`."""
 DEADLINE_KEY: Final = DUE_PREFIX + "deadline"

@@ -34,6 +34,7 @@ from auto_runtime.functions.prediction.build_facts import (
     SCORE_KEY,
     BuildState,
     fold_build,
+    score_run_id,
 )
 from auto_runtime.ledger import DueEntry, DueWorkChanges, Ledger, NewRecord, PlaybookScope, Record, StreamWrite
 from auto_runtime.playbooks.run_slots import RunSlot, SlotReading, read_slot, slot_claim
@@ -220,7 +221,7 @@ def decide_answer(
     if message.claimed_for is not None:
         data["claimed_for"] = message.claimed_for
     metadata = {**state.started_metadata, "by": message.caller_id, "causation_id": None}
-    due = DueEntry(scope, run_id, SCORE_KEY, message.at, {"run_id": run_id})
+    due = DueEntry(scope, score_run_id(run_id), SCORE_KEY, message.at, {"run_id": run_id})
     return Decision(None, [NewRecord(REQUEST_ANSWERED, data, metadata)], DueWorkChanges(arm=[due]))
 
 

@@ -1,5 +1,13 @@
 """Scoring an answered build (prediction-format §8.7–§8.8, §9 activation): the due entry `prediction-build/score`
-that `request_answered` arms, carried out by the workflow lease's holder.
+that `request_answered` arms, carried out by the holder of the partition of `org/playbook` (issue 33: the entry
+is in the pseudo-run `score_run_id`, no UUID, so it goes with the playbook's partition; an entry an earlier
+release armed in the build's run goes with the run's and is scored the same).
+
+The scored facts are an input of the build's run, so they are recorded under the fence of the run's partition:
+by the run's actor here when this server holds that partition too, else handed to its holder as the entry
+`prediction-build/record-scores` in the build's run (its payload the facts), armed in the same write that marks
+the score entry fired, under the playbook partition's fence; that holder's firing of it sends the facts to the
+run's actor as the scoring here would have (`ScoreBuild`), so the build is decided on as it then stands.
 
 A cancelled build is ended here too: `cancel_run` records `run_cancel_requested` with the due entry
 `prediction-build/cancel` (`Builds.cancel`, on whichever server took it, answering the run still `started`), and
@@ -47,6 +55,7 @@ from auto_runtime.functions.prediction.build_facts import (
     DEADLINE_KEY,
     DISCARD_KEY,
     EXPIRE_KEY,
+    RECORD_SCORES_KEY,
     SCORE_KEY,
     BuildState,
     candidate_key,
@@ -70,7 +79,7 @@ from auto_runtime.functions.prediction.walk import (
     scores,
     walk,
 )
-from auto_runtime.ledger import NewRecord, PlaybookScope
+from auto_runtime.ledger import DueWorkChanges, Fences, LeaseLost, NewRecord, PlaybookScope
 from auto_runtime.ledger.due_work import DueEntry
 from auto_runtime.ledger.lease import LeaseFence
 from auto_runtime.problems import conflict
@@ -109,37 +118,94 @@ def _floats(reply: dict[str, Any], name: str) -> np.ndarray[Any, Any]:
     return np.frombuffer(base64.b64decode(output["data"]), dtype="<f4").reshape(output["shape"])
 
 
-class Scoring(ModelWork):
-    """See the module. `fire` is the due handler of `prediction-build/`."""
+def build_run_of(entry: DueEntry) -> str:
+    """The build run a `prediction-build/` entry is for: its payload's `run_id` (the score entry's pseudo-run is
+    not the build's), else its own run id."""
+    payload = entry.payload
+    named = payload.get("run_id") if isinstance(payload, dict) else None
+    return named if isinstance(named, str) else entry.run_id
 
-    def __init__(self, builds: Builds, datasets: Datasets, pool: ModelPool, cache: CacheFolder, runs: Runs) -> None:
+
+def _facts(records: list[NewRecord]) -> list[dict[str, Any]]:
+    return [{"type": r.type, "data": r.data, "metadata": dict(r.metadata), "id": r.id} for r in records]
+
+
+def _records(facts: list[dict[str, Any]]) -> list[NewRecord]:
+    return [NewRecord(str(f["type"]), f["data"], f["metadata"], str(f["id"])) for f in facts]
+
+
+class Scoring(ModelWork):
+    """See the module. `fire` is the due handler of `prediction-build/`. `fences` says which build runs' partitions
+    this server holds (None: every one, under the fence an entry is fired with)."""
+
+    def __init__(
+        self,
+        builds: Builds,
+        datasets: Datasets,
+        pool: ModelPool,
+        cache: CacheFolder,
+        runs: Runs,
+        fences: Fences | None = None,
+    ) -> None:
         super().__init__(builds, datasets, pool, cache)
         self.runs = runs
+        self.fences = fences
 
     async def fire(self, entry: DueEntry, fence: LeaseFence) -> None:
-        """Scores an answered build (`SCORE_KEY`), or ends one that its trainer left unanswered (`EXPIRE_KEY`),
-        that passed its deadline while queued or scoring (`DEADLINE_KEY`) or that was asked to cancel
-        (`CANCEL_KEY`); a build that moved on since is left as it is. An ended build's `DISCARD_KEY` discards its
-        staged candidates. The entry is marked fired in the append
-        that ends the build, or alone. A stream that moved while the build was scored (a delivery attempt
-        ending) is read again by the build's actor and the same facts appended after it, unless the build ended
-        or was asked to cancel meanwhile."""
+        """Scores an answered build (`SCORE_KEY`), records the facts another server scored (`RECORD_SCORES_KEY`),
+        or ends one that its trainer left unanswered (`EXPIRE_KEY`), that passed its deadline while queued or
+        scoring (`DEADLINE_KEY`) or that was asked to cancel (`CANCEL_KEY`); a build that moved on since is left as
+        it is. The entry is marked fired in the append that ends the build, or alone (or, handed over, in the write
+        that arms `RECORD_SCORES_KEY`). A stream that moved while the build was scored (a delivery attempt ending)
+        is read again by the build's actor and the same facts appended after it, unless the build ended or was
+        asked to cancel meanwhile. An ended build's `DISCARD_KEY` discards its staged candidates, then is marked
+        fired."""
         scope = entry.scope
         assert isinstance(scope, PlaybookScope)
+        run_id = build_run_of(entry)
         if entry.key == DISCARD_KEY:
-            await self.ledger.content.discard(candidate_key(scope, entry.run_id))
+            await self.ledger.content.discard(candidate_key(scope, run_id))
             await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
             return
-        state = await self.builds.state(scope, entry.run_id)
+        state = await self.builds.state(scope, run_id)
         ending: BuildEnding | None = None
         if state is not None and entry.key == SCORE_KEY and _going_on(state) and state.answer is not None:
             scored = await self._scored_unless_stopped(scope, state)
             if scored is not None:
-                ending = ScoreBuild(tuple(scored), tuple(_armed(scope, state, scored)), entry, fence)
+                await self._record(scope, state, scored, entry, fence)
+                return
+        elif state is not None and entry.key == RECORD_SCORES_KEY:
+            scored = _records(list(entry.payload["scored"]))
+            ending = ScoreBuild(tuple(scored), tuple(_armed(scope, state, scored)), entry, fence)
         elif state is not None and entry.key in ENDINGS:
             ending = ENDINGS[entry.key](entry, fence)
-        if ending is None or not await self.runs.ask(scope, entry.run_id, ending):
-            await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+        await self._end(scope, run_id, ending, entry, fence)
+
+    async def _end(
+        self, scope: PlaybookScope, run_id: str, ending: BuildEnding | None, fired: DueEntry, fence: LeaseFence
+    ) -> None:
+        """Sends the build's actor `ending`; when it records nothing, `fired` is marked fired alone (the ending's
+        append marks it, and arms the discard, when it records)."""
+        if ending is None or not await self.runs.ask(scope, run_id, ending):
+            await self.ledger.due_work.mark_fired([fired.due_key], fence=fence)
+
+    async def _record(
+        self, scope: PlaybookScope, state: BuildState, scored: list[NewRecord], fired: DueEntry, fence: LeaseFence
+    ) -> None:
+        """The scored facts recorded on the build under its run's partition's fence: here when this server holds
+        it (and still does), else handed to its holder (see the module)."""
+        run_fence = fence if self.fences is None else self.fences.of_key(state.run_id)
+        if run_fence is not None:
+            ending = ScoreBuild(tuple(scored), tuple(_armed(scope, state, scored)), fired, run_fence)
+            try:
+                await self._end(scope, state.run_id, ending, fired, run_fence)
+                return
+            except LeaseLost as lost:
+                if run_fence == fence or lost.name != run_fence.name:
+                    raise
+        handed = DueEntry(scope, state.run_id, RECORD_SCORES_KEY, fired.due_at, {"scored": _facts(scored)})
+        await self.ledger.due_work.change(DueWorkChanges(arm=[handed], fire=[fired.due_key]), fence=fence)
+        await self.ledger.wake_other_servers()
 
     async def _scored_unless_stopped(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord] | None:
         """The build's scoring facts, or None when it was cancelled or ended while queued or scored: a watcher

@@ -88,9 +88,16 @@ def _state(name: str, holder: str | None, lapses_at: Any, fencing: int, now: Any
     )
 
 
-async def claim(conn: Any, name: str, holder: str, lapse: timedelta) -> LeaseState:
-    row = await conn.fetchrow("SELECT * FROM ledger_claim_lease($1, $2, $3)", name, holder, lapse)
+def _claimed(name: str, row: Any) -> LeaseState:
+    """A claim's answer. A NULL fencing number means the row was deleted (`forget_lapsed`) between the claim's
+    insert and its lock: nothing was claimed, and the next claim makes the row again."""
+    if row["lease_fencing"] is None:
+        return _state(name, None, None, 0, row["judged_at"])
     return _state(name, row["lease_holder"], row["lease_lapses_at"], int(row["lease_fencing"]), row["judged_at"])
+
+
+async def claim(conn: Any, name: str, holder: str, lapse: timedelta) -> LeaseState:
+    return _claimed(name, await conn.fetchrow("SELECT * FROM ledger_claim_lease($1, $2, $3)", name, holder, lapse))
 
 
 async def release(conn: Any, name: str, holder: str) -> bool:
@@ -131,10 +138,7 @@ async def claim_many(conn: Any, names: list[str], holder: str, lapse: timedelta)
         holder,
         lapse,
     )
-    return [
-        _state(r["name"], r["lease_holder"], r["lease_lapses_at"], int(r["lease_fencing"]), r["judged_at"])
-        for r in rows
-    ]
+    return [_claimed(r["name"], r) for r in rows]
 
 
 async def release_many(conn: Any, names: list[str], holder: str) -> int:
@@ -157,3 +161,20 @@ async def read_all(conn: Any, prefix: str) -> list[LeaseState]:
         prefix,
     )
     return [_state(r["name"], r["holder"], r["lapses_at"], int(r["fencing"]), r["now"]) for r in rows]
+
+
+async def forget(conn: Any, name: str, holder: str) -> bool:
+    status = await conn.execute("DELETE FROM ledger_leases WHERE name = $1 AND holder = $2", name, holder)
+    return str(status) != "DELETE 0"
+
+
+async def forget_lapsed(conn: Any, prefix: str, lapsed_for: timedelta) -> int:
+    """Delete the released rows of `prefix` and those lapsed before the database's now minus `lapsed_for`. A row
+    a claim renews meanwhile is re-checked after its lock (READ COMMITTED) and kept."""
+    status = await conn.execute(
+        "DELETE FROM ledger_leases WHERE starts_with(name, $1) "
+        "AND (holder IS NULL OR lapses_at < clock_timestamp() - $2::interval)",
+        prefix,
+        lapsed_for,
+    )
+    return int(str(status).rsplit(" ", 1)[-1])

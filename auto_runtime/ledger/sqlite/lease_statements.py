@@ -92,3 +92,18 @@ def read_all(conn: sqlite3.Connection, prefix: str) -> list[LeaseState]:
         (len(prefix), prefix),
     ).fetchall()
     return [_state(row[0], row[1], row[2], int(row[3]), now_us) for row in rows]
+
+
+def forget(conn: sqlite3.Connection, name: str, holder: str) -> bool:
+    cursor = conn.execute("DELETE FROM ledger_leases WHERE name = ? AND holder = ?", (name, holder))
+    return cursor.rowcount > 0
+
+
+def forget_lapsed(conn: sqlite3.Connection, prefix: str, lapsed_for: timedelta) -> int:
+    """Delete the released rows of `prefix` and those lapsed before now minus `lapsed_for` (host's clock)."""
+    before_us = _now_us() - lapsed_for // timedelta(microseconds=1)
+    cursor = conn.execute(
+        "DELETE FROM ledger_leases WHERE substr(name, 1, ?) = ? AND (holder IS NULL OR until_us < ?)",
+        (len(prefix), prefix, before_us),
+    )
+    return cursor.rowcount

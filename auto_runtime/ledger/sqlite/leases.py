@@ -31,5 +31,11 @@ class SqliteLeases(Leases):
     async def _release_many(self, names: list[str], holder: str) -> int:
         return await self._connections.write(lambda conn: lease_statements.release_many(conn, names, holder))
 
+    async def _forget(self, name: str, holder: str) -> bool:
+        return await self._connections.write(lambda conn: lease_statements.forget(conn, name, holder))
+
+    async def _forget_lapsed(self, prefix: str, lapsed_for: timedelta) -> int:
+        return await self._connections.write(lambda conn: lease_statements.forget_lapsed(conn, prefix, lapsed_for))
+
     async def _read_all(self, prefix: str) -> list[LeaseState]:
         return await self._connections.read(lambda conn: lease_statements.read_all(conn, prefix))

@@ -20,6 +20,7 @@ from auto_runtime.functions.interaction import InteractionType
 from auto_runtime.functions.prediction.build_facts import SCORE_KEY
 from auto_runtime.functions.prediction.build_requests import BuildRequests
 from auto_runtime.functions.prediction.model_work import job_owner
+from auto_runtime.functions.prediction.scoring import build_run_of
 from auto_runtime.ledger import PlaybookScope
 from auto_runtime.ledger.lease import WORKFLOW_HOST_LEASE
 from auto_runtime.problems import Rejection
@@ -85,7 +86,7 @@ async def test_builds_at_once_queued_refuse_the_next_build_with_retry_after_60(
         (due,) = [
             entry
             for entry in await parts.ledger.due_work.due(datetime.now(UTC) + timedelta(seconds=1), 100)
-            if entry.key == SCORE_KEY and entry.run_id == run_id
+            if entry.key == SCORE_KEY and build_run_of(entry) == run_id
         ]
         await parts.scoring.fire(due, lease.fence())
         assert (await parts.runs.get_run(SCOPE, run_id))["status"] == "succeeded"

@@ -18,7 +18,7 @@ import trio
 
 from auto_runtime.functions.prediction.build_facts import CANCEL_KEY, DISCARD_KEY, SCORE_KEY
 from auto_runtime.functions.prediction.build_requests import BuildRequests
-from auto_runtime.functions.prediction.scoring import CANDIDATE_SECONDS
+from auto_runtime.functions.prediction.scoring import CANDIDATE_SECONDS, build_run_of
 from auto_runtime.ledger import DueEntry
 from auto_runtime.ledger.lease import WORKFLOW_HOST_LEASE
 from tests.functions.prediction.composed import Composed
@@ -42,7 +42,7 @@ async def _answered(parts: Composed, model: bytes) -> tuple[str, DueEntry]:
     (due,) = [
         entry
         for entry in await parts.ledger.due_work.due(datetime.now(UTC) + timedelta(seconds=1), 100)
-        if entry.key == SCORE_KEY and entry.run_id == run_id
+        if entry.key == SCORE_KEY and build_run_of(entry) == run_id
     ]
     return run_id, due
 

@@ -18,6 +18,7 @@ from auto_runtime.functions.prediction.build_facts import (
     DISCARD_KEY,
     REQUEST_ANSWERED,
     SCORE_KEY,
+    score_run_id,
 )
 from auto_runtime.functions.prediction.decisions import (
     StartState,
@@ -191,7 +192,9 @@ def test_an_answer_records_request_answered_and_arms_the_scoring() -> None:
     assert record.type == REQUEST_ANSWERED
     assert record.data == {"answer": {"candidates": [DIGEST]}, "claimed_for": "ana"}
     assert record.metadata == {**METADATA, "by": "key:trainer", "causation_id": None}
-    assert decision.due_work == DueWorkChanges(arm=[DueEntry(SCOPE, RUN_ID, SCORE_KEY, AT, {"run_id": RUN_ID})])
+    assert decision.due_work == DueWorkChanges(
+        arm=[DueEntry(SCOPE, score_run_id(RUN_ID), SCORE_KEY, AT, {"run_id": RUN_ID})]
+    )
 
 
 def test_the_same_answer_again_answers_the_recorded_fact_and_another_is_refused() -> None:
