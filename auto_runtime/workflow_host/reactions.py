@@ -214,8 +214,7 @@ class Reactions:
                     self._versions.clear()
                     self._listening.clear()
                     loaded_for = current
-                before = position
-                position = await self.follow_once(position, current)
+                position, full = await self._follow_batch(position, current)
                 if position != saved and position is not None and trio.current_time() >= save_at:
                     await self.position.save(position, current)
                     saved, save_at = position, trio.current_time() + self.poll_seconds
@@ -228,7 +227,7 @@ class Reactions:
                 await trio.sleep(faults.after_fault())
                 continue
             faults.went_through()
-            if position != before:
+            if full:  # more records may wait behind this batch: read on without waiting for a signal
                 continue
             pause = self.poll_seconds if position == saved else max(save_at - trio.current_time(), 0.0)
             with trio.move_on_after(min(pause, self.poll_seconds)):
@@ -237,9 +236,19 @@ class Reactions:
     async def follow_once(self, after: FeedPosition | None, fence: LeaseFence | None) -> FeedPosition | None:
         """React to the next batch of records after `after` and answer the position after it (`after` if there
         was none). Saving the position is the caller's (`follow` saves it at most once a sweep)."""
+        position, _ = await self._follow_batch(after, fence)
+        return position
+
+    async def _follow_batch(
+        self, after: FeedPosition | None, fence: LeaseFence | None
+    ) -> tuple[FeedPosition | None, bool]:
+        """`follow_once`, and whether the batch was full (`FEED_BATCH` records): only then may records committed
+        before the read still wait unread. A shorter batch read everything the feed showed, so `follow` waits for
+        the next append signal (taken before the read, so an append committed meanwhile wakes it at once) instead
+        of reading an empty batch after every one that found records."""
         records, position = await self.ledger.read_forward(after, FEED_BATCH)
         if not records or position is None:
-            return after
+            return after, False
         listening = self._listening
         if len(listening) > LISTENING_KEPT:
             listening.clear()
@@ -248,7 +257,7 @@ class Reactions:
                 listening.pop(scope, None)
         for record in records:
             await self.react(record, fence, listening)
-        return position
+        return position, len(records) >= FEED_BATCH
 
     async def react(
         self,
@@ -304,6 +313,8 @@ class Reactions:
             for run in runs
             if not (item.emitted and run.run_id == item.run_id) and run.wants(item.type, item.record)
         ]
+        if not wanting:
+            return
         lost: list[LeaseLost | LedgerUnavailable | MailboxFull] = []
 
         async def offer(run_id: str, offers: trio.Nursery) -> None:
