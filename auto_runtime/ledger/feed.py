@@ -52,30 +52,31 @@ class AppendSignal:
             await self._event.wait()
 
 
-ScopesListener = Callable[[frozenset[str]], None]
+StreamsListener = Callable[[frozenset[str]], None]
 
 
-class ScopesAppended:
-    """Tells listeners which scopes each append of this process wrote to, once it committed.
+class StreamsAppended:
+    """Tells listeners which streams each append of this process wrote to, once it committed (a stream's name
+    begins with its scope's key, `streams.scope_key_of`).
 
     Trio thread only: `tell` runs in the appending task, after the append returned, and each listener must only
-    note the scopes and return (it must not block or await). Appends made by other processes sharing a
+    note the streams and return (it must not block or await). Appends made by other processes sharing a
     PostgreSQL ledger are not told here: a follower that needs them reads again at its sweep (`AppendSignal`
     wakes on them but says nothing of where they landed).
     """
 
     def __init__(self) -> None:
-        self._listeners: list[ScopesListener] = []
+        self._listeners: list[StreamsListener] = []
 
     @contextmanager
-    def listening(self, listener: ScopesListener) -> Iterator[None]:
-        """Tell `listener` the scope keys of every append committed while the block runs."""
+    def listening(self, listener: StreamsListener) -> Iterator[None]:
+        """Tell `listener` the streams of every append committed while the block runs."""
         self._listeners.append(listener)
         try:
             yield
         finally:
             self._listeners.remove(listener)
 
-    def tell(self, scope_keys: frozenset[str]) -> None:
+    def tell(self, streams: frozenset[str]) -> None:
         for listener in tuple(self._listeners):
-            listener(scope_keys)
+            listener(streams)

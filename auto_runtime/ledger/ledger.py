@@ -23,7 +23,7 @@ from auto_runtime.telemetry import ledger_append_span
 from . import paging
 from .content import ContentStore, is_digest
 from .due_work import DueWork, DueWorkChanges, EncodedChanges, encode_changes
-from .feed import AppendSignal, FeedPosition, ScopesAppended
+from .feed import AppendSignal, FeedPosition, StreamsAppended
 from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, Leases, validate_fence, validate_lease_name
 from .migrations import SchemaReport
 from .open_state import OpenState
@@ -99,8 +99,8 @@ class Ledger(abc.ABC):
         reader waiting for another server's write waits on it rather than on `appended`."""
         self.due_recorded = AppendSignal()
         """Woken when another server recorded due work for the partitions' holders (`wake_other_servers`)."""
-        self.scopes_appended = ScopesAppended()
-        """The scopes each of this process's appends wrote to, told once it committed (see `ScopesAppended`)."""
+        self.streams_appended = StreamsAppended()
+        """The streams each of this process's appends wrote to, told once it committed (see `StreamsAppended`)."""
         self.recorded_clock: Callable[[], int] = now_microseconds
         """The clock records are stamped with (`recorded_at`, UTC microseconds since 1970): the wall clock, or the
         server's (`auto_runtime.server_clock`, set before the first append)."""
@@ -154,7 +154,7 @@ class Ledger(abc.ABC):
                 records = await self._append(encoded)
             else:
                 records = await self._append_guarded(encoded, changes or EncodedChanges(), fence)
-        self.scopes_appended.tell(frozenset(scope_key_of(write.stream) for write in writes))
+        self.streams_appended.tell(frozenset(write.stream for write in writes))
         appended(records)
         return records
 

@@ -190,9 +190,22 @@ class RunService:
         await runtime.start(
             writer, scope, message.definition, message.value, run_id, message.caller_id, message.metadata
         )
-        started = await self.read_run(scope, run_id)
+        started = self._started_here(writer, opened.after)
+        if started is None:  # not started through this writer (a forwarded start): read what its holder recorded
+            started = await self.read_run(scope, run_id)
         assert started is not None
         return started.shown(with_record=False)
+
+    @staticmethod
+    def _started_here(writer: RunWriter, opened: Loaded[Any] | None) -> RunState | None:
+        """The run as the type's runtime just recorded it through `writer`, without reading it back: known when the
+        writer's stream grew past the records the request was opened on (its own appends, `known_records`)."""
+        known = writer.known_records()
+        if known is None or opened is None or not isinstance(opened.state, RunHistory):
+            return None
+        if len(known) <= len(opened.state.records):
+            return None
+        return fold_run(writer.run_id, known)
 
     async def cancel_run(
         self, scope: PlaybookScope, run_id: str, reason: str | None = None, caller_id: str = "runtime"

@@ -6,9 +6,14 @@ Concurrency rules:
   (`fences.of_key("org/playbook")` is not None), each pass under that partition's fence, so each playbook's
   views are kept by one server and the playbooks are spread over the servers as their partitions are.
 - An append of this process wakes the pass of the playbooks it wrote to, and of no other (the ledger's
-  `ScopesAppended`): the work of an append does not grow with the number of playbooks. At each sweep (and when
+  `StreamsAppended`): the work of an append does not grow with the number of playbooks. At each sweep (and when
   the keeper starts) every playbook with a recall function or a view row is passed, for the records other
   servers appended (on PostgreSQL) and for anything a failed pass left.
+- A playbook found to keep no views (no recall function, no view row) is remembered so (`_WithoutViews`), so
+  appends to it cost no read of the ledger until one can change that: a save of one of its definitions by this
+  process (an append to its `definitions/...` streams) forgets it at once, and every sweep forgets them all (a
+  definition another server saved is seen there, as its appends are). A view row is only ever written by a pass,
+  and a pass only starts for a playbook that keeps views, so no other change can make one.
 - A pass asks the playbook's views actor (`views_actor`). A playbook is never passed twice at once: an append
   to a playbook whose pass is in flight marks it to be passed again once that pass ends, so no record waits for
   the sweep. At most `RECALL_PLAYBOOKS_AT_ONCE` passes run at once (a `trio.CapacityLimiter`), the others wait
@@ -26,6 +31,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import trio
+from cachetools import LRUCache
 
 from auto_runtime.ledger import Fences, LeaseFence, Ledger, playbook_key
 from auto_runtime.playbooks.actor_limits import ActorLimits
@@ -34,6 +40,9 @@ from auto_runtime.recall_host.views_actor import PassViews, RecallViews, ViewsKe
 from auto_runtime.sandbox.pool import SandboxPool
 
 log = logging.getLogger("auto_runtime.recall_host")
+
+WITHOUT_VIEWS_KEPT = 4_096
+"""How many playbooks the keeper remembers as keeping no views (least recently appended to forgotten first)."""
 
 
 class ViewKeeper:
@@ -62,27 +71,41 @@ class ViewKeeper:
         runs this beside its timer loop: `WorkflowRuntime.add_follower`)."""
         passes = _Passes(trio.CapacityLimiter(self.playbooks_at_once), fences)
         wakes = _Wakes()
-        with self.ledger.scopes_appended.listening(wakes.heard):
+        with self.ledger.streams_appended.listening(wakes.heard):
             async with trio.open_nursery() as nursery:
                 passes.nursery = nursery
+                without = _WithoutViews()
                 next_sweep = trio.current_time()
                 while True:
                     sweeping = trio.current_time() >= next_sweep
                     if sweeping:
                         next_sweep = trio.current_time() + self.sweep.total_seconds()
-                    appended = wakes.take()
-                    for key in await self._to_pass(sweeping, appended):
+                    appended, redefined = wakes.take()
+                    for key in redefined:
+                        without.forget(key)
+                    if sweeping:
+                        without.clear()
+                    for key in await self._to_pass(sweeping, appended, without):
                         if passes.fence_of(key)() is not None:
                             passes.start(key, self._pass_one)
                     with trio.move_on_at(next_sweep):
                         await wakes.wait()
 
-    async def _to_pass(self, sweeping: bool, appended: set[ViewsKey]) -> list[ViewsKey]:
-        """The playbooks to pass now: at a sweep every one that keeps views, else those appended to that do."""
+    async def _to_pass(self, sweeping: bool, appended: set[ViewsKey], without: _WithoutViews) -> list[ViewsKey]:
+        """The playbooks to pass now: at a sweep every one that keeps views, else those appended to that do (those
+        remembered to keep none are not asked again)."""
         try:
             if sweeping:
                 return await self.ledger.recall_views.playbooks()
-            return [key for key in sorted(appended) if await self.ledger.recall_views.keeps_views(*key)]
+            chosen = []
+            for key in sorted(appended):
+                if key in without:
+                    continue
+                if await self.ledger.recall_views.keeps_views(*key):
+                    chosen.append(key)
+                else:
+                    without.remember(key)
+            return chosen
         except Exception:
             log.exception("recall views: the playbooks to pass could not be read")
             return []
@@ -99,25 +122,51 @@ class ViewKeeper:
             log.exception("recall views: a pass failed", extra={"org": key[0], "playbook": key[1]})
 
 
+class _WithoutViews:
+    """The playbooks last found to keep no views (see the module's rules), at most `WITHOUT_VIEWS_KEPT`."""
+
+    def __init__(self) -> None:
+        self._keys: LRUCache[ViewsKey, None] = LRUCache(WITHOUT_VIEWS_KEPT)
+
+    def __contains__(self, key: ViewsKey) -> bool:
+        return key in self._keys
+
+    def remember(self, key: ViewsKey) -> None:
+        self._keys[key] = None
+
+    def forget(self, key: ViewsKey) -> None:
+        self._keys.pop(key, None)
+
+    def clear(self) -> None:
+        self._keys.clear()
+
+
 class _Wakes:
-    """The playbooks this process appended to since the keeper last looked (Trio thread only)."""
+    """The playbooks this process appended to since the keeper last looked, and those of them whose definitions it
+    changed (Trio thread only)."""
 
     def __init__(self) -> None:
         self._appended: set[ViewsKey] = set()
+        self._redefined: set[ViewsKey] = set()
         self._event = trio.Event()
 
-    def heard(self, scope_keys: frozenset[str]) -> None:
-        for scope_key in scope_keys:
-            parts = scope_key.split("/")
-            if len(parts) == 3 and parts[0] == "playbook":
-                self._appended.add((parts[1], parts[2]))
+    def heard(self, streams: frozenset[str]) -> None:
+        for stream in streams:
+            parts = stream.split("/")
+            if len(parts) >= 4 and parts[0] == "playbook":
+                key = (parts[1], parts[2])
+                self._appended.add(key)
+                if parts[3] == "definitions":
+                    self._redefined.add(key)
         if self._appended:
             self._event.set()
 
-    def take(self) -> set[ViewsKey]:
-        taken, self._appended = self._appended, set()
+    def take(self) -> tuple[set[ViewsKey], set[ViewsKey]]:
+        """The playbooks appended to, and those redefined, since the last take."""
+        taken, redefined = self._appended, self._redefined
+        self._appended, self._redefined = set(), set()
         self._event = trio.Event()
-        return taken
+        return taken, redefined
 
     async def wait(self) -> None:
         await self._event.wait()

@@ -12,6 +12,12 @@ alone, under the decision's fence, without a version check: it moves no stream.
 Between two messages the writer keeps, per decider kind, the state the last append left, so a queued message
 is decided without reading the run again; every other kind's kept state is dropped when an append moves the
 stream, and all of it when a message fails (`forget`).
+
+The writer also knows the run's whole stream while it can (`known_records`): from the moment a decision is made
+on the run's records (a `RunHistory`), extended by each of its own appends made at exactly the version it knows
+(the stream is append-only, so an append accepted at that version proves the records before it are the known
+ones), and forgotten on a clash, on an append at any other version, and on `forget`. So a caller that just wrote
+the run can answer it as recorded without reading it back.
 """
 
 from __future__ import annotations
@@ -20,8 +26,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from auto_runtime.ledger import Ledger, PlaybookScope, StreamWrite, VersionConflict
-from auto_runtime.runs.deciders import RunDecider
+from auto_runtime.ledger import Ledger, PlaybookScope, Record, StreamWrite, VersionConflict
+from auto_runtime.runs.deciders import RunDecider, RunHistory
 from auto_runtime.runs.decision import Decision, Loaded, Written
 from auto_runtime.runs.facts import run_stream
 
@@ -46,10 +52,16 @@ class RunWriter:
         self.run_id = run_id
         self.stream = run_stream(scope, run_id)
         self._kept: dict[str, Loaded[Any]] = {}
+        self._records: tuple[Record, ...] | None = None
 
     def forget(self) -> None:
         """Drop every kept state: the next message reads the run again."""
         self._kept.clear()
+        self._records = None
+
+    def known_records(self) -> tuple[Record, ...] | None:
+        """The run's whole stream as of this writer's last append, when it knows it (see the module's rules)."""
+        return self._records
 
     def kept(self, kind: str) -> Loaded[Any] | None:
         """The state of `kind` the last append left, if kept."""
@@ -73,6 +85,8 @@ class RunWriter:
             fresh = loaded is None
             if loaded is None:
                 loaded = await decider.load(self.ledger, self.scope, self.run_id)
+            if isinstance(loaded.state, RunHistory):
+                self._records = loaded.state.records
             decided = decider.decide(loaded, message)
             decision: Decision[R] = await decided if inspect.isawaitable(decided) else decided
             if decision.fresh_only and not fresh:
@@ -91,9 +105,14 @@ class RunWriter:
                 appended = await self.ledger.append(writes, due_work=decision.due_work, fence=decision.fence)
             except VersionConflict:
                 self._kept.clear()
+                self._records = None
                 continue
             self._kept.clear()
             own = appended[: len(decision.records)]
+            known = self._records
+            if decision.records:
+                fits = known is not None and len(known) == loaded.version
+                self._records = known + tuple(own) if fits and known is not None else None
             after: Loaded[S] | None
             if decision.state_after is not None:
                 after = Loaded(decision.state_after, loaded.version + len(decision.records))

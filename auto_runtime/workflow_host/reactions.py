@@ -263,10 +263,10 @@ class Reactions:
                 await trio.sleep(self.poll_seconds)
                 continue
             generation = self.ledger.appended.generation
-            moved = False
+            read_on = False
             try:
                 await self._load_tracks(held, tracks)
-                moved = await self._follow_tracks(tracks)
+                read_on = await self._follow_tracks(tracks)
                 if trio.current_time() >= save_at and any(t.unsaved() for t in tracks.values()):
                     await self._save_tracks(tracks)
                     save_at = trio.current_time() + self.poll_seconds
@@ -281,7 +281,7 @@ class Reactions:
                 await trio.sleep(faults.after_fault())
                 continue
             faults.went_through()
-            if moved:
+            if read_on:  # records may wait behind this batch: read on without waiting for a signal
                 continue
             unsaved = any(t.unsaved() for t in tracks.values())
             pause = max(save_at - trio.current_time(), 0.0) if unsaved else self.poll_seconds
@@ -301,7 +301,11 @@ class Reactions:
 
     async def _follow_tracks(self, tracks: dict[int, _Track]) -> bool:
         """React to the next batch after the furthest-behind tracks' position, for their partitions' records, and
-        move them on (module rules); answers whether there was a batch."""
+        move them on (module rules); answers whether to read on at once: the batch was full (`FEED_BATCH` records,
+        so records committed before the read may still wait unread), or its tracks stopped short of its end at
+        another track's position. Otherwise everything the feed showed was read, and `follow` waits for the next
+        append signal (taken before the read, so an append committed meanwhile wakes it at once) instead of
+        reading an empty batch after every one that found records."""
         start = min((track.position for track in tracks.values()), key=_order)
         records, end = await self.ledger.read_forward(start, FEED_BATCH)
         if not records or end is None:
@@ -331,7 +335,7 @@ class Reactions:
         target = min(within, key=_order) if within else end
         for track in reading.values():
             track.position = target
-        return True
+        return len(records) >= FEED_BATCH or target != end
 
     async def _save_tracks(self, tracks: dict[int, _Track]) -> None:
         for track in tracks.values():
@@ -409,6 +413,8 @@ class Reactions:
             for run in runs
             if not (item.emitted and run.run_id == item.run_id) and run.wants(item.type, item.record)
         ]
+        if not wanting:
+            return
         lost: list[LeaseLost | LedgerUnavailable | MailboxFull] = []
 
         async def offer(run_id: str, offers: trio.Nursery) -> None:

@@ -51,3 +51,24 @@ async def test_with_one_playbook_at_once_two_playbooks_passes_never_overlap(host
         else:
             assert in_flight == key
             in_flight = None
+
+
+async def test_a_playbook_remembered_to_keep_no_views_is_passed_as_soon_as_it_gets_a_recall_function(
+    host: Host, passes: Passes
+) -> None:
+    """The keeper remembers a playbook it found to keep no views, so its appends read nothing; saving a recall
+    function there forgets that at once: its views are passed without waiting for the sweep (a day away)."""
+    await host.define(SHIPPING, "ticks")
+    async with host.keeping():
+        await host.row_until(SHIPPING, "ticks", lambda row: row.state == "live")
+        await host.tick(BILLING, "billing-0")
+        await host.tick(SHIPPING, "shipping-0")
+        # the keeper took BILLING's wake no later than SHIPPING's, so it has found BILLING keeps no views
+        await host.row_until(SHIPPING, "ticks", lambda row: row.folded == 1)
+        await host.tick(BILLING, "billing-1")
+        await host.tick(SHIPPING, "shipping-1")
+        await host.row_until(SHIPPING, "ticks", lambda row: row.folded == 2)
+        assert passes.started(BILLING) == 0
+        await host.define(BILLING, "ticks")
+        row = await host.row_until(BILLING, "ticks", lambda row: row.state == "live" and row.folded == 2)
+    assert row.folded == 2 and passes.started(BILLING) >= 1

@@ -141,3 +141,29 @@ async def test_a_decision_of_due_work_alone_changes_the_table_and_moves_no_strea
     assert written.appended == [] and await kinds(ledger) == []
     (row,) = await ledger.due_work.entries_of_run(SCOPE, RUN)
     assert row.state == "fired"
+
+
+async def test_the_writer_knows_the_stream_through_its_own_appends_and_forgets_it_when_another_writer_moved_it(
+    ledger: Ledger,
+) -> None:
+    """`known_records` is the run's whole stream while every append since the last read was the writer's own, at
+    the version it knew; an append by another server makes it unknown until a decision reads the run again."""
+    decider, writer = Noting(ledger), RunWriter(ledger, SCOPE, RUN)
+    assert writer.known_records() is None
+    await writer.write(decider, Note("a"), first=Loaded(RunHistory(SCOPE, RUN, ()), 0))
+    await writer.write(decider, Note("b"))
+    known = writer.known_records()
+    assert known is not None and list(known) == await ledger.read_stream(run_stream(SCOPE, RUN))
+    await ledger.append([StreamWrite(run_stream(SCOPE, RUN), 2, [NewRecord("elsewhere", {}, {})])])
+    assert writer.known_records() == known, "what it knew, as of its last append"
+    await writer.write(decider, Note("c"))  # decided on its kept state: clashes, reads, decides again
+    after = writer.known_records()
+    assert after is not None and [r.type for r in after] == ["noted", "noted", "elsewhere", "noted"]
+    assert list(after) == await ledger.read_stream(run_stream(SCOPE, RUN))
+    with pytest.raises(RunKeptMoving):  # another server moves it before the writer's append: a clash
+        await writer.write(Noting(ledger, others=1), Note("d"), attempts=1)
+    assert writer.known_records() is None
+    await writer.write(decider, Note("e"))
+    assert writer.known_records() is not None
+    writer.forget()
+    assert writer.known_records() is None

@@ -13,7 +13,17 @@ import trio.testing
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.run_state import WORKFLOW_RUNS_PROJECTION
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
-from auto_runtime.ledger import DueEntry, LeaseFence, Ledger, Record, partition_of, playbook_key, uuid7
+from auto_runtime.ledger import (
+    DueEntry,
+    LeaseFence,
+    Ledger,
+    NewRecord,
+    Record,
+    StreamWrite,
+    partition_of,
+    playbook_key,
+    uuid7,
+)
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.event_publishing import EventPublishing
 from auto_runtime.playbooks.playbook_registry import PlaybookRegistry
@@ -22,7 +32,7 @@ from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.server import RUNTIME_PROJECTIONS
 from auto_runtime.workflow_host.follow_position import POSITION_SCOPE, FollowPosition, pseudo_runs
-from auto_runtime.workflow_host.reactions import REACTION_PROJECTIONS, Reactions, is_trigger_key
+from auto_runtime.workflow_host.reactions import FEED_BATCH, REACTION_PROJECTIONS, Reactions, is_trigger_key
 from auto_runtime.workflow_host.run_store import RunStore
 from auto_runtime.workflow_host.schedules import schedule_run_id
 from tests.ledger.conftest import Target
@@ -400,3 +410,29 @@ async def test_the_follower_saves_its_position_at_most_once_a_sweep(
         nursery.cancel_scope.cancel()
     position = await FollowPosition(ledger, partition_of(playbook_key(SCOPE.org, SCOPE.playbook), count)).load()
     assert position is not None and (await ledger.read_forward(position, 10))[0] == []
+
+
+async def test_a_feed_longer_than_a_batch_is_read_to_its_end_without_another_append_or_sweep(
+    ledger: Ledger,
+    registry: DefinitionRegistry,
+    reactions: Reactions,
+    fence: LeaseFence,
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """The follower reads on at once only after a full batch (`FEED_BATCH` records), and waits for the next append
+    after a shorter one: an event behind a full batch is still reacted to with no append and no sweep after it
+    (the clock stands still, so no sweep comes)."""
+    await save(registry, "digest", ON_EU)
+    filler = [NewRecord("noted", {}, {}) for _ in range(FEED_BATCH + 20)]
+    await ledger.append([StreamWrite(run_stream(SCOPE, str(uuid7())), 0, filler)])
+    await publish(ledger, "eu")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(
+            lambda task_status: reactions.follow(OneFence(fence, ledger.partitioning.count), task_status=task_status)
+        )
+        for _ in range(10_000):  # until the triggered run started (bounded: a broken follower waits for ever)
+            await trio.testing.wait_all_tasks_blocked()
+            if await started_runs(ledger, "digest"):
+                break
+        assert len(await started_runs(ledger, "digest")) == 1
+        nursery.cancel_scope.cancel()
