@@ -2,6 +2,7 @@
 one server in the same run, and where the machine's CPU went. Prints; asserts nothing.
 
     python -m benchmarks.partitions [--servers 1,2,3] [--rounds N] [--seconds S] [--connections N] [--sweep D]
+                                    [--run-ids]
 
 For each count of servers: a fresh database in the tests' PostgreSQL server (`LEDGER_TEST_POSTGRES_URL`, by
 default the local server's `test` database; dropped afterwards), that many server processes on it (the test
@@ -12,6 +13,8 @@ drives every server at once for `--seconds` with the raw-socket load of `benchma
 (`auto_runtime.bench.load`: one load process a server, `--connections` keep-alive sockets each, each sending its
 next `run_definition` as soon as the last one is answered), then waits until none of the playbook's workflow
 runs is `started` (a run taken where it arrives may end on its partition's holder after its start was answered).
+The starts name no run id, as a caller that does not retry sends them; with `--run-ids` each names a new one (a
+caller that may retry), so a start reaching a server that does not hold its run's partition is handed over.
 
 Printed per count: the median of the rounds' workflows a second (runs started over the time from the load's
 start to the moment none was left started), its ratio to one server's median, and the share of the machine's CPU
@@ -46,13 +49,14 @@ from tempfile import TemporaryDirectory
 import asyncpg
 import httpx
 
-from auto_runtime.bench.load import LoadFailed, LoadRun, Route, cpu_seconds
+from auto_runtime.bench.load import FRESH_UUID, LoadFailed, LoadRun, Route, cpu_seconds
 from auto_runtime.bench.workload import STEPS
 from tests.conformance.helpers import new_playbook
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.postgres_support import fresh_database, server_on
 
 START_BODY = b'{"input": {"n": 1}}'
+START_BODY_WITH_RUN_ID = b'{"input": {"n": 1}, "run_id": "' + FRESH_UUID + b'"}'
 BOUND_SECONDS = 120.0
 """How long a wait (servers settling, runs ending) may last before the benchmark gives up: a bound."""
 CORES = os.cpu_count() or 1
@@ -154,9 +158,15 @@ def still_started(client: httpx.Client, playbook: str) -> bool:
 
 
 def one_round(
-    servers: Sequence[ServerProcess], playbook: str, sampler: Sampler, seconds: float, connections: int
+    servers: Sequence[ServerProcess],
+    playbook: str,
+    sampler: Sampler,
+    seconds: float,
+    connections: int,
+    run_ids: bool = False,
 ) -> Round:
-    route = Route("steps", "POST", f"{playbook}/definitions/workflow/steps/run", START_BODY, 200)
+    body = START_BODY_WITH_RUN_ID if run_ids else START_BODY
+    route = Route("steps", "POST", f"{playbook}/definitions/workflow/steps/run", body, 200, fresh_uuids=run_ids)
     handed_before = handed_over(sampler.url)
     before = sampler.read()
     started = time.monotonic()
@@ -236,9 +246,9 @@ def measure(count: int, folder: Path, arguments: argparse.Namespace) -> list[Rou
         wait_spread(servers)
         sampler = Sampler(servers, url)
         try:
-            one_round(servers, playbook, sampler, WARM_UP_SECONDS, arguments.connections)
+            one_round(servers, playbook, sampler, WARM_UP_SECONDS, arguments.connections, arguments.run_ids)
             rounds = [
-                one_round(servers, playbook, sampler, arguments.seconds, arguments.connections)
+                one_round(servers, playbook, sampler, arguments.seconds, arguments.connections, arguments.run_ids)
                 for _ in range(arguments.rounds)
             ]
         except LoadFailed as refused:
@@ -284,12 +294,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=2.5)
     parser.add_argument("--connections", type=int, default=8, help="keep-alive sockets a server")
     parser.add_argument("--sweep", help="WORKFLOW_SWEEP_INTERVAL of every server, such as PT0.2S (default: 1 s)")
+    parser.add_argument("--run-ids", action="store_true", help="each start names a new run id (a caller that retries)")
     arguments = parser.parse_args(argv)
     counts = [int(count) for count in arguments.servers.split(",")]
     begun = time.perf_counter()
     print(
         f"workflow throughput of 3-step `set` workflows, servers on one PostgreSQL database: {arguments.rounds} "
-        f"rounds of {arguments.seconds:g} s, {arguments.connections} sockets a server, {os.cpu_count()} cores "
+        f"rounds of {arguments.seconds:g} s, {arguments.connections} sockets a server, {os.cpu_count()} cores, "
+        f"{'a new run id in each start' if arguments.run_ids else 'no run id in the starts'} "
         "(the machine may be shared: read the ratios, measured in this run)"
     )
     with TemporaryDirectory(prefix="auto-runtime-bench-partitions-") as folder:
