@@ -32,6 +32,7 @@ from auto_runtime.runs.facts import run_stream
 from auto_runtime.runs.ids import is_run_id
 from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.workflow_host.forwarded import BEGIN_WAIT_SECONDS
 from auto_runtime.workflow_host.workflow_runtime import WorkflowRuntime
 from tests.workflow_host.conftest import HEAD, SCOPE
 
@@ -131,6 +132,26 @@ async def test_a_server_that_does_not_hold_the_partition_takes_starts_and_events
         if row.key.startswith(("workflow-start:", "workflow-event:"))
     }
     assert forwarded == {"workflow-start:": "fired", "workflow-event:go-1": "fired"}
+
+
+async def test_a_handed_over_start_is_answered_when_the_holder_names_its_run_not_at_the_waiting_servers_sweep(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService
+) -> None:
+    """The waiting server's sweep is longer than a start waits (`BEGIN_WAIT_SECONDS`), so only the holder naming
+    the run begun (`Ledger.tell_runs_begun`) can wake it in time: otherwise the start would answer `unavailable`."""
+    holder = runtime_of(ledger, engine, runs, "server-a")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(holder.run)
+        slow = timedelta(seconds=BEGIN_WAIT_SECONDS * 2)
+        async with other_server(ledger, engine, runs, "server-b", sweep=slow) as standby:
+            # Never swept: not alive to the holder, which keeps every partition (none lapses within the test).
+            assert standby.loop.partitions.held() == frozenset()
+            run_id = str(uuid7())
+            started = await standby.runs.run_definition(SCOPE, "workflow", "listens", {}, run_id, "caller-1")
+            assert (started["run_id"], started["status"]) == (run_id, "started")
+            assert len(ledger.runs_begun) == 0  # the waiter kept nothing
+        nursery.cancel_scope.cancel()
+    assert await start_entries(ledger, run_id) == [("workflow-start:", "fired")]
 
 
 async def test_a_start_or_event_whose_partition_changed_hands_since_its_fence_was_read_goes_to_the_new_holder(
