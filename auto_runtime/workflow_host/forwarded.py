@@ -6,12 +6,12 @@ recorded where they arrive as due work in the run's partition, and applied by th
   servers (`Ledger.wake_other_servers`: `LISTEN/NOTIFY` on PostgreSQL, whose wake the holder's timer loop
   heeds), then waits for the run to begin (the holder names it once begun: `Ledger.tell_runs_begun`, so the waiting
   server reads again when its run is named, and at least each sweep), so the request answers as a start on the
-  holder does (seeds: `200`
-  with `status: started` as soon as the run begins, or how it ended when it ended in its first input). The wait
-  is bounded (`BEGIN_WAIT_SECONDS`, a guard): past it the request answers `unavailable` with `Retry-After`, the
-  entry stays armed, and the same request again finds the run begun or waits again (the entry is armed once by
-  its key: the first request's start is the one applied). Should this server take the partition meanwhile, the
-  start goes on here (the request holds the run's actor, which the timer loop's start would wait for).
+  holder does (seeds: `200` with `status: started` as soon as the run begins, or how it ended when it ended in its
+  first input). The wait is bounded (`BEGIN_WAIT_SECONDS`, a guard): past it the request answers `unavailable`
+  with `Retry-After`, the entry stays armed, and the same request again finds the run begun or waits again (the
+  entry is armed once by its key: the first request's start is the one applied). Should this server take the
+  partition meanwhile, the start goes on here (the request holds the run's actor, which the timer loop's start
+  would wait for).
 - An event sent to a run (`record_event`) arms a `workflow-event:<event id>` entry carrying the delivered event and
   answers at once with it, as the holder would; the holder applies it as the run's input (a run takes an event
   id once, so an event sent again changes nothing).

@@ -12,14 +12,14 @@ Rules:
 - Only the server holding a run's partition (`TimerLoop.partitions`) starts the run and applies events sent to
   it, each under the partition's fence. Any other server takes the request all the same: it records it for the
   holder (`forwarded`), which applies it; a start then waits for the run to begin and answers as the holder would.
+  While the server stops, starts and sent events answer `unavailable` with `Retry-After` (seeds: "While the
+  runtime is stopping, `run_definition` returns `unavailable`").
 - A start that names no run id never goes to another server while this one holds partitions: `new_run_id` picks
   its id in a partition this server keeps (`runs.ids.run_id_in`), and `RunService` uses it for every run that
   waits (workflows, interaction requests, builds: their later work is due work of the run's partition). Should the
   partition change hands between the pick and the start's append, the append's fence refuses it (`LeaseLost`)
   and the start goes to the new holder as any other. A server holding none (one that just started) picks any id,
   and a server holding every partition (SQLite's) draws nothing.
-  While the server stops, starts and sent events answer `unavailable` with `Retry-After` (seeds: "While the
-  runtime is stopping, `run_definition` returns `unavailable`").
 - `cancel` records `run_cancel_requested` on any server, with the `cancel:` outbox entry the holder carries
   out in the same append (woken by `LISTEN/NOTIFY` when it is another server); asking again before the run ended
   records nothing.
