@@ -31,7 +31,8 @@ start is the start's one-line error) and logged once at `info`:
 
 Services are built in dependency order, each with what it needs as constructor arguments; the two cycles (run
 service and workflow runtime, workflow runtime and reactions) close through registration methods of the service
-that receives (`RunService.serve_waiting`, `WorkflowRuntime.add_due_handler` and `add_follower`).
+that receives (`RunService.serve_waiting` and `place_waiting_runs`, `WorkflowRuntime.add_due_handler` and
+`add_follower`).
 
 One clock (`server_clock`) is made at start and handed to the ledger (its records' times) and to every service
 that arms, fires or stamps due work: the wall clock, or under `TEST_CLOCK` a test's `MovableClock`, whose control
@@ -312,6 +313,7 @@ def compose_services(
     )
     clock.on_moved(workflows.loop.wake)
     runs.serve_waiting("workflow", workflows)
+    runs.place_waiting_runs(workflows.new_run_id)
     interactions = InteractionRuntime(
         ledger,
         runs,

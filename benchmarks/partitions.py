@@ -2,6 +2,7 @@
 one server in the same run, and where the machine's CPU went. Prints; asserts nothing.
 
     python -m benchmarks.partitions [--servers 1,2,3] [--rounds N] [--seconds S] [--connections N] [--sweep D]
+                                    [--run-ids]
 
 For each count of servers: a fresh database in the tests' PostgreSQL server (`LEDGER_TEST_POSTGRES_URL`, by
 default the local server's `test` database; dropped afterwards), that many server processes on it (the test
@@ -12,14 +13,19 @@ drives every server at once for `--seconds` with the raw-socket load of `benchma
 (`auto_runtime.bench.load`: one load process a server, `--connections` keep-alive sockets each, each sending its
 next `run_definition` as soon as the last one is answered), then waits until none of the playbook's workflow
 runs is `started` (a run taken where it arrives may end on its partition's holder after its start was answered).
+The starts name no run id, as a caller that does not retry sends them; with `--run-ids` each names a new one (a
+caller that may retry), so a start reaching a server that does not hold its run's partition is handed over.
 
 Printed per count: the median of the rounds' workflows a second (runs started over the time from the load's
 start to the moment none was left started), its ratio to one server's median, and the share of the machine's CPU
 (all its cores over the round) taken by the servers, by the PostgreSQL backends of this database with the
 cluster's WAL writer, checkpointer and background writer, by every PostgreSQL process (another client of the
-cluster shows here, so a shared machine reads higher), and by the load processes. What is left of the machine
-is idle time or other processes'. Last, the servers' CPU a workflow (all servers' CPU over the runs): what a
-run costs more when its start is taken by a server that does not hold its partition.
+cluster shows here, so a shared machine reads higher), and by the load processes; then the machine's idle time
+(`/proc/stat`: near 0% means the cores, not the servers, set the rate; what is neither idle nor listed is other
+processes'). Last, the servers' CPU a workflow (all servers' CPU over the runs), and the share of the starts handed
+to another server (`workflow-start:` due entries recorded over the round, per run started: a start naming no run id
+is given one in a partition of the server it reached, so none should be handed over once every server holds
+partitions).
 
 A server that refuses the load (a release where one server holds every workflow answers the others' starts
 `unavailable`) is printed as refused, with its answer, and with the servers' log lines of its incident for a 500.
@@ -28,6 +34,7 @@ A server that refuses the load (a release where one server holds every workflow 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import re
 import statistics
@@ -39,15 +46,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+import asyncpg
 import httpx
 
-from auto_runtime.bench.load import LoadFailed, LoadRun, Route, cpu_seconds
+from auto_runtime.bench.load import FRESH_UUID, LoadFailed, LoadRun, Route, cpu_seconds
 from auto_runtime.bench.workload import STEPS
 from tests.conformance.helpers import new_playbook
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.postgres_support import fresh_database, server_on
 
 START_BODY = b'{"input": {"n": 1}}'
+START_BODY_WITH_RUN_ID = b'{"input": {"n": 1}, "run_id": "' + FRESH_UUID + b'"}'
 BOUND_SECONDS = 120.0
 """How long a wait (servers settling, runs ending) may last before the benchmark gives up: a bound."""
 CORES = os.cpu_count() or 1
@@ -65,6 +74,8 @@ class Round:
     database_cpu: float
     postgres_cpu: float
     load_cpu: float
+    idle: float
+    handed_over: float
 
 
 def postgres_processes() -> list[tuple[int, str]]:
@@ -93,6 +104,26 @@ def cpu_of(pids: Sequence[int]) -> float:
     return total
 
 
+def idle_seconds() -> float:
+    """The machine's idle time (idle and waiting on I/O, every core) since it started, from `/proc/stat`."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
+
+
+def handed_over(url: str) -> int:
+    """How many starts were handed to another server so far: the `workflow-start:` due entries recorded."""
+
+    async def count() -> int:
+        connection = await asyncpg.connect(url)
+        try:
+            found = await connection.fetchval("SELECT count(*) FROM ledger_due_work WHERE key LIKE 'workflow-start:%'")
+        finally:
+            await connection.close()
+        return int(found)
+
+    return asyncio.run(count())
+
+
 def children_cpu() -> float:
     """The CPU of this process's waited-for children (the load processes), from `/proc/self/stat`."""
     fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
@@ -103,11 +134,12 @@ class Sampler:
     """CPU seconds of the servers, of this database's PostgreSQL side, of all PostgreSQL and of the load, read
     before and after a round (a backend that ended meanwhile is missed: the servers keep theirs open)."""
 
-    def __init__(self, servers: Sequence[ServerProcess], database: str) -> None:
+    def __init__(self, servers: Sequence[ServerProcess], url: str) -> None:
         self.servers = servers
-        self.database = database
+        self.url = url
+        self.database = url.rsplit("/", 1)[1]
 
-    def read(self) -> tuple[float, float, float, float]:
+    def read(self) -> tuple[float, float, float, float, float]:
         processes = postgres_processes()
         ours = [pid for pid, title in processes if f" {self.database} " in title or title.endswith(CLUSTER_HELPERS)]
         return (
@@ -115,6 +147,7 @@ class Sampler:
             cpu_of(ours),
             cpu_of([pid for pid, _ in processes]),
             children_cpu(),
+            idle_seconds(),
         )
 
 
@@ -125,9 +158,16 @@ def still_started(client: httpx.Client, playbook: str) -> bool:
 
 
 def one_round(
-    servers: Sequence[ServerProcess], playbook: str, sampler: Sampler, seconds: float, connections: int
+    servers: Sequence[ServerProcess],
+    playbook: str,
+    sampler: Sampler,
+    seconds: float,
+    connections: int,
+    run_ids: bool = False,
 ) -> Round:
-    route = Route("steps", "POST", f"{playbook}/definitions/workflow/steps/run", START_BODY, 200)
+    body = START_BODY_WITH_RUN_ID if run_ids else START_BODY
+    route = Route("steps", "POST", f"{playbook}/definitions/workflow/steps/run", body, 200, fresh_uuids=run_ids)
+    handed_before = handed_over(sampler.url)
     before = sampler.read()
     started = time.monotonic()
     runs = [
@@ -145,7 +185,8 @@ def one_round(
     after = sampler.read()
     machine = elapsed * CORES
     shares = [(b - a) / machine for a, b in zip(before, after, strict=True)]
-    return Round(done / elapsed, elapsed, *shares)
+    handed = (handed_over(sampler.url) - handed_before) / max(done, 1)
+    return Round(done / elapsed, elapsed, *shares, handed)
 
 
 def wait_spread(servers: Sequence[ServerProcess]) -> None:
@@ -168,7 +209,7 @@ def wait_spread(servers: Sequence[ServerProcess]) -> None:
 @contextmanager
 def servers_on_one_database(count: int, folder: Path, sweep: str | None) -> Iterator[tuple[list[ServerProcess], str]]:
     """`count` servers on a fresh database, started at once, with `WORKFLOW_SWEEP_INTERVAL` at `sweep` (None:
-    the default); stopped at the end. Answers them and the database's name."""
+    the default); stopped at the end. Answers them and the database's URL."""
     with ExitStack() as stack:
         url = stack.enter_context(fresh_database("bench_partitions"))
         settings = {**server_on(url), "LOG_LEVEL": "warn"}
@@ -192,22 +233,22 @@ def servers_on_one_database(count: int, folder: Path, sweep: str | None) -> Iter
             stack.callback(server.stop)
         if failures:
             raise failures[0]
-        yield started, url.rsplit("/", 1)[1]
+        yield started, url
 
 
 def measure(count: int, folder: Path, arguments: argparse.Namespace) -> list[Round] | str:
     """The kept rounds with `count` servers, or why the servers refused the load."""
-    with servers_on_one_database(count, folder, arguments.sweep) as (servers, database):
+    with servers_on_one_database(count, folder, arguments.sweep) as (servers, url):
         with servers[0].client() as client:
             playbook = new_playbook(client)
             saved = client.post(f"{playbook}/definitions/workflow", json={"name": "steps", "source": STEPS})
             saved.raise_for_status()
         wait_spread(servers)
-        sampler = Sampler(servers, database)
+        sampler = Sampler(servers, url)
         try:
-            one_round(servers, playbook, sampler, WARM_UP_SECONDS, arguments.connections)
+            one_round(servers, playbook, sampler, WARM_UP_SECONDS, arguments.connections, arguments.run_ids)
             rounds = [
-                one_round(servers, playbook, sampler, arguments.seconds, arguments.connections)
+                one_round(servers, playbook, sampler, arguments.seconds, arguments.connections, arguments.run_ids)
                 for _ in range(arguments.rounds)
             ]
         except LoadFailed as refused:
@@ -229,20 +270,21 @@ def report(results: dict[int, list[Round] | str]) -> None:
     floor = results.get(1)
     base = statistics.median(r.rate for r in floor) if isinstance(floor, list) else None
     header = f"{'servers':>7} {'wf/s':>7} {'x one':>6}   machine CPU: "
-    print(header + f"{'servers':>7} {'this db':>7} {'all pg':>7} {'load':>5}   servers' CPU a workflow")
+    columns = f"{'servers':>7} {'this db':>7} {'all pg':>7} {'load':>5} {'idle':>5}"
+    print(header + columns + "   servers' CPU a workflow, starts handed over")
     for count, rounds in results.items():
         if isinstance(rounds, str):
             print(f"{count:>7} refused: {rounds}")
             continue
         rate = statistics.median(r.rate for r in rounds)
         ratio = f"{rate / base:5.2f}x" if base else "     -"
-        servers, database, postgres, load = (
+        servers, database, postgres, load, idle, handed = (
             statistics.median(getattr(r, name) for r in rounds)
-            for name in ("servers_cpu", "database_cpu", "postgres_cpu", "load_cpu")
+            for name in ("servers_cpu", "database_cpu", "postgres_cpu", "load_cpu", "idle", "handed_over")
         )
         a_run = statistics.median(r.servers_cpu * CORES / r.rate for r in rounds)
-        shares = f"{servers:7.0%} {database:7.0%} {postgres:7.0%} {load:5.0%}"
-        print(f"{count:>7} {rate:7.0f} {ratio:>6}   {'':12} {shares}   {a_run * 1e3:5.1f} ms")
+        shares = f"{servers:7.0%} {database:7.0%} {postgres:7.0%} {load:5.0%} {idle:5.0%}"
+        print(f"{count:>7} {rate:7.0f} {ratio:>6}   {'':12} {shares}   {a_run * 1e3:5.1f} ms {handed:7.1%}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -252,12 +294,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=2.5)
     parser.add_argument("--connections", type=int, default=8, help="keep-alive sockets a server")
     parser.add_argument("--sweep", help="WORKFLOW_SWEEP_INTERVAL of every server, such as PT0.2S (default: 1 s)")
+    parser.add_argument("--run-ids", action="store_true", help="each start names a new run id (a caller that retries)")
     arguments = parser.parse_args(argv)
     counts = [int(count) for count in arguments.servers.split(",")]
     begun = time.perf_counter()
     print(
         f"workflow throughput of 3-step `set` workflows, servers on one PostgreSQL database: {arguments.rounds} "
-        f"rounds of {arguments.seconds:g} s, {arguments.connections} sockets a server, {os.cpu_count()} cores "
+        f"rounds of {arguments.seconds:g} s, {arguments.connections} sockets a server, {os.cpu_count()} cores, "
+        f"{'a new run id in each start' if arguments.run_ids else 'no run id in the starts'} "
         "(the machine may be shared: read the ratios, measured in this run)"
     )
     with TemporaryDirectory(prefix="auto-runtime-bench-partitions-") as folder:

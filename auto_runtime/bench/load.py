@@ -14,6 +14,7 @@ import os
 import selectors
 import socket
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -21,6 +22,9 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 POLL_SECONDS = 0.2
+FRESH_UUID = b"00000000-0000-4000-8000-000000000000"
+"""In a route's body, stands for a fresh UUID (version 4) in each request sent (`Route.fresh_uuids`): a run id
+that names a new run each time. Same length as any UUID, so the request's `Content-Length` holds."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,8 @@ class Route:
     body: bytes
     status: int
     headers: Mapping[str, str] = field(default_factory=dict)
+    fresh_uuids: bool = False
+    """Each request sent has every `FRESH_UUID` of its body replaced by a new UUID."""
 
     def request_bytes(self, host: str, port: int) -> bytes:
         lines = [f"{self.method} {self.path} HTTP/1.1", f"Host: {host}:{port}"]
@@ -74,10 +80,11 @@ def load_worker(
     out: Connection,
     requests: int | None = None,
     keep: bool = False,
+    fresh_uuids: bool = False,
 ) -> None:
     """Keeps `connections` sockets busy, one request in flight on each, for `seconds`; or, given `requests`,
     until that many are answered (each socket sends again while some are left; unanswered after `seconds` is a
-    failure). Sends its `Answers`."""
+    failure); with `fresh_uuids`, each request's `FRESH_UUID`s replaced by a new UUID. Sends its `Answers`."""
     expected = f"HTTP/1.1 {status} ".encode()
     selector = selectors.DefaultSelector()
     buffers: dict[socket.socket, bytearray] = {}
@@ -89,7 +96,7 @@ def load_worker(
     def send(sock: socket.socket) -> None:
         nonlocal issued
         in_flight[sock] = (time.monotonic(), time.time())
-        sock.sendall(request)
+        sock.sendall(request.replace(FRESH_UUID, str(uuid.uuid4()).encode()) if fresh_uuids else request)
         issued += 1
 
     for _ in range(connections if requests is None else min(connections, requests)):
@@ -170,7 +177,7 @@ class LoadRun:
             receiver, sender = context.Pipe(duplex=False)
             worker = context.Process(
                 target=load_worker,
-                args=(host, port, request, route.status, connections, seconds, sender, share, keep),
+                args=(host, port, request, route.status, connections, seconds, sender, share, keep, route.fresh_uuids),
             )
             worker.start()
             self._pipes.append(receiver)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -50,6 +50,42 @@ class AppendSignal:
         """Return once `generation` is behind the signal's (at once when it already is)."""
         while self._generation <= generation:
             await self._event.wait()
+
+
+class KeyedSignal:
+    """Wakes the waiters of one key (a run id) when it is told, not every waiter at every append.
+
+    Lives on the Trio side, like `AppendSignal`. A waiter takes `watch(key)` *before* it reads what it waits for,
+    then waits on the event it got: a `notify` of the key between its read and its wait is never missed. One
+    event a key: waiters of one key share it, and `notify` drops it (a later `watch` makes a new one). A waiter
+    that stops waiting without being told calls `forget(key, event)`, so nothing is kept for a key no one tells.
+    """
+
+    def __init__(self) -> None:
+        self._events: dict[str, trio.Event] = {}
+
+    def watch(self, key: str) -> trio.Event:
+        """The event set at the next `notify` naming `key` (Trio thread only)."""
+        event = self._events.get(key)
+        if event is None:
+            event = self._events[key] = trio.Event()
+        return event
+
+    def notify(self, keys: Iterable[str]) -> None:
+        """Wake the waiters of each of `keys` (Trio thread only)."""
+        for key in keys:
+            event = self._events.pop(key, None)
+            if event is not None:
+                event.set()
+
+    def forget(self, key: str, event: trio.Event) -> None:
+        """Stop keeping `event` for `key` (a waiter gave up); nothing when the key has another event by now."""
+        if self._events.get(key) is event:
+            del self._events[key]
+
+    def __len__(self) -> int:
+        """How many keys are watched."""
+        return len(self._events)
 
 
 StreamsListener = Callable[[frozenset[str]], None]

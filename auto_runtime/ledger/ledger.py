@@ -23,7 +23,7 @@ from auto_runtime.telemetry import ledger_append_span
 from . import paging
 from .content import ContentStore, is_digest
 from .due_work import DueWork, DueWorkChanges, EncodedChanges, encode_changes
-from .feed import AppendSignal, FeedPosition, StreamsAppended
+from .feed import AppendSignal, FeedPosition, KeyedSignal, StreamsAppended
 from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, Leases, validate_fence, validate_lease_name
 from .migrations import SchemaReport
 from .open_state import OpenState
@@ -99,6 +99,9 @@ class Ledger(abc.ABC):
         reader waiting for another server's write waits on it rather than on `appended`."""
         self.due_recorded = AppendSignal()
         """Woken when another server recorded due work for the partitions' holders (`wake_other_servers`)."""
+        self.runs_begun = KeyedSignal()
+        """Woken by run id when a server began runs it was handed (`tell_runs_begun`), whichever server began them:
+        a server waiting for another to begin a run reads again when that run is named, not at every append."""
         self.streams_appended = StreamsAppended()
         """The streams each of this process's appends wrote to, told once it committed (see `StreamsAppended`)."""
         self.recorded_clock: Callable[[], int] = now_microseconds
@@ -166,6 +169,12 @@ class Ledger(abc.ABC):
         """Wake the other servers sharing this ledger (their `due_recorded` signal) after recording due work for
         another server's partition. Nothing on a ledger no other server shares."""
         self._check_open()
+
+    async def tell_runs_begun(self, run_ids: Sequence[str]) -> None:
+        """Tell every server sharing this ledger, this one included (their `runs_begun`), that the runs of
+        `run_ids` began (or were found begun). On a ledger no other server shares, this process's own signal."""
+        self._check_open()
+        self.runs_begun.notify(run_ids)
 
     @property
     def partitioning(self) -> Partitioning:

@@ -96,6 +96,8 @@ class RunService:
         self.runs = definitions.actors.runs
         """Every run's actor, hosted by its playbook's actor (`playbook_host`): run the playbook actors
         (`definitions.actors`, a child of the playbooks supervisor) before the first run."""
+        self._new_waiting_run_id: Callable[[], str] = uuid7
+        """The id of a new run that waits whose caller named none (`place_waiting_runs`)."""
         self._opening = Opening(self._answer_again, self._hands_over)
         self.runs.handlers.add(StartRun, self._start)
         self.runs.handlers.add(CancelRun, self._cancel)
@@ -115,6 +117,12 @@ class RunService:
         if when is not None:
             self._waits_when[definition_type] = when
 
+    def place_waiting_runs(self, new_run_id: Callable[[], str]) -> None:
+        """Pick the ids of the new runs that wait, when their caller names none, with `new_run_id` (the workflow
+        runtime's: an id in a partition this server holds, so the partition's work for the run is done here). The
+        runs that finish within their request take any new id: their partition does no work for them."""
+        self._new_waiting_run_id = new_run_id
+
     def _waiting_runtime(self, definition_type: str, value: Any) -> WaitingRuns | None:
         """The runtime that serves a run of this type with this input, when its runs wait."""
         runtime = self._waiting.get(definition_type)
@@ -124,8 +132,15 @@ class RunService:
     def _hands_over(self, message: StartRun) -> bool:
         """Whether the type's runtime starts this run (its runs wait, and this version does not finish within its
         request)."""
-        runtime = self._waiting_runtime(message.definition_type, message.value)
-        return runtime is not None and message.definition.document.get("finishes_in_request") is not True
+        return self._waits(message.definition_type, message.value, message.definition)
+
+    def _waits(self, definition_type: str, value: Any, definition: DefinitionVersion) -> bool:
+        runtime = self._waiting_runtime(definition_type, value)
+        return runtime is not None and definition.document.get("finishes_in_request") is not True
+
+    def _new_run_id(self, definition_type: str, value: Any, definition: DefinitionVersion) -> str:
+        """The id of a new run whose caller named none (see `place_waiting_runs`)."""
+        return self._new_waiting_run_id() if self._waits(definition_type, value, definition) else uuid7()
 
     async def read_run(self, scope: PlaybookScope, run_id: str) -> RunState | None:
         return fold_run(run_id, await self.ledger.read_stream(run_stream(scope, run_id)))
@@ -155,7 +170,7 @@ class RunService:
         if definition.status == "retired":
             raise conflict(f"The {definition_type} definition {name} is retired, so it cannot run.")
         minted = not run_id
-        run_id = canonical_run_id(run_id) if run_id else str(uuid7())
+        run_id = canonical_run_id(run_id) if run_id else self._new_run_id(definition_type, value, definition)
         digest = canonical_digest(value)
         with run_span(scope.org, scope.playbook, definition_type, name, run_id, value) as span:
             message = StartRun(

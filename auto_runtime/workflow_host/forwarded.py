@@ -4,12 +4,14 @@ recorded where they arrive as due work in the run's partition, and applied by th
 - A workflow start (`record_start`) arms a `workflow-start:` entry for the run carrying what the start needs (the
   definition's name, version and source, the input, the caller, the call bounds and metadata), wakes the other
   servers (`Ledger.wake_other_servers`: `LISTEN/NOTIFY` on PostgreSQL, whose wake the holder's timer loop
-  heeds), then waits for the run to begin, so the request answers as a start on the holder does (seeds: `200`
-  with `status: started` as soon as the run begins, or how it ended when it ended in its first input). The wait
-  is bounded (`BEGIN_WAIT_SECONDS`, a guard): past it the request answers `unavailable` with `Retry-After`, the
-  entry stays armed, and the same request again finds the run begun or waits again (the entry is armed once by
-  its key: the first request's start is the one applied). Should this server take the partition meanwhile, the
-  start goes on here (the request holds the run's actor, which the timer loop's start would wait for).
+  heeds), then waits for the run to begin (the holder names it once begun: `Ledger.tell_runs_begun`, so the waiting
+  server reads again when its run is named, and at least each sweep), so the request answers as a start on the
+  holder does (seeds: `200` with `status: started` as soon as the run begins, or how it ended when it ended in its
+  first input). The wait is bounded (`BEGIN_WAIT_SECONDS`, a guard): past it the request answers `unavailable`
+  with `Retry-After`, the entry stays armed, and the same request again finds the run begun or waits again (the
+  entry is armed once by its key: the first request's start is the one applied). Should this server take the
+  partition meanwhile, the start goes on here (the request holds the run's actor, which the timer loop's start
+  would wait for).
 - An event sent to a run (`record_event`) arms a `workflow-event:<event id>` entry carrying the delivered event and
   answers at once with it, as the holder would; the holder applies it as the run's input (a run takes an event
   id once, so an event sent again changes nothing).
@@ -145,23 +147,27 @@ class ForwardedRequests:
 
     async def _begun(self, scope: PlaybookScope, run_id: str) -> RunState | LeaseFence | None:
         """The run once its stream exists, or the partition's fence once this server holds it (looked at least
-        each sweep), or None past `BEGIN_WAIT_SECONDS`. Woken by the appends this process hears of
-        (`Ledger.appends_heard`: on PostgreSQL the notifications, not each of this busy process's own appends,
-        none of which begins a run another server holds), so a waiting start reads its run's version once a
-        notification, not once an append batch of this process."""
+        each sweep), or None past `BEGIN_WAIT_SECONDS`. Woken when the holder names the run begun
+        (`Ledger.runs_begun`), not at every append this process hears of: a busy server's waiting starts read only
+        when their own run moved, and each sweep (a holder that began the run but could not tell, or a run begun
+        some other way)."""
+        begun = self.ledger.runs_begun
         with trio.move_on_after(BEGIN_WAIT_SECONDS):
             stream = run_stream(scope, run_id)
             while True:
-                generation = self.ledger.appends_heard.generation
-                if await self.ledger.stream_version(stream) > 0:  # one row read per wake, the run read once
-                    state = await self.runs.read_run(scope, run_id)
-                    if state is not None:
-                        return state
-                fence = self.fences.of_key(run_id)
-                if fence is not None:
-                    return fence
-                with trio.move_on_after(self.sweep.total_seconds()):
-                    await self.ledger.appends_heard.wait_beyond(generation)
+                told = begun.watch(run_id)  # before the read: a name told after it is not missed
+                try:
+                    if await self.ledger.stream_version(stream) > 0:  # one row read per wake, the run read once
+                        state = await self.runs.read_run(scope, run_id)
+                        if state is not None:
+                            return state
+                    fence = self.fences.of_key(run_id)
+                    if fence is not None:
+                        return fence
+                    with trio.move_on_after(self.sweep.total_seconds()):
+                        await told.wait()
+                finally:
+                    begun.forget(run_id, told)
         return None
 
     async def record_event(self, scope: PlaybookScope, run_id: str, delivered: Mapping[str, Any]) -> None:
@@ -197,8 +203,10 @@ class ForwardedRequests:
             )
             self._armed(applied)
             if not applied.stale:
+                await self.ledger.tell_runs_begun([entry.run_id])
                 return
         await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
+        await self.ledger.tell_runs_begun([entry.run_id])
 
     async def apply_event(self, entry: DueEntry, fence: LeaseFence) -> None:
         """The holder's handler of a `workflow-event:` entry: the event as the run's input, marked fired in its

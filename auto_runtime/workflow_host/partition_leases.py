@@ -102,6 +102,11 @@ class PartitionLeases:
     def holds_all(self) -> bool:
         return len(self.held()) == self.count
 
+    def keeping(self) -> frozenset[int]:
+        """The partitions held now that this server keeps past this sweep (not those above its share, released
+        at the sweep's end): where it places the new runs it picks ids for."""
+        return self.held() - self._surplus
+
     def fence_of(self, partition: int) -> LeaseFence | None:
         """The fence of `partition` while this server holds it with time to spare, else None."""
         return self._fences.get(partition) if self._live() else None

@@ -14,6 +14,12 @@ Rules:
   holder (`forwarded`), which applies it; a start then waits for the run to begin and answers as the holder would.
   While the server stops, starts and sent events answer `unavailable` with `Retry-After` (seeds: "While the
   runtime is stopping, `run_definition` returns `unavailable`").
+- A start that names no run id never goes to another server while this one holds partitions: `new_run_id` picks
+  its id in a partition this server keeps (`runs.ids.run_id_in`), and `RunService` uses it for every run that
+  waits (workflows, interaction requests, builds: their later work is due work of the run's partition). Should the
+  partition change hands between the pick and the start's append, the append's fence refuses it (`LeaseLost`)
+  and the start goes to the new holder as any other. A server holding none (one that just started) picks any id,
+  and a server holding every partition (SQLite's) draws nothing.
 - `cancel` records `run_cancel_requested` on any server, with the `cancel:` outbox entry the holder carries
   out in the same append (woken by `LISTEN/NOTIFY` when it is another server); asking again before the run ended
   records nothing.
@@ -62,7 +68,7 @@ from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import InputIssue, Rejection, invalid_input, not_found, unavailable
 from auto_runtime.runs import RunWriter
 from auto_runtime.runs.cancels import CancelRun, record_cancel_request
-from auto_runtime.runs.ids import canonical_run_id, is_run_id
+from auto_runtime.runs.ids import canonical_run_id, is_run_id, run_id_in
 from auto_runtime.runs.view import RunState
 from auto_runtime.runs.workflow_messages import StartWorkflowRun
 from auto_runtime.sandbox.engine import SandboxEngine
@@ -207,6 +213,15 @@ class WorkflowRuntime:
     def fence(self) -> LeaseFence | None:
         """Partition 0's fence while this server holds it and runs workflows, else None."""
         return self.fences()
+
+    def new_run_id(self) -> str:
+        """The id of a run started here whose caller named none: in a partition this server keeps, so the run is
+        applied here (see the module's rules), else any new id (a server holding none, or stopping)."""
+        partitions = self.loop.partitions
+        keeping = frozenset[int]() if self.stopping else partitions.keeping()
+        if len(keeping) == partitions.count:
+            return uuid7()
+        return run_id_in(keeping, partitions.count) or uuid7()
 
     def _taking(self) -> None:
         """Refuse a start or a sent event while the server stops."""

@@ -1,7 +1,9 @@
 """Any server takes any request (issue 33, item 4): two servers on one PostgreSQL, each holding half of the
 partitions; workflow starts and sent events for runs of the other server's partitions are answered where they
 arrive, at once and never `unavailable`, as the holder would answer them (a run that ended in its first input
-answers how it ended), and the holder, woken by `LISTEN/NOTIFY`, applies them: every run ends once.
+answers how it ended), and the holder, woken by `LISTEN/NOTIFY`, applies them: every run ends once. A start that
+names no run id is given one in a partition of the server it reached and begun there: no server takes it for
+another.
 
 Every wait is for an event (a run's status or `GET /v1/status` polled until it says so, within a generous
 bound); nothing is timed."""
@@ -106,6 +108,13 @@ def test_a_server_takes_starts_and_events_for_runs_of_the_other_servers_partitio
                     runs += [instant, short, listens]
                     listening.append((servers[arriving], listens))
                     stopped.append(cancelled)
+                    for name, status in (("instant", "succeeded"), ("short", "started")):
+                        placed = client.post(f"{playbook}/definitions/workflow/{name}/run", json={"input": {"n": 1}})
+                        assert placed.status_code == 200, placed.text
+                        assert placed.json()["status"] == status
+                        run_id = placed.json()["run_id"]
+                        assert partition_of(run_id, PARTITIONS) in held[arriving]  # its own: begun where it arrived
+                        runs.append(run_id)
 
             for arriving, listens in listening:
                 with arriving.client() as client:
@@ -125,7 +134,8 @@ def test_a_server_takes_starts_and_events_for_runs_of_the_other_servers_partitio
                     events = history(client, playbook, run_id)
                     check_once(events)
                     check_callees_once(client, playbook, events)
-            # Each start and each event went through the due work of the run's partition, applied by its holder.
+            # Each start naming a run id of the other server's partition and each event went through the due work of
+            # the run's partition, applied by its holder; the starts naming none did not.
             assert forwarded_keys(database_url) == [("workflow-event", "fired")] * 2 + [("workflow-start", "fired")] * 8
         finally:
             for server in servers:

@@ -15,15 +15,24 @@ import trio.testing
 
 from auto_runtime.functions.registry import function_types
 from auto_runtime.functions.workflow.workflow_type import WorkflowType
-from auto_runtime.ledger import Ledger, partition_lease_name, server_lease_name, uuid7
+from auto_runtime.ledger import (
+    Ledger,
+    partition_lease_name,
+    partition_of,
+    server_lease_name,
+    uuid7,
+    workflow_lease_lapse,
+)
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_service import RunService
 from auto_runtime.problems import Rejection
 from auto_runtime.runs import RunWriter
 from auto_runtime.runs.cancels import CancelRun
 from auto_runtime.runs.facts import run_stream
+from auto_runtime.runs.ids import is_run_id
 from auto_runtime.sandbox.checker import Checkers
 from auto_runtime.sandbox.engine import SandboxEngine
+from auto_runtime.workflow_host.forwarded import BEGIN_WAIT_SECONDS
 from auto_runtime.workflow_host.workflow_runtime import WorkflowRuntime
 from tests.workflow_host.conftest import HEAD, SCOPE
 
@@ -65,6 +74,7 @@ def runtime_of(
         nested_runs=4,
     )
     runs.serve_waiting("workflow", runtime)
+    runs.place_waiting_runs(runtime.new_run_id)
     return runtime
 
 
@@ -124,6 +134,26 @@ async def test_a_server_that_does_not_hold_the_partition_takes_starts_and_events
     assert forwarded == {"workflow-start:": "fired", "workflow-event:go-1": "fired"}
 
 
+async def test_a_handed_over_start_is_answered_when_the_holder_names_its_run_not_at_the_waiting_servers_sweep(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService
+) -> None:
+    """The waiting server's sweep is longer than a start waits (`BEGIN_WAIT_SECONDS`), so only the holder naming
+    the run begun (`Ledger.tell_runs_begun`) can wake it in time: otherwise the start would answer `unavailable`."""
+    holder = runtime_of(ledger, engine, runs, "server-a")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(holder.run)
+        slow = timedelta(seconds=BEGIN_WAIT_SECONDS * 2)
+        async with other_server(ledger, engine, runs, "server-b", sweep=slow) as standby:
+            # Never swept: not alive to the holder, which keeps every partition (none lapses within the test).
+            assert standby.loop.partitions.held() == frozenset()
+            run_id = str(uuid7())
+            started = await standby.runs.run_definition(SCOPE, "workflow", "listens", {}, run_id, "caller-1")
+            assert (started["run_id"], started["status"]) == (run_id, "started")
+            assert len(ledger.runs_begun) == 0  # the waiter kept nothing
+        nursery.cancel_scope.cancel()
+    assert await start_entries(ledger, run_id) == [("workflow-start:", "fired")]
+
+
 async def test_a_start_or_event_whose_partition_changed_hands_since_its_fence_was_read_goes_to_the_new_holder(
     ledger: Ledger, engine: SandboxEngine, runs: RunService
 ) -> None:
@@ -148,6 +178,102 @@ async def test_a_start_or_event_whose_partition_changed_hands_since_its_fence_wa
         assert sent["event"]["id"] == "go-1"
         assert await until_ended(ledger, runs, listening["run_id"]) == "succeeded"
         nursery.cancel_scope.cancel()
+
+
+async def split_partitions(ledger: Ledger, first: WorkflowRuntime, second: WorkflowRuntime) -> None:
+    """`first` and `second` each hold their share of the partitions: the second is alive (its own row) before the
+    first claims, so the first takes only its share of the free partitions and the second the rest."""
+    lapse = workflow_lease_lapse(SWEEP)
+    await ledger.leases.claim_many([server_lease_name(second.loop.partitions.server_id)], "server-b", lapse)
+    await first.loop.sweep_once()
+    await second.loop.sweep_once()
+    held = (first.loop.partitions.keeping(), second.loop.partitions.keeping())
+    assert all(held) and held[0].isdisjoint(held[1])
+    assert held[0] | held[1] == frozenset(range(ledger.partitioning.count))
+
+
+async def start_entries(ledger: Ledger, run_id: str) -> list[tuple[str, str]]:
+    """The run's `workflow-start:` entries (a start another server took for the run's partition) and their state."""
+    rows = await ledger.due_work.entries_of_run(SCOPE, run_id)
+    return [(row.key, row.state) for row in rows if row.key.startswith("workflow-start:")]
+
+
+async def test_a_start_without_a_run_id_is_placed_in_a_partition_of_the_server_it_reaches_and_begun_there(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService
+) -> None:
+    """Issue 33: a start that names no run id gets one in a partition its server keeps and is begun there, with
+    no `workflow-start:` entry for another server; a start naming a run id of the other server's partition is still
+    taken for that server."""
+    first = runtime_of(ledger, engine, runs, "server-a")
+    async with other_server(ledger, engine, runs, "server-b") as second:
+        await split_partitions(ledger, first, second)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(first.run)
+            await nursery.start(second.run)
+            placed: list[str] = []
+            for runtime in (first, second):
+                keeping = runtime.loop.partitions.keeping()
+                for name in ("sets", "listens", "sets"):
+                    answer = await runtime.runs.run_definition(SCOPE, "workflow", name, {}, None, "caller-1")
+                    run_id = str(answer["run_id"])
+                    assert partition_of(run_id, ledger.partitioning.count) in keeping
+                    assert answer["status"] == ("succeeded" if name == "sets" else "started")
+                    placed.append(run_id)
+            assert len(set(placed)) == len(placed)
+            given = next(
+                run_id
+                for run_id in iter(lambda: str(uuid7()), "")
+                if partition_of(run_id, ledger.partitioning.count) in second.loop.partitions.keeping()
+            )
+            answer = await first.runs.run_definition(SCOPE, "workflow", "sets", {}, given, "caller-1")
+            assert (answer["run_id"], answer["status"]) == (given, "succeeded")
+            nursery.cancel_scope.cancel()
+    for run_id in placed:
+        assert await start_entries(ledger, run_id) == []
+        types = [r.type for r in await ledger.read_stream(run_stream(SCOPE, run_id))]
+        assert types.count("run_started") == 1
+    assert await start_entries(ledger, given) == [("workflow-start:", "fired")]
+
+
+async def test_a_start_without_a_run_id_whose_partition_is_lost_before_its_append_goes_to_the_new_holder(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService
+) -> None:
+    """The race of placing: the id is drawn in a partition the server still answers the fence of, but another
+    server took it meanwhile (released behind its back here, as a lapse under load does). The start's append is
+    refused by the fence (`LeaseLost`), the start is taken for the new holder, and the run begins once, there."""
+    stale = runtime_of(ledger, engine, runs, "server-a", sweep=timedelta(seconds=30))
+    async with other_server(ledger, engine, runs, "server-b") as holder:
+        await split_partitions(ledger, stale, holder)
+        kept = stale.loop.partitions.keeping()
+        names = [server_lease_name("server-a"), *(partition_lease_name(p) for p in sorted(kept))]
+        await ledger.leases.release_many(names, "server-a")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(holder.run)
+            with trio.fail_after(30):  # until its next look finds server-a gone and takes every partition
+                while not holder.loop.partitions.holds_all():  # noqa: ASYNC110
+                    await trio.sleep(SWEEP.total_seconds())
+            assert stale.loop.partitions.keeping() == kept  # it has not looked again yet
+            ended = await stale.runs.run_definition(SCOPE, "workflow", "sets", {}, None, "caller-1")
+            assert (ended["status"], ended["output"]) == ("succeeded", {"n": 3})
+            run_id = str(ended["run_id"])
+            assert partition_of(run_id, ledger.partitioning.count) in kept
+            assert partition_of(run_id, ledger.partitioning.count) not in stale.loop.partitions.keeping()  # lost
+            nursery.cancel_scope.cancel()
+    types = [r.type for r in await ledger.read_stream(run_stream(SCOPE, run_id))]
+    assert types.count("run_started") == 1 and types[-1] == "run_succeeded"
+    assert await start_entries(ledger, run_id) == [("workflow-start:", "fired")]
+
+
+async def test_a_server_holding_no_partition_or_stopping_picks_any_run_id(
+    ledger: Ledger, engine: SandboxEngine, runs: RunService
+) -> None:
+    runtime = runtime_of(ledger, engine, runs, "server-a")
+    assert runtime.loop.partitions.keeping() == frozenset()
+    assert is_run_id(runtime.new_run_id())
+    await runtime.loop.sweep_once()
+    assert runtime.loop.partitions.holds_all()
+    runtime.stopping = True
+    assert is_run_id(runtime.new_run_id())
 
 
 async def test_a_stopping_runtime_refuses_starts_and_events(

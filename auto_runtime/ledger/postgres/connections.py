@@ -29,11 +29,12 @@ T = TypeVar("T")
 class Unit:
     """One unit of work for the loop: `work(connection)` on a pooled connection; `notify` asks the listener
     to tell other processes that something was appended, `due_recorded` that due work was recorded for another
-    partition's holder, once the work succeeded."""
+    partition's holder, `begun` that these runs began, once the work succeeded."""
 
     work: Callable[[Any], Awaitable[Any]]
     notify: bool = False
     due_recorded: bool = False
+    begun: tuple[str, ...] = ()
 
 
 LoopMessage = Unit | Append

@@ -39,7 +39,7 @@ from .batcher import AppendBatcher
 from .connections import LoopMessage, PostgresConnections, Unit
 from .faults import start_error
 from .iam_auth import DatabaseCredentials, sign_in_options
-from .notifier import CHANNEL, DUE_CHANNEL, Notifier
+from .notifier import BEGUN_CHANNEL, CHANNEL, DUE_CHANNEL, Notifier
 from .schema import ensure_projections, fix_partitions, migrate
 from .statements import Append
 
@@ -64,7 +64,7 @@ class PostgresLoop(LoopActor[LoopMessage, Any]):
         self,
         url: str,
         pool_size: int,
-        on_notify: Callable[[str], None] | None,
+        on_notify: Callable[[str, str], None] | None,
         projections: Sequence[Projection] = (),
         sign_in: Mapping[str, Any] | None = None,
     ) -> None:
@@ -91,7 +91,7 @@ class PostgresLoop(LoopActor[LoopMessage, Any]):
                 raise
             self._notifier = notifier
             for channel in (CHANNEL, DUE_CHANNEL):  # what came while no listener ran: followers read again
-                self._on_notify(channel)
+                self._on_notify(channel, "")
 
     def _appended(self) -> None:
         """Something was appended: ask the listener to tell the other processes."""
@@ -115,6 +115,8 @@ class PostgresLoop(LoopActor[LoopMessage, Any]):
             self._appended()
         if message.due_recorded and self._notifier is not None:
             self._notifier.request(DUE_CHANNEL)
+        if message.begun and self._notifier is not None:
+            self._notifier.request_begun(message.begun)
         return result
 
     async def on_stop(self) -> None:
@@ -231,9 +233,21 @@ class PostgresLedger(Ledger):
         self._check_open()
         await self.connections.ask(Unit(_nothing, due_recorded=True))
 
-    def _wake_followers(self, channel: str) -> None:
-        """A notification arrived (on the loop thread): wake this process's followers of its channel."""
-        if self._port is not None:
+    async def tell_runs_begun(self, run_ids: Sequence[str]) -> None:
+        """NOTIFY on `BEGUN_CHANNEL` naming `run_ids` (folded with others asked meanwhile); every server's listener,
+        this one's included, wakes its `runs_begun` waiters of those runs."""
+        self._check_open()
+        if run_ids:
+            await self.connections.ask(Unit(_nothing, begun=tuple(run_ids)))
+
+    def _wake_followers(self, channel: str, payload: str) -> None:
+        """A notification arrived (on the loop thread): wake this process's followers of its channel (the waiters
+        of the runs it names, for `BEGUN_CHANNEL`)."""
+        if self._port is None:
+            return
+        if channel == BEGUN_CHANNEL:
+            self._port.call_soon(self.runs_begun.notify, payload.split(","))
+        else:
             self._port.call_soon(self.due_recorded.notify if channel == DUE_CHANNEL else self._heard_appends)
 
     def _heard_appends(self) -> None:
@@ -292,4 +306,4 @@ class PostgresLedger(Ledger):
 
 
 async def _nothing(conn: Any) -> None:
-    """The work of a unit sent only for its notification (`PostgresLedger.wake_other_servers`)."""
+    """The work of a unit sent only for its notification (`PostgresLedger.wake_other_servers`, `tell_runs_begun`)."""
