@@ -352,9 +352,9 @@ class InteractionRuntime:
         return answered
 
     async def _record_answer(self, writer: RunWriter, message: AnswerRequest) -> dict[str, Any] | AnsweredElsewhere:
-        """The run's actor's handler of an answer: `request_answered` and `interaction:settle`, then the loop is
-        woken to end the run (this server's, and the other servers' through `LISTEN/NOTIFY`, since the holder of
-        the run's partition may be another)."""
+        """The run's actor's handler of an answer: `request_answered` and `interaction:settle`, then this server's
+        loop is woken to end the run (the holder of the run's partition, when another server, is woken by the
+        ledger itself once the append committed: `Ledger.due_wake`)."""
         decider = RequestAnswer(frozenset(self._answerers))
         written = await writer.write(decider, message, kept_moving=_answer_kept_moving)
         reply = written.reply
@@ -362,7 +362,6 @@ class InteractionRuntime:
             return reply
         if reply is None:
             self.wake()
-            await writer.ledger.wake_other_servers()
             reply = written.appended[0]
         return answer_shown(writer.run_id, reply)
 

@@ -22,6 +22,7 @@ from auto_runtime.telemetry import ledger_append_span
 
 from . import paging
 from .content import ContentStore, is_digest
+from .due_wake import DueWake
 from .due_work import DueWork, DueWorkChanges, EncodedChanges, encode_changes
 from .feed import AppendSignal, FeedPosition, KeyedSignal, StreamsAppended
 from .lease import WORKFLOW_HOST_LEASE, Lease, LeaseFence, Leases, validate_fence, validate_lease_name
@@ -67,6 +68,7 @@ class LedgerPorts:
     secrets: SecretRows
     recall_views: RecallViewRows
     partitioning: Partitioning
+    due_wake: DueWake
 
 
 class Ledger(abc.ABC):
@@ -98,7 +100,8 @@ class Ledger(abc.ABC):
         this process; a ledger no other server shares has only this process's appends, so it is `appended`. A
         reader waiting for another server's write waits on it rather than on `appended`."""
         self.due_recorded = AppendSignal()
-        """Woken when another server recorded due work for the partitions' holders (`wake_other_servers`)."""
+        """Woken when a server (this one too) recorded due work for a partition it does not hold, due soon: the
+        ledger's own notification after such a write commits (`due_wake`; PostgreSQL only)."""
         self.runs_begun = KeyedSignal()
         """Woken by run id when a server began runs it was handed (`tell_runs_begun`), whichever server began them:
         a server waiting for another to begin a run reads again when that run is named, not at every append."""
@@ -165,11 +168,6 @@ class Ledger(abc.ABC):
         """The lease called `name` (the workflow host's by default): `claim`, `release`, `holder`."""
         return Lease(self.ports.leases, validate_lease_name(name))
 
-    async def wake_other_servers(self) -> None:
-        """Wake the other servers sharing this ledger (their `due_recorded` signal) after recording due work for
-        another server's partition. Nothing on a ledger no other server shares."""
-        self._check_open()
-
     async def tell_runs_begun(self, run_ids: Sequence[str]) -> None:
         """Tell every server sharing this ledger, this one included (their `runs_begun`), that the runs of
         `run_ids` began (or were found begun). On a ledger no other server shares, this process's own signal."""
@@ -181,6 +179,12 @@ class Ledger(abc.ABC):
         """The ledger's partition count (`partitioning.count`, kept in the ledger) and the one its setting asked
         for (see `partitions`)."""
         return self.ports.partitioning
+
+    @property
+    def due_wake(self) -> DueWake:
+        """Which writes of due work wake the partitions' holders (`due_wake`): the workflow host tells it the
+        partitions this server holds (`watch`)."""
+        return self.ports.due_wake
 
     @property
     def leases(self) -> Leases:

@@ -15,6 +15,7 @@ from pathlib import Path
 import trio
 
 from .content import ContentObjects, LedgerContent
+from .due_wake import DueWake
 from .ledger import Ledger, LedgerPorts
 from .open_state import OpenState
 from .partitions import DEFAULT_PARTITIONS, Partitioning
@@ -50,13 +51,15 @@ def sqlite_ledger(
     """The SQLite store of the file at `path` with its ports, not started."""
     connections = SqliteConnections(path)
     state = OpenState()
+    partitioning = Partitioning(partitions)
     ports = LedgerPorts(
         content=LedgerContent(SqliteContentRows(connections), content_objects),
         due_work=SqliteDueWork(connections, state),
         leases=SqliteLeases(connections, state),
         secrets=SqliteSecretRows(connections, state),
         recall_views=SqliteRecallViewRows(connections, state),
-        partitioning=Partitioning(partitions),
+        partitioning=partitioning,
+        due_wake=DueWake(partitioning),
     )
     return SqliteLedger(connections, projections, ports, state)
 
@@ -72,13 +75,16 @@ def postgres_ledger(
     """The PostgreSQL store of `database_url` with its ports, not started (`ledger_store` for the arguments)."""
     connections = PostgresConnections(database_url)
     state = OpenState()
+    partitioning = Partitioning(partitions)
+    due_wake = DueWake(partitioning)
     ports = LedgerPorts(
         content=LedgerContent(PostgresContentRows(connections), content_objects),
-        due_work=PostgresDueWork(connections, state),
+        due_work=PostgresDueWork(connections, state, due_wake),
         leases=PostgresLeases(connections, state),
         secrets=PostgresSecretRows(connections, state),
         recall_views=PostgresRecallViewRows(connections, state),
-        partitioning=Partitioning(partitions),
+        partitioning=partitioning,
+        due_wake=due_wake,
     )
     return PostgresLedger(
         database_url,

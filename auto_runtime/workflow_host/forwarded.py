@@ -2,16 +2,16 @@
 recorded where they arrive as due work in the run's partition, and applied by the partition's holder.
 
 - A workflow start (`record_start`) arms a `workflow-start:` entry for the run carrying what the start needs (the
-  definition's name, version and source, the input, the caller, the call bounds and metadata), wakes the other
-  servers (`Ledger.wake_other_servers`: `LISTEN/NOTIFY` on PostgreSQL, whose wake the holder's timer loop
-  heeds), then waits for the run to begin (the holder names it once begun: `Ledger.tell_runs_begun`, so the waiting
-  server reads again when its run is named, and at least each sweep), so the request answers as a start on the
-  holder does (seeds: `200` with `status: started` as soon as the run begins, or how it ended when it ended in its
-  first input). The wait is bounded (`BEGIN_WAIT_SECONDS`, a guard): past it the request answers `unavailable`
-  with `Retry-After`, the entry stays armed, and the same request again finds the run begun or waits again (the
-  entry is armed once by its key: the first request's start is the one applied). Should this server take the
-  partition meanwhile, the start goes on here (the request holds the run's actor, which the timer loop's start
-  would wait for).
+  definition's name, version and source, the input, the caller, the call bounds and metadata), which wakes the holder by
+  itself (the ledger's `due_wake`: an entry due now in a partition not held here is told over `LISTEN/NOTIFY` on
+  PostgreSQL once it committed, and the holder's timer loop heeds it), then waits for the run to begin (the holder names
+  it once begun: `Ledger.tell_runs_begun`, so the waiting server reads again when its run is named, and at least each
+  sweep), so the request answers as a start on the holder does (seeds: `200` with `status: started` as soon as the run
+  begins, or how it ended when it ended in its first input). The wait is bounded (`BEGIN_WAIT_SECONDS`, a guard): past
+  it the request answers `unavailable` with `Retry-After`, the entry stays armed, and the same request again finds the
+  run begun or waits again (the entry is armed once by its key: the first request's start is the one applied). Should
+  this server take the partition meanwhile, the start goes on here (the request holds the run's actor, which the timer
+  loop's start would wait for).
 - An event sent to a run (`record_event`) arms a `workflow-event:<event id>` entry carrying the delivered event and
   answers at once with it, as the holder would; the holder applies it as the run's input (a run takes an event
   id once, so an event sent again changes nothing).
@@ -135,7 +135,6 @@ class ForwardedRequests:
             scope, run_id, self.clock.now(), named, value, caller_id, causation_id, extra_metadata, call_bounds_ms
         )
         await self.ledger.due_work.arm([entry])
-        await self.ledger.wake_other_servers()
         begun = await self._begun(scope, run_id)
         if begun is None:
             raise unavailable(NOT_BEGUN, retry_after=RETRY_AFTER_SECONDS)
@@ -174,7 +173,6 @@ class ForwardedRequests:
         """Record an event sent to the run for the partition's holder (who applies it as the run's input)."""
         key = f"{EVENT_PREFIX}{delivered['id']}"
         await self.ledger.due_work.arm([DueEntry(scope, run_id, key, self.clock.now(), {"event": dict(delivered)})])
-        await self.ledger.wake_other_servers()
 
     async def apply_start(self, entry: DueEntry, fence: LeaseFence) -> None:
         """The holder's handler of a `workflow-start:` entry: start the run under the fence, the entry marked

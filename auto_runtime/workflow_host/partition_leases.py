@@ -99,6 +99,11 @@ class PartitionLeases:
         """The partitions whose fences are answered now."""
         return frozenset(self._fences) if self._live() else frozenset()
 
+    def holds(self, partition: int) -> bool:
+        """Whether `partition`'s fence is answered now (what the ledger's `due_wake` is told: a write arming work
+        due soon in a partition not held here wakes its holder)."""
+        return self.fence_of(partition) is not None
+
     def holds_all(self) -> bool:
         return len(self.held()) == self.count
 

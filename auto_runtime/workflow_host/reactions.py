@@ -461,9 +461,9 @@ class Reactions:
         return fence is not None and fence != via and lost.name == fence.name and lost.fencing == fence.fencing
 
     async def _hand_over(self, entry: DueEntry, via: LeaseFence | None) -> None:
-        """Arm an input for the holder of its run's partition, under the reacting partition's fence, and wake it."""
+        """Arm an input for the holder of its run's partition, under the reacting partition's fence (the ledger
+        wakes the holder once the arm committed: `Ledger.due_wake`)."""
         await self.ledger.due_work.arm([entry], fence=via)
-        await self.ledger.wake_other_servers()
 
     async def _applied(self, scope: PlaybookScope, run_id: str, applied: Applied) -> None:
         if self.on_applied is not None and not applied.stale:

@@ -21,9 +21,12 @@ Rules:
   and the partition is no longer answered (`PartitionLeases.lost`) until a later look claims it again.
 - An entry whose run is not a workflow run here (`UnknownRun`) is marked fired: nothing can take it.
 - The loop is woken (`wake`) only by inputs that leave due work armed (`Applied.arms`: an input that arms
-  and cancels the same timer wakes nothing), and on PostgreSQL by another server that recorded due work for
-  the partitions' holders (a start or an event it took for a run of another partition: `Ledger.due_recorded`,
-  its `LISTEN/NOTIFY`).
+  and cancels the same timer wakes nothing), and on PostgreSQL by another server that recorded due work due
+  soon for a partition it does not hold (a start, an event, an offer, an answer or a cancel it took for a run
+  of another partition: `Ledger.due_recorded`, its `LISTEN/NOTIFY`, sent by the ledger itself). The loop tells
+  the ledger which partitions this server holds, its sweep and its clock (`Ledger.due_wake`), so a write of
+  this server wakes the others in turn: work due later than a sweep from now needs no wake, since every sweep
+  reads the next due time of the partitions held.
 - Only one server fires a partition's timers at a time; within it, the entries of different runs fire
   concurrently, those of one run one after another in due order (concurrent appliers of one run would only
   race on its version). The runs of a sweep take the `FIRING_AT_ONCE` slots in turn fairly across orgs, then playbooks
@@ -123,6 +126,7 @@ class TimerLoop:
         self.clock = clock
         """The time entries are due against (a test's own clock; the claim's times stay Trio's)."""
         self.partitions = PartitionLeases(self.ledger, server_id, sweep)
+        self.ledger.due_wake.watch(self.partitions.holds, sweep, clock)
         self.calls = trio.CapacityLimiter(nested_runs)
         self.firing = FairSlots(FIRING_AT_ONCE)
         self._wake = trio.Event()
@@ -169,8 +173,8 @@ class TimerLoop:
                     log.warning("the partitions could not be released (the ledger's disk is full); they lapse")
 
     async def _wake_on_due_recorded(self) -> None:
-        """Sweep when another server recorded due work for the partitions' holders (a request it took for a run
-        of a partition this server may hold: `Ledger.due_recorded`), not only at the next sweep."""
+        """Sweep when a server recorded due work due soon for a partition it does not hold (a request it took for
+        a run of a partition this server may hold: `Ledger.due_recorded`), not only at the next sweep."""
         generation = self.ledger.due_recorded.generation
         while True:
             await self.ledger.due_recorded.wait_beyond(generation)

@@ -334,9 +334,7 @@ class WorkflowRuntime:
             return DueEntry(scope, state.run_id, cancel_key(state.run_id), self.clock.now(), payload)
 
         if await record_cancel_request(writer, message, entry_of):
-            self.loop.wake()
-            if self.fences.of_key(state.run_id) is None:  # the holder of the run's partition is another server
-                await self.ledger.wake_other_servers()
+            self.loop.wake()  # the holder of the run's partition, when another server, the ledger wakes itself
 
     async def send_event(
         self, scope: PlaybookScope, run_id: str, given: Mapping[str, Any], caller_id: str

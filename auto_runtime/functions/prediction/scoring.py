@@ -205,7 +205,6 @@ class Scoring(ModelWork):
                     raise
         handed = DueEntry(scope, state.run_id, RECORD_SCORES_KEY, fired.due_at, {"scored": _facts(scored)})
         await self.ledger.due_work.change(DueWorkChanges(arm=[handed], fire=[fired.due_key]), fence=fence)
-        await self.ledger.wake_other_servers()
 
     async def _scored_unless_stopped(self, scope: PlaybookScope, state: BuildState) -> list[NewRecord] | None:
         """The build's scoring facts, or None when it was cancelled or ended while queued or scored: a watcher

@@ -29,7 +29,7 @@ T = TypeVar("T")
 class Unit:
     """One unit of work for the loop: `work(connection)` on a pooled connection; `notify` asks the listener
     to tell other processes that something was appended, `due_recorded` that due work was recorded for another
-    partition's holder, `begun` that these runs began, once the work succeeded."""
+    partition's holder (`..due_wake`), `begun` that these runs began, once the work succeeded (committed)."""
 
     work: Callable[[Any], Awaitable[Any]]
     notify: bool = False

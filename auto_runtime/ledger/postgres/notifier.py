@@ -6,8 +6,8 @@ not notify. After an append commits, its process asks this notifier, which sends
 connection of its own in a transaction of its own; requests that arrive while one is being sent are
 folded into the next, so a busy process sends few. The same connection LISTENs and reports every
 notification (its own included) to a callback, with its channel and payload: `CHANNEL` for appends,
-`DUE_CHANNEL` for due work a server recorded for the holder of another partition (`PostgresLedger.
-wake_other_servers`), each asked for by `request(channel)` and folded the same way (the channels wanted meanwhile
+`DUE_CHANNEL` for due work a server recorded for the holder of another partition (`..due_wake`: asked after
+such a write committed), each asked for by `request(channel)` and folded the same way (the channels wanted meanwhile
 notified in one transaction); and `BEGUN_CHANNEL`, whose payload names runs a server began for another
 (`PostgresLedger.tell_runs_begun`): the run ids asked for meanwhile, comma-separated, in as many notifications as
 PostgreSQL's payload limit needs, in the same transaction.

@@ -280,11 +280,13 @@ async def _call_append(
 @dataclass(frozen=True, slots=True)
 class Append:
     """One append for `append_batch`: its writes (validated and encoded), and for a guarded append its
-    due-work changes and the lease fence it is conditional on (see `Ledger.append`)."""
+    due-work changes and the lease fence it is conditional on (see `Ledger.append`); `due_recorded` asks the
+    listener to wake the partitions' holders once it committed (`..due_wake`)."""
 
     writes: list[EncodedWrite]
     changes: EncodedChanges | None = None
     fence: LeaseFence | None = None
+    due_recorded: bool = False
 
 
 BatchResult = list[Record] | VersionConflict | DuplicateRecordIdError | LeaseLost

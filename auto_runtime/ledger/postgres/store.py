@@ -1,13 +1,14 @@
 """`PostgresLedger`: the store for `DATABASE_URL`, which several server processes may share.
 
-All asyncpg work runs on the ledger's loop actor (`loop_actor`, one per process): each life of it is an
-asyncio loop thread that creates its own pool and listener (`PostgresLoop`), and each Trio call asks it to
-run one unit of work (a whole transaction) on a pooled connection, as a task of its own; cancelling the call
-cancels the task. The ledger's supervisor serves the actor's lives (`actor_spec`, see `serving`). Appends go
-through the life's `AppendBatcher` (`batcher`), which sends those asked together in one statement. Appends are
-correct across processes through row locks on `ledger_streams` and unique constraints; other processes'
-appends wake this process's followers through LISTEN/NOTIFY (`notifier`). The loop's address is the database's
-`PostgresConnections`, which the store shares with its ports (`opening` composes them).
+All asyncpg work runs on the ledger's loop actor (`loop_actor`, one per process): each life of it is an asyncio loop
+thread that creates its own pool and listener (`PostgresLoop`), and each Trio call asks it to run one unit of work (a
+whole transaction) on a pooled connection, as a task of its own; cancelling the call cancels the task. The ledger's
+supervisor serves the actor's lives (`actor_spec`, see `serving`). Appends go through the life's `AppendBatcher`
+(`batcher`), which sends those asked together in one statement. Appends are correct across processes through row locks
+on `ledger_streams` and unique constraints; other processes' appends wake this process's followers through LISTEN/NOTIFY
+(`notifier`), and a write arming due work for a partition another server holds wakes that holder the same way once it
+committed (`..due_wake`). The loop's address is the database's `PostgresConnections`, which the store shares with its
+ports (`opening` composes them).
 """
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ class PostgresLoop(LoopActor[LoopMessage, Any]):
         if self._notifier is not None:
             self._notifier.request()
 
+    def _due_recorded(self) -> None:
+        """Due work for another partition's holder committed: ask the listener to wake the servers (`DUE_CHANNEL`)."""
+        if self._notifier is not None:
+            self._notifier.request(DUE_CHANNEL)
+
     @property
     def batcher(self) -> AppendBatcher:
         """This life's append batcher (after `on_start`)."""
@@ -107,14 +113,17 @@ class PostgresLoop(LoopActor[LoopMessage, Any]):
 
     async def receive(self, message: LoopMessage) -> Any:
         if isinstance(message, Append):
-            return await self.batcher.append(message)
+            records = await self.batcher.append(message)  # raises the append's refusal: past it, it committed
+            if message.due_recorded:
+                self._due_recorded()
+            return records
         reader_waits("postgres", self._pool.get_idle_size() + self._pool.get_max_size() - self._pool.get_size())
         async with self._pool.acquire() as conn:
             result = await message.work(conn)
         if message.notify:
             self._appended()
-        if message.due_recorded and self._notifier is not None:
-            self._notifier.request(DUE_CHANNEL)
+        if message.due_recorded:
+            self._due_recorded()
         if message.begun and self._notifier is not None:
             self._notifier.request_begun(message.begun)
         return result
@@ -228,11 +237,6 @@ class PostgresLedger(Ledger):
             with trio.CancelScope(shield=True):
                 await ref.serve_life(self._new_loop)
 
-    async def wake_other_servers(self) -> None:
-        """NOTIFY on `DUE_CHANNEL` (through the listener's `notifier`, folded with others asked meanwhile)."""
-        self._check_open()
-        await self.connections.ask(Unit(_nothing, due_recorded=True))
-
     async def tell_runs_begun(self, run_ids: Sequence[str]) -> None:
         """NOTIFY on `BEGUN_CHANNEL` naming `run_ids` (folded with others asked meanwhile); every server's listener,
         this one's included, wakes its `runs_begun` waiters of those runs."""
@@ -299,11 +303,12 @@ class PostgresLedger(Ledger):
     async def _append_guarded(
         self, writes: list[EncodedWrite], changes: EncodedChanges, fence: LeaseFence | None
     ) -> list[Record]:
-        records: list[Record] = await self.connections.ask(Append(writes, changes, fence))
+        wakes = self.ports.due_wake.wakes(changes)
+        records: list[Record] = await self.connections.ask(Append(writes, changes, fence, due_recorded=wakes))
         self.faults.took()
         self.appended.notify()
         return records
 
 
 async def _nothing(conn: Any) -> None:
-    """The work of a unit sent only for its notification (`PostgresLedger.wake_other_servers`, `tell_runs_begun`)."""
+    """The work of a unit sent only for its notification (`PostgresLedger.tell_runs_begun`)."""
