@@ -24,6 +24,9 @@ from auto_runtime.ledger import (
     partition_of_due,
     uuid7,
 )
+from auto_runtime.ledger.due_wake import DueWake
+from auto_runtime.ledger.due_work import encode_changes
+from auto_runtime.ledger.partitions import Partitioning
 
 from .conftest import Target
 
@@ -81,3 +84,18 @@ async def test_due_work_armed_soon_for_a_partition_held_elsewhere_wakes_the_othe
         await writer.due_work.arm([entry(elsewhere, NOW + SWEEP, "soon")])  # within a sweep: through the port too
         with trio.fail_after(30):
             await holder.due_recorded.wait_beyond(after_append)
+
+
+def test_the_rule_wakes_for_work_due_by_one_sweep_in_a_partition_not_held() -> None:
+    partitioning = Partitioning(8)
+    wake = DueWake(partitioning)
+    run_id = next(r for r in iter(uuid7, None) if partition_of_due(SCOPE.key, r, 8) == 5)
+    at_horizon = encode_changes(DueWorkChanges(arm=[entry(run_id, NOW + SWEEP)]))
+    past_horizon = encode_changes(DueWorkChanges(arm=[entry(run_id, NOW + SWEEP + timedelta(microseconds=1))]))
+    assert not wake.wakes(at_horizon)  # told nothing yet: this server holds every partition
+    wake.watch(lambda partition: partition != 5, SWEEP, lambda: NOW)
+    assert wake.wakes(at_horizon)
+    assert not wake.wakes(past_horizon)
+    assert not wake.wakes(encode_changes(DueWorkChanges(cancel=[entry(run_id, NOW).due_key])))
+    wake.watch(lambda partition: True, SWEEP, lambda: NOW)
+    assert not wake.wakes(at_horizon)
