@@ -11,7 +11,17 @@ import trio.testing
 
 from auto_runtime.functions.computation.computation_type import ComputationType
 from auto_runtime.functions.registry import function_types
-from auto_runtime.ledger import DueEntry, Ledger, NewRecord, StreamWrite, partition_lease_name, partition_of, uuid7
+from auto_runtime.ledger import (
+    DueEntry,
+    DueWorkChanges,
+    Ledger,
+    NewRecord,
+    StreamWrite,
+    partition_lease_name,
+    partition_of,
+    uuid7,
+)
+from auto_runtime.ledger.due_work import encode_changes
 from auto_runtime.ledger.sqlite.store import SqliteLedger
 from auto_runtime.playbooks.definition_registry import DefinitionRegistry
 from auto_runtime.playbooks.run_service import RunService
@@ -99,6 +109,22 @@ async def test_the_loop_fires_a_due_wait_and_the_run_succeeds(ledger: Ledger, st
     assert await ledger.leases.read_all("partition:")  # held while the loop ran,
     for prefix in ("partition:", "server:"):  # and released when it stopped
         assert all(row.holder is None for row in await ledger.leases.read_all(prefix))
+
+
+async def test_the_loop_tells_the_ledger_which_due_work_wakes_the_partitions_holders(
+    ledger: Ledger, store: RunStore
+) -> None:
+    """The ledger's `due_wake` follows the partitions the loop holds, its sweep and its clock: work due within a
+    sweep wakes the other servers while its partition is held elsewhere (here, none yet), not once held here."""
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    loop = TimerLoop(store, "server-a", SWEEP, clock=lambda: now)
+    soon = encode_changes(DueWorkChanges(arm=[DueEntry(SCOPE, str(uuid7()), "timer", now + SWEEP)]))
+    later = encode_changes(DueWorkChanges(arm=[DueEntry(SCOPE, str(uuid7()), "timer", now + 2 * SWEEP)]))
+    assert ledger.due_wake.wakes(soon) and not ledger.due_wake.wakes(later)
+    await loop.sweep_once()
+    assert loop.partitions.holds_all()  # alone, it took every partition
+    assert not ledger.due_wake.wakes(soon)
+    await loop.partitions.release_all()
 
 
 async def test_only_the_partition_holder_fires_and_a_second_fire_is_stale(ledger: Ledger, store: RunStore) -> None:
