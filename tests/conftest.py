@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.server_process import ServerProcess, start_server
+from tests.per_ledger import LEDGERS, PerLedger, per_ledger, stop_at_the_end
 from tests.postgres_support import fresh_database, server_on
 from tests.sandbox_engine import keep_session_cache_under
 
@@ -20,18 +21,27 @@ def session_sandbox_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     keep_session_cache_under(tmp_path_factory.getbasetemp())
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgres"])
-def local_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+@pytest.fixture(scope="session")
+def local_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PerLedger[ServerProcess]]:
+    """The servers in local mode, one for each ledger, started when a test first asks for its ledger and
+    stopped at the end of the session (`tests/per_ledger.py`)."""
+
+    def start(ledger: str, stack: ExitStack) -> ServerProcess:
+        folder = Path(tmp_path_factory.mktemp(f"local-server-{ledger}"))
+        settings: dict[str, str] = {}
+        if ledger == "postgres":
+            settings.update(server_on(stack.enter_context(fresh_database("server_test"))))
+        return stop_at_the_end(stack, start_server(folder, settings))
+
+    with per_ledger(start) as servers:
+        yield servers
+
+
+@pytest.fixture(scope="module", params=LEDGERS)
+def local_server(request: pytest.FixtureRequest, local_servers: PerLedger[ServerProcess]) -> ServerProcess:
     """One server in local mode for each ledger, shared by the tests that only read or add: every test that
     uses it runs against the SQLite ledger and against the real PostgreSQL."""
-    folder = Path(tmp_path_factory.mktemp(f"local-server-{request.param}"))
-    with ExitStack() as stack:
-        settings: dict[str, str] = {}
-        if request.param == "postgres":
-            settings.update(server_on(stack.enter_context(fresh_database("server_test"))))
-        server = start_server(folder, settings)
-        yield server
-        assert server.stop() == 0, server.log()
+    return local_servers.get(request.param)
 
 
 _exit_status: list[int] = []

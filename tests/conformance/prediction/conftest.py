@@ -15,6 +15,7 @@ import pytest
 from tests.conformance.prediction.seeding import seed
 from tests.e2e.moved_clock import TEST_CLOCK_SETTINGS
 from tests.e2e.server_process import ServerProcess, start_server
+from tests.per_ledger import LEDGERS, PerLedger, per_ledger, stop_at_the_end
 from tests.postgres_support import fresh_database, server_on
 
 
@@ -25,26 +26,35 @@ class PredictionServer:
     """The PostgreSQL ledger's URL, which a test may read beside the server; None for SQLite."""
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgres"])
-def prediction_server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[PredictionServer]:
-    folder = Path(tmp_path_factory.mktemp(f"prediction-server-{request.param}"))
-    with ExitStack() as stack:
+@pytest.fixture(scope="session")
+def prediction_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PerLedger[PredictionServer]]:
+    """The servers, one for each ledger, started on first use and stopped at the session's end
+    (`tests/per_ledger.py`)."""
+
+    def start(ledger: str, stack: ExitStack) -> PredictionServer:
+        folder = Path(tmp_path_factory.mktemp(f"prediction-server-{ledger}"))
         settings: dict[str, str] = {
             "PREDICTION_MAX_FUNCTIONS": "3",
             "PREDICTION_CACHE_DIR": str(folder / "cache"),
             **TEST_CLOCK_SETTINGS,
         }
         url: str | None = None
-        if request.param == "postgres":
+        if ledger == "postgres":
             url = stack.enter_context(fresh_database("prediction_test"))
             settings.update(server_on(url))
         else:
             settings["LEDGER_FILE"] = str(folder / "ledger.db")
-        server = start_server(folder, settings)
-        yield PredictionServer(server, url)
-        assert server.stop() == 0, server.log()
+        return PredictionServer(stop_at_the_end(stack, start_server(folder, settings)), url)
+
+    with per_ledger(start) as servers:
+        yield servers
+
+
+@pytest.fixture(scope="module", params=LEDGERS)
+def prediction_server(
+    request: pytest.FixtureRequest, prediction_servers: PerLedger[PredictionServer]
+) -> PredictionServer:
+    return prediction_servers.get(request.param)
 
 
 @pytest.fixture
