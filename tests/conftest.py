@@ -12,6 +12,7 @@ from tests.e2e.server_process import ServerProcess, start_server
 from tests.per_ledger import LEDGERS, PerLedger, per_ledger, stop_at_the_end
 from tests.postgres_support import fresh_database, server_on
 from tests.sandbox_engine import keep_session_cache_under
+from tests.scheduling import heaviest_modules_first
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -42,6 +43,14 @@ def local_server(request: pytest.FixtureRequest, local_servers: PerLedger[Server
     """One server in local mode for each ledger, shared by the tests that only read or add: every test that
     uses it runs against the SQLite ledger and against the real PostgreSQL."""
     return local_servers.get(request.param)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a worker of `pytest-xdist`, the heaviest modules first (`tests/scheduling.py`), after pytest
+    has ordered them by their fixtures' parameters; in one process the order stays pytest's."""
+    if hasattr(config, "workerinput"):
+        items[:] = heaviest_modules_first(items)
 
 
 _exit_status: list[int] = []
