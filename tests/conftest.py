@@ -11,6 +11,8 @@ import pytest
 from tests.e2e.server_process import ServerProcess, start_server
 from tests.per_ledger import LEDGERS, PerLedger, per_ledger, stop_at_the_end
 from tests.postgres_support import fresh_database, server_on
+from tests.real_waits import ENABLE as REAL_WAITS
+from tests.real_waits import RealWaits
 from tests.sandbox_engine import keep_session_cache_under
 from tests.scheduling import heaviest_modules_first
 
@@ -43,6 +45,12 @@ def local_server(request: pytest.FixtureRequest, local_servers: PerLedger[Server
     """One server in local mode for each ledger, shared by the tests that only read or add: every test that
     uses it runs against the SQLite ledger and against the real PostgreSQL."""
     return local_servers.get(request.param)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With `AUTO_RUNTIME_TEST_WAITS=1`, the report of the tests' longest real waits (`tests/real_waits.py`)."""
+    if os.environ.get(REAL_WAITS) == "1":
+        config.pluginmanager.register(RealWaits(), "real_waits")
 
 
 @pytest.hookimpl(trylast=True)
