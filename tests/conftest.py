@@ -3,13 +3,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.server_process import ServerProcess, start_server
-from tests.per_ledger import LEDGERS, PerLedger, per_ledger, stop_at_the_end
+from tests.per_ledger import LEDGERS, PerLedger, ServerStack, per_ledger
 from tests.postgres_support import fresh_database, server_on
 from tests.real_waits import ENABLE as REAL_WAITS
 from tests.real_waits import RealWaits
@@ -29,12 +28,12 @@ def local_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PerLedge
     """The servers in local mode, one for each ledger, started when a test first asks for its ledger and
     stopped at the end of the session (`tests/per_ledger.py`)."""
 
-    def start(ledger: str, stack: ExitStack) -> ServerProcess:
+    def start(ledger: str, stack: ServerStack) -> ServerProcess:
         folder = Path(tmp_path_factory.mktemp(f"local-server-{ledger}"))
         settings: dict[str, str] = {}
         if ledger == "postgres":
             settings.update(server_on(stack.enter_context(fresh_database("server_test"))))
-        return stop_at_the_end(stack, start_server(folder, settings))
+        return stack.stop_at_the_end(start_server(folder, settings))
 
     with per_ledger(start) as servers:
         yield servers

@@ -7,14 +7,16 @@ each worker runs whole modules, each module's SQLite tests then its PostgreSQL t
 uses the fixture started both servers again: two starts a module instead of two a worker.
 
 `PerLedger` holds the servers instead: each is started the first time a test asks for its ledger, and all are
-stopped when the session ends. The fixture the tests name stays parametrized by ledger (module-scoped, so the
-test ids keep their `[sqlite]` and `[postgres]`), and only picks the server out of the holder.
+stopped side by side when the session ends (`ServerStack`). The fixture the tests name stays parametrized by
+ledger (module-scoped, so the test ids keep their `[sqlite]` and `[postgres]`), and only picks the server out
+of the holder.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from types import TracebackType
 from typing import Generic, TypeVar
 
 from tests.e2e.server_process import ServerProcess
@@ -25,12 +27,41 @@ LEDGERS = ("sqlite", "postgres")
 Served = TypeVar("Served")
 
 
+class ServerStack(ExitStack):
+    """An `ExitStack` that also stops servers: `stop_at_the_end` registers one; when the stack closes, every
+    server it holds is asked to stop first (SIGTERM to each), then each is waited for in its turn, so the
+    servers stop side by side instead of one after the other, and a database entered before a server is
+    dropped only once that server ended."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._servers: list[ServerProcess] = []
+
+    def stop_at_the_end(self, server: ServerProcess) -> ServerProcess:
+        """`server`, to be stopped when the stack closes; its stop must end it with 0 (its log otherwise)."""
+
+        def stopped() -> None:
+            assert server.stopped() == 0, server.log()
+
+        self._servers.append(server)
+        self.callback(stopped)
+        return server
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> bool | None:
+        """(`close` comes here too.)"""
+        for server in self._servers:
+            server.ask_to_stop()
+        return super().__exit__(kind, error, trace)
+
+
 class PerLedger(Generic[Served]):
     """One value of `start(ledger, stack)` for each ledger asked for, made on first use. `start` enters what
     must be undone at the end (the server's stop, the database's drop) into `stack`, which is closed when the
     session ends, in the reverse order of the starts."""
 
-    def __init__(self, start: Callable[[str, ExitStack], Served], stack: ExitStack) -> None:
+    def __init__(self, start: Callable[[str, ServerStack], Served], stack: ServerStack) -> None:
         self._start = start
         self._stack = stack
         self._served: dict[str, Served] = {}
@@ -44,17 +75,7 @@ class PerLedger(Generic[Served]):
 
 
 @contextmanager
-def per_ledger(start: Callable[[str, ExitStack], Served]) -> Iterator[PerLedger[Served]]:
+def per_ledger(start: Callable[[str, ServerStack], Served]) -> Iterator[PerLedger[Served]]:
     """A `PerLedger` of `start` for the life of the `with` block: what was started is stopped at its end."""
-    with ExitStack() as stack:
+    with ServerStack() as stack:
         yield PerLedger(start, stack)
-
-
-def stop_at_the_end(stack: ExitStack, server: ServerProcess) -> ServerProcess:
-    """`server`, to be stopped when `stack` closes; its stop must end it with 0 (its log otherwise)."""
-
-    def stop() -> None:
-        assert server.stop() == 0, server.log()
-
-    stack.callback(stop)
-    return server

@@ -17,7 +17,6 @@ import json
 import secrets
 import urllib.parse
 from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from tests.fakes.gateway_process import (
     start_oauth_server,
     start_openapi_service,
 )
-from tests.per_ledger import LEDGERS, PerLedger, per_ledger, stop_at_the_end
+from tests.per_ledger import LEDGERS, PerLedger, ServerStack, per_ledger
 from tests.postgres_support import fresh_database
 
 ORG = "acme"
@@ -98,7 +97,7 @@ def connections_servers(
     """The servers, one for each ledger, started on first use and stopped at the session's end
     (`tests/per_ledger.py`)."""
 
-    def start(ledger: str, stack: ExitStack) -> ConnectionsServer:
+    def start(ledger: str, stack: ServerStack) -> ConnectionsServer:
         settings = connection_settings(connection_fakes)
         database_url: str | None = None
         if ledger == "postgres":
@@ -106,7 +105,7 @@ def connections_servers(
             settings["DATABASE_URL"] = database_url
             settings["SECRETS_KEY"] = new_key()
         server = start_server(Path(tmp_path_factory.mktemp(f"connections-{ledger}")), settings)
-        stop_at_the_end(stack, server)
+        stack.stop_at_the_end(server)
         return ConnectionsServer(server, connection_fakes, database_url, settings)
 
     with per_ledger(start) as servers:

@@ -5,7 +5,6 @@ a test's (`tests/e2e/moved_clock.py`): a test that reaches a limit of minutes mo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from tests.conformance.prediction.seeding import seed
 from tests.e2e.moved_clock import TEST_CLOCK_SETTINGS
 from tests.e2e.server_process import ServerProcess, start_server
-from tests.per_ledger import LEDGERS, PerLedger, per_ledger, stop_at_the_end
+from tests.per_ledger import LEDGERS, PerLedger, ServerStack, per_ledger
 from tests.postgres_support import fresh_database, server_on
 
 
@@ -31,7 +30,7 @@ def prediction_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Per
     """The servers, one for each ledger, started on first use and stopped at the session's end
     (`tests/per_ledger.py`)."""
 
-    def start(ledger: str, stack: ExitStack) -> PredictionServer:
+    def start(ledger: str, stack: ServerStack) -> PredictionServer:
         folder = Path(tmp_path_factory.mktemp(f"prediction-server-{ledger}"))
         settings: dict[str, str] = {
             "PREDICTION_MAX_FUNCTIONS": "3",
@@ -44,7 +43,7 @@ def prediction_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Per
             settings.update(server_on(url))
         else:
             settings["LEDGER_FILE"] = str(folder / "ledger.db")
-        return PredictionServer(stop_at_the_end(stack, start_server(folder, settings)), url)
+        return PredictionServer(stack.stop_at_the_end(start_server(folder, settings)), url)
 
     with per_ledger(start) as servers:
         yield servers

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from tests.fakes.gateway_process import (
     start_openapi_service,
 )
 from tests.fakes.openapi_service import KEY
-from tests.per_ledger import LEDGERS, PerLedger, per_ledger, stop_at_the_end
+from tests.per_ledger import LEDGERS, PerLedger, ServerStack, per_ledger
 from tests.postgres_support import fresh_database, server_on
 
 STDIO_FAKE = Path(__file__).resolve().parents[2] / "fakes" / "mcp_stdio_server.py"
@@ -111,14 +110,14 @@ def tools_servers(tmp_path_factory: pytest.TempPathFactory, tool_fakes: ToolFake
     """The servers, one for each ledger, started on first use and stopped at the session's end
     (`tests/per_ledger.py`)."""
 
-    def start(ledger: str, stack: ExitStack) -> ToolsServer:
+    def start(ledger: str, stack: ServerStack) -> ToolsServer:
         settings = tool_settings(tool_fakes)
         database_url: str | None = None
         if ledger == "postgres":
             database_url = stack.enter_context(fresh_database("tools_test"))
             settings.update(server_on(database_url))
         server = start_server(Path(tmp_path_factory.mktemp(f"tools-server-{ledger}")), settings)
-        stop_at_the_end(stack, server)
+        stack.stop_at_the_end(server)
         with server.client() as client:
             for playbook in (SALES, MANY):
                 response = client.post(f"/v1/orgs/{ORG}/playbooks", json={"playbook": playbook, "name": "Tools"})
