@@ -48,7 +48,7 @@ types: install
 # bound in one of two runs.
 WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 pytest: install
-	$(BIN)/pytest -n $(WORKERS) --dist loadfile
+	$(BIN)/pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: lint types pytest
 

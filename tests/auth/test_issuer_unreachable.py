@@ -23,6 +23,7 @@ def signed_in(tmp_path_factory: pytest.TempPathFactory, identity: IdentityServic
     assert signed_in.server.stop() == 0, signed_in.server.log()
 
 
+@pytest.mark.slow(seconds=13)
 def test_a_key_that_cannot_be_fetched_is_unavailable(signed_in: SignedIn, identity: IdentityServiceProcess) -> None:
     held = identity.new_key("RS256")
     assert signed_in.get("/v1/orgs/acme/playbooks", signed_in.token(held)).status_code == 200

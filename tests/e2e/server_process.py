@@ -85,6 +85,7 @@ class ServerProcess:
     base_url: str
     folder: Path
     log_path: Path
+    asked_to_stop: bool = False
 
     def client(self, **headers: str) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, headers=headers, timeout=30.0, verify=tls_context())
@@ -94,18 +95,25 @@ class ServerProcess:
 
     def stop(self) -> int:
         """SIGTERM, then the exit code (SIGKILL and a failure when it does not stop in time)."""
-        if self.process.poll() is None:
+        self.ask_to_stop()
+        return self.stopped()
+
+    def ask_to_stop(self) -> None:
+        """SIGTERM, once and when it still runs, without waiting: `stopped` waits. Several servers asked first
+        and waited for after stop side by side. (A second SIGTERM is not sent: a server may take it as "now".)"""
+        if not self.asked_to_stop and self.process.poll() is None:
+            self.asked_to_stop = True
             record_start("stop", f"{cpu_seconds_of(self.process.pid):.2f}")
             self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(STOP_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-                raise AssertionError("the server did not stop within its bound after SIGTERM") from None
-        code = self.process.returncode
-        assert code is not None
-        return code
+
+    def stopped(self) -> int:
+        """The exit code once it ended, within `STOP_TIMEOUT_SECONDS` (SIGKILL and a failure past them)."""
+        try:
+            return self.process.wait(STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError("the server did not stop within its bound after SIGTERM") from None
 
 
 def record_start(*fields: str) -> None:

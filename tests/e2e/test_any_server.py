@@ -69,6 +69,7 @@ def started_at(client: httpx.Client, playbook: str, name: str, run_id: str) -> d
     return body
 
 
+@pytest.mark.slow(seconds=6)
 def test_a_server_takes_starts_and_events_for_runs_of_the_other_servers_partitions(tmp_path: Path) -> None:
     with fresh_database("any_server") as database_url:
         settings = {

@@ -133,6 +133,7 @@ def test_bench_takes_its_key_from_the_environment(tmp_path: Path) -> None:
         assert server.stop() == 0, server.log()
 
 
+@pytest.mark.slow(seconds=15)
 def test_bench_compare_prints_a_server_a_value_side_by_side(tmp_path: Path) -> None:
     """Its servers' folder goes under `TMPDIR` and is removed after. The operator's own cache (the home's here,
     without `LEDGER_FILE`) holds the compiled sandbox module, which the first server then loads."""

@@ -78,6 +78,7 @@ def ended(client: httpx.Client, playbook: str, run_id: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("ledger", LEDGERS)
+@pytest.mark.slow(seconds=10)
 def test_a_waiting_workflow_takes_its_answer_expiry_and_cancel_after_a_sigkill(tmp_path: Path, ledger: str) -> None:
     folder = tmp_path / "server"
     with ledger_settings(ledger) as settings:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.server_process import start_server
 
 TOOL_ROUTES_CONFIG = """
@@ -18,6 +20,7 @@ checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
 """
 
 
+@pytest.mark.slow(seconds=60)
 def test_no_generated_request_gets_a_server_error(tmp_path: Path) -> None:
     config = tmp_path / "schemathesis.toml"
     config.write_text(TOOL_ROUTES_CONFIG)

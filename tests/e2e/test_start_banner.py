@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.e2e.server_process import START_TIMEOUT_SECONDS, STOP_TIMEOUT_SECONDS, base_environment, free_port
 from tests.e2e.server_process import sandbox_cache_of as cache_folder_for
@@ -147,6 +148,7 @@ def wait_for_health(process: subprocess.Popen[str], port: int) -> None:
     raise AssertionError(f"the server did not answer /health within {START_TIMEOUT_SECONDS} s")
 
 
+@pytest.mark.slow(seconds=11)
 def test_serve_quiet_prints_neither_the_banner_nor_the_stop_line(tmp_path: Path) -> None:
     port = free_port()
     with serving(tmp_path, {"PORT": str(port)}, "--quiet") as process:

@@ -288,6 +288,7 @@ def start_short_runs_until_killed(server: ServerProcess, playbook: str, run_ids:
 
 
 @pytest.mark.parametrize("ledger", LEDGERS)
+@pytest.mark.slow(seconds=20)
 def test_workflow_runs_finish_once_after_a_sigkill(tmp_path: Path, ledger: str) -> None:
     """(a) a timer, (b) calls with a child workflow waiting on its timer, (c) a listen, each waiting when the
     server is killed; (d) starts killed mid-way. After a restart on the same ledger every run ends once."""

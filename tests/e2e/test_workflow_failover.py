@@ -99,6 +99,7 @@ def holder_and_standby(servers: list[ServerProcess], playbook: str) -> tuple[Ser
     return holder, standby, run_id
 
 
+@pytest.mark.slow(seconds=25)
 def test_the_standby_takes_over_the_runs_of_a_killed_holder(tmp_path: Path) -> None:
     with fresh_database("wf_failover") as database_url:
         settings = {

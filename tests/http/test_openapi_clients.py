@@ -95,6 +95,7 @@ def _schemathesis(keyed_server: KeyedServer, folder: Path, *arguments: str) -> s
     )
 
 
+@pytest.mark.slow(seconds=15)
 def test_schemathesis_finds_every_secured_operation_enforcing_its_credential(
     keyed_server: KeyedServer, tmp_path: Path
 ) -> None:
@@ -122,6 +123,7 @@ def test_schemathesis_finds_every_secured_operation_enforcing_its_credential(
     } <= probed, sorted(probed)
 
 
+@pytest.mark.slow(seconds=35)
 def test_every_request_the_document_calls_invalid_is_refused(keyed_server: KeyedServer, tmp_path: Path) -> None:
     """The request schemas claim no more than the server checks: schemathesis's negative data (values outside
     each schema, the event id's pattern, the attributes' names and count and the days' enum among them) never

@@ -195,6 +195,7 @@ def resident_mib() -> int:
     raise AssertionError("no VmRSS")
 
 
+@pytest.mark.slow(seconds=8)
 async def test_a_thousand_inputs_on_one_worker_do_not_grow_the_process(engine: SandboxEngine) -> None:
     """Nothing of an input outlives it on the companion: after a warm-up, 1,000 inputs whose expressions touch
     2 MB of their heap each leave the resident set within 20 MiB of where it was."""

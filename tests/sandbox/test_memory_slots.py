@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import wasmtime
 
 from auto_runtime.sandbox.artifact import load_artifact
@@ -46,6 +47,7 @@ def _memory_after(engine: SandboxEngine, code: str, *, before_running: bool = Fa
         activate(None)
 
 
+@pytest.mark.slow(seconds=22)
 def test_a_store_takes_a_slot_that_holds_nothing_of_the_store_before(engine: SandboxEngine) -> None:
     image = read_data(find(read_sections(load_artifact("240M").wasm), DATA))
     for _ in range(3):

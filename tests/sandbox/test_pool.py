@@ -190,6 +190,7 @@ async def test_runs_on_one_worker_do_not_grow_the_process(engine: SandboxEngine)
         pool.close()
 
 
+@pytest.mark.slow(seconds=7)
 async def test_a_thousand_runs_on_one_worker_do_not_grow_the_process(engine: SandboxEngine) -> None:
     """Issue 16's acceptance: after a warm-up, 1,000 runs on the same worker thread actor leave the resident set
     within 20 MiB of where it was (the worker retires only after `max_runs`, set above them here)."""

@@ -61,6 +61,7 @@ def positions(client: httpx.Client, playbook: str, event_type: str) -> dict[str,
     return {event["metadata"]["run_id"]: event["metadata"]["global_position"] for event in events}
 
 
+@pytest.mark.slow(seconds=8)
 def test_another_orgs_run_is_served_before_the_busy_orgs_queued_runs(two_workers: ServerProcess) -> None:
     with two_workers.client() as client:
         org_a = new_playbook(client, org="org-a")

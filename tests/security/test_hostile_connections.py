@@ -102,6 +102,7 @@ def test_a_hostile_document_makes_only_its_own_connection_unavailable(
     check_only_its_own_server_fails(client, service, document, words)
 
 
+@pytest.mark.slow(seconds=18)
 def test_a_document_no_check_finishes_is_cut_at_the_time_bound_and_the_org_still_searches(
     client: httpx.Client, service: HttpFakeProcess
 ) -> None:

@@ -138,6 +138,7 @@ def run_all(server: ServerProcess, playbook: str, hostiles: list[Hostile]) -> li
     return failures
 
 
+@pytest.mark.slow(seconds=45)
 def test_200_hostile_programs_leave_memory_at_its_baseline_and_others_served(
     server: ServerProcess, client: httpx.Client
 ) -> None:

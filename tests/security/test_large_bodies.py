@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 
 from tests.conformance.helpers import ECHO_PROGRAM, create_computation, new_playbook, pointers, problem
 from tests.e2e.server_process import ServerProcess
@@ -52,6 +53,7 @@ def attack_body(number: int) -> bytes:
     return nested_name_body(playbook) if number % 2 else nested_objects_body(playbook)
 
 
+@pytest.mark.slow(seconds=8)
 def test_health_is_answered_while_nested_bodies_are_read(server: ServerProcess) -> None:
     answers = OrderedAnswers(server.base_url)
     attack = [

@@ -8,6 +8,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from tests.conformance.helpers import new_playbook
 from tests.e2e.server_process import start_server
 
@@ -18,6 +20,7 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+@pytest.mark.slow(seconds=8)
 def test_a_fresh_ledger_folder_is_0700_and_its_files_0600(tmp_path: Path) -> None:
     kept = tmp_path / "kept"
     kept.mkdir(mode=0o755)

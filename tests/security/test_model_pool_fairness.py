@@ -164,6 +164,7 @@ def test_another_orgs_question_is_served_before_the_busy_orgs_waiting_questions(
             assert answer.headers["retry-after"] == "1"
 
 
+@pytest.mark.slow(seconds=12)
 def test_a_model_past_its_time_answers_that_it_ran_too_long(two_processes: ServerProcess) -> None:
     with two_processes.client() as client:
         _, function, _ = _active(client, "org-c")

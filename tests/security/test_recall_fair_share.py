@@ -72,6 +72,7 @@ def worker_takes(server: ServerProcess) -> list[dict[str, Any]]:
     return takes
 
 
+@pytest.mark.slow(seconds=10)
 def test_a_slow_view_leaves_the_other_playbook_its_runs_and_its_view(two_workers: ServerProcess) -> None:
     with two_workers.client() as client:
         slow, quick = (f"/v1/orgs/{ORG}/playbooks/{name}" for name in (SLOW, QUICK))

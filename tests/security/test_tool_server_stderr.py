@@ -86,6 +86,7 @@ def searched(client: httpx.Client, server: str) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.slow(seconds=10)
 def test_a_flood_on_stderr_is_logged_within_a_rate_and_a_line_length_and_the_rest_counted(
     server: ServerProcess,
 ) -> None:
@@ -144,6 +145,7 @@ def test_a_command_that_is_not_found_says_so(server: ServerProcess, playbook: st
     assert said == ["The tool server missing could not be started: its command was not found."] * 3
 
 
+@pytest.mark.slow(seconds=10)
 def test_a_process_that_never_answers_is_cut_at_the_connect_limit_and_says_so(
     server: ServerProcess, playbook: str
 ) -> None:

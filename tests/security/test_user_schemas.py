@@ -287,6 +287,7 @@ def test_a_pattern_re2_cannot_express_is_refused_at_its_line(client: httpx.Clien
     ]
 
 
+@pytest.mark.slow(seconds=10)
 def test_branches_recursing_through_items_stop_within_the_budget(client: httpx.Client, server: ServerProcess) -> None:
     """Failing anyOf branches are all explored, so each level doubles the work; the check stops at its budget."""
     playbook = new_playbook(client)

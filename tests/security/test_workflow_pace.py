@@ -116,6 +116,7 @@ def test_a_run_looping_on_a_zero_wait_is_cancelled_before_its_next_step(client: 
     assert len(inputs_of(events)) <= INPUTS_WITHOUT_WAITING + 2
 
 
+@pytest.mark.slow(seconds=15)
 def test_a_run_that_wakes_itself_without_end_is_ended_with_the_pages_words(
     request: pytest.FixtureRequest, client: httpx.Client
 ) -> None:

@@ -99,6 +99,7 @@ def _call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"id": call_id, "name": name, "arguments": json.dumps(arguments)}
 
 
+@pytest.mark.slow(seconds=6)
 async def test_one_run_calls_a_tool_of_each_kind_and_answers(
     runs: tuple[Ledger, RunService], gateway: FakeGatewayProcess
 ) -> None:

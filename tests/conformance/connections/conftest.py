@@ -17,7 +17,6 @@ import json
 import secrets
 import urllib.parse
 from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from tests.fakes.gateway_process import (
     start_oauth_server,
     start_openapi_service,
 )
+from tests.per_ledger import LEDGERS, PerLedger, ServerStack, per_ledger
 from tests.postgres_support import fresh_database
 
 ORG = "acme"
@@ -90,21 +90,34 @@ def connection_settings(fakes: ConnectionFakes, **more: str) -> dict[str, str]:
     return settings
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgres"])
-def connections_server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, connection_fakes: ConnectionFakes
-) -> Iterator[ConnectionsServer]:
-    """The server on each ledger: every test that uses it runs against SQLite and against the real PostgreSQL."""
-    settings = connection_settings(connection_fakes)
-    database_url: str | None = None
-    with ExitStack() as stack:
-        if request.param == "postgres":
+@pytest.fixture(scope="session")
+def connections_servers(
+    tmp_path_factory: pytest.TempPathFactory, connection_fakes: ConnectionFakes
+) -> Iterator[PerLedger[ConnectionsServer]]:
+    """The servers, one for each ledger, started on first use and stopped at the session's end
+    (`tests/per_ledger.py`)."""
+
+    def start(ledger: str, stack: ServerStack) -> ConnectionsServer:
+        settings = connection_settings(connection_fakes)
+        database_url: str | None = None
+        if ledger == "postgres":
             database_url = stack.enter_context(fresh_database("connections_test"))
             settings["DATABASE_URL"] = database_url
             settings["SECRETS_KEY"] = new_key()
-        server = start_server(Path(tmp_path_factory.mktemp(f"connections-{request.param}")), settings)
-        yield ConnectionsServer(server, connection_fakes, database_url, settings)
-        assert server.stop() == 0, server.log()
+        server = start_server(Path(tmp_path_factory.mktemp(f"connections-{ledger}")), settings)
+        stack.stop_at_the_end(server)
+        return ConnectionsServer(server, connection_fakes, database_url, settings)
+
+    with per_ledger(start) as servers:
+        yield servers
+
+
+@pytest.fixture(scope="module", params=LEDGERS)
+def connections_server(
+    request: pytest.FixtureRequest, connections_servers: PerLedger[ConnectionsServer]
+) -> ConnectionsServer:
+    """The server on each ledger: every test that uses it runs against SQLite and against the real PostgreSQL."""
+    return connections_servers.get(request.param)
 
 
 def token_of(added: dict[str, Any]) -> str:

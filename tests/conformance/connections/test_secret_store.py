@@ -99,6 +99,7 @@ def _started(folder: Path, fakes: ConnectionFakes, ledger: dict[str, str], **key
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.slow(seconds=8)
 def test_rotation_reseals_every_credential_under_the_new_key(
     tmp_path: Path, connection_fakes: ConnectionFakes, kind: str
 ) -> None:

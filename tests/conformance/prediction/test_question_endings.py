@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conformance.helpers import problem
 from tests.conformance.prediction.conftest import PredictionServer
@@ -64,6 +65,7 @@ def _running(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow(seconds=11)
 def test_a_model_past_its_time_and_a_process_killed_mid_question(
     prediction_server: PredictionServer, client: httpx.Client, playbook: str
 ) -> None:

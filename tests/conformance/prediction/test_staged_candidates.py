@@ -12,6 +12,7 @@ import time
 
 import asyncpg
 import httpx
+import pytest
 
 from auto_runtime.ledger import PlaybookScope
 from tests.conformance.prediction.conftest import PredictionServer
@@ -66,6 +67,7 @@ def test_a_cancelled_build_discards_its_staged_candidates(
     assert _discarded(prediction_server, staged) == []
 
 
+@pytest.mark.slow(seconds=15)
 def test_a_scored_build_discards_its_staged_candidates_and_keeps_the_winner(
     prediction_server: PredictionServer, client: httpx.Client, playbook: str
 ) -> None:

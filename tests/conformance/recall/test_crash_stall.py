@@ -31,6 +31,7 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         yield own
 
 
+@pytest.mark.slow(seconds=9)
 def test_a_fold_whose_sandbox_traps_stalls_on_its_twentieth_try(server: OwnServer) -> None:
     live = server.start(WORKFLOW_SWEEP_INTERVAL="PT0.05S")
     with live.client() as client:

@@ -40,6 +40,7 @@ def server(tmp_path: Path) -> Iterator[OwnServer]:
         yield own
 
 
+@pytest.mark.slow(seconds=22)
 def test_a_killed_server_resumes_its_views_from_their_checkpoints(server: OwnServer) -> None:
     first = server.start()
     kind = fresh_id("com.acme.long")

@@ -87,6 +87,7 @@ def slow_view(kind: str, loops: int) -> str:
     )
 
 
+@pytest.mark.slow(seconds=14)
 def test_views_past_the_most_rebuilds_wait_their_turn(server: OwnServer) -> None:
     """Which views rebuild is decided when a pass reads the definitions, so both functions are saved while the
     keeper is busy with another playbook's pass (one playbook at once, about 3.4 s of folding, seen after its

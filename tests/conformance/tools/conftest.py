@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from tests.fakes.gateway_process import (
     start_openapi_service,
 )
 from tests.fakes.openapi_service import KEY
+from tests.per_ledger import LEDGERS, PerLedger, ServerStack, per_ledger
 from tests.postgres_support import fresh_database, server_on
 
 STDIO_FAKE = Path(__file__).resolve().parents[2] / "fakes" / "mcp_stdio_server.py"
@@ -105,21 +105,30 @@ def tool_settings(fakes: ToolFakes) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgres"])
-def tools_server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tool_fakes: ToolFakes
-) -> Iterator[ToolsServer]:
-    """The server on each ledger: every test that uses it runs against SQLite and against the real PostgreSQL."""
-    settings = tool_settings(tool_fakes)
-    database_url: str | None = None
-    with ExitStack() as stack:
-        if request.param == "postgres":
+@pytest.fixture(scope="session")
+def tools_servers(tmp_path_factory: pytest.TempPathFactory, tool_fakes: ToolFakes) -> Iterator[PerLedger[ToolsServer]]:
+    """The servers, one for each ledger, started on first use and stopped at the session's end
+    (`tests/per_ledger.py`)."""
+
+    def start(ledger: str, stack: ServerStack) -> ToolsServer:
+        settings = tool_settings(tool_fakes)
+        database_url: str | None = None
+        if ledger == "postgres":
             database_url = stack.enter_context(fresh_database("tools_test"))
             settings.update(server_on(database_url))
-        server = start_server(Path(tmp_path_factory.mktemp(f"tools-server-{request.param}")), settings)
+        server = start_server(Path(tmp_path_factory.mktemp(f"tools-server-{ledger}")), settings)
+        stack.stop_at_the_end(server)
         with server.client() as client:
             for playbook in (SALES, MANY):
                 response = client.post(f"/v1/orgs/{ORG}/playbooks", json={"playbook": playbook, "name": "Tools"})
                 assert response.status_code == 201, response.text
-        yield ToolsServer(server, tool_fakes, database_url)
-        assert server.stop() == 0, server.log()
+        return ToolsServer(server, tool_fakes, database_url)
+
+    with per_ledger(start) as servers:
+        yield servers
+
+
+@pytest.fixture(scope="module", params=LEDGERS)
+def tools_server(request: pytest.FixtureRequest, tools_servers: PerLedger[ToolsServer]) -> ToolsServer:
+    """The server on each ledger: every test that uses it runs against SQLite and against the real PostgreSQL."""
+    return tools_servers.get(request.param)
