@@ -18,17 +18,19 @@ from tests.conformance.helpers import fresh_id, new_playbook
 from tests.conformance.recall.documents import caught_up, output_of, publish, recall, run, saved, standing_until
 from tests.conformance.recall.own_server import OwnServer, own_server
 
-EVENTS = 300
-ROUNDS = 100_000
-"""The fold's work: each event costs `ROUNDS` rounds of a loop, so the history takes seconds to fold, many
-times a page's 2 seconds, and the kill lands after the first checkpoint and well before the end. The work is
-the one of 1,500 events at 20,000 rounds, with a fifth of the events to publish, each one a request and a
-ledger write (measured on a loaded 2-core machine: the kill came at 65 events folded of 300)."""
+EVENTS = 150
+ROUNDS = 2_500
+"""The fold's work: each event reads the clock `ROUNDS` times ten (about 53 million units, well within a call's
+250 million, and about 40 ms on the quiet 2-core machine), so the history takes about three pages of 2 seconds to
+fold and the kill lands after the first page's checkpoint and well before the end. The clock is read because a
+call of the host costs the most time for its units: a loop of `pass` folds a call's whole 250 million units in
+about 15 ms since the sandbox's calls went through Wasmtime's C API, and 300 events of 100,000 rounds then folded
+within the first page, leaving no checkpoint to kill after."""
 COUNTING = (
+    "import time\n"
     "def fold(view, event):\n"
-    f"    for _ in range({ROUNDS}):\n"
-    "        pass\n"
-    '    view["count"] += 1\n'
+    "    now = time.time_ns\n"
+    f"    for _ in range({ROUNDS}):\n" + "        now()\n" * 10 + '    view["count"] += 1\n'
     '    view["ids"].append(event["id"])\n'
     "    return view\n"
 )
