@@ -188,12 +188,12 @@ def key_ring_of(settings: Settings) -> KeyRing:
     )
 
 
-def issuer_keys_of(settings: Settings) -> IssuerKeys | None:
+def issuer_keys_of(settings: Settings, clock: ServerClock) -> IssuerKeys | None:
     """Where sign-in is on, the identity service's keys, fetched through the outbound proxy and certificate
-    authorities the settings give (the client model calls use)."""
+    authorities the settings give (the client model calls use), spaced and aged on the server's `clock`."""
     if settings.public_url is None:
         return None
-    return IssuerKeys(settings.identity_issuer, partial(model_http_client, settings))
+    return IssuerKeys(settings.identity_issuer, partial(model_http_client, settings), clock=clock)
 
 
 def cache_folder_of(settings: Settings) -> Path:
@@ -673,7 +673,7 @@ async def _serve_on(
             services = compose_services(ledger, sandbox, models, settings, server_id_of(), tools, connections, clock)
             if services.prediction_cache is not None:
                 await trio.to_thread.run_sync(services.prediction_cache.prepare)
-            issuer_keys = issuer_keys_of(settings)
+            issuer_keys = issuer_keys_of(settings, clock)
             app = compose_app(settings, catalog, guides, services, issuer_keys, clock)
             root = root_supervisor(ledger, sandbox, services, http_child(app, settings), issuer_keys)
             async with trio.open_nursery() as nursery:

@@ -9,7 +9,9 @@ a duration behaves as in production; a move tells its listeners (the timer loop'
 move made due fires at the next sweep instead of after the real time left.
 
 A limit of the contract measured in the server's time takes `fail_after` (a tool call's 30 s through `execute`):
-a move past its end cuts it. What does not follow the clock: durations measured with `trio.current_time()` or
+a move past its end cuts it. A rule that spaces or ages work by a duration (the identity service's keys: their
+fetch spacing, maximum age and back-off) reads `seconds` and sleeps with `sleep_until`: a move wakes the sleep
+and counts as time passed. What does not follow the clock: durations measured with `trio.current_time()` or
 `time.monotonic()` (the sandbox's deadline, connect and list limits, back-offs, `duration_ms`), and the
 database's own clock, by which leases are judged.
 
@@ -55,6 +57,15 @@ class ServerClock:
         """Call `listener` after every move (never, for this clock): how a task that sleeps until a due time (the
         timer loop, through its `wake`) wakes when a move brings that time closer."""
 
+    def seconds(self) -> float:
+        """Seconds on a clock that never goes back (`time.monotonic()`, plus the moves for a `MovableClock`), for
+        durations that a move of the clock counts as passed."""
+        return time.monotonic()
+
+    async def sleep_until(self, deadline: float) -> None:
+        """Sleep until `seconds()` reads `deadline`: `trio.sleep` for this clock."""
+        await trio.sleep(max(0.0, deadline - self.seconds()))
+
     def fail_after(self, seconds: float) -> AbstractContextManager[trio.CancelScope]:
         """`trio.fail_after(seconds)` of this clock, for a limit of the contract measured in the server's time (a
         tool call's 30 s), not for a bound on work (the sandbox's deadline stays `trio`'s)."""
@@ -74,6 +85,7 @@ class MovableClock(ServerClock):
         self._offset_us = 0
         self._listeners: list[Callable[[], None]] = []
         self._limits: list[tuple[datetime, trio.CancelScope]] = []
+        self._sleepers: set[trio.Event] = set()
 
     def now(self) -> datetime:
         return datetime.now(UTC) + self._offset_us * MICROSECOND
@@ -83,6 +95,21 @@ class MovableClock(ServerClock):
 
     def now_us(self) -> int:
         return time.time_ns() // 1_000 + self._offset_us
+
+    def seconds(self) -> float:
+        return time.monotonic() + self._offset_us / 1_000_000
+
+    async def sleep_until(self, deadline: float) -> None:
+        """Sleep until `seconds()` reads `deadline`, by the wall clock's passing or by a move past it, whichever
+        comes first; a move short of it sleeps on for the time left."""
+        while (left := deadline - self.seconds()) > 0:
+            moved = trio.Event()
+            self._sleepers.add(moved)
+            try:
+                with trio.move_on_after(left):
+                    await moved.wait()
+            finally:
+                self._sleepers.discard(moved)
 
     def on_moved(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
@@ -124,5 +151,7 @@ class MovableClock(ServerClock):
         for ends, scope in self._limits:
             if now >= ends:
                 scope.cancel()  # `trio.fail_after` turns a cancel it caught into `TooSlowError`
+        for moved in self._sleepers:
+            moved.set()
         for listener in self._listeners:
             listener()

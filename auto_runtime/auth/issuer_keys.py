@@ -35,8 +35,9 @@ refresher (`run`, a child of the supervision tree), never in a request's task: a
 `_wanted` and waits for the `_next_done` event of the fetch in flight or the next one, so concurrent requests
 share one fetch; a request that arrived while a fetch was in flight waits for the one after it too. The
 refresher replaces `_next_done` and `_wanted` in one step with no checkpoint, so no wish made after a fetch ended
-is lost. The refusals are decided on the request side against the injected `clock`; the spacing is kept by the
-refresher on Trio's clock.
+is lost. The refusals are decided on the request side, and the spacing and age kept by the refresher, on the
+injected `clock`'s `seconds` (the server's: a test server's moved clock counts as time passed and wakes the
+refresher's sleeps; the wall clock is `time.monotonic` and Trio's sleeps).
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +56,7 @@ import trio
 from cachetools import LRUCache
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 
+from auto_runtime.server_clock import WALL_CLOCK, ServerClock
 from auto_runtime.supervision import ChildContext, ChildSpec, Restart
 
 log = logging.getLogger("auto_runtime.auth.issuer_keys")
@@ -217,7 +218,7 @@ class IssuerKeys:
         issuer: str,
         client: Callable[[], httpx.AsyncClient],
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: ServerClock = WALL_CLOCK,
         fetch_spacing: float = FETCH_SPACING_SECONDS,
     ) -> None:
         self.issuer = issuer
@@ -228,10 +229,10 @@ class IssuerKeys:
         self._fetched_at: float | None = None
         self._failed_at: float | None = None
         self._refuted: LRUCache[str, float] = LRUCache(MAX_REFUTED_KIDS)
-        """The `kid`s fetches did not hold, oldest first, with when (`clock`) the fetch that refuted each ended."""
+        """The `kid`s fetches did not hold, oldest first, with when (`clock.seconds`) the fetch refuting each ended."""
         self._fetching = False
         self._last_started: float | None = None
-        """When (Trio's clock) the last fetch began."""
+        """When (`clock.seconds`) the last fetch began."""
         self._wanted = trio.Event()
         self._next_done = trio.Event()
 
@@ -269,22 +270,22 @@ class IssuerKeys:
         await self._next_done.wait()
 
     def _is_old(self) -> bool:
-        return self._fetched_at is not None and self._clock() - self._fetched_at >= MAX_AGE_SECONDS
+        return self._fetched_at is not None and self._clock.seconds() - self._fetched_at >= MAX_AGE_SECONDS
 
     def _backing_off(self) -> bool:
         """Whether the last fetch failed less than `REFRESH_INTERVAL_SECONDS` ago."""
-        return self._failed_at is not None and self._clock() - self._failed_at < REFRESH_INTERVAL_SECONDS
+        return self._failed_at is not None and self._clock.seconds() - self._failed_at < REFRESH_INTERVAL_SECONDS
 
     def _is_refuted(self, kid: str) -> bool:
         """Whether a fetch that ended less than `REFRESH_INTERVAL_SECONDS` ago did not hold `kid`."""
         refuted_at = self._refuted.get(kid)
-        return refuted_at is not None and self._clock() - refuted_at < REFRESH_INTERVAL_SECONDS
+        return refuted_at is not None and self._clock.seconds() - refuted_at < REFRESH_INTERVAL_SECONDS
 
     def _refute(self, kid: str) -> None:
-        self._refuted[kid] = self._clock()
+        self._refuted[kid] = self._clock.seconds()
 
     def _retry_after(self) -> int:
-        since = self._clock() - self._failed_at if self._failed_at is not None else 0.0
+        since = self._clock.seconds() - self._failed_at if self._failed_at is not None else 0.0
         return max(1, math.ceil(REFRESH_INTERVAL_SECONDS - since))
 
     # The refresher ------------------------------------------------------------------------------------------
@@ -308,20 +309,20 @@ class IssuerKeys:
                 await self._fetch(client)
                 await self._until_next_fetch()
                 if self._last_started is not None:
-                    await trio.sleep_until(self._last_started + self._fetch_spacing)
+                    await self._clock.sleep_until(self._last_started + self._fetch_spacing)
 
     async def _fetch(self, client: httpx.AsyncClient) -> None:
-        self._fetching, self._last_started = True, trio.current_time()
+        self._fetching, self._last_started = True, self._clock.seconds()
         try:
             keys = await fetch_key_set(client, self.issuer)
         except KeySetError as error:
             if self._failed_at is None:
                 log.warning("the identity service's keys could not be fetched: %s", error)
-            self._failed_at = self._clock()
+            self._failed_at = self._clock.seconds()
         else:
             if self._failed_at is not None:
                 log.info("the identity service's keys are fetched again")
-            self._keys, self._fetched_at, self._failed_at = keys, self._clock(), None
+            self._keys, self._fetched_at, self._failed_at = keys, self._clock.seconds(), None
         finally:
             self._fetching = False
         done, self._next_done, self._wanted = self._next_done, trio.Event(), trio.Event()
@@ -332,5 +333,13 @@ class IssuerKeys:
         if self._fetched_at is None or self._failed_at is not None:
             await self._wanted.wait()
             return
-        with trio.move_on_after(max(0.0, self._fetched_at + MAX_AGE_SECONDS - self._clock())):
+        old_at = self._fetched_at + MAX_AGE_SECONDS
+        async with trio.open_nursery() as nursery:
+
+            async def until_old() -> None:
+                await self._clock.sleep_until(old_at)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(until_old)
             await self._wanted.wait()
+            nursery.cancel_scope.cancel()

@@ -7,12 +7,15 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from auto_runtime.auth.issuer_keys import FETCH_SPACING_SECONDS
+from tests.e2e.moved_clock import TEST_CLOCK_SETTINGS, advance
 from tests.e2e.server_process import ServerProcess, free_port, start_server
 from tests.e2e.test_access import issue_key
 from tests.fakes.identity_service import IdentityServiceProcess, start_identity_service
@@ -92,9 +95,16 @@ class SignedIn:
         with self.server.client() as client:
             return client.post(path, headers={**sent, **headers}, json=body)
 
+    def pass_fetch_spacing(self) -> None:
+        """Move the server's clock (a server started with `test_clock`) past the spacing of key set fetches, so
+        the next request that needs a fetch has it at once instead of after up to `FETCH_SPACING_SECONDS`."""
+        with self.server.client() as client:
+            advance(client, timedelta(seconds=FETCH_SPACING_SECONDS))
 
-def start_signed_in(folder: Path, identity: IdentityServiceProcess) -> SignedIn:
-    """The server on a port chosen first, so that `PUBLIC_URL`, the audience of its tokens, is its own address."""
+
+def start_signed_in(folder: Path, identity: IdentityServiceProcess, *, test_clock: bool = False) -> SignedIn:
+    """The server on a port chosen first, so that `PUBLIC_URL`, the audience of its tokens, is its own address;
+    with `test_clock`, its clock is the test's (`tests.e2e.moved_clock`)."""
     key = issue_key(folder, "--org", "acme", "--permission", "org:read", "--permission", "playbook:read")
     port = free_port()
     public_url = f"http://127.0.0.1:{port}"
@@ -104,5 +114,5 @@ def start_signed_in(folder: Path, identity: IdentityServiceProcess) -> SignedIn:
         "NODE_EXTRA_CA_CERTS": str(identity.certificate),
         "API_KEYS": json.dumps([key.entry], separators=(",", ":")),
     }
-    server = start_server(folder, settings, port=port)
+    server = start_server(folder, {**settings, **(TEST_CLOCK_SETTINGS if test_clock else {})}, port=port)
     return SignedIn(server, identity, public_url, key.secret)

@@ -72,3 +72,48 @@ async def test_a_limit_is_cut_by_the_move_past_it_and_not_by_a_shorter_one() -> 
     with clock.fail_after(30):
         await trio.lowlevel.checkpoint()
     clock.advance(HOUR)  # a limit that ended is no longer cut by later moves
+
+
+async def test_a_sleep_is_woken_by_the_move_past_its_end_and_not_by_a_shorter_one() -> None:
+    clock = MovableClock()
+    woke = trio.Event()
+
+    async def sleeper(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        deadline = clock.seconds() + 30
+        task_status.started()
+        await clock.sleep_until(deadline)
+        woke.set()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sleeper)
+        await trio.testing.wait_all_tasks_blocked()
+        clock.advance(timedelta(seconds=29))
+        await trio.testing.wait_all_tasks_blocked()
+        assert not woke.is_set(), "a move short of the end leaves the sleep asleep"
+        clock.advance(timedelta(seconds=2))
+        await woke.wait()
+
+
+async def test_a_sleep_until_a_time_passed_returns_at_once() -> None:
+    clock = MovableClock()
+    before = clock.seconds()
+    clock.advance(timedelta(seconds=5))
+    assert clock.seconds() >= before + 5
+    with trio.fail_after(0):  # no wait: the cancel would be delivered at the first wait
+        await clock.sleep_until(before + 5)
+
+
+async def test_the_wall_clock_sleeps_on_trio_s_clock(mock_clock: trio.testing.MockClock) -> None:
+    clock = ServerClock()
+    woke = trio.Event()
+
+    async def sleeper() -> None:
+        await clock.sleep_until(clock.seconds() + 3600)
+        woke.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sleeper)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not woke.is_set()
+        mock_clock.jump(3600)
+        await woke.wait()
