@@ -11,9 +11,9 @@ move made due fires at the next sweep instead of after the real time left.
 A limit of the contract measured in the server's time takes `fail_after` (a tool call's 30 s through `execute`):
 a move past its end cuts it. A rule that spaces or ages work by a duration (the identity service's keys: their
 fetch spacing, maximum age and back-off) reads `seconds` and sleeps with `sleep_until`: a move wakes the sleep
-and counts as time passed. What does not follow the clock: durations measured with `trio.current_time()` or
-`time.monotonic()` (the sandbox's deadline, connect and list limits, back-offs, `duration_ms`), and the
-database's own clock, by which leases are judged.
+and counts as time passed (their fetch's limit is a `fail_after`). What does not follow the clock: durations
+measured with `trio.current_time()` or `time.monotonic()` (the sandbox's deadline, connect and list limits,
+other back-offs, `duration_ms`), and the database's own clock, by which leases are judged.
 
 Concurrency: both clocks are read from any thread (a read is one attribute load); a `MovableClock` is moved
 from the Trio thread only (the control route), and its listeners run there.

@@ -36,8 +36,9 @@ refresher (`run`, a child of the supervision tree), never in a request's task: a
 share one fetch; a request that arrived while a fetch was in flight waits for the one after it too. The
 refresher replaces `_next_done` and `_wanted` in one step with no checkpoint, so no wish made after a fetch ended
 is lost. The refusals are decided on the request side, and the spacing and age kept by the refresher, on the
-injected `clock`'s `seconds` (the server's: a test server's moved clock counts as time passed and wakes the
-refresher's sleeps; the wall clock is `time.monotonic` and Trio's sleeps).
+injected `clock`'s `seconds`, and a fetch is limited by its `fail_after` (the server's clock: a test server's
+moved clock counts as time passed, wakes the refresher's sleeps and cuts a fetch it was moved past; the wall
+clock is `time.monotonic` and Trio's sleeps and limits). The request's own bound on its wait stays Trio's.
 """
 
 from __future__ import annotations
@@ -195,10 +196,11 @@ async def jwks_uri_of(client: httpx.AsyncClient, issuer: str) -> str:
     return issuer + FALLBACK_JWKS_PATH
 
 
-async def fetch_key_set(client: httpx.AsyncClient, issuer: str) -> dict[str, PublishedKey]:
-    """The issuer's key set, fetched within `FETCH_TIMEOUT_SECONDS`; `KeySetError` when that fails."""
+async def fetch_key_set(client: httpx.AsyncClient, issuer: str, clock: ServerClock) -> dict[str, PublishedKey]:
+    """The issuer's key set, fetched within `FETCH_TIMEOUT_SECONDS` of `clock` (a move past them cuts the fetch);
+    `KeySetError` when that fails."""
     try:
-        with trio.fail_after(FETCH_TIMEOUT_SECONDS):
+        with clock.fail_after(FETCH_TIMEOUT_SECONDS):
             uri = await jwks_uri_of(client, issuer)
             status, document = await get_json(client, uri)
     except trio.TooSlowError:
@@ -314,7 +316,7 @@ class IssuerKeys:
     async def _fetch(self, client: httpx.AsyncClient) -> None:
         self._fetching, self._last_started = True, self._clock.seconds()
         try:
-            keys = await fetch_key_set(client, self.issuer)
+            keys = await fetch_key_set(client, self.issuer, self._clock)
         except KeySetError as error:
             if self._failed_at is None:
                 log.warning("the identity service's keys could not be fetched: %s", error)
