@@ -29,7 +29,6 @@ def signed_in(tmp_path_factory: pytest.TempPathFactory, identity: IdentityServic
     assert signed_in.server.stop() == 0, signed_in.server.log()
 
 
-@pytest.mark.slow(seconds=13)
 def test_a_key_that_cannot_be_fetched_is_unavailable(signed_in: SignedIn, identity: IdentityServiceProcess) -> None:
     held = identity.new_key("RS256")
     signed_in.pass_fetch_spacing()

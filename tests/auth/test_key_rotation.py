@@ -31,7 +31,6 @@ def accepted(signed_in: SignedIn, token: str) -> bool:
     return False
 
 
-@pytest.mark.slow(seconds=18)
 def test_keys_rotate_mid_test(signed_in: SignedIn, identity: IdentityServiceProcess) -> None:
     first = identity.new_key("RS256")
     signed_in.pass_fetch_spacing()
@@ -55,7 +54,6 @@ def test_keys_rotate_mid_test(signed_in: SignedIn, identity: IdentityServiceProc
     assert not accepted(signed_in, signed_in.token(first))
 
 
-@pytest.mark.slow(seconds=12)
 def test_a_stream_of_unknown_key_ids_fetches_at_most_once_for_each(
     signed_in: SignedIn, identity: IdentityServiceProcess
 ) -> None:

@@ -106,7 +106,6 @@ def test_an_audience_with_a_trailing_slash_is_an_invalid_credential(signed_in: S
     assert body["detail"] == f"The access token is not for this server: its audience is not {signed_in.public_url}."
 
 
-@pytest.mark.slow(seconds=17)
 def test_a_key_rotated_in_after_a_flood_of_unknown_key_ids_is_accepted(
     signed_in: SignedIn, identity: IdentityServiceProcess
 ) -> None:
