@@ -209,26 +209,23 @@ class ForwardedRequests:
     async def apply_event(self, entry: DueEntry, fence: LeaseFence) -> None:
         """The holder's handler of a `workflow-event:` entry: the event as the run's input, marked fired in its
         append (alone when the run ended or took that event already)."""
-        scope = entry.scope
-        assert isinstance(scope, PlaybookScope)
         received = EventReceived(str(uuid7()), self.clock.now_ms(), dict(entry.payload["event"]))
-        try:
-            applied = await self.store.apply_input(scope, entry.run_id, received, fence=fence, fired=[entry.due_key])
-        except UnknownRun:
-            applied = Applied(stale=True)
-        if applied.stale:
-            await self.ledger.due_work.mark_fired([entry.due_key], fence=fence)
-        self._armed(applied)
+        await self._apply(entry, received, fence)
 
     async def apply_offer(self, entry: DueEntry, fence: LeaseFence) -> None:
         """The holder's handler of a `workflow-offer:` entry: the playbook event offered to the run, marked fired in
         its append (alone when the run ended, or no open listen took it: an offer never waits)."""
-        scope = entry.scope
-        assert isinstance(scope, PlaybookScope)
         payload = entry.payload
         offered = EventOffered(str(uuid7()), self.clock.now_ms(), str(payload["record_id"]), dict(payload["event"]))
+        await self._apply(entry, offered, fence)
+
+    async def _apply(self, entry: DueEntry, given: EventReceived | EventOffered, fence: LeaseFence) -> None:
+        """`given` as the input of the entry's run, the entry marked fired in its append, or alone when the run
+        ended or took it already (stale); the loop woken when the input armed due work."""
+        scope = entry.scope
+        assert isinstance(scope, PlaybookScope)
         try:
-            applied = await self.store.apply_input(scope, entry.run_id, offered, fence=fence, fired=[entry.due_key])
+            applied = await self.store.apply_input(scope, entry.run_id, given, fence=fence, fired=[entry.due_key])
         except UnknownRun:
             applied = Applied(stale=True)
         if applied.stale:
