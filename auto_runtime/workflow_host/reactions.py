@@ -312,21 +312,14 @@ class Reactions:
             return False
         reading = {p: track for p, track in tracks.items() if track.position == start}
         count = self.ledger.partitioning.count
-        mine: list[tuple[Record, _Track]] = []
+        mine: list[tuple[Record, LeaseFence | None]] = []
         for record in records:
             scope = scope_of(record)
             track = None if scope is None else reading.get(partition_of(playbook_key(scope.org, scope.playbook), count))
             if track is not None:
-                mine.append((record, track))
-        listening = self._listening
-        if len(listening) > LISTENING_KEPT:
-            listening.clear()
-        for record, _ in mine:
-            if record.type == WORKFLOW_INPUT_APPLIED and (scope := scope_of(record)) is not None:
-                listening.pop(scope, None)
-        for record, track in mine:
-            track.seen = True
-            await self.react(record, track.fence, listening)
+                track.seen = True
+                mine.append((record, track.fence))
+        await self._react_in_order(mine)
         within = [
             track.position
             for track in tracks.values()
@@ -349,15 +342,20 @@ class Reactions:
         records, position = await self.ledger.read_forward(after, FEED_BATCH)
         if not records or position is None:
             return after
+        await self._react_in_order([(record, fence) for record in records])
+        return position
+
+    async def _react_in_order(self, reacting: Sequence[tuple[Record, LeaseFence | None]]) -> None:
+        """React to a batch's records in feed order, each under its fence. The playbooks whose runs took an input
+        in the batch have their listening runs read afresh (an input may open or close a listen)."""
         listening = self._listening
         if len(listening) > LISTENING_KEPT:
             listening.clear()
-        for record in records:
+        for record, _ in reacting:
             if record.type == WORKFLOW_INPUT_APPLIED and (scope := scope_of(record)) is not None:
                 listening.pop(scope, None)
-        for record in records:
+        for record, fence in reacting:
             await self.react(record, fence, listening)
-        return position
 
     async def react(
         self,
