@@ -37,6 +37,7 @@ from auto_runtime.workflow_host.schedules import TRIGGER_KEY_PREFIX
 from auto_runtime.workflow_host.workflow_runtime import WorkflowRuntime
 from tests.ledger.conftest import Target
 from tests.workflow_host.conftest import HEAD, SCOPE
+from tests.workflow_host.test_runtime import runtime_of
 
 BOUND_SECONDS = 60
 """Bounds every wait, so a broken runtime fails the test instead of hanging it; no assertion is timed."""
@@ -70,17 +71,7 @@ async def serving(ledger: Ledger, engine: SandboxEngine, server_id: str) -> Asyn
         types = function_types(WorkflowType(engine, checkers))
         definitions = DefinitionRegistry(ledger, types)
         runs = RunService(ledger, definitions, types)
-        runtime = WorkflowRuntime(
-            ledger,
-            engine,
-            runs,
-            server_id=server_id,
-            runtime_version="0.1.0",
-            max_duration=timedelta(days=30),
-            sweep=SWEEP,
-            nested_runs=4,
-        )
-        runs.serve_waiting("workflow", runtime)
+        runtime = runtime_of(ledger, engine, runs, server_id, SWEEP)
         reactions = Reactions(
             runtime.store, definitions, engine, on_applied=runtime.after_applied, fences=runtime.fences
         )
