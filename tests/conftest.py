@@ -14,6 +14,7 @@ from tests.real_waits import ENABLE as REAL_WAITS
 from tests.real_waits import RealWaits
 from tests.sandbox_engine import keep_session_cache_under
 from tests.scheduling import heaviest_modules_first
+from tests.trap_handlers import handlers_of_wasmtime, put_back
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -21,6 +22,18 @@ def session_sandbox_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The session's compiled sandbox module is kept in pytest's temporary folder (`tests/sandbox_engine.py`);
     it is compiled on first use, by the first engine or server that needs it."""
     keep_session_cache_under(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(autouse=True)
+def sandbox_trap_handlers_kept() -> Iterator[None]:
+    """A test must leave the sandbox's trap handlers installed: one that removes them (a nested pytest session
+    with its faulthandler plugin, `faulthandler.disable()`) fails here, and they are put back, rather than the
+    worker dying at the next guest's trap in another module (`tests/trap_handlers.py`)."""
+    before = handlers_of_wasmtime()
+    yield
+    replaced = put_back(before)
+    if replaced:
+        pytest.fail(f"this test removed the sandbox's trap handlers: {'; '.join(replaced)}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

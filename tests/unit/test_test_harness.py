@@ -1,8 +1,10 @@
 """The suite's own machinery: the measure of a test's real waits (`tests/real_waits.py`), the order the workers
-are handed modules in (`tests/scheduling.py`) and the servers shared per ledger (`tests/per_ledger.py`)."""
+are handed modules in (`tests/scheduling.py`), the servers shared per ledger (`tests/per_ledger.py`) and the
+sandbox's trap handlers kept for the whole session (`tests/trap_handlers.py`)."""
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import subprocess
 import sys
@@ -10,11 +12,13 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+import wasmtime
 
 from tests.e2e.server_process import start_server
 from tests.per_ledger import PerLedger, ServerStack, per_ledger
 from tests.real_waits import tree_cpu_seconds
 from tests.scheduling import SLOW_SECONDS, TEST_SECONDS, heaviest_modules_first
+from tests.trap_handlers import SIGNALS, handlers_of_wasmtime, put_back
 
 pytest_plugins = ["pytester"]
 
@@ -80,7 +84,9 @@ def test_the_heaviest_module_is_handed_out_first_and_each_module_keeps_its_order
         test_one_slow="import pytest\n\n@pytest.mark.slow\ndef test_b():\n    pass\n\ndef test_a():\n    pass\n",
         test_heaviest="import pytest\n\n@pytest.mark.slow(seconds=60)\ndef test_long():\n    pass\n",
     )
-    items, _ = pytester.inline_genitems("-p", "no:xdist", "-p", "no:cacheprovider")
+    # In this process, so without pytest's faulthandler plugin: its end would remove the sandbox's trap handlers
+    # (`tests/trap_handlers.py`).
+    items, _ = pytester.inline_genitems("-p", "no:xdist", "-p", "no:cacheprovider", "-p", "no:faulthandler")
     ordered = [item.nodeid for item in heaviest_modules_first(items)]
     assert ordered[0] == "test_heaviest.py::test_long"
     assert ordered[1:3] == ["test_one_slow.py::test_b", "test_one_slow.py::test_a"]
@@ -113,3 +119,26 @@ def test_a_server_stack_asks_every_server_to_stop_before_it_waits_for_one(tmp_pa
         stack.callback(lambda: asked_when_the_first_wait_began.extend(server.asked_to_stop for server in servers))
     assert asked_when_the_first_wait_began == [True, True]
     assert [server.process.poll() for server in servers] == [0, 0]
+
+
+def test_trap_handlers_removed_by_faulthandler_are_named_and_put_back() -> None:
+    engine = wasmtime.Engine()
+    store = wasmtime.Store(engine)
+    broken = wasmtime.Instance(store, wasmtime.Module(engine, '(module (func (export "f") unreachable))'), [])
+    call = broken.exports(store)["f"]
+    assert isinstance(call, wasmtime.Func)
+    before = handlers_of_wasmtime()
+    assert set(before) == set(SIGNALS)
+    assert put_back(before) == []
+
+    faulthandler.disable()  # what the end of a nested pytest session does, and it restores what it found
+    faulthandler.enable(file=sys.__stderr__)
+    assert handlers_of_wasmtime() == {}
+    replaced = put_back(before)
+    assert [entry.split(" went to ")[0] for entry in replaced] == [signum.name for signum in SIGNALS]
+    assert all("libpython" in entry for entry in replaced), replaced
+    assert {signum: action.handler for signum, action in handlers_of_wasmtime().items()} == {
+        signum: action.handler for signum, action in before.items()
+    }
+    with pytest.raises(wasmtime.Trap):  # a trap is an error again, not the end of the process
+        call(store)
