@@ -1,14 +1,28 @@
-"""The server process: /health, a clean stop on SIGTERM, and the local-mode address rule (issue: foundation)."""
+"""The server process: /health, a clean stop on SIGTERM, and the local-mode address rule (issue: foundation); and
+the tests' own servers, which never outlive the test process that started them."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import socket
+import subprocess
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 
 from tests.e2e.server_process import free_port, ports_of_worker, run_command, start_server
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTS_A_SERVER = """
+import sys
+from pathlib import Path
+from tests.e2e.server_process import start_server
+print(start_server(Path(sys.argv[1])).process.pid, flush=True)
+sys.stdin.read()
+"""
+"""A test process of its own: it starts a server as the tests do (forked), says its process id, and waits."""
 
 
 def test_health_answers_and_sigterm_stops_the_server_with_exit_0(tmp_path: Path) -> None:
@@ -74,3 +88,20 @@ def test_a_port_in_use_is_never_handed_out() -> None:
                 break
         handed = {free_port() for _ in range(len(block) // 4)}
     assert handed and not handed & taken
+
+
+def test_a_test_server_stops_when_the_test_process_that_started_it_dies(tmp_path: Path) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-c", STARTS_A_SERVER, str(tmp_path)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as tests:
+        assert tests.stdout is not None
+        server = int(tests.stdout.readline())
+        ended = os.pidfd_open(server)
+        try:
+            tests.kill()
+            tests.wait()
+            readable, _, _ = select.select([ended], [], [], 60)  # readable once the server has ended
+            assert readable == [ended], (tmp_path / "server.log").read_text()
+        finally:
+            os.close(ended)
+    assert (tmp_path / "server.log").read_text().splitlines()[-1] == "Auto Runtime stopped."  # a clean stop
