@@ -3,7 +3,9 @@
 
 Its one message, `FoldPart`, is its part of a page the playbook's pass read once for all its views: the actor
 folds the records after its own checkpoint on the sandbox pool (`kind="fold"`), and writes its row once,
-conditional on the version and checkpoint it holds and fenced by the workflow lease.
+conditional on the version and checkpoint it holds and fenced by the workflow lease. A part none of whose events
+the view's filters may take (the playbook's other records, other types) only moves the checkpoint, here, without
+a worker (`fold_page.passed_over`).
 
 Invariants:
 - The row an actor holds is the ledger's: it is read in `on_start` (so a new life, after a crash or a
@@ -26,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from auto_runtime.actors import Actor
 from auto_runtime.functions.recall.document import RecallDocument
-from auto_runtime.functions.recall.fold_page import PageResult, ViewState, fold_page
+from auto_runtime.functions.recall.fold_page import PageResult, ViewState, fold_page, passed_over
 from auto_runtime.json_limits import compact_json
 from auto_runtime.ledger import LeaseFence, LeaseLost, Ledger
 from auto_runtime.ledger.recall_views import Expected, ViewRow
@@ -119,7 +121,10 @@ class ViewActor(Actor[FoldPart, FoldAnswer]):
         def job(control: RunControl) -> tuple[PageResult, bool]:
             return fold_page(engine, program, state, items, control), False
 
-        if items:
+        passed = passed_over(state, items)
+        if passed is not None:
+            result = passed
+        elif items:
             try:
                 result = await self.pool.workers.submit(
                     job, RunControl(time.monotonic() + JOB_SECONDS), "fold", JobOwner(self.org, self.playbook)

@@ -5,7 +5,14 @@ same last event and the same checkpoint, however it is cut into pages (here 7 re
 from __future__ import annotations
 
 from auto_runtime.functions.recall.document import RecallDocument, parse_document
-from auto_runtime.functions.recall.fold_page import EVENT_SECONDS, PageItem, PageResult, ViewState, fold_page
+from auto_runtime.functions.recall.fold_page import (
+    EVENT_SECONDS,
+    PageItem,
+    PageResult,
+    ViewState,
+    fold_page,
+    passed_over,
+)
 from auto_runtime.recall_host.page_items import program_of
 from auto_runtime.sandbox.engine import SandboxEngine
 from auto_runtime.sandbox.interruption import RunControl
@@ -33,6 +40,10 @@ def fold(view, event):
     view["seen"] = (view["seen"] + [[event["id"], time.time()]])[-5:]
     return view
 """
+
+
+DOCUMENT = parse_document(MODULE.replace("STOP", "-1"))
+assert isinstance(DOCUMENT, RecallDocument)
 
 
 def items(count: int) -> list[PageItem]:
@@ -87,6 +98,19 @@ def test_a_stall_lands_on_the_same_event_in_any_page_size(engine: SandboxEngine)
     assert small.stall.event["id"] == "e-40"
     assert small.state == large.state
     assert small.state.checkpoint == "1.39"
+
+
+def test_a_page_no_filter_may_take_is_passed_over_without_a_sandbox_as_fold_page_passes_it(
+    engine: SandboxEngine,
+) -> None:
+    state = ViewState('{"count":0,"seen":[],"total":0}', "0.9", "2026-10-02T07:29:59Z", None, 3, 2)
+    none_taken = [item for item in items(12) if not item.candidate]
+    passed = passed_over(state, none_taken)
+    assert passed is not None
+    assert passed == on_big_stack(lambda: fold_page(engine, program_of(DOCUMENT), state, none_taken, RunControl(10**9)))
+    assert (passed.state.checkpoint, passed.state.tries, passed.examined) == (none_taken[-1].checkpoint, 0, 4)
+    assert passed_over(state, items(12)) is None, "a page with an event a filter may take needs the sandbox"
+    assert passed_over(state, []) is None
 
 
 COUNTER = """---
