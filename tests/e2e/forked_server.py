@@ -15,24 +15,24 @@ make (`pid`, `poll`, `wait`, `send_signal`, `kill`, `returncode`) from the forks
 The forkserver holds no threads, so a fork copies no lock held by another thread. The CLI's own tests keep
 starting real interpreters (`run_command`), and the image's tests run the installed command.
 
-A server does not outlive the test process that asked for it: a thread of the child waits for that process to
-end (`os.pidfd_open`) and then asks the server to stop (SIGTERM, its clean stop), so a test worker that dies
-leaves no server holding a port or a database. (The forkserver cannot tell: every child it forks holds a copy of
-the pipe by which it would see its parent end, so it lasts as long as they do.)
+A server does not outlive the test process that asked for it: it is asked to stop (SIGTERM, its clean stop)
+when that process ends (`tests/fakes/lifeline.py`), so a test worker that dies leaves no server holding a port or
+a database. (The forkserver cannot tell: every child it forks holds a copy of the pipe by which it would see its
+parent end, so it lasts as long as they do.)
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-import select
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+
+from tests.fakes.lifeline import end_with
 
 PRELOAD = ["auto_runtime.server", "auto_runtime.cli", "tests.e2e.server_warm_up", __name__]
 """What the forkserver imports once, before it forks any server (`server_warm_up` runs its warm-up as it is
@@ -42,26 +42,11 @@ _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(PRELOAD)
 
 
-def _stop_when_it_ends(tests: int) -> None:
-    """Send this process SIGTERM once the process `tests` has ended, from a thread that waits for nothing else."""
-    try:
-        ended = os.pidfd_open(tests)
-    except ProcessLookupError:
-        os.kill(os.getpid(), signal.SIGTERM)
-        return
-
-    def watch() -> None:
-        select.select([ended], [], [])
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=watch, name="stop-when-the-tests-end", daemon=True).start()
-
-
 def _serve(
     arguments: Sequence[str], folder: str, environment: Mapping[str, str], log_path: str, error_path: str, tests: int
 ) -> None:
     """The child: become the server's process, then run its command line (which ends the process itself)."""
-    _stop_when_it_ends(tests)
+    end_with(tests, signal.SIGTERM)
     os.chdir(folder)
     os.environ.clear()
     os.environ.update(environment)

@@ -15,14 +15,16 @@ from pathlib import Path
 from tests.e2e.server_process import free_port, ports_of_worker, run_command, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
-STARTS_A_SERVER = """
+STARTS_A_SERVER_AND_A_FAKE = """
 import sys
 from pathlib import Path
 from tests.e2e.server_process import start_server
-print(start_server(Path(sys.argv[1])).process.pid, flush=True)
+from tests.fakes.gateway_process import start_fake_gateway
+print(start_server(Path(sys.argv[1])).process.pid, start_fake_gateway().process.pid, flush=True)
 sys.stdin.read()
 """
-"""A test process of its own: it starts a server as the tests do (forked), says its process id, and waits."""
+"""A test process of its own: it starts a server (forked) and a fake as the tests do, says their process ids, and
+waits."""
 
 
 def test_health_answers_and_sigterm_stops_the_server_with_exit_0(tmp_path: Path) -> None:
@@ -90,18 +92,23 @@ def test_a_port_in_use_is_never_handed_out() -> None:
     assert handed and not handed & taken
 
 
-def test_a_test_server_stops_when_the_test_process_that_started_it_dies(tmp_path: Path) -> None:
+def test_a_test_server_and_a_fake_stop_when_the_test_process_that_started_them_dies(tmp_path: Path) -> None:
     with subprocess.Popen(
-        [sys.executable, "-c", STARTS_A_SERVER, str(tmp_path)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        [sys.executable, "-c", STARTS_A_SERVER_AND_A_FAKE, str(tmp_path)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
     ) as tests:
         assert tests.stdout is not None
-        server = int(tests.stdout.readline())
-        ended = os.pidfd_open(server)
+        started = [int(pid) for pid in tests.stdout.readline().split()]
+        ended = [os.pidfd_open(pid) for pid in started]
         try:
             tests.kill()
             tests.wait()
-            readable, _, _ = select.select([ended], [], [], 60)  # readable once the server has ended
-            assert readable == [ended], (tmp_path / "server.log").read_text()
+            for pidfd in ended:
+                readable, _, _ = select.select([pidfd], [], [], 60)  # readable once the process has ended
+                assert readable == [pidfd], (tmp_path / "server.log").read_text()
         finally:
-            os.close(ended)
+            for pidfd in ended:
+                os.close(pidfd)
     assert (tmp_path / "server.log").read_text().splitlines()[-1] == "Auto Runtime stopped."  # a clean stop

@@ -10,11 +10,14 @@ from typing import Any
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
+from tests.fakes.lifeline import end_with_parent
+
 
 def serve_on_loopback(app: Any, port: int, path: str = "", tls: tuple[Path, Path] | None = None) -> None:
     """Bind 127.0.0.1:`port` (0 for any), print ``listening on http://127.0.0.1:<port><path>``, serve forever.
 
     With `tls` (a certificate and its key, PEM) it serves https, and the line says so."""
+    end_with_parent()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))

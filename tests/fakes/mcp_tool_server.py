@@ -59,6 +59,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
+from tests.fakes.lifeline import end_with_parent
+
 LONE_SURROGATE_MARK = "<lone surrogate>"
 """A mark in the `replies` tool's `words` that its answer writes as the JSON escape of a lone surrogate."""
 
@@ -272,6 +274,7 @@ async def _running(manager: StreamableHTTPSessionManager) -> AsyncIterator[None]
 async def run(
     port: int, log: Path | None, guard: Guard | None = None, extra: int = 0, interaction: bool = False
 ) -> None:
+    end_with_parent()
     manager = StreamableHTTPSessionManager(build(log, extra, interaction), stateless=True, json_response=True)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

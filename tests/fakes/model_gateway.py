@@ -57,6 +57,8 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
+from tests.fakes.lifeline import end_with_parent
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -358,6 +360,7 @@ class FakeGateway:
 
 
 async def run(port: int, host: str, state: GatewayState, tls: tuple[Path, Path] | None = None) -> None:
+    end_with_parent()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))

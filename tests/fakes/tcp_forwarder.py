@@ -11,6 +11,8 @@ import sys
 
 import trio
 
+from tests.fakes.lifeline import end_with_parent
+
 BUFFER = 65536
 
 
@@ -35,6 +37,7 @@ async def _forward(client: trio.SocketStream, target: int) -> None:
 
 
 async def main(listen: int, target: int) -> None:
+    end_with_parent()
     listeners = await trio.open_tcp_listeners(listen, host="127.0.0.1")
     print(f"listening on 127.0.0.1:{listen}", flush=True)
     await trio.serve_listeners(lambda stream: _forward(stream, target), listeners)
