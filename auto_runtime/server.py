@@ -130,7 +130,7 @@ from auto_runtime.recall_host.keeper import ViewKeeper
 from auto_runtime.runs.facts import RUNS_PROJECTION
 from auto_runtime.sandbox.artifact import ArtifactMismatchError, verify_artifacts
 from auto_runtime.sandbox.lifetime import Sandbox, open_sandbox
-from auto_runtime.server_clock import TEST_CLOCK_PATH, MovableClock, ServerClock
+from auto_runtime.server_clock import TEST_CLOCK_PATH, WALL_CLOCK, MovableClock, ServerClock
 from auto_runtime.settings import LoadedSettings, Settings, SettingsError, is_local_mode, load_settings
 from auto_runtime.settings.variables import Mode
 from auto_runtime.start_banner import Announcer
@@ -225,10 +225,14 @@ def runtime_origin(settings: Settings) -> str:
 
 
 def connection_servers_of(
-    ledger: Ledger, settings: Settings, secret_set: SecretSet, environ: Mapping[str, str]
+    ledger: Ledger,
+    settings: Settings,
+    secret_set: SecretSet,
+    environ: Mapping[str, str],
+    clock: ServerClock = WALL_CLOCK,
 ) -> ConnectionServers:
-    """The connections people add, and the org's connections as tool servers; the variables a reference may name
-    are read now, at start (seeds, `connections.variables`)."""
+    """The connections people add, and the org's connections as tool servers (their limits on `clock`); the
+    variables a reference may name are read now, at start (seeds, `connections.variables`)."""
     policy = settings.connections
     connections = Connections(
         ledger,
@@ -241,7 +245,7 @@ def connection_servers_of(
         secret_set=secret_set,
     )
     values = {variable: environ[variable] for variable in policy.variables if environ.get(variable)}
-    servers = ConnectionServers(connections, reference_values=values)
+    servers = ConnectionServers(connections, reference_values=values, clock=clock)
     connections.on_removed = servers.forget
     return servers
 
@@ -659,9 +663,13 @@ async def _serve_on(
         secret_set = SecretSet(loaded.secret_values)
         for handler in logging.getLogger().handlers:
             handler.addFilter(ScrubbingFilter(secret_set))
-        connections = connection_servers_of(ledger, settings, secret_set, os.environ if environ is None else environ)
+        connections = connection_servers_of(
+            ledger, settings, secret_set, os.environ if environ is None else environ, clock
+        )
         tools = (
-            ToolServerSet.from_settings(loaded, Path.cwd(), secret_set=secret_set) if settings.tool_servers else None
+            ToolServerSet.from_settings(loaded, Path.cwd(), secret_set=secret_set, clock=clock)
+            if settings.tool_servers
+            else None
         )
         if tools is not None:
             try:

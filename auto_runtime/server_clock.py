@@ -8,12 +8,14 @@ wall time plus an offset that only grows, moved by the test through the loopback
 a duration behaves as in production; a move tells its listeners (the timer loop's `wake`), so due work that a
 move made due fires at the next sweep instead of after the real time left.
 
-A limit of the contract measured in the server's time takes `fail_after` (a tool call's 30 s through `execute`):
-a move past its end cuts it. A rule that spaces or ages work by a duration (the identity service's keys: their
-fetch spacing, maximum age and back-off) reads `seconds` and sleeps with `sleep_until`: a move wakes the sleep
-and counts as time passed (their fetch's limit is a `fail_after`). What does not follow the clock: durations
-measured with `trio.current_time()` or `time.monotonic()` (the sandbox's deadline, connect and list limits,
-other back-offs, `duration_ms`), and the database's own clock, by which leases are judged.
+A limit of the contract measured in the server's time takes `fail_after` (a tool call's 30 s through `execute`,
+a tool server's 10 s to connect): a move past its end cuts it; a wait that ends quietly at such a time takes
+`move_on_after` (a tool server's quiet stderr pipe reporting the lines it dropped). A rule that spaces or ages
+work by a duration (the identity service's keys: their fetch spacing, maximum age and back-off; a tool server's
+stderr rate) reads `seconds` and sleeps with `sleep_until`: a move wakes the sleep and counts as time passed
+(their fetch's limit is a `fail_after`). What does not follow the clock: durations measured with
+`trio.current_time()` or `time.monotonic()` (the sandbox's deadline, list limits, reconnect back-offs,
+`duration_ms`), and the database's own clock, by which leases are judged.
 
 Concurrency: both clocks are read from any thread (a read is one attribute load); a `MovableClock` is moved
 from the Trio thread only (the control route), and its listeners run there.
@@ -71,6 +73,10 @@ class ServerClock:
         tool call's 30 s), not for a bound on work (the sandbox's deadline stays `trio`'s)."""
         return trio.fail_after(seconds)
 
+    def move_on_after(self, seconds: float) -> AbstractContextManager[trio.CancelScope]:
+        """`trio.move_on_after(seconds)` of this clock: a wait that ends quietly after `seconds` of server time."""
+        return trio.move_on_after(seconds)
+
 
 WALL_CLOCK = ServerClock()
 """The wall clock, for the defaults of parts made outside a server (tests, benchmarks); a server hands its own."""
@@ -115,9 +121,11 @@ class MovableClock(ServerClock):
         self._listeners.append(listener)
 
     @contextmanager
-    def _cut_after(self, seconds: float) -> Iterator[trio.CancelScope]:
+    def _cut_after(
+        self, seconds: float, scope_of: Callable[[float], AbstractContextManager[trio.CancelScope]]
+    ) -> Iterator[trio.CancelScope]:
         ends = self.now() + timedelta(seconds=seconds)
-        with trio.fail_after(seconds) as scope:
+        with scope_of(seconds) as scope:
             limit = (ends, scope)
             self._limits.append(limit)
             try:
@@ -127,7 +135,11 @@ class MovableClock(ServerClock):
 
     def fail_after(self, seconds: float) -> AbstractContextManager[trio.CancelScope]:
         """Raises `trio.TooSlowError` after `seconds` of wall time, or at the move that takes the clock past them."""
-        return self._cut_after(seconds)
+        return self._cut_after(seconds, trio.fail_after)
+
+    def move_on_after(self, seconds: float) -> AbstractContextManager[trio.CancelScope]:
+        """Ends the block quietly after `seconds` of wall time, or at the move that takes the clock past them."""
+        return self._cut_after(seconds, trio.move_on_after)
 
     def advance(self, by: timedelta) -> datetime:
         """Move the clock forward by `by` (not negative); answers the new time."""

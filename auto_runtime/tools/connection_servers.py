@@ -26,6 +26,7 @@ import trio
 from pydantic import ValidationError
 
 from auto_runtime.ledger import Folded, NewRecord, OrgScope, decide_and_append
+from auto_runtime.server_clock import WALL_CLOCK, ServerClock
 from auto_runtime.settings import ToolServer
 from auto_runtime.settings.errors import SettingsError
 from auto_runtime.tools.connection_records import BROKEN, Connection, connections_stream
@@ -78,10 +79,12 @@ class ConnectionServers:
         *,
         reference_values: Mapping[str, str],
         limits: Limits | None = None,
+        clock: ServerClock = WALL_CLOCK,
     ) -> None:
         self.connections = connections
         self.reference_values = dict(reference_values)
         self.limits = limits
+        self.clock = clock
         self.hosts = HostPolicy.of(connections.policy.allowed_hosts)
         self._ready: dict[str, ToolServerSet] = {}
         self._refused: dict[str, ToolNotOffered] = {}
@@ -249,6 +252,7 @@ class ConnectionServers:
             hosts=self.hosts,
             limits=self.limits,
             secret_set=self.connections.secret_set,
+            clock=self.clock,
         )
 
     def _keep(self, connection: Connection, refusal: ToolNotOffered) -> ToolNotOffered:

@@ -11,8 +11,9 @@
 - without a host (the set is not running), each request opens its own session and closes it when it ends, as
   the seeds say of a call made when no run holds a connection.
 
-Connecting (transport and `initialize`) is bounded by `connect_seconds`. Concurrency rules: connects are
-serialised by a lock, so one session at most is being opened per server; every method runs on the Trio thread.
+Connecting (transport and `initialize`) is bounded by `connect_seconds` of the server's clock (`clock`).
+Concurrency rules: connects are serialised by a lock, so one session at most is being opened per server; every
+method runs on the Trio thread.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from mcp.client import Client
 from mcp.client._transport import TransportStreams
 from mcp.shared.exceptions import MCPError
 
+from auto_runtime.server_clock import WALL_CLOCK, ServerClock
 from auto_runtime.supervision import Backoff
 
 log = logging.getLogger("auto_runtime.tools")
@@ -86,10 +88,12 @@ class McpConnection:
         *,
         connect_seconds: float,
         backoff: Backoff,
+        clock: ServerClock = WALL_CLOCK,
     ) -> None:
         self.name = name
         self.open_transport = open_transport
         self.connect_seconds = connect_seconds
+        self.clock = clock
         self.backoff = backoff
         self._nursery: trio.Nursery | None = None
         self._kept: _Kept | None = None
@@ -149,7 +153,7 @@ class McpConnection:
             if self._failures and trio.current_time() < self._retry_at:
                 raise StillUnreachable(f"{self._failures} connects in a row failed; the next waits for its back-off")
             try:
-                with trio.fail_after(self.connect_seconds):
+                with self.clock.fail_after(self.connect_seconds):
                     kept = cast(_Kept, await nursery.start(self._hold))
             except trio.Cancelled:
                 raise  # the request gave up waiting: nothing is known of the server

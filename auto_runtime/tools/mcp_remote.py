@@ -13,6 +13,7 @@ from typing import Any
 import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
+from auto_runtime.server_clock import WALL_CLOCK, ServerClock
 from auto_runtime.settings import ToolServer
 from auto_runtime.supervision import Backoff
 from auto_runtime.tools.hosts import HostPolicy
@@ -78,6 +79,7 @@ class McpHttpServer:
         hosts: HostPolicy,
         limits: Limits,
         backoff: Backoff,
+        clock: ServerClock = WALL_CLOCK,
     ) -> None:
         assert entry.url is not None
         self.name = name
@@ -94,7 +96,9 @@ class McpHttpServer:
         )
         auth = BearerFromSource(self.credentials) if self.credentials is not None else None
         self.http = http_client(hosts, headers=entry.headers, auth=auth, tracker=self.tracker)
-        self.connection = McpConnection(name, self._transport_opener(), connect_seconds=limits.connect, backoff=backoff)
+        self.connection = McpConnection(
+            name, self._transport_opener(), connect_seconds=limits.connect, backoff=backoff, clock=clock
+        )
         self.tools = McpTools(
             name,
             entry,

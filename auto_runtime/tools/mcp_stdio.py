@@ -38,6 +38,7 @@ import trio.lowlevel
 from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 
+from auto_runtime.server_clock import WALL_CLOCK, ServerClock
 from auto_runtime.settings import ToolServer
 from auto_runtime.supervision import (
     Backoff,
@@ -106,14 +107,16 @@ class StdioProcess:
         backoff: Backoff,
         intensity: RestartIntensity,
         cwd: str | None,
+        clock: ServerClock = WALL_CLOCK,
     ) -> None:
         assert entry.command is not None
         self.name = name
+        self.clock = clock
         self.secrets = secrets
         self.backoff = backoff
         self.intensity = intensity
         self._stderr_read, self._stderr_write = os.pipe()
-        self.stderr = StderrLog(name, secrets, trio.current_time)
+        self.stderr = StderrLog(name, secrets, clock.seconds)
         self.child = WatchedChild(
             f"stdio:{name}",
             [entry.command, *(entry.args or ())],
@@ -187,13 +190,14 @@ class StdioProcess:
         stream = trio.lowlevel.FdStream(self._stderr_read)
         try:
             while True:
-                with trio.move_on_after(REPORT_SECONDS):
+                with self.clock.move_on_after(REPORT_SECONDS) as quiet:
                     chunk = await stream.receive_some(65536)
-                    if not chunk:
-                        return
-                    self.stderr.feed(chunk)
+                if quiet.cancelled_caught:
+                    self.stderr.report_if_due()
                     continue
-                self.stderr.report_if_due()
+                if not chunk:
+                    return
+                self.stderr.feed(chunk)
         finally:
             self.stderr.report()
             with trio.CancelScope(shield=True):
@@ -299,18 +303,21 @@ class StdioServer:
         *,
         memory_limit: int | None = None,
         cwd: str | None = None,
+        clock: ServerClock = WALL_CLOCK,
     ) -> None:
         self.name = name
         self.entry = entry
         self.limits = limits
         self.tracker = RequestTracker()
         self.process = StdioProcess(
-            name, entry, secrets, memory_limit=memory_limit, backoff=backoff, intensity=intensity, cwd=cwd
+            name, entry, secrets, memory_limit=memory_limit, backoff=backoff, intensity=intensity, cwd=cwd, clock=clock
         )
         self._life = 0
         self._answered = 0
         """The newest life of the process that answered a listing or a call."""
-        self.connection = McpConnection(name, self._open_transport, connect_seconds=limits.connect, backoff=backoff)
+        self.connection = McpConnection(
+            name, self._open_transport, connect_seconds=limits.connect, backoff=backoff, clock=clock
+        )
         self.tools = McpTools(
             name, entry, self.connection, self.tracker, secrets, limits, STDIO_RESULT_CAP, before_request=self._ready
         )

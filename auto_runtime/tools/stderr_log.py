@@ -35,7 +35,8 @@ REPORT_SECONDS = 10.0
 
 
 class StderrLog:
-    """One pipe's lines into the log, within the bounds above; `clock` gives seconds (Trio's clock)."""
+    """One pipe's lines into the log, within the bounds above; `clock` gives seconds (the server's clock: a move
+    refills the bucket and makes a report due, as the time passing would)."""
 
     def __init__(self, name: str, scrub: Callable[[str], str], clock: Callable[[], float]) -> None:
         self.name = name

@@ -30,6 +30,7 @@ from typing import Any
 
 import trio
 
+from auto_runtime.server_clock import WALL_CLOCK, ServerClock
 from auto_runtime.settings import ToolServer
 from auto_runtime.settings.errors import SettingsError
 from auto_runtime.settings.loader import LoadedSettings
@@ -97,6 +98,7 @@ class ToolServerSet:
         stdio_intensity: RestartIntensity = STDIO_INTENSITY,
         stdio_memory_limit: int | None = None,
         secret_set: SecretSet | None = None,
+        clock: ServerClock = WALL_CLOCK,
     ) -> None:
         self.entries = dict(entries)
         found = written_secrets(self.entries) if secrets is None else secrets
@@ -113,7 +115,9 @@ class ToolServerSet:
         self.clients: dict[str, Client] = {}
         for name, entry in self.entries.items():
             if entry.type == "mcp":
-                self.clients[name] = McpHttpServer(name, entry, self.secret_set, policy, self.limits, reconnect_backoff)
+                self.clients[name] = McpHttpServer(
+                    name, entry, self.secret_set, policy, self.limits, reconnect_backoff, clock
+                )
             elif entry.type == "stdio":
                 self.clients[name] = StdioServer(
                     name,
@@ -124,6 +128,7 @@ class ToolServerSet:
                     stdio_intensity,
                     memory_limit=stdio_memory_limit,
                     cwd=str(folder),
+                    clock=clock,
                 )
             else:
                 self.clients[name] = OpenApiServer(name, entry, self.secret_set, policy, self.limits, folder)

@@ -3,8 +3,9 @@
 A test that would wait out a limit of the contract (an interaction's expiry of a minute, a delivery's retry
 schedule, a reply cadence) starts its server with `TEST_CLOCK_SETTINGS` beside its own, and moves the clock past
 the limit instead: `advance(client, "PT1M")` or `set_to(client, moment)`. The server's timers, expiries,
-deliveries, reply reads and sweeps follow the clock at once (a move wakes the timer loop); the sandbox's deadline,
-time limits of calls and leases do not. The clock only moves forward, and runs at the wall clock's speed between
+deliveries, reply reads and sweeps follow the clock at once (a move wakes the timer loop), and so do a tool
+server's limits (a call's 30 s, a connect's 10 s, its stderr's rate and reports); the sandbox's deadline and
+leases do not. The clock only moves forward, and runs at the wall clock's speed between
 moves, so a server shared by the tests of a module may have its clock moved by any of them: a test reads times
 from the server (`now`) rather than from its own clock.
 """

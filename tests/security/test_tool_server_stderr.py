@@ -4,24 +4,30 @@ Issue 37.9: a server that floods its stderr gets a bounded share of the log: a r
 count of the lines dropped (the log's lines are counted, never timed). Issue 30.7: a server whose process fails
 to start is not "could not be reached (ExceptionGroup)": `search`, `introspect` and `execute` say that it exited
 with its status before it answered, with the last line it wrote to stderr (scrubbed, cut at 200 characters);
-that its command was not found; or that it started but did not answer within the connect limit."""
+that its command was not found; or that it started but did not answer within the connect limit.
+
+The server's clock is the test's (`tests/e2e/moved_clock.py`): the stderr rate, its quiet report and the connect
+limit are server time, so the test moves the clock past them instead of waiting them out."""
 
 from __future__ import annotations
 
 import json
 import secrets
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_any
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from auto_runtime.tools.stderr_log import BURST_LINES, LINE_BYTES, LINES_PER_SECOND
+from auto_runtime.tools.stderr_log import BURST_LINES, LINE_BYTES, LINES_PER_SECOND, REPORT_SECONDS
 from tests.conformance.helpers import problem
-from tests.e2e.server_process import ServerProcess, start_server
+from tests.conformance.interactions.schedules import until
+from tests.e2e.moved_clock import advance, now, start_server_with_test_clock
+from tests.e2e.server_process import ServerProcess
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 ORG = "acme"
@@ -53,7 +59,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         "TOOL_SERVERS": json.dumps(entries()),
         "NOTES_KEY": KEY,
     }
-    process = start_server(folder, settings)
+    process = start_server_with_test_clock(folder, settings)
     yield process
     assert process.stop() == 0, process.log()
 
@@ -86,28 +92,41 @@ def searched(client: httpx.Client, server: str) -> dict[str, Any]:
     return result
 
 
-@pytest.mark.slow(seconds=10)
+def moved_until(client: httpx.Client, done: Callable[[], bool], what: str) -> None:
+    """Move the server's clock on by one report's time (`REPORT_SECONDS`) and look again, until `done` holds: a
+    move made before the server began the wait it ends is not lost, the next one ends it."""
+
+    def moved_then_done() -> bool:
+        if done():
+            return True
+        advance(client, f"PT{REPORT_SECONDS:g}S")
+        return done()
+
+    until(moved_then_done, what)
+
+
 def test_a_flood_on_stderr_is_logged_within_a_rate_and_a_line_length_and_the_rest_counted(
     server: ServerProcess,
 ) -> None:
-    started = time.monotonic()
-    with server.client() as client:
-        assert searched(client, "flood")["tool_count"] == 6
     prefix = "tool server flood (stderr): "
     logged: list[str] = []
-    dropped = 0
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    counts: list[str] = []
+
+    def all_accounted_for() -> bool:
         found = messages(server)
-        logged = [message for message in found if message.startswith(prefix + "flood line")]
-        counts = [message for message in found if message.startswith(prefix) and " lines dropped, " in message]
-        dropped = sum(int(message.removeprefix(prefix).split()[0]) for message in counts)
-        if len(logged) + dropped == FLOOD:
-            break
-        time.sleep(0.5)
-    elapsed = time.monotonic() - started
-    assert len(logged) + dropped == FLOOD, (len(logged), dropped)
-    assert dropped > 0
+        logged[:] = [message for message in found if message.startswith(prefix + "flood line")]
+        counts[:] = [message for message in found if message.startswith(prefix) and " lines dropped, " in message]
+        return len(logged) + dropped() == FLOOD
+
+    def dropped() -> int:
+        return sum(int(message.removeprefix(prefix).split()[0]) for message in counts)
+
+    with server.client() as client:
+        started = now(client)
+        assert searched(client, "flood")["tool_count"] == 6
+        moved_until(client, all_accounted_for, "every line of the flood logged or counted")
+        elapsed = (now(client) - started).total_seconds()
+    assert dropped() > 0
     assert len(logged) <= BURST_LINES + LINES_PER_SECOND * elapsed
     first = logged[0]
     cut = len("flood line 0 ") + 100_000 - LINE_BYTES
@@ -145,11 +164,17 @@ def test_a_command_that_is_not_found_says_so(server: ServerProcess, playbook: st
     assert said == ["The tool server missing could not be started: its command was not found."] * 3
 
 
-@pytest.mark.slow(seconds=10)
 def test_a_process_that_never_answers_is_cut_at_the_connect_limit_and_says_so(
     server: ServerProcess, playbook: str
 ) -> None:
-    with server.client() as client:
-        said = failures(client, playbook, "hangs")
+    def asked() -> list[str]:
+        with server.client() as client:
+            return failures(client, playbook, "hangs")
+
+    with ThreadPoolExecutor(1) as pool, server.client() as control:
+        said = pool.submit(asked)
+        until(lambda: "tool server hangs (stderr): starting up, reading nothing" in messages(server), "it started")
+        moved_until(control, lambda: bool(wait_for_any([said], timeout=0.2).done), "the connect cut")
+        words = said.result()
     expected = "The tool server hangs started, but did not answer within 10 seconds: starting up, reading nothing"
-    assert said == [expected] * 3
+    assert words == [expected] * 3

@@ -74,6 +74,21 @@ async def test_a_limit_is_cut_by_the_move_past_it_and_not_by_a_shorter_one() -> 
     clock.advance(HOUR)  # a limit that ended is no longer cut by later moves
 
 
+async def test_a_quiet_wait_ends_at_the_move_past_it_without_an_error_and_not_at_a_shorter_one() -> None:
+    clock = MovableClock()
+    reached = False
+    with clock.move_on_after(10) as quiet:
+        clock.advance(timedelta(seconds=9))  # short of its end: the wait goes on
+        await trio.lowlevel.checkpoint()
+        reached = True
+        clock.advance(timedelta(seconds=2))
+        await trio.sleep_forever()
+    assert reached and quiet.cancelled_caught
+    with ServerClock().move_on_after(0) as wall:
+        await trio.sleep_forever()
+    assert wall.cancelled_caught
+
+
 async def test_a_sleep_is_woken_by_the_move_past_its_end_and_not_by_a_shorter_one() -> None:
     clock = MovableClock()
     woke = trio.Event()
