@@ -274,7 +274,6 @@ async def _running(manager: StreamableHTTPSessionManager) -> AsyncIterator[None]
 async def run(
     port: int, log: Path | None, guard: Guard | None = None, extra: int = 0, interaction: bool = False
 ) -> None:
-    end_with_parent()
     manager = StreamableHTTPSessionManager(build(log, extra, interaction), stateless=True, json_response=True)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -303,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     header = tuple(arguments.require_header.split("=", 1)) if arguments.require_header else None
     guard = Guard(header, arguments.issuer, arguments.signing_key, arguments.audience)  # type: ignore[arg-type]
     try:
+        end_with_parent()
         trio.run(run, arguments.port, arguments.log, guard, arguments.extra_tools, arguments.interaction_tools)
     except KeyboardInterrupt:
         return 0

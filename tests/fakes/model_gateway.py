@@ -360,7 +360,6 @@ class FakeGateway:
 
 
 async def run(port: int, host: str, state: GatewayState, tls: tuple[Path, Path] | None = None) -> None:
-    end_with_parent()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
@@ -391,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.script is not None:
         state.load(json.loads(arguments.script.read_text()))
     try:
+        end_with_parent()
         trio.run(run, arguments.port, arguments.host, state, tls)
     except KeyboardInterrupt:
         return 0

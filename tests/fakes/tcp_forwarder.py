@@ -37,11 +37,11 @@ async def _forward(client: trio.SocketStream, target: int) -> None:
 
 
 async def main(listen: int, target: int) -> None:
-    end_with_parent()
     listeners = await trio.open_tcp_listeners(listen, host="127.0.0.1")
     print(f"listening on 127.0.0.1:{listen}", flush=True)
     await trio.serve_listeners(lambda stream: _forward(stream, target), listeners)
 
 
 if __name__ == "__main__":
+    end_with_parent()
     trio.run(main, int(sys.argv[1]), int(sys.argv[2]))
