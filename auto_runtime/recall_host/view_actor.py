@@ -121,18 +121,14 @@ class ViewActor(Actor[FoldPart, FoldAnswer]):
         def job(control: RunControl) -> tuple[PageResult, bool]:
             return fold_page(engine, program, state, items, control), False
 
-        passed = passed_over(state, items)
-        if passed is not None:
-            result = passed
-        elif items:
+        result = passed_over(state, items)
+        if result is None:
             try:
                 result = await self.pool.workers.submit(
                     job, RunControl(time.monotonic() + JOB_SECONDS), "fold", JobOwner(self.org, self.playbook)
                 )
             except NoWorkerFree:
                 return None
-        else:
-            result = PageResult(state, None, 0)
         moved = row_after(row, result, caught_up=message.at_end and result.examined == len(items))
         if moved != row:
             written = await self.ledger.recall_views.advance(

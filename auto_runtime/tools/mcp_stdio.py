@@ -146,7 +146,7 @@ class StdioProcess:
         its task has cleaned up), nor does a supervisor for giving up; so while neither has settled, this looks
         again every `SETTLE_POLL_SECONDS`, within the connect limit.
         """
-        with trio.move_on_after(connect_seconds):
+        with self.clock.move_on_after(connect_seconds):
             while True:
                 await self._ensure_supervised()
                 child = self.child

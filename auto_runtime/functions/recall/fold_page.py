@@ -378,10 +378,13 @@ def _schema(schema: Mapping[str, Any] | bool | None) -> Any:
 
 def passed_over(state: ViewState, items: list[PageItem]) -> PageResult | None:
     """The page's result when no item is a candidate (no filter may take any of its events): each item passed
-    over, the checkpoint at the last, as `fold_page` would leave it, with no sandbox and no worker; None when an
-    item is a candidate. One pass over the items, cheap enough for any thread."""
-    if not items or any(item.candidate for item in items):
+    over, the checkpoint at the last (an empty page leaves the view as it was), as `fold_page` would leave it, with
+    no sandbox and no worker; None when an item is a candidate. One pass over the items, cheap enough for any
+    thread."""
+    if any(item.candidate for item in items):
         return None
+    if not items:
+        return PageResult(state, None, 0)
     last = items[-1]
     return PageResult(replace(state, checkpoint=last.checkpoint, checkpoint_at=last.at, tries=0), None, len(items))
 
